@@ -1,0 +1,58 @@
+# Quorum — two commands matter: `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# Django 6 needs Python >= 3.12. Look on PATH first, then in pyenv's versions
+# directory directly: pyenv's python3.X shims only answer when PYENV_VERSION is set.
+define FIND_PYTHON
+for c in "$$QUORUM_PYTHON" python3.13 python3.12 python3 \
+         "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.1[3-9]*/bin/python3 \
+         "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.12*/bin/python3; do \
+  [ -n "$$c" ] || continue; \
+  if "$$c" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then \
+    command -v "$$c" 2>/dev/null || echo "$$c"; exit 0; fi; \
+done; exit 1
+endef
+export FIND_PYTHON
+
+.PHONY: help venv demo serve test lint format bench clean
+
+help:
+	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000"
+	@echo "make test   - install and run the test suite (services used when DATABASE_URL/REDIS_URL are set)"
+	@echo "make lint   - ruff check + format check"
+
+$(STAMP): pyproject.toml
+	@base=$$(bash -c "$$FIND_PYTHON") || { \
+	  echo "error: Quorum needs Python 3.12 or newer and none was found." >&2; \
+	  echo "       Tried python3.13, python3.12, python3 on PATH and pyenv versions." >&2; \
+	  echo "       Install one, or point QUORUM_PYTHON at an interpreter." >&2; exit 1; }; \
+	echo "Using $$base ($$($$base --version))"; \
+	[ -x $(PY) ] && $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || { rm -rf $(VENV); $$base -m venv $(VENV); }
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py demo_setup
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -1,0 +1,56 @@
+"""The HTTP API under /api/v1/ (DESIGN.md §4). Each app contributes its own router."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError
+from ninja.security import HttpBearer, django_auth
+
+from workspaces.rules import RuleError
+from workspaces.services import api_token_authenticate
+
+
+class ApiTokenAuth(HttpBearer):
+    def authenticate(self, request, token):
+        user = api_token_authenticate(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+api = NinjaAPI(
+    title="Quorum API",
+    version="1",
+    description="Workspaces, rules, reviewers, repositories and reviews. Authenticate with a "
+    "personal API token (Authorization: Bearer qrm_…) or a logged-in browser session.",
+    auth=[ApiTokenAuth(), django_auth],
+    urls_namespace="api",
+)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, exc):
+    return api.create_response(
+        request,
+        {
+            "detail": "Authentication required: send a valid, unrevoked personal API token as "
+            "'Authorization: Bearer <token>', or use a logged-in session."
+        },
+        status=401,
+    )
+
+
+@api.exception_handler(RuleError)
+def _rule_error(request, exc):
+    return api.create_response(request, {"detail": str(exc)}, status=400)
+
+
+@api.exception_handler(PermissionDenied)
+def _forbidden(request, exc):
+    return api.create_response(request, {"detail": str(exc) or "Forbidden."}, status=403)
+
+
+from workspaces.api import router as workspaces_router  # noqa: E402
+
+api.add_router("/workspaces", workspaces_router)

@@ -1,0 +1,39 @@
+"""Start background work after commit: Celery in the full stack, a server thread when embedded.
+
+Work started from the browser must never run inside the request (issue: foundation). In the
+embedded default there is no broker, so a small thread pool in the server process stands in.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connections, transaction
+
+log = logging.getLogger(__name__)
+_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="quorum-bg")
+
+
+def _run_in_thread(task: Any, args: tuple, kwargs: dict) -> None:
+    close_old_connections()
+    try:
+        task.run(*args, **kwargs)
+    except Exception:
+        log.exception("background task %s failed", getattr(task, "name", task))
+    finally:
+        connections.close_all()
+
+
+def submit_now(task: Any, *args: Any, **kwargs: Any) -> Future | None:
+    if settings.REDIS_URL:
+        task.apply_async(args=args, kwargs=kwargs)
+        return None
+    return _executor.submit(_run_in_thread, task, args, kwargs)
+
+
+def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
+    """Queue a Celery task once the surrounding transaction commits (never inside it)."""
+    transaction.on_commit(lambda: submit_now(task, *args, **kwargs))

@@ -1,0 +1,217 @@
+"""Quorum settings: one module, driven by the environment (DESIGN.md §2, §4).
+
+With no environment at all this is the embedded default: SQLite file, in-memory channel
+layer, background work in server threads. DATABASE_URL / REDIS_URL switch to the full stack.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import envbool, envchoice, envint, envlist, envsecret, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(envstr("QUORUM_VAR_DIR", str(BASE_DIR / "var")))
+
+DATABASE_URL = envstr("DATABASE_URL")
+REDIS_URL = envstr("REDIS_URL")
+EMBEDDED = not DATABASE_URL and not REDIS_URL
+
+# The embedded default is for a laptop: DEBUG on unless told otherwise. The full stack is a
+# server: DEBUG off unless told otherwise, and then a real SECRET_KEY is mandatory.
+DEBUG = envbool("DEBUG", default=EMBEDDED)
+SECRET_KEY = envsecret("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    SECRET_KEY = "insecure-development-key-only-for-debug"  # noqa: S105
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "ninja",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "workspaces",
+    "reviews",
+    "guardrails",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "workspaces.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "quorum.sqlite3",
+            # Background threads write too: wait for the lock instead of failing at once.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL;",
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+        }
+    }
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Celery only exists in the full stack; the embedded default runs background work in threads
+# of the server process (config/background.py).
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ACKS_LATE = True  # tasks are idempotent: redelivery after a crash is safe
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}  # above the longest task
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "home"
+ACCOUNT_LOGOUT_REDIRECT_URL = "account_login"
+
+# django-allauth: email + password; verification optional unless the deployment demands it.
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_EMAIL_VERIFICATION = envchoice(
+    "ACCOUNT_EMAIL_VERIFICATION", "optional", {"none", "optional", "mandatory"}
+)
+ACCOUNT_RATE_LIMITS = {
+    "login": "30/m/ip",
+    "login_failed": "10/m/ip,5/5m/key",
+    "signup": "20/m/ip",
+    "reset_password": "20/m/ip,5/m/key",
+}
+ACCOUNT_ADAPTER = "workspaces.adapters.AccountAdapter"
+SOCIALACCOUNT_PROVIDERS: dict = {}
+GITHUB_OAUTH_CLIENT_ID = envstr("GITHUB_OAUTH_CLIENT_ID")
+GITHUB_OAUTH_SECRET = envsecret("GITHUB_OAUTH_SECRET")
+if GITHUB_OAUTH_CLIENT_ID and GITHUB_OAUTH_SECRET:
+    INSTALLED_APPS.append("allauth.socialaccount.providers.github")
+    SOCIALACCOUNT_PROVIDERS["github"] = {
+        "APPS": [{"client_id": GITHUB_OAUTH_CLIENT_ID, "secret": GITHUB_OAUTH_SECRET}],
+        "SCOPE": ["read:user", "user:email"],
+    }
+elif GITHUB_OAUTH_CLIENT_ID or GITHUB_OAUTH_SECRET:
+    raise ImproperlyConfigured(
+        "Set both GITHUB_OAUTH_CLIENT_ID and GITHUB_OAUTH_SECRET, or neither."
+    )
+
+EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25, minimum=1)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "quorum@localhost")
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+# Serve straight from the finders when collectstatic has not run (tests, runserver).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", default=not DEBUG and not EMBEDDED)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# Quorum (DESIGN.md §4)
+QUORUM_WORKTREE_ROOT = Path(envstr("QUORUM_WORKTREE_ROOT", str(VAR_DIR / "worktrees")))
+QUORUM_LOCAL_REPO_ROOTS = [
+    Path(p) for p in envlist("QUORUM_LOCAL_REPO_ROOTS", [str(VAR_DIR / "repos")], sep=":")
+]
+GITHUB_API_URL = envstr("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+GITHUB_TOKEN = envsecret("GITHUB_TOKEN")
+GITHUB_APP_ID = envstr("GITHUB_APP_ID")
+GITHUB_APP_PRIVATE_KEY_PATH = envstr("GITHUB_APP_PRIVATE_KEY_PATH")
+GITHUB_WEBHOOK_SECRET = envsecret("GITHUB_WEBHOOK_SECRET")
+QUORUM_LLM_PROVIDER = envchoice("QUORUM_LLM_PROVIDER", "", {"", "openai", "anthropic"})
+QUORUM_LLM_BASE_URL = envstr("QUORUM_LLM_BASE_URL")
+QUORUM_LLM_API_KEY = envsecret("QUORUM_LLM_API_KEY")
+QUORUM_LLM_MODEL = envstr("QUORUM_LLM_MODEL")
+QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
+QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=True)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {"daphne": {"level": "WARNING"}},
+}

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.http import JsonResponse
+from django.urls import include, path
+
+from config.api import api
+from workspaces import views as workspace_views
+
+
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("", workspace_views.home, name="home"),
+    path("healthz", healthz, name="healthz"),
+    path("accounts/", include("allauth.urls")),
+    path("account/tokens/", workspace_views.tokens, name="tokens"),
+    path("api/v1/", api.urls),
+    path("admin/", admin.site.urls),
+    path("", include("workspaces.urls")),
+    path("", include("reviews.urls")),
+    path("", include("guardrails.urls")),
+]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GuardrailsConfig(AppConfig):
+    name = "guardrails"
+    verbose_name = "Guardrails and audit"

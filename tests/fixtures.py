@@ -1,0 +1,90 @@
+"""Shared fixtures: factories and personas (alice owns, bob is a member, charlie is outside)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from workspaces import services
+
+PASSWORD = "correct-horse-battery-staple"
+_seq = itertools.count(1)
+
+
+@pytest.fixture
+def transactional_db(transactional_db, django_db_blocker):
+    """Let the between-tests flush TRUNCATE the append-only audit table (PostgreSQL)."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET quorum.audit_allow_truncate = 'on'")
+
+
+@pytest.fixture
+def user_factory(db):
+    def make(email: str | None = None, password: str = PASSWORD, **extra):
+        email = email or f"user{next(_seq)}@example.com"
+        return get_user_model().objects.create_user(
+            username=email, email=email, password=password, **extra
+        )
+
+    return make
+
+
+@pytest.fixture
+def workspace_factory(db, user_factory):
+    def make(name: str | None = None, owner=None):
+        owner = owner or user_factory()
+        return services.workspace_create(name=name or f"Workspace {next(_seq)}", owner=owner)
+
+    return make
+
+
+@pytest.fixture
+def member_factory(db, user_factory):
+    """Add a user with a role to a workspace, bypassing the invite flow."""
+    from workspaces.models import Membership
+
+    def make(workspace, role: str, email: str | None = None):
+        user = user_factory(email)
+        Membership.objects.create(workspace=workspace, user=user, role=role)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def alice(user_factory):
+    return user_factory("alice@example.com")
+
+
+@pytest.fixture
+def charlie(user_factory):
+    return user_factory("charlie@example.com")
+
+
+@pytest.fixture
+def workspace(workspace_factory, alice):
+    return workspace_factory("Acme", owner=alice)
+
+
+@pytest.fixture
+def client_for(client):
+    """A test client logged in as the given user."""
+
+    def login(user):
+        client.force_login(user)
+        return client
+
+    return login
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # PBKDF2's deliberate slowness is a cost per user created, not something the tests measure.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

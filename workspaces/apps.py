@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WorkspacesConfig(AppConfig):
+    name = "workspaces"
+    verbose_name = "Workspaces"

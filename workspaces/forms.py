@@ -1,0 +1,149 @@
+"""Forms for the settings pages. They parse; the services decide (workspaces/services.py)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from workspaces import rules
+from workspaces.models import Membership, Repository, ReviewerConfig
+
+
+class WorkspaceCreateForm(forms.Form):
+    name = forms.CharField(max_length=100)
+
+
+class RulesForm(forms.Form):
+    tier = forms.ChoiceField(
+        choices=[(t.value, t.value.capitalize()) for t in rules.Tier], widget=forms.RadioSelect
+    )
+    gated_axes = forms.MultipleChoiceField(
+        choices=[(a, a) for a in rules.GATEABLE_AXES],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField()
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=rules.Role.REVIEWER)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class ReviewerConfigForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    base_agent = forms.ChoiceField(choices=ReviewerConfig.BaseAgent.choices)
+    enabled = forms.BooleanField(required=False)
+    brief = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    model_provider = forms.ChoiceField(choices=ReviewerConfig.Provider.choices, required=False)
+    model_name = forms.CharField(max_length=200, required=False)
+    instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
+    anti_patterns = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        help_text="One named anti-pattern per line.",
+    )
+    criteria = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        help_text="One criterion per line as “name = weight”, weight in (0, 10].",
+    )
+    calibrated_model = forms.CharField(
+        max_length=220,
+        required=False,
+        help_text="The model the few-shots were tuned on, as provider:model.",
+    )
+
+    def clean_anti_patterns(self) -> list[str]:
+        return _lines(self.cleaned_data["anti_patterns"])
+
+    def clean_criteria(self) -> list[dict]:
+        parsed = []
+        for i, line in enumerate(_lines(self.cleaned_data["criteria"]), start=1):
+            name, sep, weight = line.rpartition("=")
+            try:
+                value = float(weight)
+            except ValueError:
+                value = None
+            if not sep or not name.strip() or value is None:
+                raise forms.ValidationError(
+                    f"Line {i}: write “name = weight”, e.g. “security = 3”."
+                )
+            parsed.append(
+                {"name": name.strip(), "weight": int(value) if value.is_integer() else value}
+            )
+        try:
+            return rules.clean_criteria(parsed)
+        except rules.RuleError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    @classmethod
+    def initial_for(cls, config: ReviewerConfig) -> dict:
+        return {
+            "name": config.name,
+            "base_agent": config.base_agent,
+            "enabled": config.enabled,
+            "brief": config.brief,
+            "model_provider": config.model_provider,
+            "model_name": config.model_name,
+            "instructions": config.instructions,
+            "anti_patterns": "\n".join(config.anti_patterns),
+            "criteria": "\n".join(f"{c['name']} = {c['weight']}" for c in config.criteria),
+            "calibrated_model": config.calibrated_model,
+        }
+
+
+class FewShotForm(forms.Form):
+    excerpt = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "class": "code"}), required=False, strip=False
+    )
+    good = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Good verdict"
+    )
+    bad = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Bad verdict to avoid"
+    )
+
+    def clean(self):
+        data = super().clean()
+        filled = [f for f in ("excerpt", "good", "bad") if (data.get(f) or "").strip()]
+        if filled and not {"excerpt", "good"} <= set(filled):
+            raise forms.ValidationError("A few-shot needs both a code excerpt and a good verdict.")
+        return data
+
+
+FewShotFormSet = forms.formset_factory(FewShotForm, extra=1, can_delete=True, max_num=50)
+
+
+def few_shots_from(formset) -> list[dict]:
+    shots = []
+    for form in formset:
+        data = form.cleaned_data
+        if not data or data.get("DELETE") or not (data.get("excerpt") or "").strip():
+            continue
+        shots.append({"excerpt": data["excerpt"], "good": data["good"], "bad": data.get("bad", "")})
+    return shots
+
+
+class RepositoryForm(forms.Form):
+    kind = forms.ChoiceField(choices=Repository.Kind.choices, widget=forms.RadioSelect)
+    name = forms.CharField(
+        max_length=1024, help_text="owner/name for GitHub, or an absolute path on the server."
+    )
+    base_branch = forms.CharField(max_length=200, initial="main")
+    auto_review = forms.BooleanField(required=False, label="Review automatically on push")
+
+
+class RepositoryUpdateForm(forms.Form):
+    base_branch = forms.CharField(max_length=200)
+    auto_review = forms.BooleanField(required=False)
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100)

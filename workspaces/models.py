@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from workspaces import rules
+
+
+class Workspace(models.Model):
+    Tier = models.TextChoices("Tier", [(t.value, t.value.capitalize()) for t in rules.Tier])
+
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=50, unique=True)
+    tier = models.CharField(max_length=16, choices=Tier.choices, default=rules.Tier.BALANCED)
+    gated_axes = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("workspaces:general", args=[self.slug])
+
+
+class Membership(models.Model):
+    Role = models.TextChoices("Role", [(r.value, r.value.capitalize()) for r in rules.Role])
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=rules.Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "user"], name="membership_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} as {self.role}"
+
+    def allows(self, perm: rules.Perm) -> bool:
+        return rules.role_allows(self.role, perm)
+
+
+class Invitation(models.Model):
+    """A pending membership for an email with no account yet; accepted at sign-up."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Membership.Role.choices)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "email"], name="invitation_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} → {self.workspace} ({self.role})"
+
+
+class ReviewerConfig(models.Model):
+    BaseAgent = models.TextChoices("BaseAgent", [(a, a.capitalize()) for a in rules.BASE_AGENTS])
+
+    class Provider(models.TextChoices):
+        DEFAULT = "", "Environment default"
+        OPENAI = "openai", "OpenAI-compatible"
+        ANTHROPIC = "anthropic", "Anthropic"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="reviewers")
+    key = models.SlugField(max_length=50)
+    name = models.CharField(max_length=100)
+    base_agent = models.CharField(max_length=20, choices=BaseAgent.choices)
+    # Security and performance are not agents of their own: a base agent with a brief (§3.4).
+    brief = models.TextField(blank=True)
+    builtin = models.BooleanField(default=False)
+    enabled = models.BooleanField(default=True)
+    model_provider = models.CharField(max_length=20, choices=Provider.choices, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    instructions = models.TextField(blank=True)
+    anti_patterns = models.JSONField(default=list, blank=True)
+    criteria = models.JSONField(default=list, blank=True)
+    few_shots = models.JSONField(default=list, blank=True)
+    calibrated_model = models.CharField(max_length=220, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-builtin", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "key"], name="reviewer_config_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def effective_model(self) -> str:
+        if self.model_provider and self.model_name:
+            return rules.model_label(self.model_provider, self.model_name)
+        return rules.model_label(settings.QUORUM_LLM_PROVIDER, settings.QUORUM_LLM_MODEL)
+
+    @property
+    def calibration_stale(self) -> bool:
+        return rules.calibration_stale(
+            effective_model=self.effective_model(), calibrated_model=self.calibrated_model
+        )
+
+
+class Repository(models.Model):
+    class Kind(models.TextChoices):
+        GITHUB = "github", "GitHub"
+        LOCAL = "local", "Local path"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="repositories")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    full_name = models.CharField(max_length=141, blank=True)
+    local_path = models.CharField(max_length=1024, blank=True)
+    base_branch = models.CharField(max_length=200, default="main")
+    auto_review = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "full_name", "local_path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "full_name"],
+                condition=models.Q(kind="github"),
+                name="repository_github_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["workspace", "local_path"],
+                condition=models.Q(kind="local"),
+                name="repository_local_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.full_name or self.local_path
+
+    def snapshot(self) -> dict:
+        return {
+            "kind": self.kind,
+            "name": str(self),
+            "base_branch": self.base_branch,
+            "auto_review": self.auto_review,
+        }
+
+
+class ApiToken(models.Model):
+    """A personal API token. Only its SHA-256 digest is stored; the secret is shown once."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def digest_of(secret: str) -> str:
+        return hashlib.sha256(secret.encode("utf-8")).hexdigest()

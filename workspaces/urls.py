@@ -1,0 +1,26 @@
+from django.urls import path
+
+from workspaces import views
+
+app_name = "workspaces"
+
+urlpatterns = [
+    path("new/", views.workspace_create, name="create"),
+    path("w/<slug:slug>/settings/", views.general, name="general"),
+    path("w/<slug:slug>/settings/members/", views.members, name="members"),
+    path("w/<slug:slug>/settings/members/<int:member_id>/", views.member_change, name="member"),
+    path(
+        "w/<slug:slug>/settings/invitations/<int:invitation_id>/revoke/",
+        views.invitation_revoke,
+        name="invitation_revoke",
+    ),
+    path("w/<slug:slug>/settings/reviewers/", views.reviewers, name="reviewers"),
+    path("w/<slug:slug>/settings/reviewers/new/", views.reviewer_edit, name="reviewer_new"),
+    path("w/<slug:slug>/settings/reviewers/<slug:key>/", views.reviewer_edit, name="reviewer"),
+    path("w/<slug:slug>/settings/repositories/", views.repositories, name="repositories"),
+    path(
+        "w/<slug:slug>/settings/repositories/<int:repo_id>/",
+        views.repository_change,
+        name="repository",
+    ),
+]

@@ -1,0 +1,320 @@
+"""Settings pages. Thin: parse the form, check the role, call a service, render."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from workspaces import rules, services
+from workspaces.forms import (
+    FewShotFormSet,
+    InviteForm,
+    RepositoryForm,
+    RepositoryUpdateForm,
+    ReviewerConfigForm,
+    RoleForm,
+    RulesForm,
+    TokenForm,
+    WorkspaceCreateForm,
+    few_shots_from,
+)
+from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
+from workspaces.permissions import allows, membership_get, require
+from workspaces.rules import Perm, RuleError
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def member_view(view):
+    """Login required, then resolve the caller's membership of the workspace in the URL."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, slug: str, *args, **kwargs):
+        membership = membership_get(user=request.user, slug=slug)
+        return view(request, membership, *args, **kwargs)
+
+    return wrapper
+
+
+def _ctx(membership: Membership, **extra) -> dict:
+    return {"workspace": membership.workspace, "membership": membership, **extra}
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    first = Membership.objects.filter(user=request.user).select_related("workspace").first()
+    if first is not None:
+        return redirect("reviews:list", first.workspace.slug)
+    return redirect("workspaces:create")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def workspace_create(request: HttpRequest) -> HttpResponse:
+    form = WorkspaceCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            ws = services.workspace_create(
+                name=form.cleaned_data["name"], owner=request.user, request=request
+            )
+        except RuleError as exc:
+            form.add_error("name", str(exc))
+        else:
+            messages.success(request, f"Workspace {ws.name} created.")
+            return redirect("workspaces:general", ws.slug)
+    return render(request, "workspaces/create.html", {"form": form})
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def general(request: HttpRequest, membership: Membership) -> HttpResponse:
+    ws = membership.workspace
+    form = RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes})
+    saved = False
+    status = 200
+    if request.method == "POST":
+        require(
+            membership, Perm.MANAGE_RULES, attempted="change the workspace rules", request=request
+        )
+        form = RulesForm(request.POST)
+        if form.is_valid():
+            try:
+                ws = services.rules_update(
+                    workspace=ws,
+                    actor=request.user,
+                    tier=form.cleaned_data["tier"],
+                    gated_axes=form.cleaned_data["gated_axes"],
+                    request=request,
+                )
+            except RuleError as exc:
+                form.add_error(None, str(exc))
+            else:
+                saved = True
+                membership.workspace = ws
+                if not is_htmx(request):
+                    messages.success(request, "Workspace rules saved.")
+                    return redirect("workspaces:general", ws.slug)
+        if not form.is_valid():
+            status = 400
+    context = _ctx(
+        membership,
+        form=form,
+        saved=saved,
+        tier_help=[(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
+        can_edit=allows(membership, Perm.MANAGE_RULES),
+    )
+    template = "workspaces/settings_general.html"
+    if is_htmx(request):
+        template += "#rules_card"
+    return render(request, template, context, status=status)
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def members(request: HttpRequest, membership: Membership) -> HttpResponse:
+    ws = membership.workspace
+    form = InviteForm()
+    status = 200
+    if request.method == "POST":
+        require(membership, Perm.MANAGE_MEMBERS, attempted="invite members", request=request)
+        form = InviteForm(request.POST)
+        if form.is_valid():
+            try:
+                services.member_invite(actor=membership, request=request, **form.cleaned_data)
+            except RuleError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"{form.cleaned_data['email']} invited.")
+                return redirect("workspaces:members", ws.slug)
+        status = 400
+    context = _ctx(
+        membership,
+        form=form,
+        members=ws.memberships.select_related("user").order_by("user__email"),
+        invitations=ws.invitations.order_by("email"),
+        roles=Membership.Role.choices,
+        can_edit=allows(membership, Perm.MANAGE_MEMBERS),
+    )
+    return render(request, "workspaces/settings_members.html", context, status=status)
+
+
+@member_view
+@require_POST
+def member_change(request: HttpRequest, membership: Membership, member_id: int) -> HttpResponse:
+    ws = membership.workspace
+    require(membership, Perm.MANAGE_MEMBERS, attempted="change members", request=request)
+    target = get_object_or_404(
+        Membership.objects.select_related("user"), pk=member_id, workspace=ws
+    )
+    try:
+        if request.POST.get("action") == "remove":
+            services.member_remove(actor=membership, membership=target, request=request)
+            messages.success(request, f"{target.user.email} removed.")
+        else:
+            form = RoleForm(request.POST)
+            if not form.is_valid():
+                raise RuleError(f"Unknown role {request.POST.get('role')!r}.")
+            services.member_change_role(
+                actor=membership, membership=target, role=form.cleaned_data["role"], request=request
+            )
+            messages.success(request, f"{target.user.email} is now {form.cleaned_data['role']}.")
+    except RuleError as exc:
+        messages.error(request, str(exc))
+    return redirect("workspaces:members", ws.slug)
+
+
+@member_view
+@require_POST
+def invitation_revoke(
+    request: HttpRequest, membership: Membership, invitation_id: int
+) -> HttpResponse:
+    require(membership, Perm.MANAGE_MEMBERS, attempted="revoke invitations", request=request)
+    inv = get_object_or_404(Invitation, pk=invitation_id, workspace=membership.workspace)
+    services.invitation_revoke(actor=membership, invitation=inv, request=request)
+    messages.success(request, f"Invitation for {inv.email} revoked.")
+    return redirect("workspaces:members", membership.workspace.slug)
+
+
+@member_view
+def reviewers(request: HttpRequest, membership: Membership) -> HttpResponse:
+    configs = membership.workspace.reviewers.all()
+    context = _ctx(membership, configs=configs, can_edit=allows(membership, Perm.MANAGE_REVIEWERS))
+    return render(request, "workspaces/settings_reviewers.html", context)
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def reviewer_edit(
+    request: HttpRequest, membership: Membership, key: str | None = None
+) -> HttpResponse:
+    ws = membership.workspace
+    config = get_object_or_404(ReviewerConfig, workspace=ws, key=key) if key else None
+    can_edit = allows(membership, Perm.MANAGE_REVIEWERS)
+    status = 200
+    if request.method == "POST":
+        attempted = "change reviewer configs" if config else "add reviewers"
+        require(membership, Perm.MANAGE_REVIEWERS, attempted=attempted, request=request)
+        if config and request.POST.get("action") == "delete":
+            try:
+                services.reviewer_config_delete(config=config, actor=request.user, request=request)
+            except RuleError as exc:
+                messages.error(request, str(exc))
+                return redirect("workspaces:reviewer", ws.slug, config.key)
+            messages.success(request, f"Reviewer {config.name} deleted.")
+            return redirect("workspaces:reviewers", ws.slug)
+        form = ReviewerConfigForm(request.POST)
+        shots = FewShotFormSet(request.POST, prefix="shots")
+        if form.is_valid() and shots.is_valid():
+            data = {**form.cleaned_data, "few_shots": few_shots_from(shots)}
+            try:
+                if config:
+                    config = services.reviewer_config_update(
+                        config=config, actor=request.user, data=data, request=request
+                    )
+                else:
+                    config = services.reviewer_config_create(
+                        workspace=ws,
+                        actor=request.user,
+                        key=request.POST.get("key", ""),
+                        data=data,
+                        request=request,
+                    )
+            except RuleError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Reviewer {config.name} saved.")
+                return redirect("workspaces:reviewer", ws.slug, config.key)
+        status = 400
+    else:
+        initial = ReviewerConfigForm.initial_for(config) if config else {"enabled": True}
+        form = ReviewerConfigForm(initial=initial)
+        shots = FewShotFormSet(initial=config.few_shots if config else [], prefix="shots")
+    context = _ctx(membership, config=config, form=form, shots=shots, can_edit=can_edit)
+    return render(request, "workspaces/settings_reviewer.html", context, status=status)
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def repositories(request: HttpRequest, membership: Membership) -> HttpResponse:
+    ws = membership.workspace
+    form = RepositoryForm(initial={"kind": Repository.Kind.GITHUB, "base_branch": "main"})
+    status = 200
+    if request.method == "POST":
+        require(
+            membership, Perm.MANAGE_REPOSITORIES, attempted="connect repositories", request=request
+        )
+        form = RepositoryForm(request.POST)
+        if form.is_valid():
+            try:
+                repo = services.repository_connect(
+                    workspace=ws, actor=request.user, request=request, **form.cleaned_data
+                )
+            except RuleError as exc:
+                form.add_error("name", str(exc))
+            else:
+                messages.success(request, f"{repo} connected.")
+                return redirect("workspaces:repositories", ws.slug)
+        status = 400
+    context = _ctx(
+        membership,
+        form=form,
+        repositories=ws.repositories.all(),
+        can_edit=allows(membership, Perm.MANAGE_REPOSITORIES),
+    )
+    return render(request, "workspaces/settings_repositories.html", context, status=status)
+
+
+@member_view
+@require_POST
+def repository_change(request: HttpRequest, membership: Membership, repo_id: int) -> HttpResponse:
+    ws = membership.workspace
+    require(membership, Perm.MANAGE_REPOSITORIES, attempted="change repositories", request=request)
+    repo = get_object_or_404(Repository, pk=repo_id, workspace=ws)
+    if request.POST.get("action") == "remove":
+        services.repository_remove(repository=repo, actor=request.user, request=request)
+        messages.success(request, f"{repo} disconnected.")
+        return redirect("workspaces:repositories", ws.slug)
+    form = RepositoryUpdateForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise RuleError("Give a base branch.")
+        services.repository_update(
+            repository=repo, actor=request.user, request=request, **form.cleaned_data
+        )
+        messages.success(request, f"{repo} updated.")
+    except RuleError as exc:
+        messages.error(request, str(exc))
+    return redirect("workspaces:repositories", ws.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    form = TokenForm()
+    new_secret = None
+    if request.method == "POST":
+        if request.POST.get("action") == "revoke":
+            token = get_object_or_404(request.user.api_tokens, pk=request.POST.get("token_id"))
+            services.api_token_revoke(token=token, actor=request.user, request=request)
+            messages.success(request, f"Token {token.name} revoked.")
+            return redirect("tokens")
+        form = TokenForm(request.POST)
+        if form.is_valid():
+            try:
+                _, new_secret = services.api_token_create(
+                    user=request.user, name=form.cleaned_data["name"], request=request
+                )
+            except RuleError as exc:
+                form.add_error("name", str(exc))
+            else:
+                form = TokenForm()
+    context = {"form": form, "tokens": request.user.api_tokens.all(), "new_secret": new_secret}
+    return render(request, "workspaces/tokens.html", context)
