@@ -13,16 +13,22 @@ PASSWORD = "correct-horse-battery-staple"
 _seq = itertools.count(1)
 
 
-@pytest.fixture
-def transactional_db(transactional_db, django_db_blocker):
-    """Let the between-tests flush TRUNCATE the append-only audit table (PostgreSQL)."""
-    yield
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Let the test database's between-tests flush TRUNCATE the append-only audit table.
+
+    Only the throw-away test database gets this setting; tests of the TRUNCATE refusal turn it
+    off again inside their transaction.
+    """
     from django.db import connection
 
     with django_db_blocker.unblock():
         if connection.vendor == "postgresql":
+            name = connection.ops.quote_name(connection.settings_dict["NAME"])
             with connection.cursor() as cursor:
+                cursor.execute(f"ALTER DATABASE {name} SET quorum.audit_allow_truncate = 'on'")
                 cursor.execute("SET quorum.audit_allow_truncate = 'on'")
+    yield
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from workspaces import rules
 
 
 class Workspace(models.Model):
-    Tier = models.TextChoices("Tier", [(t.value, t.value.capitalize()) for t in rules.Tier])
+    Tier = models.TextChoices("Tier", {t.name: (t.value, t.value.capitalize()) for t in rules.Tier})
 
     name = models.CharField(max_length=100)
     slug = models.SlugField(max_length=50, unique=True)
-    tier = models.CharField(max_length=16, choices=Tier.choices, default=rules.Tier.BALANCED)
+    tier = models.CharField(max_length=16, choices=Tier.choices, default=rules.Tier.BALANCED.value)
     gated_axes = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -26,13 +26,13 @@ class Workspace(models.Model):
 
 
 class Membership(models.Model):
-    Role = models.TextChoices("Role", [(r.value, r.value.capitalize()) for r in rules.Role])
+    Role = models.TextChoices("Role", {r.name: (r.value, r.value.capitalize()) for r in rules.Role})
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
-    role = models.CharField(max_length=16, choices=Role.choices, default=rules.Role.VIEWER)
+    role = models.CharField(max_length=16, choices=Role.choices, default=rules.Role.VIEWER.value)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -68,7 +68,9 @@ class Invitation(models.Model):
 
 
 class ReviewerConfig(models.Model):
-    BaseAgent = models.TextChoices("BaseAgent", [(a, a.capitalize()) for a in rules.BASE_AGENTS])
+    BaseAgent = models.TextChoices(
+        "BaseAgent", {a.upper(): (a, a.capitalize()) for a in rules.BASE_AGENTS}
+    )
 
     class Provider(models.TextChoices):
         DEFAULT = "", "Environment default"

@@ -1,0 +1,57 @@
+"""Email + password accounts through django-allauth."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.cache import cache
+
+from tests.fixtures import PASSWORD
+
+
+def test_it_signs_up_and_logs_in_with_an_email(db, client):
+    response = client.post(
+        "/accounts/signup/",
+        {
+            "email": "erin@example.com",
+            "password1": "a-long-pass-phrase",
+            "password2": "a-long-pass-phrase",
+        },
+    )
+    assert response.status_code == 302
+    client.logout()
+    response = client.post(
+        "/accounts/login/", {"login": "erin@example.com", "password": "a-long-pass-phrase"}
+    )
+    assert response.status_code == 302
+    assert client.get("/").status_code == 302  # to workspace creation: no workspace yet
+    assert client.get("/new/").status_code == 200
+
+
+def test_it_rate_limits_failed_logins(alice, client):
+    cache.clear()
+    refused = "Too many failed login attempts"
+    for _ in range(5):
+        response = client.post("/accounts/login/", {"login": alice.email, "password": "wrong"})
+        assert refused not in response.content.decode()
+    # Past the per-account limit (5 per 5 minutes) even the right password is refused.
+    response = client.post("/accounts/login/", {"login": alice.email, "password": PASSWORD})
+    assert response.status_code == 200
+    assert refused in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    cache.clear()
+
+
+def test_github_login_is_absent_unless_configured(db, client):
+    assert "allauth.socialaccount.providers.github" not in settings.INSTALLED_APPS
+    html = client.get("/accounts/login/").content.decode()
+    assert "GitHub" not in html
+
+
+def test_creating_a_workspace_makes_the_creator_its_owner(alice, client_for):
+    client = client_for(alice)
+    response = client.post("/new/", {"name": "Rocket Science"})
+    assert response.status_code == 302
+    assert response["Location"] == "/w/rocket-science/settings/"
+    assert alice.memberships.get().role == "owner"
+    duplicate = client.post("/new/", {"name": "Rocket science"})
+    assert "is taken" in duplicate.content.decode()

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from io import StringIO
+
+from django.core.management import call_command
+
+from workspaces.models import Membership
+
+
+def test_demo_setup_creates_loginable_users_and_is_repeatable(db, client):
+    for _ in range(2):
+        out = StringIO()
+        call_command("demo_setup", "--password", "demo-pass-123", stdout=out)
+    assert "admin@example.com" in out.getvalue() and "demo-pass-123" in out.getvalue()
+    roles = dict(
+        Membership.objects.filter(workspace__slug="demo").values_list("user__email", "role")
+    )
+    assert roles == {
+        "admin@example.com": "owner",
+        "approver@example.com": "approver",
+        "reviewer@example.com": "reviewer",
+    }
+    response = client.post(
+        "/accounts/login/", {"login": "approver@example.com", "password": "demo-pass-123"}
+    )
+    assert response.status_code == 302
+    assert client.get("/w/demo/reviews/").status_code == 200

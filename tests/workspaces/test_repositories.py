@@ -1,0 +1,110 @@
+"""Settings → Repositories: GitHub names and local paths confined to the allowed roots."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from guardrails.models import AuditEvent
+from workspaces.models import Repository
+
+
+@pytest.fixture
+def repo_roots(tmp_path, settings):
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    settings.QUORUM_LOCAL_REPO_ROOTS = [allowed]
+    return allowed
+
+
+def _git_init(path):
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def _connect(client, workspace, **body):
+    return client.post(
+        f"/api/v1/workspaces/{workspace.slug}/repositories", body, content_type="application/json"
+    )
+
+
+def test_it_connects_a_github_repository_and_audits_it(workspace, alice, client_for):
+    response = _connect(
+        client_for(alice), workspace, kind="github", name="acme/web", auto_review=True
+    )
+    assert response.status_code == 201
+    assert response.json()["name"] == "acme/web"
+    event = AuditEvent.objects.get(workspace=workspace, action="repositories.connected")
+    assert event.payload["after"] == {
+        "kind": "github",
+        "name": "acme/web",
+        "base_branch": "main",
+        "auto_review": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["acme", "acme/web/extra", "-acme/web", "acme/..", "ac me/web", ""]
+)
+def test_it_rejects_a_bad_github_name(workspace, alice, client_for, name):
+    response = _connect(client_for(alice), workspace, kind="github", name=name)
+    assert response.status_code in (400, 422)
+    assert not Repository.objects.exists()
+
+
+def test_it_connects_a_local_repository_under_an_allowed_root(
+    workspace, alice, client_for, repo_roots
+):
+    repo = _git_init(repo_roots / "shop")
+    response = _connect(client_for(alice), workspace, kind="local", name=str(repo))
+    assert response.status_code == 201, response.content
+    assert Repository.objects.get().local_path == str(repo.resolve())
+
+
+def test_it_refuses_paths_outside_the_allowed_roots(
+    workspace, alice, client_for, repo_roots, tmp_path
+):
+    outside = _git_init(tmp_path / "outside")
+    escape = repo_roots / "link"
+    escape.symlink_to(outside)
+    client = client_for(alice)
+    for name in (
+        str(outside),
+        str(repo_roots / ".." / "outside"),
+        str(escape),
+        "/etc",
+        "relative/path",
+    ):
+        response = _connect(client, workspace, kind="local", name=name)
+        assert response.status_code == 400, name
+        assert response.json()["detail"]
+    assert not Repository.objects.exists()
+
+
+def test_it_refuses_a_directory_that_is_not_a_repository(workspace, alice, client_for, repo_roots):
+    (repo_roots / "plain").mkdir()
+    response = _connect(client_for(alice), workspace, kind="local", name=str(repo_roots / "plain"))
+    assert response.status_code == 400
+    assert "not a git repository" in response.json()["detail"]
+
+
+def test_the_page_updates_and_disconnects(workspace, alice, client_for):
+    client = client_for(alice)
+    _connect(client, workspace, kind="github", name="acme/api")
+    repo = Repository.objects.get()
+    url = f"/w/{workspace.slug}/settings/repositories/{repo.pk}/"
+    client.post(url, {"action": "update", "base_branch": "develop", "auto_review": "on"})
+    repo.refresh_from_db()
+    assert (repo.base_branch, repo.auto_review) == ("develop", True)
+    response = client.post(url, {"action": "update", "base_branch": "bad..branch"}, follow=True)
+    assert "not a valid branch name" in response.content.decode()
+    client.post(url, {"action": "remove"})
+    assert not Repository.objects.exists()
+    actions = list(
+        AuditEvent.objects.filter(action__startswith="repositories.").values_list(
+            "action", flat=True
+        )
+    )
+    assert actions == ["repositories.connected", "repositories.updated", "repositories.removed"]

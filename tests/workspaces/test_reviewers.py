@@ -1,0 +1,142 @@
+"""Settings → Reviewers: seeded defaults, edits with few-shots, stale calibration."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardrails.models import AuditEvent
+from workspaces.models import ReviewerConfig
+
+
+def test_it_seeds_every_builtin_reviewer(workspace):
+    configs = {c.key: c for c in workspace.reviewers.all()}
+    assert set(configs) == {
+        "implementation",
+        "quality",
+        "architecture",
+        "security",
+        "performance",
+        "requirements",
+    }
+    # Security and performance are existing agents with a brief (DESIGN.md §3.4).
+    assert configs["security"].base_agent == "architecture" and configs["security"].brief
+    assert configs["performance"].base_agent == "implementation" and configs["performance"].brief
+
+
+def _form(**overrides):
+    data = {
+        "name": "Quality",
+        "base_agent": "quality",
+        "enabled": "on",
+        "instructions": "Look for duplicated logic.",
+        "anti_patterns": "god object\nmagic numbers\n",
+        "criteria": "maintainability = 4\ntesting = 2.5",
+        "model_provider": "openai",
+        "model_name": "gpt-x",
+        "calibrated_model": "openai:gpt-x",
+        "shots-TOTAL_FORMS": "2",
+        "shots-INITIAL_FORMS": "0",
+        "shots-0-excerpt": "def f(x=[]): ...",
+        "shots-0-good": "P2 bug: mutable default argument shared between calls",
+        "shots-0-bad": "Looks fine",
+        "shots-1-excerpt": "",
+        "shots-1-good": "",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_it_saves_a_reviewer_with_few_shots_and_audits_it(workspace, alice, client_for):
+    url = f"/w/{workspace.slug}/settings/reviewers/quality/"
+    response = client_for(alice).post(url, _form())
+    assert response.status_code == 302
+    cfg = ReviewerConfig.objects.get(workspace=workspace, key="quality")
+    assert cfg.anti_patterns == ["god object", "magic numbers"]
+    assert cfg.criteria == [
+        {"name": "maintainability", "weight": 4},
+        {"name": "testing", "weight": 2.5},
+    ]
+    assert cfg.few_shots == [
+        {
+            "excerpt": "def f(x=[]): ...",
+            "good": "P2 bug: mutable default argument shared between calls",
+            "bad": "Looks fine",
+        }
+    ]
+    event = AuditEvent.objects.get(workspace=workspace, action="reviewers.updated")
+    assert event.payload["after"]["model_name"] == "gpt-x"
+    assert event.payload["before"]["model_name"] == ""
+
+
+def test_it_rejects_a_malformed_few_shot_and_changes_nothing(workspace, alice, client_for):
+    before = ReviewerConfig.objects.get(workspace=workspace, key="quality").few_shots
+    url = f"/w/{workspace.slug}/settings/reviewers/quality/"
+    response = client_for(alice).post(url, _form(**{"shots-0-good": ""}))
+    assert response.status_code == 400
+    assert "A few-shot needs both a code excerpt and a good verdict." in response.content.decode()
+    assert ReviewerConfig.objects.get(workspace=workspace, key="quality").few_shots == before
+    assert not AuditEvent.objects.filter(action="reviewers.updated").exists()
+
+
+@pytest.mark.parametrize(
+    ("few_shots", "message"),
+    [
+        ([{"excerpt": "x"}], "good"),
+        ([{"excerpt": "", "good": "fine"}], "excerpt"),
+        ([{"excerpt": "x", "good": "y", "verdict": "z"}], "verdict"),
+        ("not a list", "list"),
+    ],
+)
+def test_the_api_rejects_malformed_few_shots(workspace, alice, client_for, few_shots, message):
+    response = client_for(alice).patch(
+        f"/api/v1/workspaces/{workspace.slug}/reviewers/quality",
+        {"few_shots": few_shots},
+        content_type="application/json",
+    )
+    assert response.status_code == 422
+    assert message in str(response.json()["detail"])
+    assert ReviewerConfig.objects.get(workspace=workspace, key="quality").few_shots == []
+
+
+def test_it_rejects_bad_criteria_lines(workspace, alice, client_for):
+    url = f"/w/{workspace.slug}/settings/reviewers/quality/"
+    response = client_for(alice).post(url, _form(criteria="security = lots"))
+    assert response.status_code == 400
+    assert "Line 1: write" in response.content.decode()
+
+
+def test_it_shows_a_stale_calibration(workspace, alice, client_for):
+    ReviewerConfig.objects.filter(workspace=workspace, key="security").update(
+        model_provider="anthropic", model_name="claude-new", calibrated_model="anthropic:claude-old"
+    )
+    client = client_for(alice)
+    listing = client.get(f"/w/{workspace.slug}/settings/reviewers/").content.decode()
+    assert listing.count("calibration stale") == 1
+    detail = client.get(f"/w/{workspace.slug}/settings/reviewers/security/").content.decode()
+    assert "Calibration stale" in detail and "anthropic:claude-old" in detail
+    api = client.get(f"/api/v1/workspaces/{workspace.slug}/reviewers/security").json()
+    assert api["calibration_stale"] is True
+
+
+def test_it_creates_and_deletes_a_custom_reviewer_but_never_a_builtin(workspace, alice, client_for):
+    client = client_for(alice)
+    base = f"/api/v1/workspaces/{workspace.slug}/reviewers"
+    created = client.post(
+        base,
+        {
+            "key": "a11y",
+            "name": "Accessibility",
+            "base_agent": "quality",
+            "criteria": [{"name": "wcag", "weight": 5}],
+        },
+        content_type="application/json",
+    )
+    assert created.status_code == 201, created.content
+    assert client.delete(f"{base}/a11y").status_code == 204
+    refused = client.delete(f"{base}/security")
+    assert refused.status_code == 400
+    assert "cannot be deleted" in refused.json()["detail"]
+    actions = list(
+        AuditEvent.objects.filter(action__startswith="reviewers.").values_list("action", flat=True)
+    )
+    assert actions == ["reviewers.created", "reviewers.deleted"]
