@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from io import StringIO
 
@@ -62,7 +63,7 @@ def test_it_chains_events_per_workspace(workspace_factory):
     # workspace.created is entry 1 of each chain.
     assert [e.seq for e in first] == [1, 2, 3, 4]
     assert first[0].prev_hash == GENESIS
-    assert all(b.prev_hash == a.hash for a, b in zip(first, first[1:], strict=False))
+    assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(first))
     assert AuditEvent.objects.filter(workspace=ws2).count() == 2
     assert audit_chain_verify(chain=f"ws:{ws1.pk}") == (4, None)
 
@@ -90,11 +91,14 @@ def test_it_refuses_changes_through_the_orm(workspace):
     ],
 )
 def test_it_is_refused_by_postgresql_itself(workspace, sql):
-    with connection.cursor() as cursor:
-        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute("SET LOCAL quorum.audit_allow_truncate = 'off'")
-            cursor.execute(sql)
+    with (
+        connection.cursor() as cursor,
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+    ):
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET LOCAL quorum.audit_allow_truncate = 'off'")
+        cursor.execute(sql)
     assert AuditEvent.objects.filter(workspace=workspace).exists()
 
 
