@@ -1,0 +1,111 @@
+"""Review axes and how they tighten a verdict (DESIGN.md §3.6).
+
+- Token axes (correctness, security, testGap) come from the reviewers' findings. They are
+  advisory: node priorities already drive the verdict, gating them again would count twice. A
+  token axis is `pass` only when a reviewer of its dimension ran *and* said what it covered;
+  silence is not validation.
+- Deterministic axes (visual, apiContract, performance) are computed without tokens; which of
+  them gate is a workspace setting. performance is enumerated only: `unavailable` unless a
+  result was submitted.
+- Only pass and warn clear a gate: a gated `fail` forces Block, a gated `partial` or
+  `unavailable` forces at least Hold. Axes never make a verdict more lenient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+from .types import AxisName, AxisResult, Category, Dimension, NodeView, VerdictLevel
+
+TOKEN_AXES = frozenset({AxisName.CORRECTNESS, AxisName.SECURITY, AxisName.TEST_GAP})
+DETERMINISTIC_AXES = frozenset({AxisName.VISUAL, AxisName.API_CONTRACT, AxisName.PERFORMANCE})
+CLEARS_GATE = frozenset({AxisResult.PASS, AxisResult.WARN})
+
+#: Which reviewer dimensions speak for a token axis, and which finding categories count on it.
+TOKEN_AXIS_DIMENSIONS: dict[AxisName, frozenset[Dimension]] = {
+    AxisName.CORRECTNESS: frozenset(
+        {Dimension.IMPLEMENTATION, Dimension.QUALITY, Dimension.ARCHITECTURE}
+    ),
+    AxisName.SECURITY: frozenset({Dimension.SECURITY}),
+    AxisName.TEST_GAP: frozenset({Dimension.QUALITY}),
+}
+TOKEN_AXIS_CATEGORIES: dict[AxisName, frozenset[Category]] = {
+    AxisName.CORRECTNESS: frozenset({Category.CORRECTNESS, Category.STABILITY}),
+    AxisName.SECURITY: frozenset({Category.SECURITY}),
+    AxisName.TEST_GAP: frozenset({Category.TESTING}),
+}
+
+
+def gating_axes(configured: Iterable[AxisName]) -> frozenset[AxisName]:
+    """The axes that actually gate: token axes are dropped whatever the setting says."""
+    return frozenset(configured) & DETERMINISTIC_AXES
+
+
+def token_axis_result(
+    *, reviewer_ran: bool, coverage_note: str | None, findings: Iterable[NodeView]
+) -> AxisResult:
+    """One token axis from its reviewers and its active findings.
+
+    no reviewer ran → unavailable; an active P0/P1 → fail; other findings → warn; no finding and
+    a coverage note → pass; no finding and no note → partial (it ran, but said nothing).
+    """
+    if not reviewer_ran:
+        return AxisResult.UNAVAILABLE
+    ranks = [n.priority.rank for n in findings if n.active and n.duplicate_of is None]
+    if any(rank <= 1 for rank in ranks):
+        return AxisResult.FAIL
+    if ranks:
+        return AxisResult.WARN
+    if coverage_note and coverage_note.strip():
+        return AxisResult.PASS
+    return AxisResult.PARTIAL
+
+
+def token_axes(
+    *, coverage: Mapping[Dimension, str | None], nodes: Iterable[NodeView]
+) -> dict[AxisName, AxisResult]:
+    """All token axes. `coverage` has one key per dimension that ran (value: what it covered)."""
+    node_list = list(nodes)
+    results = {}
+    for axis in sorted(TOKEN_AXES):
+        dimensions = TOKEN_AXIS_DIMENSIONS[axis]
+        notes = [coverage[d] for d in sorted(dimensions) if coverage.get(d)]
+        results[axis] = token_axis_result(
+            reviewer_ran=any(d in coverage for d in dimensions),
+            coverage_note="; ".join(n for n in notes if n) or None,
+            findings=[n for n in node_list if n.category in TOKEN_AXIS_CATEGORIES[axis]],
+        )
+    return results
+
+
+def deterministic_axis_result(submitted: AxisResult | None) -> AxisResult:
+    """Absence of evidence never turns a gate green: nothing submitted → unavailable."""
+    return submitted if submitted is not None else AxisResult.UNAVAILABLE
+
+
+@dataclass(frozen=True, slots=True)
+class AxisFloor:
+    level: VerdictLevel
+    rule: str
+
+
+def axis_floor(
+    results: Mapping[AxisName, AxisResult], *, gated: Collection[AxisName]
+) -> AxisFloor | None:
+    """The strictest level the gated axes impose, or None when every gate is clear.
+
+    A gated axis missing from `results` counts as unavailable.
+    """
+    worst: AxisFloor | None = None
+    for axis in sorted(gating_axes(gated)):
+        result = results.get(axis, AxisResult.UNAVAILABLE)
+        if result in CLEARS_GATE:
+            continue
+        if result is AxisResult.FAIL:
+            floor = AxisFloor(VerdictLevel.BLOCK, f"gated axis {axis} failed")
+        else:
+            floor = AxisFloor(VerdictLevel.HOLD, f"gated axis {axis} is {result}")
+        if worst is None or floor.level.strictness > worst.level.strictness:
+            worst = floor
+    return worst

@@ -1,0 +1,228 @@
+"""Node status transitions and the peer-confirmation rule (DESIGN.md §3.3).
+
+Who may do what:
+- an *agent* may only `confirm`, and only a node written by another agent. Identity is the agent
+  behind a stream, never the stream's name: the same agent writing under a second stream name is
+  still the author (§3.3 "an agent can never confirm its own node").
+- a *person* may `resolve`, `dismiss` and `reopen`, but cannot confirm: consensus means a peer
+  reviewer agreed, and a person's judgement is recorded by resolving or dismissing instead.
+
+The service layer calls `apply_action` under its row lock; the finaliser and the publisher
+re-check with `peer_confirmers` (§3.3 enforces the rule in three independent places).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .types import Category, NodeStatus, NodeView
+
+
+class ConsensusError(Exception):
+    """A status change the rules forbid; the message is shown to the caller as is."""
+
+
+class TransitionError(ConsensusError):
+    pass
+
+
+class SelfConfirmationError(ConsensusError):
+    pass
+
+
+class ActorKind(StrEnum):
+    AGENT = "agent"
+    PERSON = "person"
+
+
+class Action(StrEnum):
+    CONFIRM = "confirm"
+    RESOLVE = "resolve"
+    DISMISS = "dismiss"
+    REOPEN = "reopen"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    kind: ActorKind
+    identity: str
+
+    @classmethod
+    def agent(cls, identity: str) -> Actor:
+        return cls(ActorKind.AGENT, identity)
+
+    @classmethod
+    def person(cls, identity: str) -> Actor:
+        return cls(ActorKind.PERSON, identity)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.identity!r}"
+
+
+ALLOWED_TRANSITIONS: dict[NodeStatus, frozenset[NodeStatus]] = {
+    NodeStatus.OPEN: frozenset(
+        {NodeStatus.CONSENSUS_READY, NodeStatus.RESOLVED, NodeStatus.DISMISSED}
+    ),
+    NodeStatus.CONSENSUS_READY: frozenset({NodeStatus.RESOLVED, NodeStatus.DISMISSED}),
+    NodeStatus.RESOLVED: frozenset({NodeStatus.OPEN}),
+    NodeStatus.DISMISSED: frozenset({NodeStatus.OPEN}),
+}
+
+_TARGET = {
+    Action.CONFIRM: NodeStatus.CONSENSUS_READY,
+    Action.RESOLVE: NodeStatus.RESOLVED,
+    Action.DISMISS: NodeStatus.DISMISSED,
+    Action.REOPEN: NodeStatus.OPEN,
+}
+
+
+def check_transition(current: NodeStatus, target: NodeStatus) -> None:
+    """Raise TransitionError unless `current → target` is on the status ladder."""
+    if target not in ALLOWED_TRANSITIONS[current]:
+        allowed = ", ".join(sorted(ALLOWED_TRANSITIONS[current])) or "nothing"
+        raise TransitionError(
+            f"a {current} node cannot become {target} (from {current}: {allowed})"
+        )
+
+
+def is_peer(*, author_agent: str, confirmer_agent: str) -> bool:
+    """True when the confirmer is a different, identifiable agent."""
+    author, confirmer = author_agent.strip(), confirmer_agent.strip()
+    # An empty identity would make every comparison "different": treat it as nobody.
+    return bool(author) and bool(confirmer) and author != confirmer
+
+
+def confirm(*, status: NodeStatus, author_agent: str, by: Actor) -> NodeStatus:
+    """A peer agent confirms a node → consensus_ready.
+
+    Confirming a node that is already consensus_ready is a no-op for a second peer (the service
+    still records the confirmation); the self-confirmation check runs first regardless.
+    """
+    if by.kind is not ActorKind.AGENT:
+        raise ConsensusError(
+            "consensus needs a peer reviewer agent; a person resolves or dismisses instead"
+        )
+    if not is_peer(author_agent=author_agent, confirmer_agent=by.identity):
+        raise SelfConfirmationError(
+            f"agent {by.identity!r} cannot confirm a node written by agent {author_agent!r}: "
+            "confirmation must come from a peer"
+        )
+    if status is NodeStatus.CONSENSUS_READY:
+        return status
+    check_transition(status, NodeStatus.CONSENSUS_READY)
+    return NodeStatus.CONSENSUS_READY
+
+
+def resolve(*, status: NodeStatus, by: Actor) -> NodeStatus:
+    return _person_transition(Action.RESOLVE, status=status, by=by)
+
+
+def dismiss(*, status: NodeStatus, by: Actor) -> NodeStatus:
+    return _person_transition(Action.DISMISS, status=status, by=by)
+
+
+def reopen(*, status: NodeStatus, by: Actor) -> NodeStatus:
+    return _person_transition(Action.REOPEN, status=status, by=by)
+
+
+def apply_action(action: Action, *, status: NodeStatus, author_agent: str, by: Actor) -> NodeStatus:
+    """Dispatch one action; the single entry point the node service uses."""
+    if action is Action.CONFIRM:
+        return confirm(status=status, author_agent=author_agent, by=by)
+    return _person_transition(action, status=status, by=by)
+
+
+def peer_confirmers(node: NodeView) -> tuple[str, ...]:
+    """The confirmations that count: distinct agents other than the author, sorted.
+
+    The finaliser and publisher call this instead of trusting `status` alone, so a row written
+    around the service (or by an older bug) cannot smuggle in a self-confirmation.
+    """
+    return tuple(
+        sorted(
+            {c for c in node.confirmed_by if is_peer(author_agent=node.agent, confirmer_agent=c)}
+        )
+    )
+
+
+def is_peer_confirmed(node: NodeView) -> bool:
+    return bool(peer_confirmers(node))
+
+
+def _person_transition(action: Action, *, status: NodeStatus, by: Actor) -> NodeStatus:
+    if by.kind is not ActorKind.PERSON:
+        raise ConsensusError(
+            f"only a person can {action} a node; reviewer agents may only confirm peers' nodes"
+        )
+    target = _TARGET[action]
+    check_transition(status, target)
+    return target
+
+
+# --- dismissal memory (§3.3) ----------------------------------------------------------------
+
+#: Low on purpose: a dismissal is one person's preference on one case, a hint for later reviews.
+SUPPRESSION_CONFIDENCE = 0.3
+
+
+@dataclass(frozen=True, slots=True)
+class SuppressionFact:
+    """A non-binding memory fact written when a person dismisses a node.
+
+    Later reviews see it as a hint ("this was dismissed before, because …"); nothing is ever
+    auto-deleted because of it.
+    """
+
+    workspace_id: str
+    repository_id: str
+    fingerprint: str | None
+    category: Category
+    path_pattern: str
+    reason: str
+    title: str
+    confidence: float = SUPPRESSION_CONFIDENCE
+    binding: bool = False
+
+    @property
+    def statement(self) -> str:
+        return (
+            f"A {self.category} finding like {self.title!r} in {self.path_pattern} was dismissed"
+            f" by a person: {self.reason}. Treat as a hint, not a rule."
+        )
+
+
+def suppression_fact_for_dismissal(
+    *,
+    workspace_id: str,
+    repository_id: str,
+    node: NodeView,
+    reason: str,
+    fingerprint: str | None = None,
+) -> SuppressionFact:
+    """Describe the memory fact to store for a dismissed node.
+
+    The path pattern is the node's exact path (the narrowest scope that still helps the next
+    review of that file); an unanchored node yields `**`, i.e. the whole repository.
+    """
+    return SuppressionFact(
+        workspace_id=workspace_id,
+        repository_id=repository_id,
+        fingerprint=fingerprint,
+        category=node.category,
+        path_pattern=node.path or "**",
+        reason=reason.strip() or "no reason given",
+        title=node.title,
+    )
+
+
+def actions_allowed(*, status: NodeStatus, author_agent: str, by: Actor) -> frozenset[Action]:
+    """Which actions `by` could take now (for rendering buttons and tool refusals)."""
+    allowed = set()
+    for action in Action:
+        try:
+            apply_action(action, status=status, author_agent=author_agent, by=by)
+        except ConsensusError:
+            continue
+        allowed.add(action)
+    return frozenset(allowed)

@@ -1,0 +1,305 @@
+"""The `add_review_node` payload (DESIGN.md §3.2) and its validation.
+
+`parse_node_payload` never raises: a reviewer's tool call either becomes an `Accepted` node or a
+`Rejected` value whose reason is precise enough to send back to the agent and to count in the
+round's statistics ("a malformed payload creates no node", §3.2).
+
+Decisions:
+- An anchor whose path is unsafe (absolute, `..`, NUL, backslash), not in the head checkout, or
+  whose lines run past the end of the file REJECTS the whole node. A finding pointing nowhere
+  would be published at a wrong place (§3.11 re-checks anchors too, but by then the reviewer can
+  no longer fix its call). Harmless spellings (`./a.py`, `a//b.py`) are normalised, not rejected.
+- The end-of-file check applies to `side=RIGHT` anchors only: `file_lines` describes the head
+  checkout (§3.1), and a LEFT anchor points into the base version.
+- Unknown fields are rejected: the tool schema is closed, and a misspelt field (`confidance`)
+  silently dropped would hide a reviewer bug.
+- Scalars are strict (no `"0.8"` for a number, no `true` for a line); enum values are the
+  lowercase/`P0` strings of the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from .types import Category, Dimension, Effort, NodeType, NodeView, Priority, Severity, Side
+
+TITLE_MAX = 200
+
+StrictStr = Annotated[str, Field(strict=True)]
+LineNumber = Annotated[int, Field(strict=True)]
+
+FileLines = Mapping[str, int] | Callable[[str], int | None]
+"""Line counts of the head checkout: a mapping path → count, or a callable returning None for a
+path that does not exist."""
+
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def normalise_anchor_path(raw: str) -> str:
+    """Return the canonical repository-relative spelling of `raw`, or raise ValueError.
+
+    The worktree is the reviewers' sandbox (§3.13): an anchor must not name anything outside it.
+    """
+    if raw == "" or raw.strip() == "":
+        raise ValueError("must not be empty")
+    if any(ord(ch) < 32 for ch in raw):
+        raise ValueError("contains a control character (NUL or newline)")
+    if "\\" in raw:
+        raise ValueError(f"use forward slashes (got {raw!r})")
+    if raw.startswith("/") or _WINDOWS_DRIVE.match(raw) or raw.startswith("~"):
+        raise ValueError(f"must be relative to the repository root (got {raw!r})")
+    parts = [part for part in raw.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise ValueError("escapes the worktree")
+    if not parts or raw.endswith("/"):
+        raise ValueError(f"must name a file, not a directory (got {raw!r})")
+    return "/".join(parts)
+
+
+def _custom(kind: str, message: str) -> PydanticCustomError:
+    return PydanticCustomError(kind, message)
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Triage(_Closed):
+    category: Category = Field(description="What kind of problem this is.")
+    severity: Severity = Field(description="How bad it is if it ships.")
+    effort: Effort = Field(description="How much work the fix is.")
+    # Severity floors (§3.8) need facts only the reviewer knows; all default to the lenient side.
+    exploitable_externally: Annotated[bool, Field(strict=True)] = Field(
+        default=False, description="Security only: an external user can exploit it."
+    )
+    hot_path: Annotated[bool, Field(strict=True)] = Field(
+        default=False, description="Performance only: the code runs on a hot path."
+    )
+    critical_path: Annotated[bool, Field(strict=True)] = Field(
+        default=False, description="Testing only: the untested code is on a critical path."
+    )
+    functional_effect: Annotated[bool, Field(strict=True)] = Field(
+        default=True, description="Style only: false when the issue changes no behaviour."
+    )
+
+
+class Anchor(_Closed):
+    path: StrictStr = Field(description="Repository-relative path in the head checkout.")
+    start_line: LineNumber = Field(description="First line (1-based).")
+    end_line: LineNumber = Field(description="Last line (1-based, >= start_line).")
+    side: Side = Field(default=Side.RIGHT, description="RIGHT = head version, LEFT = base.")
+
+    @field_validator("path")
+    @classmethod
+    def _safe_path(cls, value: str) -> str:
+        try:
+            return normalise_anchor_path(value)
+        except ValueError as exc:
+            raise _custom("unsafe_path", str(exc)) from None
+
+    @field_validator("start_line", "end_line")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise _custom("line_number", f"must be 1 or more (got {value})")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Anchor:
+        if self.start_line > self.end_line:
+            raise _custom(
+                "line_order",
+                f"start_line {self.start_line} is after end_line {self.end_line}",
+            )
+        return self
+
+
+class Fix(_Closed):
+    # §3.2: only exact replacement lines ever become a one-click GitHub suggestion.
+    replacement_lines: list[StrictStr] | None = Field(
+        default=None, description="Exact lines replacing the anchored range."
+    )
+    diff: StrictStr | None = Field(default=None, description="A unified diff.")
+    fix_prompt: StrictStr | None = Field(
+        default=None, description="Instructions a coding agent can follow to fix it."
+    )
+
+
+class CrossNote(_Closed):
+    """An observation outside the reviewer's own dimension, routed by the lead pass (§3.10)."""
+
+    dimension: Dimension
+    note: StrictStr = Field(min_length=1)
+
+
+class NodePayload(_Closed):
+    """One finding. Field order is the tool schema's order: reasoning comes first so the model
+    writes its analysis before committing to a priority (§3.2)."""
+
+    reasoning: StrictStr | None = Field(
+        default=None, description="Your analysis, written before the finding."
+    )
+    type: NodeType
+    priority: Priority = Field(description="P0 critical … P3 nit.")
+    triage: Triage
+    anchor: Anchor | None = Field(default=None, description="Omit for a PR-wide finding.")
+    fix: Fix | None = None
+    confidence: Annotated[float, Field(strict=True)] = Field(
+        description="How sure you are the finding is real, 0 to 1."
+    )
+    title: StrictStr = Field(description=f"Short title, 1 to {TITLE_MAX} characters.")
+    body: StrictStr = Field(description="Markdown explanation.")
+    map_anchor: StrictStr | None = Field(
+        default=None, description="Id of the change-map anchor this finding cites (§3.10)."
+    )
+    cross_notes: list[CrossNote] | None = None
+
+    @field_validator("confidence")
+    @classmethod
+    def _unit_interval(cls, value: float) -> float:
+        if not (0.0 <= value <= 1.0):  # also rejects NaN
+            raise _custom("confidence_range", f"must be between 0 and 1 (got {value})")
+        return value
+
+    @field_validator("title")
+    @classmethod
+    def _title_length(cls, value: str) -> str:
+        stripped = value.strip()
+        if not stripped:
+            raise _custom("title_empty", "must not be empty")
+        if len(stripped) > TITLE_MAX:
+            raise _custom(
+                "title_length", f"must be at most {TITLE_MAX} characters (got {len(stripped)})"
+            )
+        return stripped
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    node: NodePayload
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    reason: str
+    problems: tuple[str, ...]
+
+
+def parse_node_payload(raw: object, *, file_lines: FileLines | None = None) -> Accepted | Rejected:
+    """Validate a tool call's arguments (a dict or its JSON text). Never raises."""
+    if isinstance(raw, bytes | str):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _rejected([f"payload: not valid JSON ({exc})"])
+    if not isinstance(raw, Mapping):
+        return _rejected([f"payload: must be an object (got {type(raw).__name__})"])
+    try:
+        node = NodePayload.model_validate(dict(raw))
+    except ValidationError as exc:
+        return _rejected([_describe(error) for error in exc.errors()])
+    except Exception as exc:  # the contract is "never raises"
+        return _rejected([f"payload: could not be validated ({type(exc).__name__})"])
+    if node.anchor is not None and file_lines is not None and node.anchor.side is Side.RIGHT:
+        problem = _check_against_checkout(node.anchor, file_lines)
+        if problem:
+            return _rejected([problem])
+    return Accepted(node)
+
+
+def node_view_from_payload(
+    payload: NodePayload, *, node_id: str, agent: str, stream: str = ""
+) -> NodeView:
+    """The rules' view of a freshly accepted node (status open, no links yet)."""
+    anchor, fix, triage = payload.anchor, payload.fix or Fix(), payload.triage
+    return NodeView(
+        id=node_id,
+        agent=agent,
+        stream=stream,
+        type=payload.type,
+        priority=payload.priority,
+        confidence=payload.confidence,
+        category=triage.category,
+        severity=triage.severity,
+        effort=triage.effort,
+        path=anchor.path if anchor else None,
+        start_line=anchor.start_line if anchor else None,
+        end_line=anchor.end_line if anchor else None,
+        side=anchor.side if anchor else Side.RIGHT,
+        title=payload.title,
+        body=payload.body,
+        replacement_lines=tuple(fix.replacement_lines) if fix.replacement_lines else None,
+        diff=fix.diff,
+        fix_prompt=fix.fix_prompt,
+        map_anchor=payload.map_anchor,
+        exploitable_externally=triage.exploitable_externally,
+        hot_path=triage.hot_path,
+        critical_path=triage.critical_path,
+        functional_effect=triage.functional_effect,
+    )
+
+
+def node_tool_schema() -> dict[str, Any]:
+    """JSON schema of the `add_review_node` tool arguments, `reasoning` first."""
+    schema = NodePayload.model_json_schema()
+    schema["description"] = (
+        "Record one finding about the change. Write `reasoning` first; a payload that does not "
+        "match this schema creates no node and the call returns the reason."
+    )
+    return schema
+
+
+def _check_against_checkout(anchor: Anchor, file_lines: FileLines) -> str | None:
+    try:
+        count = file_lines(anchor.path) if callable(file_lines) else file_lines.get(anchor.path)
+    except Exception:  # a broken lookup must still yield a rejection, not a crash
+        count = None
+    if count is None:
+        return f"anchor.path: {anchor.path} is not in the head checkout"
+    if anchor.end_line > count:
+        return f"anchor.end_line {anchor.end_line} is past the end of {anchor.path} ({count} lines)"
+    return None
+
+
+def _rejected(problems: list[str]) -> Rejected:
+    return Rejected(reason="; ".join(problems), problems=tuple(problems))
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "payload"
+    kind = error["type"]
+    value = error.get("input")
+    if kind == "missing":
+        return f"{where}: required field is missing"
+    if kind == "extra_forbidden":
+        return f"{where}: unknown field"
+    if kind == "enum":
+        return f"{where}: must be one of {error['ctx']['expected']} (got {_show(value)})"
+    if kind in {"model_type", "model_attributes_type", "dict_type"}:
+        return f"{where}: must be an object (got {_show(value)})"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        expected = kind.split("_")[0]
+        names = {
+            "float": "a number",
+            "int": "an integer",
+            "string": "a string",
+            "list": "a list",
+            "bool": "true or false",
+        }
+        return f"{where}: must be {names.get(expected, expected)} (got {_show(value)})"
+    if kind in {"too_short", "string_too_short"}:
+        return f"{where}: must not be empty"
+    # Custom errors already carry a sentence written for the agent.
+    return f"{where}: {error['msg']}"
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,172 @@
+"""Verification panel and completeness critic (DESIGN.md §3.10).
+
+Entry: deduplicated, active findings with confidence ≥ 0.5. Modes: `rigorous` verifies all of
+them, `fast` none (they pass through tagged unverified), `normal` all of them unless there are
+more than 25 — then only critical/high ones (severity critical/high or priority P0/P1), those in
+the 0.5-0.75 confidence band, and those whose reviewers disagreed on severity; the rest pass
+through unverified and the report says the panel was narrowed.
+
+Survival, from lens 1 (is it real and reachable) and lens 2 (can it be explained away):
+- both say false positive → filtered (counted in the report, never silently dropped);
+- both say real → confirmed, and it takes lens 3's severity (its priority follows);
+- a split vote, or fewer than two valid verdicts → survives, marked contested.
+A verifier that errors abstains (`None`). A lens that says REAL is a peer confirmation (§3.3).
+
+The completeness critic's deterministic part lists coverage gaps and names at most one
+follow-up reviewer: the first warranted dimension that did not run, most important first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .types import Dimension, NodeView, Priority, Severity, priority_for_severity
+
+ENTRY_CONFIDENCE = 0.5
+COST_GUARD_LIMIT = 25
+UNCERTAIN_BAND = (0.5, 0.75)
+
+
+class PanelMode(StrEnum):
+    RIGOROUS = "rigorous"
+    NORMAL = "normal"
+    FAST = "fast"
+
+
+class LensVerdict(StrEnum):
+    REAL = "real"
+    FALSE_POSITIVE = "false_positive"
+
+
+class PanelStatus(StrEnum):
+    CONFIRMED = "confirmed"
+    CONTESTED = "contested"
+    FILTERED = "filtered"
+    UNVERIFIED = "unverified"
+
+
+@dataclass(frozen=True, slots=True)
+class PanelPlan:
+    verify: tuple[str, ...]
+    unverified: tuple[str, ...]  # entered but skipped by the mode or the cost guard
+    not_entered: tuple[str, ...]  # below the confidence bar, or not a canonical active node
+    narrowed: bool
+
+
+def plan_panel(
+    nodes: Iterable[NodeView],
+    *,
+    mode: PanelMode = PanelMode.NORMAL,
+    conflicting_severity: Collection[str] = (),
+) -> PanelPlan:
+    """Which findings go to the verifiers. `conflicting_severity`: ids whose reviewers disagreed
+    on severity (e.g. a merged group whose members had different priorities)."""
+    entered, not_entered = [], []
+    for node in sorted(nodes, key=lambda n: n.id):
+        eligible = node.active and node.duplicate_of is None
+        (entered if eligible and node.confidence >= ENTRY_CONFIDENCE else not_entered).append(node)
+    ids = tuple(n.id for n in entered)
+    skipped = tuple(n.id for n in not_entered)
+    if mode is PanelMode.FAST:
+        return PanelPlan((), ids, skipped, narrowed=False)
+    if mode is PanelMode.RIGOROUS or len(entered) <= COST_GUARD_LIMIT:
+        return PanelPlan(ids, (), skipped, narrowed=False)
+    low, high = UNCERTAIN_BAND
+    verify, rest = [], []
+    for node in entered:
+        worth_it = (
+            node.severity in (Severity.CRITICAL, Severity.HIGH)
+            or node.priority in (Priority.P0, Priority.P1)
+            or low <= node.confidence <= high
+            or node.id in conflicting_severity
+        )
+        (verify if worth_it else rest).append(node.id)
+    return PanelPlan(tuple(verify), tuple(rest), skipped, narrowed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PanelOutcome:
+    status: PanelStatus
+    severity: Severity
+    priority: Priority
+    peer_confirmations: int  # lenses that said REAL
+    note: str
+
+
+def panel_outcome(
+    node: NodeView,
+    *,
+    reachability: LensVerdict | None,
+    false_positive: LensVerdict | None,
+    severity_vote: Severity | None,
+) -> PanelOutcome:
+    """Apply the survival rule to one verified finding (None = the lens abstained or errored)."""
+    votes = [v for v in (reachability, false_positive) if v is not None]
+    real = sum(v is LensVerdict.REAL for v in votes)
+    fp = sum(v is LensVerdict.FALSE_POSITIVE for v in votes)
+    if len(votes) == 2 and fp == 2:
+        return PanelOutcome(
+            PanelStatus.FILTERED,
+            node.severity,
+            node.priority,
+            0,
+            "lenses 1 and 2 both found a false positive",
+        )
+    if len(votes) == 2 and real == 2:
+        severity = severity_vote or node.severity
+        priority = priority_for_severity(severity_vote) if severity_vote else node.priority
+        why = f"lens 3 set severity {severity}" if severity_vote else "lens 3 abstained"
+        return PanelOutcome(PanelStatus.CONFIRMED, severity, priority, real, f"confirmed; {why}")
+    why = "split vote" if len(votes) == 2 else f"only {len(votes)} valid verdict(s)"
+    return PanelOutcome(PanelStatus.CONTESTED, node.severity, node.priority, real, why)
+
+
+def unverified_outcome(node: NodeView) -> PanelOutcome:
+    return PanelOutcome(
+        PanelStatus.UNVERIFIED, node.severity, node.priority, 0, "passed through unverified"
+    )
+
+
+# --- completeness critic -------------------------------------------------------------------
+
+#: Which missing dimension to follow up first: the one whose silence costs most.
+FOLLOW_UP_ORDER = (
+    Dimension.SECURITY,
+    Dimension.REQUIREMENTS,
+    Dimension.IMPLEMENTATION,
+    Dimension.PERFORMANCE,
+    Dimension.ARCHITECTURE,
+    Dimension.QUALITY,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageGaps:
+    missing_dimensions: tuple[Dimension, ...]
+    uncited_files: tuple[str, ...]
+    uncovered_hot_spots: tuple[str, ...]
+    follow_up: Dimension | None
+
+    @property
+    def complete(self) -> bool:
+        return not (self.missing_dimensions or self.uncited_files or self.uncovered_hot_spots)
+
+
+def coverage_gaps(
+    *,
+    warranted: Collection[Dimension],
+    ran: Collection[Dimension],
+    changed_files: Sequence[str],
+    nodes: Iterable[NodeView],
+    hot_spots: Collection[str] = (),
+) -> CoverageGaps:
+    cited = {n.path for n in nodes if n.path}
+    missing = tuple(d for d in FOLLOW_UP_ORDER if d in warranted and d not in ran)
+    return CoverageGaps(
+        missing_dimensions=missing,
+        uncited_files=tuple(sorted(set(changed_files) - cited)),
+        uncovered_hot_spots=tuple(sorted(set(hot_spots) - cited)),
+        follow_up=missing[0] if missing else None,
+    )

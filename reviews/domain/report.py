@@ -1,0 +1,170 @@
+"""The consolidated review report, in its fixed markdown format (DESIGN.md §3.9).
+
+Sections, always present and always in this order: title with the review state, Reviewers
+(each with its verdict; failed ones say which angle was not covered), Issues grouped Critical
+(P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
+arbitration, Positive notes, Summary (dimension x severity table, plus the verification
+panel's line). Empty sections say "None." so a reader — or a parser — never guesses.
+Block → BLOCKED, Hold → CHANGES_REQUESTED, Ship → APPROVED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .arbitration import ArbitrationDecision
+from .briefs import fence, one_line
+from .disagreements import Disagreement
+from .types import REVIEW_STATE_FOR_VERDICT, Category, NodeView, ReviewerSpec, ReviewState
+from .verdict import Verdict, counted_nodes
+
+GROUPS = (("Critical", (0,)), ("Major", (1,)), ("Minor", (2, 3)))
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerLine:
+    reviewer: ReviewerSpec
+    state: ReviewState | None  # None when the reviewer failed
+    failure: str = ""
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PanelSummary:
+    verified: int = 0
+    filtered: int = 0
+    contested: int = 0
+    unverified: int = 0
+    narrowed: bool = False
+    skipped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInput:
+    verdict: Verdict
+    reviewers: Sequence[ReviewerLine]
+    nodes: Sequence[NodeView]
+    arbitrations: Sequence[tuple[Disagreement, ArbitrationDecision]] = ()
+    positive_notes: Sequence[str] = ()
+    panel: PanelSummary | None = None
+
+
+def review_state(verdict: Verdict) -> ReviewState:
+    return REVIEW_STATE_FOR_VERDICT[verdict.level]
+
+
+def render_report(report: ReportInput) -> str:
+    state = review_state(report.verdict)
+    issues = sorted(
+        counted_nodes(report.nodes),
+        key=lambda n: (n.priority.rank, -n.confidence, n.path or "", n.start_line or 0, n.id),
+    )
+    parts = [
+        f"# Review: {state}",
+        f"**Verdict:** {state} — {report.verdict.rule} "
+        f"(confidence {report.verdict.confidence:.2f})",
+        _reviewers(report.reviewers),
+        _issues(issues),
+        _disagreements(report.arbitrations),
+        _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
+        _summary(issues, report.panel),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _section(title: str, lines: list[str]) -> str:
+    return f"## {title}\n\n" + ("\n".join(lines) if lines else "None.")
+
+
+def _reviewers(lines: Sequence[ReviewerLine]) -> str:
+    rows = ["| Reviewer | Verdict |", "|---|---|"]
+    failures = []
+    for line in lines:
+        name = line.reviewer.label + (f" ({line.agent})" if line.agent else "")
+        rows.append(f"| {name} | {line.state or 'FAILED'} |")
+        if line.state is None:
+            why = one_line(line.failure) or "no usable output"
+            failures.append(
+                f"- Not covered: the {line.reviewer.label} angle (reviewer failed: {why})."
+            )
+    if not lines:
+        return _section("Reviewers", ["No reviewer ran."])
+    return _section("Reviewers", [*rows, *([""] if failures else []), *failures])
+
+
+def _issues(issues: list[NodeView]) -> str:
+    blocks = []
+    for title, ranks in GROUPS:
+        group = [n for n in issues if n.priority.rank in ranks]
+        body = "\n".join(_issue(n) for n in group) if group else "None."
+        blocks.append(f"### {title}\n\n{body}")
+    return "## Issues\n\n" + "\n\n".join(blocks)
+
+
+def _issue(node: NodeView) -> str:
+    head = (
+        f"- **{one_line(node.title, 200)}** — `{node.location}` "
+        f"({node.priority}, {node.category}, confidence {node.confidence:.2f}) "
+        f"— found by {', '.join(node.reviewers)}"
+    )
+    lines = [head]
+    if node.body.strip():
+        lines.append(f"  {one_line(node.body, 400)}")
+    lines.append("  Suggested fix: " + _fix(node))
+    return "\n".join(lines)
+
+
+def _fix(node: NodeView) -> str:
+    if node.replacement_lines is not None:
+        return "replace the anchored lines with:\n" + _indent(
+            fence("\n".join(node.replacement_lines))
+        )
+    if node.diff:
+        return "apply:\n" + _indent(fence(node.diff))
+    if node.fix_prompt:
+        return one_line(node.fix_prompt, 400)
+    return "none given."
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+def _disagreements(items: Sequence[tuple[Disagreement, ArbitrationDecision]]) -> str:
+    lines = [
+        f"- {one_line(d.summary, 400)}\n  Arbitration ({a.rule}) → {a.state}: "
+        f"{one_line(a.rationale, 600)}"
+        for d, a in items
+    ]
+    return _section("Disagreements", lines)
+
+
+def _summary(issues: list[NodeView], panel: PanelSummary | None) -> str:
+    header = ["| Dimension | Critical | Major | Minor | Total |", "|---|---|---|---|---|"]
+    rows, totals = [], [0, 0, 0]
+    for category in Category:
+        counts = [
+            sum(1 for n in issues if n.category is category and n.priority.rank in ranks)
+            for _, ranks in GROUPS
+        ]
+        if sum(counts):
+            rows.append(f"| {category} | {' | '.join(map(str, counts))} | {sum(counts)} |")
+            totals = [a + b for a, b in zip(totals, counts, strict=True)]
+    rows.append(f"| **Total** | {' | '.join(map(str, totals))} | {sum(totals)} |")
+    lines = header + rows
+    if panel is not None:
+        lines += ["", _panel_line(panel)]
+    return _section("Summary", lines)
+
+
+def _panel_line(panel: PanelSummary) -> str:
+    if panel.skipped:
+        return "Verification panel: skipped (fast mode); findings are unverified."
+    text = (
+        f"Verification panel: {panel.verified} verified, {panel.filtered} filtered as false "
+        f"positives, {panel.contested} contested, {panel.unverified} unverified."
+    )
+    if panel.narrowed:
+        text += " The panel was narrowed by the cost guard (more than 25 findings)."
+    return text

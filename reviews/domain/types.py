@@ -1,0 +1,275 @@
+"""Shared vocabulary of the review engine: enums and the `NodeView` record.
+
+Every other module of `reviews.domain` speaks in these types, and the Django layer builds
+`NodeView` values from model rows, so the rules never see an ORM object (DESIGN.md §1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class NodeType(StrEnum):
+    BUG = "bug"
+    SUGGESTION = "suggestion"
+    RECOMMENDATION = "recommendation"
+    QUESTION = "question"
+    TICKET = "ticket"
+
+
+class Priority(StrEnum):
+    P0 = "P0"
+    P1 = "P1"
+    P2 = "P2"
+    P3 = "P3"
+
+    @property
+    def rank(self) -> int:
+        """0 for P0 (critical) … 3 for P3 (nit): lower is more severe."""
+        return int(self.value[1])
+
+    @classmethod
+    def from_rank(cls, rank: int) -> Priority:
+        return cls(f"P{rank}")
+
+
+class Category(StrEnum):
+    SECURITY = "security"
+    STABILITY = "stability"
+    CORRECTNESS = "correctness"
+    PERFORMANCE = "performance"
+    MAINTAINABILITY = "maintainability"
+    TESTING = "testing"
+    DOCUMENTATION = "documentation"
+    STYLE = "style"
+    OTHER = "other"
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """0 for critical … 3 for low, aligned with `Priority.rank`."""
+        return _SEVERITY_ORDER.index(self)
+
+    @classmethod
+    def from_rank(cls, rank: int) -> Severity:
+        return _SEVERITY_ORDER[rank]
+
+
+_SEVERITY_ORDER = (Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW)
+
+
+def priority_for_severity(severity: Severity) -> Priority:
+    """critical→P0, high→P1, medium→P2, low→P3 (used where a severity vote moves a node)."""
+    return Priority.from_rank(severity.rank)
+
+
+def severity_for_priority(priority: Priority) -> Severity:
+    return Severity.from_rank(priority.rank)
+
+
+class Effort(StrEnum):
+    SMALL = "small"
+    MEDIUM = "medium"
+    LARGE = "large"
+
+
+class Side(StrEnum):
+    """Which side of the diff an anchor points at (GitHub's vocabulary)."""
+
+    RIGHT = "RIGHT"
+    LEFT = "LEFT"
+
+
+class NodeStatus(StrEnum):
+    OPEN = "open"
+    CONSENSUS_READY = "consensus_ready"
+    RESOLVED = "resolved"
+    DISMISSED = "dismissed"
+
+
+#: Statuses the finaliser counts (§3.7) and the publisher still considers (§3.11).
+ACTIVE_STATUSES = frozenset({NodeStatus.OPEN, NodeStatus.CONSENSUS_READY})
+
+
+class VerdictLevel(StrEnum):
+    SHIP = "ship"
+    HOLD = "hold"
+    BLOCK = "block"
+
+    @property
+    def strictness(self) -> int:
+        return _VERDICT_ORDER.index(self)
+
+    def at_least(self, other: VerdictLevel) -> VerdictLevel:
+        """The stricter of the two levels."""
+        return self if self.strictness >= other.strictness else other
+
+
+_VERDICT_ORDER = (VerdictLevel.SHIP, VerdictLevel.HOLD, VerdictLevel.BLOCK)
+
+
+class ReviewState(StrEnum):
+    """The review-manager's words for a verdict, used in reports and arbitration (§3.9)."""
+
+    APPROVED = "APPROVED"
+    CHANGES_REQUESTED = "CHANGES_REQUESTED"
+    BLOCKED = "BLOCKED"
+
+
+REVIEW_STATE_FOR_VERDICT: dict[VerdictLevel, ReviewState] = {
+    VerdictLevel.BLOCK: ReviewState.BLOCKED,
+    VerdictLevel.HOLD: ReviewState.CHANGES_REQUESTED,
+    VerdictLevel.SHIP: ReviewState.APPROVED,
+}
+
+
+class AxisName(StrEnum):
+    CORRECTNESS = "correctness"
+    SECURITY = "security"
+    TEST_GAP = "testGap"
+    VISUAL = "visual"
+    API_CONTRACT = "apiContract"
+    PERFORMANCE = "performance"
+
+
+class AxisResult(StrEnum):
+    PASS = "pass"  # noqa: S105 — an axis result, not a password
+    WARN = "warn"
+    FAIL = "fail"
+    PARTIAL = "partial"
+    UNAVAILABLE = "unavailable"
+
+
+class Tier(StrEnum):
+    LIGHT = "light"
+    BALANCED = "balanced"
+    THOROUGH = "thorough"
+    ADAPTIVE = "adaptive"
+
+
+class Dimension(StrEnum):
+    """What a reviewer looks at. Several dimensions can share one agent (§3.4)."""
+
+    REQUIREMENTS = "requirements"
+    IMPLEMENTATION = "implementation"
+    QUALITY = "quality"
+    ARCHITECTURE = "architecture"
+    SECURITY = "security"
+    PERFORMANCE = "performance"
+
+
+class AgentKind(StrEnum):
+    """The configured reviewer agents; security and performance are briefs, not agents."""
+
+    REQUIREMENTS = "requirements"
+    IMPLEMENTATION = "implementation"
+    QUALITY = "quality"
+    ARCHITECTURE = "architecture"
+
+
+#: §3.4: "Security and performance are not new agents: they are the architecture and
+#: implementation agents launched with a security or performance brief."
+AGENT_FOR_DIMENSION: dict[Dimension, AgentKind] = {
+    Dimension.REQUIREMENTS: AgentKind.REQUIREMENTS,
+    Dimension.IMPLEMENTATION: AgentKind.IMPLEMENTATION,
+    Dimension.QUALITY: AgentKind.QUALITY,
+    Dimension.ARCHITECTURE: AgentKind.ARCHITECTURE,
+    Dimension.SECURITY: AgentKind.ARCHITECTURE,
+    Dimension.PERFORMANCE: AgentKind.IMPLEMENTATION,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerSpec:
+    """One reviewer to launch: a dimension, the agent that runs it, and brief add-ons."""
+
+    dimension: Dimension
+    with_requirements_check: bool = False
+
+    @property
+    def agent(self) -> AgentKind:
+        return AGENT_FOR_DIMENSION[self.dimension]
+
+    @property
+    def label(self) -> str:
+        if self.with_requirements_check:
+            return f"{self.dimension} (+ requirements check)"
+        return str(self.dimension)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeView:
+    """A review node as the rules see it, whatever stores it.
+
+    `agent` is the identity of the agent behind the node's stream; it — not the stream's name —
+    decides who is a peer (§3.3). `credited_agents` lists the other reviewers a canonical node
+    credits after consolidation (§3.8). The four flags at the end feed the severity floors.
+    """
+
+    id: str
+    agent: str
+    type: NodeType
+    priority: Priority
+    confidence: float
+    stream: str = ""
+    status: NodeStatus = NodeStatus.OPEN
+    category: Category = Category.OTHER
+    severity: Severity = Severity.MEDIUM
+    effort: Effort = Effort.SMALL
+    path: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    side: Side = Side.RIGHT
+    title: str = ""
+    body: str = ""
+    replacement_lines: tuple[str, ...] | None = None
+    diff: str | None = None
+    fix_prompt: str | None = None
+    map_anchor: str | None = None
+    duplicate_of: str | None = None
+    credited_agents: tuple[str, ...] = ()
+    confirmed_by: tuple[str, ...] = ()
+    exploitable_externally: bool = False
+    hot_path: bool = False
+    critical_path: bool = False
+    functional_effect: bool = True
+
+    @property
+    def anchored(self) -> bool:
+        return self.path is not None and self.start_line is not None and self.end_line is not None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+    @property
+    def location(self) -> str:
+        """`path:line` or `path:start-end`, for messages; "(unanchored)" otherwise."""
+        if not self.anchored:
+            return self.path or "(unanchored)"
+        if self.start_line == self.end_line:
+            return f"{self.path}:{self.start_line}"
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+    @property
+    def reviewers(self) -> tuple[str, ...]:
+        """Every agent this node speaks for: its author first, then credited peers."""
+        rest = sorted(set(self.credited_agents) - {self.agent})
+        return (self.agent, *rest)
+
+    def overlaps(self, other: NodeView) -> bool:
+        """Same file, same diff side, intersecting line ranges (both anchored)."""
+        if not (self.anchored and other.anchored):
+            return False
+        if self.path != other.path or self.side != other.side:
+            return False
+        assert self.start_line is not None and self.end_line is not None
+        assert other.start_line is not None and other.end_line is not None
+        return self.start_line <= other.end_line and other.start_line <= self.end_line

@@ -1,0 +1,103 @@
+"""The deterministic finaliser: nodes + axes → Ship / Hold / Block (DESIGN.md §3.7).
+
+Counted nodes: status open or consensus_ready, across every stream of the round. A demoted
+duplicate counts only through its canonical node (if the canonical is missing from the input
+the duplicate counts on its own, so a finding is never lost by a dangling link).
+
+Rules, in order: any P0 with confidence ≥ 0.7 → Block; else any P0 or P1 → Hold; else Ship. Then
+gated axes may only make it stricter (§3.6).
+
+Confidence: over the contributing nodes (those matching the deciding rule),
+`mean x (1 - population standard deviation)`. Confidences lie in [0, 1] so the standard
+deviation is at most 0.5: agreement keeps the mean, divergence lowers it (§3.7). A verdict that
+no node decides — Ship with no P0/P1, or a level forced by a deterministic axis — has
+confidence 1.0: nothing argues against it, and axis results are computed, not guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from statistics import fmean, pstdev
+
+from .axes import axis_floor
+from .types import AxisName, AxisResult, NodeView, Priority, VerdictLevel
+
+BLOCK_CONFIDENCE = 0.7
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    level: VerdictLevel
+    rule: str
+    confidence: float
+    contributing: tuple[str, ...] = ()
+
+
+def counted_nodes(nodes: Iterable[NodeView]) -> list[NodeView]:
+    """Active nodes, duplicates collapsed into their canonical node."""
+    node_list = list(nodes)
+    present = {n.id for n in node_list}
+    return [
+        n
+        for n in node_list
+        if n.active and (n.duplicate_of is None or n.duplicate_of not in present)
+    ]
+
+
+def spread_confidence(confidences: Iterable[float]) -> float:
+    values = list(confidences)
+    if not values:
+        return 1.0
+    return round(max(0.0, min(1.0, fmean(values) * (1 - pstdev(values)))), 4)
+
+
+def node_verdict(nodes: Iterable[NodeView]) -> Verdict:
+    """The verdict from findings alone."""
+    counted = counted_nodes(nodes)
+    blocking = _ranked(n for n in counted if _is_p0(n) and n.confidence >= BLOCK_CONFIDENCE)
+    if blocking:
+        return _decided(VerdictLevel.BLOCK, blocking)
+    holding = _ranked(n for n in counted if n.priority in (Priority.P0, Priority.P1))
+    if holding:
+        return _decided(VerdictLevel.HOLD, holding)
+    return Verdict(VerdictLevel.SHIP, "no open P0 or P1 finding", 1.0)
+
+
+def finalise(
+    nodes: Iterable[NodeView],
+    *,
+    axes: Mapping[AxisName, AxisResult] | None = None,
+    gated: Collection[AxisName] = (),
+) -> Verdict:
+    """Nodes first, then the gated axes, which can only tighten the verdict."""
+    verdict = node_verdict(nodes)
+    floor = axis_floor(axes or {}, gated=gated)
+    if floor is None or floor.level.strictness <= verdict.level.strictness:
+        return verdict
+    return Verdict(floor.level, floor.rule, 1.0)
+
+
+def _is_p0(node: NodeView) -> bool:
+    return node.priority is Priority.P0
+
+
+def _ranked(nodes: Iterable[NodeView]) -> list[NodeView]:
+    return sorted(nodes, key=lambda n: (n.priority.rank, -n.confidence, n.path or "", n.id))
+
+
+def _decided(level: VerdictLevel, nodes: list[NodeView]) -> Verdict:
+    top = nodes[0]
+    if _is_p0(top):
+        qualifier = "" if level is VerdictLevel.BLOCK else f" (below {BLOCK_CONFIDENCE})"
+        rule = f"P0 at {top.confidence:.2f} confidence{qualifier} in {top.location}"
+    else:
+        rule = f"{top.priority} in {top.location}"
+    if len(nodes) > 1:
+        rule += f" (and {len(nodes) - 1} more)"
+    return Verdict(
+        level=level,
+        rule=rule,
+        confidence=spread_confidence(n.confidence for n in nodes),
+        contributing=tuple(n.id for n in nodes),
+    )

@@ -1,0 +1,161 @@
+"""The consolidated report's fixed markdown format (DESIGN.md §3.9)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from reviews.domain.arbitration import arbitrate
+from reviews.domain.disagreements import find_disagreements
+from reviews.domain.report import PanelSummary, ReportInput, ReviewerLine, render_report
+from reviews.domain.types import (
+    Category,
+    Dimension,
+    NodeType,
+    NodeView,
+    Priority,
+    ReviewerSpec,
+    ReviewState,
+    VerdictLevel,
+)
+from reviews.domain.verdict import Verdict, node_verdict
+
+
+def _node(id: str, agent: str, priority: Priority, **kw: object) -> NodeView:
+    base: dict[str, object] = dict(
+        id=id,
+        agent=agent,
+        type=NodeType.BUG,
+        priority=priority,
+        confidence=0.9,
+        category=Category.SECURITY,
+        path="app/auth.py",
+        start_line=42,
+        end_line=42,
+        title=f"Finding {id}",
+        body="Why it matters.",
+    )
+    base.update(kw)
+    return NodeView(**base)  # type: ignore[arg-type]
+
+
+NODES = [
+    _node(
+        "a",
+        "impl",
+        Priority.P0,
+        replacement_lines=("return compare_digest(a, b)",),
+        credited_agents=("quality",),
+    ),
+    _node(
+        "b",
+        "quality",
+        Priority.P2,
+        type=NodeType.SUGGESTION,
+        category=Category.STYLE,
+        fix_prompt="Rename the helper.",
+    ),
+    _node("c", "arch", Priority.P1, category=Category.PERFORMANCE, path="app/db.py"),
+    _node("d", "arch", Priority.P3, duplicate_of="a"),
+]
+
+
+def _report(**kw: object) -> str:
+    args: dict[str, object] = dict(
+        verdict=node_verdict(NODES),
+        reviewers=[
+            ReviewerLine(ReviewerSpec(Dimension.IMPLEMENTATION), ReviewState.BLOCKED),
+            ReviewerLine(ReviewerSpec(Dimension.SECURITY), None, failure="timeout twice"),
+        ],
+        nodes=NODES,
+        arbitrations=[(d, arbitrate(d)) for d in find_disagreements(NODES)],
+        positive_notes=["Good test coverage of the happy path."],
+        panel=PanelSummary(verified=3, filtered=1, contested=1, unverified=2, narrowed=True),
+    )
+    args.update(kw)
+    return render_report(ReportInput(**args))  # type: ignore[arg-type]
+
+
+def test_it_renders_the_sections_in_fixed_order() -> None:
+    """Title, reviewers, issues (critical/major/minor), disagreements, notes, summary."""
+    report = _report()
+    assert re.findall(r"^#{1,3} .*$", report, flags=re.M) == [
+        "# Review: BLOCKED",
+        "## Reviewers",
+        "## Issues",
+        "### Critical",
+        "### Major",
+        "### Minor",
+        "## Disagreements",
+        "## Positive notes",
+        "## Summary",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("level", "state"),
+    [
+        (VerdictLevel.BLOCK, "BLOCKED"),
+        (VerdictLevel.HOLD, "CHANGES_REQUESTED"),
+        (VerdictLevel.SHIP, "APPROVED"),
+    ],
+)
+def test_it_maps_verdicts_to_review_states(level: VerdictLevel, state: str) -> None:
+    """Block → BLOCKED, Hold → CHANGES_REQUESTED, Ship → APPROVED."""
+    report = _report(verdict=Verdict(level, "rule text", 0.5))
+    assert report.startswith(f"# Review: {state}\n")
+    assert f"**Verdict:** {state} — rule text (confidence 0.50)" in report
+
+
+def test_it_attributes_issues_groups_them_and_suggests_fixes() -> None:
+    """Each issue names its reviewers and fix; duplicates are not repeated."""
+    report = _report()
+    critical = report.split("### Critical")[1].split("### Major")[0]
+    assert (
+        "**Finding a** — `app/auth.py:42` (P0, security, confidence 0.90) — found by impl, quality"
+    ) in critical
+    assert "```text\n  return compare_digest(a, b)\n  ```" in critical
+    assert "Finding c" in report.split("### Major")[1].split("### Minor")[0]
+    assert "Suggested fix: Rename the helper." in report.split("### Minor")[1]
+    assert "Finding d" not in report.split("## Issues")[1].split("## Disagreements")[0]
+
+
+def test_it_names_the_angle_a_failed_reviewer_did_not_cover() -> None:
+    """A failed reviewer shows as FAILED with a 'not covered' line."""
+    report = _report()
+    assert "| security | FAILED |" in report
+    assert "- Not covered: the security angle (reviewer failed: timeout twice)." in report
+
+
+def test_it_shows_disagreements_with_their_arbitration() -> None:
+    """The P0 vs P2 pair on the same line is listed with the rule that decided it."""
+    report = _report()
+    section = report.split("## Disagreements")[1].split("## Positive notes")[0]
+    assert "impl (P0 bug) vs quality (P2 suggestion) at app/auth.py:42" in section
+    assert "Arbitration (critical finding wins) → BLOCKED" in section
+
+
+def test_it_counts_findings_by_dimension_and_severity() -> None:
+    """The summary table has one row per category with findings, plus totals."""
+    summary = _report().split("## Summary")[1]
+    assert "| performance | 0 | 1 | 0 | 1 |" in summary
+    assert "| security | 1 | 0 | 0 | 1 |" in summary
+    assert "| style | 0 | 0 | 1 | 1 |" in summary
+    assert "| **Total** | 1 | 1 | 1 | 3 |" in summary
+    assert "narrowed by the cost guard" in summary
+
+
+def test_it_says_none_for_empty_sections() -> None:
+    """An empty review still has every section, each saying None."""
+    report = _report(
+        verdict=node_verdict([]),
+        reviewers=[],
+        nodes=[],
+        arbitrations=[],
+        positive_notes=[],
+        panel=None,
+    )
+    assert report.count("None.") == 5
+    assert "No reviewer ran." in report
+    assert "| **Total** | 0 | 0 | 0 | 0 |" in report

@@ -1,0 +1,59 @@
+"""Tiers: reviewers per tier and the main-list threshold (DESIGN.md §3.4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reviews.domain.tiers import reviewers_for_tier, split_for_display
+from reviews.domain.types import AgentKind, Dimension, NodeType, NodeView, Priority, Tier
+
+
+@pytest.mark.parametrize(
+    ("tier", "dimensions"),
+    [
+        (Tier.LIGHT, ["implementation"]),
+        (Tier.BALANCED, ["implementation", "quality", "architecture"]),
+        (Tier.THOROUGH, ["implementation", "quality", "architecture", "security", "performance"]),
+    ],
+)
+def test_it_runs_the_reviewers_of_each_tier(tier: Tier, dimensions: list[str]) -> None:
+    """Each tier's reviewer list, in order."""
+    assert [r.dimension for r in reviewers_for_tier(tier)] == dimensions
+
+
+def test_it_runs_security_and_performance_on_existing_agents() -> None:
+    """Security is the architecture agent, performance the implementation agent."""
+    agents = {r.dimension: r.agent for r in reviewers_for_tier(Tier.THOROUGH)}
+    assert agents[Dimension.SECURITY] is AgentKind.ARCHITECTURE
+    assert agents[Dimension.PERFORMANCE] is AgentKind.IMPLEMENTATION
+
+
+def test_it_refuses_to_select_adaptive_reviewers_without_the_change() -> None:
+    """Adaptive selection needs the diff, which tier selection never reads."""
+    with pytest.raises(ValueError, match="select_reviewers"):
+        reviewers_for_tier(Tier.ADAPTIVE)
+
+
+NODES = [
+    NodeView(id=f"n{p.rank}", agent="a", type=NodeType.BUG, priority=p, confidence=0.5)
+    for p in (Priority.P3, Priority.P0, Priority.P2, Priority.P1)
+]
+
+
+@pytest.mark.parametrize(
+    ("tier", "main", "below"),
+    [
+        (Tier.LIGHT, ["n0", "n1"], ["n3", "n2"]),
+        (Tier.BALANCED, ["n0", "n2", "n1"], ["n3"]),
+        (Tier.ADAPTIVE, ["n0", "n2", "n1"], ["n3"]),
+        (Tier.THOROUGH, ["n3", "n0", "n2", "n1"], []),
+    ],
+)
+def test_it_groups_below_the_threshold_without_dropping_anything(
+    tier: Tier, main: list[str], below: list[str]
+) -> None:
+    """The main list shows the tier's priorities; the rest is grouped below, order kept."""
+    split = split_for_display(NODES, tier)
+    assert [n.id for n in split.main] == main
+    assert [n.id for n in split.grouped_below] == below
+    assert len(split.main) + len(split.grouped_below) == len(NODES)

@@ -1,0 +1,195 @@
+"""The finaliser: Ship / Hold / Block and its confidence (DESIGN.md §3.6, §3.7)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reviews.domain.types import AxisName, AxisResult, NodeStatus, NodeType, NodeView, Priority
+from reviews.domain.types import VerdictLevel as V
+from reviews.domain.verdict import counted_nodes, finalise, node_verdict, spread_confidence
+
+
+def _node(id: str, priority: Priority, confidence: float = 0.9, **kw: object) -> NodeView:
+    base: dict[str, object] = dict(
+        id=id,
+        agent="impl",
+        type=NodeType.BUG,
+        priority=priority,
+        confidence=confidence,
+        path="reviews/auth.py",
+        start_line=42,
+        end_line=42,
+    )
+    base.update(kw)
+    return NodeView(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "level", "rule"),
+    [
+        ([], V.SHIP, "no open P0 or P1 finding"),
+        ([_node("a", Priority.P2), _node("b", Priority.P3)], V.SHIP, "no open P0 or P1"),
+        ([_node("a", Priority.P1)], V.HOLD, "P1 in reviews/auth.py:42"),
+        ([_node("a", Priority.P0, 0.69)], V.HOLD, "P0 at 0.69 confidence (below 0.7)"),
+        ([_node("a", Priority.P0, 0.82)], V.BLOCK, "P0 at 0.82 confidence in reviews/auth.py:42"),
+        ([_node("a", Priority.P0, 0.7), _node("b", Priority.P1)], V.BLOCK, "P0 at 0.70"),
+        (
+            [
+                _node("a", Priority.P0, 0.75),
+                _node("b", Priority.P0, 0.95, start_line=7, end_line=9),
+            ],
+            V.BLOCK,
+            "P0 at 0.95 confidence in reviews/auth.py:7-9 (and 1 more)",
+        ),
+    ],
+)
+def test_it_applies_the_verdict_rules(nodes: list[NodeView], level: V, rule: str) -> None:
+    """P0 ≥ 0.7 blocks, any other P0 or a P1 holds, the rest ships; the rule is named."""
+    verdict = node_verdict(nodes)
+    assert verdict.level is level
+    assert rule in verdict.rule
+
+
+def test_it_counts_only_open_and_consensus_ready_nodes() -> None:
+    """Resolved and dismissed nodes no longer count."""
+    nodes = [
+        _node("a", Priority.P0, status=NodeStatus.DISMISSED),
+        _node("b", Priority.P1, status=NodeStatus.RESOLVED),
+        _node("c", Priority.P1, status=NodeStatus.CONSENSUS_READY),
+    ]
+    assert node_verdict(nodes).contributing == ("c",)
+
+
+def test_it_counts_a_duplicate_only_through_its_canonical_node() -> None:
+    """A demoted duplicate never decides; a dangling duplicate still counts on its own."""
+    canonical = _node("a", Priority.P1, status=NodeStatus.DISMISSED)
+    duplicate = _node("b", Priority.P0, duplicate_of="a")
+    assert node_verdict([canonical, duplicate]).level is V.SHIP
+    assert [n.id for n in counted_nodes([duplicate])] == ["b"]
+
+
+def test_it_derives_confidence_from_the_spread_of_contributing_confidences() -> None:
+    """Agreement keeps the mean; divergence lowers it; no contributor means 1.0."""
+    assert spread_confidence([]) == 1.0
+    assert spread_confidence([0.8]) == 0.8
+    assert spread_confidence([0.8, 0.8]) == 0.8
+    assert spread_confidence([0.7, 0.9]) == pytest.approx(0.8 * 0.9)
+    assert spread_confidence([0.7, 0.9]) < spread_confidence([0.8, 0.8])
+    blocked = node_verdict([_node("a", Priority.P0, 0.8), _node("b", Priority.P0, 1.0)])
+    assert blocked.confidence == pytest.approx(0.9 * 0.9)
+
+
+@pytest.mark.parametrize(
+    ("result", "level", "rule"),
+    [
+        (AxisResult.FAIL, V.BLOCK, "gated axis apiContract failed"),
+        (AxisResult.PARTIAL, V.HOLD, "gated axis apiContract is partial"),
+        (AxisResult.UNAVAILABLE, V.HOLD, "gated axis apiContract is unavailable"),
+        (AxisResult.WARN, V.SHIP, "no open P0 or P1 finding"),
+        (AxisResult.PASS, V.SHIP, "no open P0 or P1 finding"),
+    ],
+)
+def test_it_lets_gated_axes_tighten_the_verdict(result: AxisResult, level: V, rule: str) -> None:
+    """fail → Block, partial/unavailable → at least Hold, pass/warn clear the gate."""
+    verdict = finalise([], axes={AxisName.API_CONTRACT: result}, gated={AxisName.API_CONTRACT})
+    assert (verdict.level, verdict.rule) == (level, rule)
+
+
+def test_it_treats_a_missing_gated_axis_as_unavailable_and_ignores_ungated_ones() -> None:
+    """No evidence never turns a gate green; an ungated failure is advice only."""
+    assert finalise([], axes={}, gated={AxisName.VISUAL}).level is V.HOLD
+    assert finalise([], axes={AxisName.VISUAL: AxisResult.FAIL}, gated=()).level is V.SHIP
+
+
+def test_it_never_gates_on_token_axes() -> None:
+    """Token axes are advisory even when a setting lists them as gated."""
+    axes = {AxisName.SECURITY: AxisResult.FAIL, AxisName.TEST_GAP: AxisResult.UNAVAILABLE}
+    assert finalise([], axes=axes, gated=set(axes)).level is V.SHIP
+
+
+def test_it_never_loosens_a_verdict_through_axes() -> None:
+    """A Block from nodes stays Block when an axis only asks for Hold."""
+    nodes = [_node("a", Priority.P0, 0.9)]
+    verdict = finalise(nodes, axes={AxisName.VISUAL: AxisResult.PARTIAL}, gated={AxisName.VISUAL})
+    assert verdict.level is V.BLOCK
+    assert "P0 at 0.90" in verdict.rule
+
+
+nodes_strategy = st.lists(
+    st.builds(
+        lambda i, p, c, s: _node(f"n{i}", p, c, status=s),
+        st.integers(0, 50),
+        st.sampled_from(list(Priority)),
+        st.floats(0, 1),
+        st.sampled_from(list(NodeStatus)),
+    ),
+    max_size=6,
+    unique_by=lambda n: n.id,
+)
+axes_strategy = st.dictionaries(st.sampled_from(list(AxisName)), st.sampled_from(list(AxisResult)))
+gated_strategy = st.sets(st.sampled_from(list(AxisName)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    nodes_strategy,
+    axes_strategy,
+    gated_strategy,
+    st.sampled_from([Priority.P2, Priority.P3]),
+    st.floats(0, 1),
+)
+def test_it_is_never_made_stricter_by_a_p2_or_p3_node(
+    nodes: list[NodeView], axes: dict, gated: set, priority: Priority, confidence: float
+) -> None:
+    """Adding a minor node never raises the verdict (and never lowers it either)."""
+    before = finalise(nodes, axes=axes, gated=gated)
+    after = finalise([*nodes, _node("extra", priority, confidence)], axes=axes, gated=gated)
+    assert after.level is before.level
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    nodes_strategy,
+    axes_strategy,
+    gated_strategy,
+    st.sampled_from([AxisName.VISUAL, AxisName.API_CONTRACT, AxisName.PERFORMANCE]),
+)
+def test_it_always_blocks_on_a_gated_failing_axis(
+    nodes: list[NodeView], axes: dict, gated: set, axis: AxisName
+) -> None:
+    """Whatever the nodes, a gated deterministic axis that failed yields Block."""
+    verdict = finalise(nodes, axes={**axes, axis: AxisResult.FAIL}, gated={*gated, axis})
+    assert verdict.level is V.BLOCK
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    nodes_strategy,
+    axes_strategy,
+    gated_strategy,
+    st.sampled_from([AxisResult.PASS, AxisResult.WARN, AxisResult.PARTIAL, AxisResult.UNAVAILABLE]),
+)
+def test_it_is_never_made_stricter_by_removing_an_axis_failure(
+    nodes: list[NodeView], axes: dict, gated: set, replacement: AxisResult
+) -> None:
+    """Turning a failed axis into any other result never makes the verdict stricter."""
+    failed = [a for a, r in axes.items() if r is AxisResult.FAIL]
+    before = finalise(nodes, axes=axes, gated=gated)
+    for axis in failed:
+        after = finalise(nodes, axes={**axes, axis: replacement}, gated=gated)
+        assert after.level.strictness <= before.level.strictness
+        ungated = finalise(nodes, axes={**axes, axis: replacement}, gated=gated - {axis})
+        assert ungated.level.strictness <= before.level.strictness
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes_strategy, axes_strategy, gated_strategy)
+def test_it_only_tightens_through_axes_and_keeps_confidence_in_range(
+    nodes: list[NodeView], axes: dict, gated: set
+) -> None:
+    """Axes never make a verdict more lenient than the nodes alone; confidence ∈ [0, 1]."""
+    verdict = finalise(nodes, axes=axes, gated=gated)
+    assert verdict.level.strictness >= node_verdict(nodes).level.strictness
+    assert 0.0 <= verdict.confidence <= 1.0
