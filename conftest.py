@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-pytest_plugins = ["tests.fixtures"]
+pytest_plugins = ["tests.fixtures", "tests.fakes.fixtures"]
 
 
 def pytest_addoption(parser):

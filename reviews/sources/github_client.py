@@ -1,0 +1,456 @@
+"""The one adapter for GitHub's REST API (contract: github-api.md).
+
+Handles the headers GitHub requires, app or token authentication, rate limits and server errors
+with bounded waits, and turns every failure into a GitHubError that says whether a retry helps.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+import jwt
+
+from reviews.sources.github_errors import (
+    DiffTooLarge,
+    GitHubAuthError,
+    GitHubError,
+    GitHubForbidden,
+    GitHubNotFound,
+    GitHubRateLimited,
+    GitHubUnavailable,
+    GitHubValidationError,
+)
+
+__all__ = [
+    "DiffTooLarge",
+    "GitHubApp",
+    "GitHubAuthError",
+    "GitHubClient",
+    "GitHubError",
+    "GitHubForbidden",
+    "GitHubNotFound",
+    "GitHubRateLimited",
+    "GitHubUnavailable",
+    "GitHubValidationError",
+    "GitRemote",
+    "StaticToken",
+]
+
+DEFAULT_API_URL = "https://api.github.com"
+API_VERSION = "2022-11-28"
+JSON_MEDIA = "application/vnd.github+json"
+DIFF_MEDIA = "application/vnd.github.diff"
+REVIEW_EVENTS = frozenset({"APPROVE", "REQUEST_CHANGES", "COMMENT"})
+MAX_FILE_PAGES = 30  # GitHub lists at most 3,000 files, 100 a page
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+
+class Auth(Protocol):
+    def token_for(self, client: GitHubClient, owner: str, repo: str) -> str: ...
+
+    def forget(self, owner: str, repo: str) -> bool:
+        """Drop a cached credential after a 401; True if a fresh one may work."""
+        ...
+
+
+class StaticToken:
+    """A personal access token or any token obtained elsewhere (GITHUB_TOKEN)."""
+
+    def __init__(self, token: str) -> None:
+        if not token:
+            raise ValueError("empty GitHub token")
+        self._token = token
+
+    def token_for(self, client: GitHubClient, owner: str, repo: str) -> str:
+        return self._token
+
+    def forget(self, owner: str, repo: str) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "StaticToken(***)"
+
+
+@dataclass
+class _CachedToken:
+    token: str
+    expires_at: float
+
+
+class GitHubApp:
+    """GitHub App authentication: app JWT → repository installation → installation token.
+
+    Tokens live an hour; one is reused until `refresh_margin` seconds before it expires so a
+    long review never starts a request with a token about to lapse.
+    """
+
+    def __init__(
+        self,
+        app_id: int | str,
+        private_key: str | bytes,
+        *,
+        clock: Clock = time.time,
+        refresh_margin: float = 300.0,
+    ) -> None:
+        self.app_id = str(app_id)
+        self._private_key = private_key
+        self._clock = clock
+        self._refresh_margin = refresh_margin
+        self._installations: dict[tuple[str, str], int] = {}
+        self._tokens: dict[int, _CachedToken] = {}
+        self._lock = threading.Lock()
+
+    def app_jwt(self) -> str:
+        now = int(self._clock())
+        # iat in the past absorbs clock drift; exp stays under GitHub's 10-minute maximum.
+        claims = {"iat": now - 60, "exp": now + 9 * 60, "iss": self.app_id}
+        return jwt.encode(claims, self._private_key, algorithm="RS256")
+
+    def token_for(self, client: GitHubClient, owner: str, repo: str) -> str:
+        with self._lock:
+            installation = self._installations.get((owner, repo))
+            if installation is None:
+                found = client._request(
+                    "GET", f"/repos/{owner}/{repo}/installation", token=self.app_jwt()
+                ).json()
+                installation = int(found["id"])
+                self._installations[(owner, repo)] = installation
+            cached = self._tokens.get(installation)
+            if cached is not None and self._clock() < cached.expires_at - self._refresh_margin:
+                return cached.token
+            created = client._request(
+                "POST",
+                f"/app/installations/{installation}/access_tokens",
+                token=self.app_jwt(),
+                expect=(201,),
+            ).json()
+            try:
+                expires_at = datetime.fromisoformat(created["expires_at"]).timestamp()
+                token = str(created["token"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise GitHubAuthError(f"malformed installation token response: {exc}") from exc
+            self._tokens[installation] = _CachedToken(token, expires_at)
+            return token
+
+    def forget(self, owner: str, repo: str) -> bool:
+        with self._lock:
+            installation = self._installations.pop((owner, repo), None)
+            if installation is None:
+                return False
+            self._tokens.pop(installation, None)
+            return True
+
+    def __repr__(self) -> str:
+        return f"GitHubApp(app_id={self.app_id!r})"
+
+
+@dataclass(frozen=True)
+class GitRemote:
+    """Where to fetch a repository and the header git must send (see worktrees.ensure_remote)."""
+
+    url: str
+    auth_header: str | None = field(default=None, repr=False)
+
+
+class GitHubClient:
+    def __init__(
+        self,
+        auth: Auth,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        git_url: str | None = None,
+        user_agent: str = "Quorum-AI-Review",
+        timeout: float = 30.0,
+        max_attempts: int = 5,
+        max_wait: float = 900.0,
+        secondary_wait: float = 60.0,
+        server_error_wait: float = 1.0,
+        sleep: Sleep = time.sleep,
+        clock: Clock = time.time,
+    ) -> None:
+        """`max_attempts` bounds tries per call; a required wait longer than `max_wait` is not
+        slept but raised as GitHubRateLimited(retry_at=…) so a task can be rescheduled instead."""
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.base_url = base_url.rstrip("/")
+        self.git_url = (git_url or _default_git_url(self.base_url)).rstrip("/")
+        self._auth = auth
+        self._max_attempts = max_attempts
+        self._max_wait = max_wait
+        self._secondary_wait = secondary_wait
+        self._server_error_wait = server_error_wait
+        self._sleep = sleep
+        self._clock = clock
+        self._http = httpx.Client(
+            timeout=timeout,
+            headers={"User-Agent": user_agent, "X-GitHub-Api-Version": API_VERSION},
+            follow_redirects=False,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- public API ------------------------------------------------------------------------
+
+    def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
+        return self._repo_call("GET", owner, repo, f"/pulls/{_number(number)}").json()
+
+    def list_pull_files(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
+        """Every changed file of the PR, following `Link: rel="next"` 100 at a time."""
+        path = f"/pulls/{_number(number)}/files"
+        files: list[dict[str, Any]] = []
+        url: str | None = None
+        for _ in range(MAX_FILE_PAGES):
+            if url is None:
+                resp = self._repo_call("GET", owner, repo, path, params={"per_page": 100})
+            else:
+                resp = self._repo_call("GET", owner, repo, url)
+            page = resp.json()
+            if not isinstance(page, list):
+                raise GitHubError(f"unexpected files page: {type(page).__name__}")
+            files.extend(page)
+            url = resp.links.get("next", {}).get("url")
+            if not url:
+                break
+        return files
+
+    def get_pull_diff(self, owner: str, repo: str, number: int) -> str:
+        """The PR's unified diff; DiffTooLarge when GitHub will not produce it (406)."""
+        resp = self._repo_call("GET", owner, repo, f"/pulls/{_number(number)}", accept=DIFF_MEDIA)
+        return resp.text
+
+    def create_review(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        *,
+        commit_id: str,
+        body: str,
+        event: str,
+        comments: Sequence[Mapping[str, Any]] = (),
+    ) -> dict[str, Any]:
+        """Submit one review (200). Not retried after it may have reached GitHub (see
+        GitHubUnavailable.maybe_applied): a review must never be posted twice (§3.11)."""
+        if event not in REVIEW_EVENTS:
+            raise ValueError(f"event must be one of {sorted(REVIEW_EVENTS)}, got {event!r}")
+        payload = {
+            "commit_id": commit_id,
+            "body": body,
+            "event": event,
+            "comments": [dict(c) for c in comments],
+        }
+        resp = self._repo_call(
+            "POST", owner, repo, f"/pulls/{_number(number)}/reviews", json=payload, idempotent=False
+        )
+        return resp.json()
+
+    def git_remote(self, owner: str, repo: str) -> GitRemote:
+        """Clone URL and the Authorization header git needs (tokens go as Basic x-access-token)."""
+        _name(owner)
+        _name(repo)
+        token = self._auth.token_for(self, owner, repo)
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
+        return GitRemote(
+            url=f"{self.git_url}/{owner}/{repo}.git", auth_header=f"Authorization: Basic {basic}"
+        )
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _repo_call(
+        self,
+        method: str,
+        owner: str,
+        repo: str,
+        path: str,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        """A call on behalf of a repository: its token, and one retry with a fresh token on 401
+        (an installation token can be revoked or expire early)."""
+        prefix = f"/repos/{_name(owner)}/{_name(repo)}"
+        target = path if path.startswith(("http://", "https://")) else prefix + path
+        try:
+            return self._request(
+                method, target, token=self._auth.token_for(self, owner, repo), **kwargs
+            )
+        except GitHubAuthError:
+            if not self._auth.forget(owner, repo):
+                raise
+            return self._request(
+                method, target, token=self._auth.token_for(self, owner, repo), **kwargs
+            )
+
+    def _request(
+        self,
+        method: str,
+        path_or_url: str,
+        *,
+        token: str,
+        accept: str = JSON_MEDIA,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        expect: tuple[int, ...] = (200,),
+        idempotent: bool = True,
+    ) -> httpx.Response:
+        url = self._url(path_or_url)
+        shown = f"{method} {urlsplit(url).path}"
+        headers = {"Accept": accept, "Authorization": f"Bearer {token}"}
+        secondary_waits = 0
+        for attempt in range(1, self._max_attempts + 1):
+            last = attempt == self._max_attempts
+            try:
+                resp = self._http.request(method, url, headers=headers, params=params, json=json)
+            except httpx.TransportError as exc:
+                # A connect failure means nothing reached GitHub; anything later might have.
+                sent = not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if last or (sent and not idempotent):
+                    raise GitHubUnavailable(
+                        f"{shown}: {type(exc).__name__}: {exc}", maybe_applied=sent
+                    ) from exc
+                self._sleep(self._backoff(attempt))
+                continue
+            if resp.status_code in expect:
+                return resp
+            wait = self._rate_limit_wait(resp, secondary_waits)
+            if wait is not None:
+                secondary_waits += 1
+                retry_at = self._clock() + wait
+                if last or wait > self._max_wait:
+                    raise GitHubRateLimited(
+                        f"{shown}: rate limited ({_message(resp)}); retry in {wait:.0f}s",
+                        status=resp.status_code,
+                        retry_at=retry_at,
+                    )
+                self._sleep(wait)
+                continue
+            if resp.status_code >= 500:
+                if last or not idempotent:
+                    raise GitHubUnavailable(
+                        f"{shown}: {resp.status_code} {_message(resp)}",
+                        status=resp.status_code,
+                        maybe_applied=not idempotent,
+                    )
+                self._sleep(self._backoff(attempt))
+                continue
+            raise _error_for(shown, resp)
+        raise AssertionError("unreachable")  # the last attempt always returns or raises
+
+    def _url(self, path_or_url: str) -> str:
+        if not path_or_url.startswith(("http://", "https://")):
+            return self.base_url + path_or_url
+        # Pagination links come from the server; never send the token to another origin.
+        given, ours = urlsplit(path_or_url), urlsplit(self.base_url)
+        if (given.scheme, given.netloc) != (ours.scheme, ours.netloc):
+            raise GitHubError(f"refusing to follow a link to another origin: {given.netloc}")
+        return path_or_url
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self._server_error_wait * 2 ** (attempt - 1), 60.0)
+
+    def _rate_limit_wait(self, resp: httpx.Response, previous: int) -> float | None:
+        """Seconds to wait if `resp` is a rate limit (github-api.md, "Rate limits"), else None."""
+        if resp.status_code not in (403, 429):
+            return None
+        retry_after = resp.headers.get("retry-after")
+        remaining = resp.headers.get("x-ratelimit-remaining")
+        limited = (
+            resp.status_code == 429
+            or retry_after is not None
+            or remaining == "0"
+            or "rate limit" in _message(resp).lower()
+        )
+        if not limited:
+            return None
+        if retry_after is not None:
+            seconds = _parse_retry_after(retry_after, self._clock())
+            if seconds is not None:
+                return seconds
+        reset = resp.headers.get("x-ratelimit-reset")
+        if remaining == "0" and reset and reset.isdigit():
+            return max(float(reset) - self._clock(), 0.0) + 1.0
+        # Secondary limit without instructions: at least a minute, doubling each time.
+        return self._secondary_wait * 2**previous
+
+
+def _parse_retry_after(value: str, now: float) -> float | None:
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - now, 0.0)
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+    except ValueError:
+        return resp.reason_phrase
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return data["message"]
+    return resp.reason_phrase
+
+
+def _error_for(shown: str, resp: httpx.Response) -> GitHubError:
+    try:
+        data = resp.json()
+    except ValueError:
+        data = {}
+    errors = data.get("errors") if isinstance(data, dict) else None
+    errors = errors if isinstance(errors, list) else []
+    status = resp.status_code
+    text = f"{shown}: {status} {_message(resp)}"
+    if status == 401:
+        return GitHubAuthError(text, status=status, errors=errors)
+    if status == 403:
+        return GitHubForbidden(text, status=status, errors=errors)
+    if status == 404:
+        return GitHubNotFound(text, status=status, errors=errors)
+    if status == 406 and any(isinstance(e, dict) and e.get("code") == "too_large" for e in errors):
+        return DiffTooLarge(text, status=status, errors=errors)
+    if status == 422:
+        return GitHubValidationError(text, status=status, errors=errors)
+    return GitHubError(text, status=status, errors=errors)
+
+
+def _default_git_url(api_url: str) -> str:
+    parts = urlsplit(api_url)
+    if parts.netloc == "api.github.com":
+        return f"{parts.scheme}://github.com"
+    if parts.path.rstrip("/").endswith("/api/v3"):  # GitHub Enterprise Server
+        return f"{parts.scheme}://{parts.netloc}"
+    return api_url
+
+
+def _name(value: str) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value) or value in (".", ".."):
+        raise ValueError(f"not a GitHub owner or repository name: {value!r}")
+    return value
+
+
+def _number(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"not a pull request number: {value!r}")
+    return value

@@ -1,0 +1,87 @@
+"""Pure helpers for GitHub webhook deliveries: signature check and pull_request parsing."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Actions after which the PR's code is new (or newly ready) and a review round should run.
+ROUND_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
+
+
+class WebhookPayloadError(ValueError):
+    """A pull_request delivery whose payload lacks what every such delivery carries."""
+
+
+def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
+    """Whether `X-Hub-Signature-256` matches HMAC-SHA256(secret, raw body).
+
+    Computed over the raw bytes (re-serialised JSON would differ) and compared in constant time.
+    An empty secret never verifies: it would accept anything signed with an empty key.
+    """
+    if not secret or not header or not header.startswith("sha256="):
+        return False
+    expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode("ascii"), header.strip().encode("utf-8", "replace"))
+
+
+@dataclass(frozen=True)
+class PullRequestEvent:
+    action: str
+    owner: str
+    repo: str
+    number: int
+    title: str
+    draft: bool
+    state: str
+    merged: bool
+    head_sha: str
+    head_ref: str
+    base_sha: str
+    base_ref: str
+    author: str
+    sender: str | None
+    installation_id: int | None
+
+    @property
+    def queues_round(self) -> bool:
+        """Opened, pushed to, reopened or marked ready — and not a draft (drafts wait)."""
+        return self.action in ROUND_ACTIONS and not self.draft
+
+
+def parse_pull_request_event(event: str, payload: Mapping[str, Any]) -> PullRequestEvent | None:
+    """The pull request a delivery is about, or None for any other event (ping, push, …).
+
+    Every pull_request action is returned (closed and converted_to_draft matter to the space);
+    `queues_round` tells whether it should start a review round.
+    """
+    if event != "pull_request":
+        return None
+    try:
+        pr = payload["pull_request"]
+        repository = payload["repository"]
+        installation = payload.get("installation") or {}
+        sender = payload.get("sender") or {}
+        owner, _, name = str(repository["full_name"]).partition("/")
+        return PullRequestEvent(
+            action=str(payload["action"]),
+            owner=owner,
+            repo=name,
+            number=int(payload.get("number") or pr["number"]),
+            title=str(pr.get("title") or ""),
+            draft=bool(pr.get("draft", False)),
+            state=str(pr.get("state") or "open"),
+            merged=bool(pr.get("merged", False)),
+            head_sha=str(pr["head"]["sha"]),
+            head_ref=str(pr["head"]["ref"]),
+            base_sha=str(pr["base"]["sha"]),
+            base_ref=str(pr["base"]["ref"]),
+            author=str(pr["user"]["login"]),
+            sender=sender.get("login"),
+            installation_id=int(installation["id"]) if "id" in installation else None,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WebhookPayloadError(f"malformed pull_request payload: {exc!r}") from exc
