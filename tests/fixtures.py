@@ -94,3 +94,51 @@ def client_for(client):
 def _fast_password_hashing(settings):
     # PBKDF2's deliberate slowness is a cost per user created, not something the tests measure.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def review_factory(db, workspace_factory):
+    """A pull request with its space and an open round; returns the round."""
+    from reviews.services.spaces import pull_request_upsert, round_start, space_get_or_create
+    from workspaces.models import Repository
+
+    def make(workspace=None, *, tier: str = "thorough", head_sha: str = "b" * 40):
+        workspace = workspace or workspace_factory()
+        repo, _ = Repository.objects.get_or_create(
+            workspace=workspace, kind="github", full_name=f"acme/repo{workspace.pk}"
+        )
+        pr = pull_request_upsert(
+            repository=repo, number=7, base_ref="main", head_ref="feature", head_sha=head_sha
+        )
+        space = space_get_or_create(pull_request=pr)
+        return round_start(space=space, head_sha=head_sha, tier=tier)
+
+    return make
+
+
+@pytest.fixture
+def stream_factory(db):
+    from reviews.models import ReviewerStream
+
+    def make(review_round, name: str, agent: str | None = None, dimension: str = ""):
+        return ReviewerStream.objects.create(
+            round=review_round, name=name, agent=agent or name, dimension=dimension or name
+        )
+
+    return make
+
+
+def node_payload(**overrides):
+    """A valid add_review_node payload; override any field."""
+    payload = {
+        "reasoning": "The query is built with string formatting from request data.",
+        "type": "bug",
+        "priority": "P1",
+        "triage": {"category": "security", "severity": "high", "effort": "small"},
+        "anchor": {"path": "app/views.py", "start_line": 10, "end_line": 12},
+        "confidence": 0.8,
+        "title": "SQL built from user input",
+        "body": "Use parameters instead of formatting.",
+    }
+    payload.update(overrides)
+    return payload

@@ -1,0 +1,31 @@
+"""Progress events for the live guided review, sent to the space's channel group after commit."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+
+def space_group(space_id: int) -> str:
+    return f"review-space-{space_id}"
+
+
+def emit(space_id: int, event_type: str, **data: Any) -> None:
+    """Queue `event_type` for the space's group once the current transaction commits."""
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            async_to_sync(layer.group_send)(space_group(space_id), {"type": event_type, **data})
+        except Exception:  # a dropped live update must never undo or fail a committed change
+            log.exception("could not send %s for space %s", event_type, space_id)
+
+    transaction.on_commit(send)

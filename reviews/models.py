@@ -1,0 +1,301 @@
+"""Persistence of review spaces, rounds, streams, nodes, axes and verdicts (DESIGN.md §3).
+
+The rules live in reviews/domain; status fields are written only by reviews/services.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from reviews.domain import types as t
+from reviews.domain.space_status import SpaceStatus
+
+
+def _choices(enum) -> list[tuple[str, str]]:
+    return [(m.value, m.value) for m in enum]
+
+
+class PullRequest(models.Model):
+    """A GitHub pull request (number set) or a local pair of refs (number null)."""
+
+    repository = models.ForeignKey(
+        "workspaces.Repository", on_delete=models.CASCADE, related_name="pull_requests"
+    )
+    number = models.PositiveIntegerField(null=True, blank=True)
+    title = models.CharField(max_length=300, blank=True)
+    body = models.TextField(blank=True)
+    author = models.CharField(max_length=100, blank=True)
+    base_ref = models.CharField(max_length=255)
+    head_ref = models.CharField(max_length=255)
+    base_sha = models.CharField(max_length=40, blank=True)
+    head_sha = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "number"],
+                condition=models.Q(number__isnull=False),
+                name="pull_request_number_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["repository", "base_ref", "head_ref"],
+                condition=models.Q(number__isnull=True),
+                name="pull_request_local_refs_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        if self.number is not None:
+            return f"{self.repository}#{self.number}"
+        return f"{self.repository} {self.base_ref}…{self.head_ref}"
+
+
+class ReviewSpace(models.Model):
+    """One per pull request (§3.1): every reviewer, person and tool meets in the same room."""
+
+    Status = models.TextChoices("Status", {s.name: (s.value, s.value) for s in SpaceStatus})
+
+    pull_request = models.OneToOneField(PullRequest, on_delete=models.CASCADE, related_name="space")
+    # Denormalised from the repository so permission-scoped lookups are one join.
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="review_spaces"
+    )
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=SpaceStatus.REQUESTED.value
+    )
+    flagged_for_human = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "-updated_at"], name="space_ws_updated_idx")]
+
+    def __str__(self) -> str:
+        return f"space {self.pk} for {self.pull_request}"
+
+
+class ReviewRound(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+        SUPERSEDED = "superseded", "superseded"
+
+    space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField()
+    base_sha = models.CharField(max_length=40, blank=True)
+    head_sha = models.CharField(max_length=40)
+    tier = models.CharField(max_length=16, choices=_choices(t.Tier))
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    stage = models.CharField(max_length=40, blank=True)
+    original_request = models.TextField(blank=True)
+    # accepted/rejected per stream, filtered by the panel, reviewers failed, redactions, …
+    stats = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["space", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["space", "number"], name="round_number_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"round {self.number} of space {self.space_id}"
+
+
+class ReviewerStream(models.Model):
+    """One reviewer's named stream inside a round. `agent` is the identity consensus checks."""
+
+    class Kind(models.TextChoices):
+        MODEL = "model", "model"
+        ANALYZER = "analyzer", "offline analyzer"
+        VERIFIER = "verifier", "verification lens"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+        SKIPPED = "skipped", "skipped"
+
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="streams")
+    name = models.CharField(max_length=60)
+    agent = models.CharField(max_length=60)
+    dimension = models.CharField(max_length=20, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.MODEL)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    accepted = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    rejection_reasons = models.JSONField(default=list, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    coverage_note = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["round", "name"]
+        constraints = [models.UniqueConstraint(fields=["round", "name"], name="stream_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent})"
+
+
+class ReviewNode(models.Model):
+    """A finding as data (§3.2). `payload_key` makes recording idempotent per stream."""
+
+    Status = models.TextChoices("Status", {s.name: (s.value, s.value) for s in t.NodeStatus})
+
+    space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="nodes")
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="nodes")
+    stream = models.ForeignKey(ReviewerStream, on_delete=models.CASCADE, related_name="nodes")
+    payload_key = models.CharField(max_length=64)
+    reasoning = models.TextField(blank=True)
+    type = models.CharField(max_length=20, choices=_choices(t.NodeType))
+    priority = models.CharField(max_length=2, choices=_choices(t.Priority))
+    category = models.CharField(max_length=30, choices=_choices(t.Category))
+    severity = models.CharField(max_length=10, choices=_choices(t.Severity))
+    effort = models.CharField(max_length=10, choices=_choices(t.Effort))
+    path = models.CharField(max_length=1024, blank=True)
+    start_line = models.PositiveIntegerField(null=True, blank=True)
+    end_line = models.PositiveIntegerField(null=True, blank=True)
+    side = models.CharField(max_length=5, choices=_choices(t.Side), default=t.Side.RIGHT.value)
+    replacement_lines = models.JSONField(null=True, blank=True)
+    fix_diff = models.TextField(blank=True)
+    fix_prompt = models.TextField(blank=True)
+    confidence = models.FloatField()
+    title = models.CharField(max_length=200)
+    body = models.TextField(blank=True)
+    map_anchor = models.CharField(max_length=200, blank=True)
+    triage_flags = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=t.NodeStatus.OPEN.value
+    )
+    fingerprint = models.CharField(max_length=64, blank=True)
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
+    )
+    credited_agents = models.JSONField(default=list, blank=True)
+    # co_located / cross_referenced / conflicting node ids, contested / unverified marks.
+    tags = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["priority", "-confidence", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["stream", "payload_key"], name="node_payload_unique")
+        ]
+        indexes = [
+            models.Index(fields=["round", "status"], name="node_round_status_idx"),
+            models.Index(fields=["space", "fingerprint"], name="node_space_fp_idx"),
+            models.Index(fields=["round", "path"], name="node_round_path_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.priority} {self.title}"
+
+    @property
+    def anchored(self) -> bool:
+        return bool(self.path) and self.start_line is not None
+
+
+class NodeConfirmation(models.Model):
+    """A peer's confirmation, or a verification lens's verdict on a node (§3.3, §3.10)."""
+
+    class Lens(models.TextChoices):
+        PEER = "peer", "peer reviewer"
+        REACHABILITY = "reachability", "reachability / correctness"
+        FALSE_POSITIVE = "false_positive", "false-positive causes"
+        SEVERITY = "severity", "severity calibration"
+
+    node = models.ForeignKey(ReviewNode, on_delete=models.CASCADE, related_name="confirmations")
+    agent = models.CharField(max_length=60)
+    lens = models.CharField(max_length=20, choices=Lens.choices, default=Lens.PEER)
+    verdict = models.CharField(max_length=30)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "agent", "lens"], name="confirmation_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} ({self.lens}): {self.verdict}"
+
+
+class AxisResult(models.Model):
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="axes")
+    axis = models.CharField(max_length=20, choices=_choices(t.AxisName))
+    result = models.CharField(max_length=12, choices=_choices(t.AxisResult))
+    gated = models.BooleanField(default=False)
+    source = models.CharField(max_length=20)  # tokens | deterministic | submitted
+    details = models.JSONField(default=dict, blank=True)
+    evidence_url = models.URLField(blank=True)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["round", "axis"]
+        constraints = [models.UniqueConstraint(fields=["round", "axis"], name="axis_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.axis}: {self.result}"
+
+
+class Verdict(models.Model):
+    round = models.OneToOneField(ReviewRound, on_delete=models.CASCADE, related_name="verdict")
+    level = models.CharField(max_length=5, choices=_choices(t.VerdictLevel))
+    rule = models.CharField(max_length=300)
+    confidence = models.FloatField()
+    contributing = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.level} ({self.confidence:.2f})"
+
+
+class MemoryFact(models.Model):
+    """Workspace memory: non-binding hints for later reviews, e.g. a dismissal (§3.3)."""
+
+    class Kind(models.TextChoices):
+        SUPPRESSION = "suppression", "suppression hint"
+
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="memory_facts"
+    )
+    repository = models.ForeignKey(
+        "workspaces.Repository", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    fingerprint = models.CharField(max_length=64, blank=True)
+    category = models.CharField(max_length=30, blank=True)
+    path_pattern = models.CharField(max_length=1024, blank=True)
+    statement = models.TextField()
+    confidence = models.FloatField()
+    binding = models.BooleanField(default=False)
+    source_node = models.ForeignKey(
+        ReviewNode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workspace", "repository", "kind"], name="memory_scope_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.statement[:80]

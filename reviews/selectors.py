@@ -1,0 +1,140 @@
+"""Reads for the guided review: everything a page needs in a constant number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Prefetch
+from django.http import Http404
+
+from reviews.domain import types as t
+from reviews.domain.disagreements import Disagreement, find_disagreements
+from reviews.domain.fingerprints import RoundDelta, round_delta
+from reviews.domain.tiers import DisplaySplit, split_for_display
+from reviews.models import (
+    AxisResult,
+    NodeConfirmation,
+    ReviewerStream,
+    ReviewNode,
+    ReviewRound,
+    ReviewSpace,
+    Verdict,
+)
+
+
+def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = None) -> t.NodeView:
+    """The domain's view of a stored node. `confirmations` avoids a query when prefetched."""
+    confirmed = confirmations if confirmations is not None else list(node.confirmations.all())
+    flags = node.triage_flags or {}
+    return t.NodeView(
+        id=str(node.pk),
+        agent=node.stream.agent,
+        stream=node.stream.name,
+        type=t.NodeType(node.type),
+        priority=t.Priority(node.priority),
+        confidence=node.confidence,
+        status=t.NodeStatus(node.status),
+        category=t.Category(node.category),
+        severity=t.Severity(node.severity),
+        effort=t.Effort(node.effort),
+        path=node.path or None,
+        start_line=node.start_line,
+        end_line=node.end_line,
+        side=t.Side(node.side),
+        title=node.title,
+        body=node.body,
+        replacement_lines=tuple(node.replacement_lines)
+        if node.replacement_lines is not None
+        else None,
+        diff=node.fix_diff or None,
+        fix_prompt=node.fix_prompt or None,
+        map_anchor=node.map_anchor or None,
+        duplicate_of=str(node.duplicate_of_id) if node.duplicate_of_id else None,
+        credited_agents=tuple(node.credited_agents or ()),
+        confirmed_by=tuple(sorted({c.agent for c in confirmed if c.verdict == "real"})),
+        exploitable_externally=flags.get("exploitable_externally", False),
+        hot_path=flags.get("hot_path", False),
+        critical_path=flags.get("critical_path", False),
+        functional_effect=flags.get("functional_effect", True),
+    )
+
+
+def space_get_for_user(*, space_id: int, workspace_slug: str) -> ReviewSpace:
+    """A space of the given workspace (the caller has already checked membership)."""
+    try:
+        return ReviewSpace.objects.select_related(
+            "workspace", "pull_request", "pull_request__repository"
+        ).get(pk=space_id, workspace__slug=workspace_slug)
+    except ReviewSpace.DoesNotExist:
+        raise Http404("No such review.") from None
+
+
+@dataclass
+class ReviewPage:
+    space: ReviewSpace
+    rounds: list[ReviewRound]
+    round: ReviewRound | None
+    streams: list[ReviewerStream] = field(default_factory=list)
+    nodes: list[ReviewNode] = field(default_factory=list)
+    views: dict[int, t.NodeView] = field(default_factory=dict)
+    axes: list[AxisResult] = field(default_factory=list)
+    verdict: Verdict | None = None
+    delta: RoundDelta | None = None
+    disagreements: list[Disagreement] = field(default_factory=list)
+    display: DisplaySplit | None = None
+
+    def node(self, node_id: Any) -> ReviewNode:
+        return self._by_id[int(node_id)]
+
+    def __post_init__(self) -> None:
+        self._by_id = {n.pk: n for n in self.nodes}
+
+
+def review_page(*, space: ReviewSpace) -> ReviewPage:
+    """Load one review: rounds, streams, nodes with confirmations, axes, verdict, delta.
+
+    Queries: rounds, streams, nodes (+ stream join), confirmations, axes, verdict, previous
+    round fingerprints — seven, whatever the number of nodes, streams or axes.
+    """
+    rounds = list(space.rounds.order_by("number"))
+    if not rounds:
+        return ReviewPage(space=space, rounds=[], round=None)
+    current = rounds[-1]
+    streams = list(current.streams.all())
+    nodes = list(
+        ReviewNode.objects.filter(round=current)
+        .select_related("stream")
+        .prefetch_related(
+            Prefetch("confirmations", queryset=NodeConfirmation.objects.order_by("id"))
+        )
+        .order_by("priority", "-confidence", "id")
+    )
+    views = {n.pk: node_view(n, list(n.confirmations.all())) for n in nodes}
+    axes = list(AxisResult.objects.filter(round=current))
+    verdict = Verdict.objects.filter(round=current).first()
+    delta = None
+    if len(rounds) > 1:
+        previous = set(
+            ReviewNode.objects.filter(round=rounds[-2], duplicate_of__isnull=True)
+            .exclude(status__in=[t.NodeStatus.DISMISSED.value, t.NodeStatus.RESOLVED.value])
+            .values_list("fingerprint", flat=True)
+        )
+        current_fps = {
+            n.fingerprint for n in nodes if n.duplicate_of_id is None and views[n.pk].active
+        }
+        delta = round_delta(previous, current_fps)
+    node_views = list(views.values())
+    return ReviewPage(
+        space=space,
+        rounds=rounds,
+        round=current,
+        streams=streams,
+        nodes=nodes,
+        views=views,
+        axes=axes,
+        verdict=verdict,
+        delta=delta,
+        disagreements=find_disagreements(node_views),
+        display=split_for_display(node_views, t.Tier(current.tier)),
+    )

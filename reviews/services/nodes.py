@@ -1,0 +1,235 @@
+"""Recording findings and every change of a node's status (DESIGN.md §3.2, §3.3).
+
+This module is the only writer of ReviewNode.status. Agents confirm; people resolve, dismiss
+and reopen. Each person's action is audited; a dismissal also writes a suppression hint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from guardrails.audit import Actor as AuditActor
+from guardrails.audit import Target, audit_record
+from reviews.domain import consensus
+from reviews.domain.fingerprints import node_fingerprint
+from reviews.domain.nodes import (
+    Accepted,
+    FileLines,
+    Rejected,
+    node_view_from_payload,
+    parse_node_payload,
+)
+from reviews.domain.types import NodeStatus
+from reviews.events import emit
+from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode
+from reviews.selectors import node_view
+
+#: Reasons kept per stream for the UI; the count is exact, the list is a sample.
+MAX_KEPT_REASONS = 20
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    node: ReviewNode | None
+    rejection: str | None = None
+    created: bool = False
+
+
+def _payload_key(raw: Any) -> str:
+    try:
+        material = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        material = repr(raw)
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def node_record(
+    *,
+    stream: ReviewerStream,
+    payload: Any,
+    file_lines: FileLines | None = None,
+    file_text: Callable[[str], Sequence[str] | None] | None = None,
+) -> RecordResult:
+    """Validate one `add_review_node` payload and store it, or count its rejection.
+
+    Idempotent: the same payload recorded twice in one stream (a redelivered task, a retried
+    tool call) yields the same node (unique on stream + payload hash).
+    """
+    parsed = parse_node_payload(payload, file_lines=file_lines)
+    if isinstance(parsed, Rejected):
+        with transaction.atomic():
+            locked = ReviewerStream.objects.select_for_update().get(pk=stream.pk)
+            locked.rejected = F("rejected") + 1
+            if len(locked.rejection_reasons) < MAX_KEPT_REASONS:
+                locked.rejection_reasons = [*locked.rejection_reasons, parsed.reason]
+            locked.save(update_fields=["rejected", "rejection_reasons"])
+        return RecordResult(node=None, rejection=parsed.reason)
+    assert isinstance(parsed, Accepted)
+    key = _payload_key(payload)
+    existing = ReviewNode.objects.filter(stream=stream, payload_key=key).first()
+    if existing is not None:
+        return RecordResult(node=existing)
+    p = parsed.node
+    view = node_view_from_payload(p, node_id="new", agent=stream.agent, stream=stream.name)
+    text = file_text(p.anchor.path) if (file_text and p.anchor) else None
+    fix = p.fix
+    try:
+        with transaction.atomic():
+            node = ReviewNode.objects.create(
+                space_id=stream.round.space_id,
+                round_id=stream.round_id,
+                stream=stream,
+                payload_key=key,
+                reasoning=p.reasoning or "",
+                type=p.type.value,
+                priority=p.priority.value,
+                category=p.triage.category.value,
+                severity=p.triage.severity.value,
+                effort=p.triage.effort.value,
+                path=p.anchor.path if p.anchor else "",
+                start_line=p.anchor.start_line if p.anchor else None,
+                end_line=p.anchor.end_line if p.anchor else None,
+                side=p.anchor.side.value if p.anchor else "RIGHT",
+                replacement_lines=list(fix.replacement_lines)
+                if fix and fix.replacement_lines is not None
+                else None,
+                fix_diff=(fix.diff or "") if fix else "",
+                fix_prompt=(fix.fix_prompt or "") if fix else "",
+                confidence=p.confidence,
+                title=p.title,
+                body=p.body,
+                map_anchor=p.map_anchor or "",
+                triage_flags={
+                    "exploitable_externally": p.triage.exploitable_externally,
+                    "hot_path": p.triage.hot_path,
+                    "critical_path": p.triage.critical_path,
+                    "functional_effect": p.triage.functional_effect,
+                },
+                fingerprint=node_fingerprint(view, text),
+                credited_agents=[stream.agent],
+            )
+            ReviewerStream.objects.filter(pk=stream.pk).update(accepted=F("accepted") + 1)
+            emit(stream.round.space_id, "review.node_added", node_id=node.pk)
+    except IntegrityError:
+        return RecordResult(node=ReviewNode.objects.get(stream=stream, payload_key=key))
+    return RecordResult(node=node, created=True)
+
+
+def _locked(node: ReviewNode) -> ReviewNode:
+    return (
+        ReviewNode.objects.select_for_update(of=("self",)).select_related("stream").get(pk=node.pk)
+    )
+
+
+def _set_status(node: ReviewNode, status: NodeStatus) -> None:
+    if node.status != status.value:
+        node.status = status.value
+        node.save(update_fields=["status", "updated_at"])
+        emit(node.space_id, "review.node_status", node_id=node.pk, status=status.value)
+
+
+def node_confirm(
+    *, node: ReviewNode, by_agent: str, lens: str = NodeConfirmation.Lens.PEER, reason: str = ""
+) -> ReviewNode:
+    """A peer agent confirms a node (§3.3). Raises SelfConfirmationError for its author."""
+    with transaction.atomic():
+        locked = _locked(node)
+        new_status = consensus.confirm(
+            status=NodeStatus(locked.status),
+            author_agent=locked.stream.agent,
+            by=consensus.Actor.agent(by_agent),
+        )
+        NodeConfirmation.objects.get_or_create(
+            node=locked, agent=by_agent, lens=lens, defaults={"verdict": "real", "reason": reason}
+        )
+        _set_status(locked, new_status)
+    return locked
+
+
+_AUDIT_ACTION = {
+    consensus.Action.RESOLVE: "node.resolved",
+    consensus.Action.DISMISS: "node.dismissed",
+    consensus.Action.REOPEN: "node.reopened",
+}
+
+
+def _person_action(
+    action: consensus.Action, *, node: ReviewNode, user: Any, reason: str, request: Any
+) -> ReviewNode:
+    with transaction.atomic():
+        locked = _locked(node)
+        before = locked.status
+        new_status = consensus.apply_action(
+            action,
+            status=NodeStatus(before),
+            author_agent=locked.stream.agent,
+            by=consensus.Actor.person(str(user.pk)),
+        )
+        _set_status(locked, new_status)
+        space = locked.space
+        if action is consensus.Action.DISMISS:
+            fact = consensus.suppression_fact_for_dismissal(
+                workspace_id=str(space.workspace_id),
+                repository_id=str(space.pull_request.repository_id),
+                node=node_view(locked),
+                reason=reason,
+                fingerprint=locked.fingerprint or None,
+            )
+            MemoryFact.objects.create(
+                workspace_id=space.workspace_id,
+                repository_id=space.pull_request.repository_id,
+                kind=MemoryFact.Kind.SUPPRESSION,
+                fingerprint=fact.fingerprint or "",
+                category=fact.category.value,
+                path_pattern=fact.path_pattern,
+                statement=fact.statement,
+                confidence=fact.confidence,
+                binding=fact.binding,
+                source_node=locked,
+                created_by=user,
+            )
+        audit_record(
+            action=_AUDIT_ACTION[action],
+            actor=AuditActor.of(user),
+            workspace=space.workspace,
+            target=Target("reviewnode", str(locked.pk), f"{locked.priority} {locked.title}"),
+            payload={
+                "before": before,
+                "after": new_status.value,
+                "reason": reason,
+                "space": space.pk,
+            },
+            request=request,
+        )
+    return locked
+
+
+def node_resolve(
+    *, node: ReviewNode, user: Any, reason: str = "", request: Any = None
+) -> ReviewNode:
+    return _person_action(
+        consensus.Action.RESOLVE, node=node, user=user, reason=reason, request=request
+    )
+
+
+def node_dismiss(
+    *, node: ReviewNode, user: Any, reason: str = "", request: Any = None
+) -> ReviewNode:
+    return _person_action(
+        consensus.Action.DISMISS, node=node, user=user, reason=reason, request=request
+    )
+
+
+def node_reopen(
+    *, node: ReviewNode, user: Any, reason: str = "", request: Any = None
+) -> ReviewNode:
+    return _person_action(
+        consensus.Action.REOPEN, node=node, user=user, reason=reason, request=request
+    )

@@ -1,0 +1,128 @@
+"""Recording findings and the node status service (DESIGN.md §3.2, §3.3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardrails.models import AuditEvent
+from reviews.domain.consensus import ConsensusError, SelfConfirmationError
+from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode
+from reviews.services.nodes import (
+    node_confirm,
+    node_dismiss,
+    node_record,
+    node_reopen,
+    node_resolve,
+)
+from tests.fixtures import node_payload
+
+FILES = {"app/views.py": 40, "app/models.py": 80}
+
+
+@pytest.fixture
+def review_round(review_factory):
+    return review_factory()
+
+
+@pytest.fixture
+def streams(review_round, stream_factory):
+    return {
+        "security": stream_factory(review_round, "security", agent="security"),
+        "quality": stream_factory(review_round, "quality"),
+        # The same agent under another stream name (a retry): still the author.
+        "security-retry": stream_factory(review_round, "security-retry", agent="security"),
+    }
+
+
+def test_it_records_a_valid_node_once_even_if_delivered_twice(streams):
+    first = node_record(stream=streams["security"], payload=node_payload(), file_lines=FILES)
+    again = node_record(stream=streams["security"], payload=node_payload(), file_lines=FILES)
+    assert first.created and not again.created
+    assert first.node.pk == again.node.pk
+    assert ReviewNode.objects.count() == 1
+    node = first.node
+    assert (node.priority, node.path, node.start_line, node.status) == (
+        "P1",
+        "app/views.py",
+        10,
+        "open",
+    )
+    assert node.fingerprint and node.credited_agents == ["security"]
+    assert ReviewerStream.objects.get(pk=streams["security"].pk).accepted == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ({"title": "no type"}, "type"),
+        (node_payload(confidence="high"), "confidence"),
+        (node_payload(confidence=1.5), "confidence: must be between 0 and 1 (got 1.5)"),
+        (node_payload(priority="P7"), "priority"),
+        (
+            node_payload(anchor={"path": "../../etc/passwd", "start_line": 1, "end_line": 1}),
+            "anchor.path",
+        ),
+        (
+            node_payload(anchor={"path": "app/views.py", "start_line": 39, "end_line": 41}),
+            "past the end of app/views.py (40 lines)",
+        ),
+        (
+            node_payload(anchor={"path": "app/missing.py", "start_line": 1, "end_line": 1}),
+            "not in the head checkout",
+        ),
+        ("not json at all", "not valid JSON"),
+    ],
+)
+def test_it_rejects_bad_payloads_with_a_reason_and_counts_them(streams, payload, reason):
+    result = node_record(stream=streams["quality"], payload=payload, file_lines=FILES)
+    assert result.node is None
+    assert reason in result.rejection
+    stream = ReviewerStream.objects.get(pk=streams["quality"].pk)
+    assert stream.rejected == 1 and stream.accepted == 0
+    assert reason in stream.rejection_reasons[0]
+    assert not ReviewNode.objects.exists()
+
+
+def test_a_peer_confirmation_makes_a_node_consensus_ready(streams):
+    node = node_record(stream=streams["security"], payload=node_payload(), file_lines=FILES).node
+    node_confirm(node=node, by_agent="quality")
+    node.refresh_from_db()
+    assert node.status == "consensus_ready"
+    assert NodeConfirmation.objects.get(node=node).agent == "quality"
+
+
+@pytest.mark.parametrize("agent", ["security"])
+def test_an_author_can_never_confirm_its_own_node_under_any_stream_name(streams, agent):
+    node = node_record(
+        stream=streams["security-retry"], payload=node_payload(), file_lines=FILES
+    ).node
+    with pytest.raises(SelfConfirmationError):
+        node_confirm(node=node, by_agent=agent)
+    node.refresh_from_db()
+    assert node.status == "open"
+    assert not NodeConfirmation.objects.exists()
+
+
+def test_dismissal_writes_a_non_binding_memory_hint_and_an_audit_event(streams, alice):
+    node = node_record(stream=streams["security"], payload=node_payload(), file_lines=FILES).node
+    node_dismiss(node=node, user=alice, reason="ORM escapes this already")
+    node.refresh_from_db()
+    assert node.status == "dismissed"
+    fact = MemoryFact.objects.get()
+    assert fact.binding is False and fact.confidence < 0.5
+    assert fact.fingerprint == node.fingerprint and fact.path_pattern == "app/views.py"
+    assert "ORM escapes this already" in fact.statement
+    event = AuditEvent.objects.get(action="node.dismissed")
+    assert event.payload["before"] == "open" and event.payload["after"] == "dismissed"
+    # A dismissed node can be reopened by a person, then resolved.
+    node_reopen(node=node, user=alice)
+    node_resolve(node=node, user=alice)
+    node.refresh_from_db()
+    assert node.status == "resolved"
+
+
+def test_resolving_an_already_resolved_node_is_refused(streams, alice):
+    node = node_record(stream=streams["security"], payload=node_payload(), file_lines=FILES).node
+    node_resolve(node=node, user=alice)
+    with pytest.raises(ConsensusError):
+        node_resolve(node=node, user=alice)  # already resolved: not a valid transition

@@ -1,0 +1,93 @@
+"""One review space per pull request, its status ladder and its rounds (DESIGN.md §3.1)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections
+
+from reviews.domain.space_status import SpaceStatus, SpaceTransitionError
+from reviews.models import PullRequest, ReviewRound, ReviewSpace
+from reviews.services.spaces import (
+    pull_request_upsert,
+    round_start,
+    space_get_or_create,
+    space_transition,
+)
+from workspaces.models import Repository
+
+
+@pytest.fixture
+def repository(workspace):
+    return Repository.objects.create(workspace=workspace, kind="github", full_name="acme/web")
+
+
+def test_it_resolves_the_same_space_for_the_same_pull_request(repository):
+    pr = pull_request_upsert(repository=repository, number=3, base_ref="main", head_ref="f")
+    again = pull_request_upsert(
+        repository=repository, number=3, base_ref="main", head_ref="f", title="New title"
+    )
+    assert pr.pk == again.pk and again.title == "New title"
+    assert space_get_or_create(pull_request=pr).pk == space_get_or_create(pull_request=again).pk
+    assert ReviewSpace.objects.count() == 1
+
+
+def test_local_ref_pairs_are_their_own_pull_requests(repository):
+    a = pull_request_upsert(repository=repository, base_ref="main", head_ref="feature-a")
+    b = pull_request_upsert(repository=repository, base_ref="main", head_ref="feature-b")
+    a2 = pull_request_upsert(repository=repository, base_ref="main", head_ref="feature-a")
+    assert a.pk == a2.pk != b.pk
+    assert PullRequest.objects.count() == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_callers_get_one_space(workspace_factory):
+    ws = workspace_factory()
+    repo = Repository.objects.create(workspace=ws, kind="github", full_name="acme/race")
+    pr = pull_request_upsert(repository=repo, number=1, base_ref="main", head_ref="f")
+    barrier = threading.Barrier(10)
+    spaces: list[int] = []
+    errors: list[BaseException] = []
+
+    def resolve():
+        try:
+            barrier.wait()
+            spaces.append(space_get_or_create(pull_request=pr).pk)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=resolve) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(spaces)) == 1 and len(spaces) == 10
+    assert ReviewSpace.objects.filter(pull_request=pr).count() == 1
+
+
+def test_the_status_ladder_is_enforced(review_factory):
+    space = review_factory().space
+    with pytest.raises(SpaceTransitionError):
+        space_transition(space=space, to=SpaceStatus.COMPLETED)
+    for status in (SpaceStatus.IN_PROGRESS, SpaceStatus.AWAITING_APPROVAL, SpaceStatus.COMPLETED):
+        space_transition(space=space, to=status)
+    space.refresh_from_db()
+    assert space.status == "completed"
+
+
+def test_a_new_push_starts_a_new_round_and_goes_back_to_requested(review_factory):
+    first = review_factory(head_sha="a" * 40)
+    space = first.space
+    space_transition(space=space, to=SpaceStatus.IN_PROGRESS)
+    assert round_start(space=space, head_sha="a" * 40, tier="light").pk == first.pk
+    second = round_start(space=space, head_sha="c" * 40, tier="light")
+    first.refresh_from_db()
+    space.refresh_from_db()
+    assert second.number == 2
+    assert first.state == ReviewRound.State.SUPERSEDED
+    assert space.status == "requested"
