@@ -197,6 +197,8 @@ QUORUM_LOCAL_REPO_ROOTS = [
 ]
 GITHUB_API_URL = envstr("GITHUB_API_URL", "https://api.github.com").rstrip("/")
 GITHUB_TOKEN = envsecret("GITHUB_TOKEN")
+# Where git clones from; derived from GITHUB_API_URL when empty (github.com or GHE /api/v3).
+GITHUB_GIT_URL = envstr("GITHUB_GIT_URL").rstrip("/")
 GITHUB_APP_ID = envstr("GITHUB_APP_ID")
 GITHUB_APP_PRIVATE_KEY_PATH = envstr("GITHUB_APP_PRIVATE_KEY_PATH")
 GITHUB_WEBHOOK_SECRET = envsecret("GITHUB_WEBHOOK_SECRET")
@@ -213,5 +215,5 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}},
+    "loggers": {"daphne": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

@@ -3,6 +3,7 @@ from django.http import JsonResponse
 from django.urls import include, path
 
 from config.api import api
+from reviews.webhooks import github_webhook
 from workspaces import views as workspace_views
 
 
@@ -16,6 +17,7 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("account/tokens/", workspace_views.tokens, name="tokens"),
     path("api/v1/", api.urls),
+    path("webhooks/github/", github_webhook, name="github_webhook"),
     path("admin/", admin.site.urls),
     path("", include("workspaces.urls")),
     path("", include("reviews.urls")),

@@ -299,3 +299,58 @@ class MemoryFact(models.Model):
 
     def __str__(self) -> str:
         return self.statement[:80]
+
+
+class WebhookDelivery(models.Model):
+    """Each GitHub delivery id is processed once, even when GitHub redelivers it."""
+
+    delivery_id = models.CharField(max_length=64, unique=True)
+    event = models.CharField(max_length=40)
+    action = models.CharField(max_length=40, blank=True)
+    outcome = models.CharField(max_length=200, blank=True)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.event}/{self.action} {self.delivery_id}"
+
+
+class PublishRecord(models.Model):
+    """One GitHub review per (space, round, selection): the unique key makes it idempotent."""
+
+    class State(models.TextChoices):
+        CLAIMED = "claimed", "publishing"
+        POSTED = "posted", "posted"
+        FAILED = "failed", "failed"
+        UNCERTAIN = "uncertain", "outcome unknown"
+
+    class Path(models.TextChoices):
+        INLINE = "inline", "inline comments"
+        FOLDED_FALLBACK = "folded_fallback", "everything folded into the body after a 422"
+
+    space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="publications")
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="publications")
+    selection = models.CharField(max_length=20)
+    approve_on_ship = models.BooleanField(default=False)
+    head_sha = models.CharField(max_length=40)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.CLAIMED)
+    path = models.CharField(max_length=20, choices=Path.choices, blank=True)
+    event = models.CharField(max_length=20, blank=True)
+    github_review_id = models.BigIntegerField(null=True, blank=True)
+    html_url = models.URLField(max_length=500, blank=True)
+    plan = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    posted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "round", "selection"], name="publish_once_per_selection"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"publish {self.selection} of {self.round} ({self.state})"

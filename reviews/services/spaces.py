@@ -8,6 +8,7 @@ from django.utils import timezone
 from reviews.domain.space_status import SpaceStatus, check_space_transition
 from reviews.events import emit
 from reviews.models import PullRequest, ReviewRound, ReviewSpace
+from reviews.services.worktrees import worktrees_release_after_commit
 from workspaces.models import Repository
 
 
@@ -75,6 +76,9 @@ def space_transition(*, space: ReviewSpace, to: SpaceStatus) -> ReviewSpace:
             check_space_transition(current, to)
             locked.status = to.value
             locked.save(update_fields=["status", "updated_at"])
+            if to is SpaceStatus.COMPLETED:
+                numbers = list(locked.rounds.values_list("number", flat=True))
+                worktrees_release_after_commit(space_id=locked.pk, round_numbers=numbers)
             emit(locked.pk, "review.space_status", status=to.value)
     space.status = locked.status
     return locked
@@ -99,6 +103,7 @@ def round_start(
             latest.state = ReviewRound.State.SUPERSEDED
             latest.finished_at = timezone.now()
             latest.save(update_fields=["state", "finished_at"])
+            worktrees_release_after_commit(space_id=locked.pk, round_numbers=[latest.number])
         review_round = ReviewRound.objects.create(
             space=locked,
             number=(latest.number + 1) if latest else 1,

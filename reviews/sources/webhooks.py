@@ -35,6 +35,7 @@ class PullRequestEvent:
     repo: str
     number: int
     title: str
+    body: str
     draft: bool
     state: str
     merged: bool
@@ -72,6 +73,7 @@ def parse_pull_request_event(event: str, payload: Mapping[str, Any]) -> PullRequ
             repo=name,
             number=int(payload.get("number") or pr["number"]),
             title=str(pr.get("title") or ""),
+            body=str(pr.get("body") or ""),
             draft=bool(pr.get("draft", False)),
             state=str(pr.get("state") or "open"),
             merged=bool(pr.get("merged", False)),

@@ -159,6 +159,9 @@ class FakeGitHub:
         self.diff_file_limit = diff_file_limit
         self.diff_line_limit = diff_line_limit
         self.requests: list[RecordedRequest] = []
+        # (path, line) anchors refused with GitHub's 422 even when they are in the diff: stands
+        # in for the cases our local check cannot foresee (e.g. a push between check and post).
+        self.rejected_anchors: set[tuple[str, int]] = set()
         self.repos: dict[tuple[str, str], FakeRepo] = {}
         self._tokens: dict[str, _Token] = {}
         self._faults: list[_Fault] = []
@@ -521,7 +524,7 @@ class FakeGitHub:
         if not isinstance(line, int) or side not in ("LEFT", "RIGHT"):
             raise _unprocessable(LINE_NOT_IN_DIFF)
         hunk = changed.anchors.get((side, line))
-        if hunk is None:
+        if hunk is None or (comment["path"], line) in self.rejected_anchors:
             raise _unprocessable(LINE_NOT_IN_DIFF)
         start = comment.get("start_line")
         if start is None:

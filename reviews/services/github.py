@@ -1,0 +1,37 @@
+"""The GitHub adapter built from settings (DESIGN.md §4): an app identity or a token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from reviews.sources.github_client import GitHubApp, GitHubClient, StaticToken
+
+
+def github_configured() -> bool:
+    return bool(
+        settings.GITHUB_TOKEN or (settings.GITHUB_APP_ID and settings.GITHUB_APP_PRIVATE_KEY_PATH)
+    )
+
+
+def github_client() -> GitHubClient:
+    if settings.GITHUB_APP_ID and settings.GITHUB_APP_PRIVATE_KEY_PATH:
+        try:
+            key = Path(settings.GITHUB_APP_PRIVATE_KEY_PATH).read_bytes()
+        except OSError as exc:
+            raise ImproperlyConfigured(
+                f"GITHUB_APP_PRIVATE_KEY_PATH cannot be read: {exc}"
+            ) from exc
+        auth: GitHubApp | StaticToken = GitHubApp(settings.GITHUB_APP_ID, key)
+    elif settings.GITHUB_TOKEN:
+        auth = StaticToken(settings.GITHUB_TOKEN)
+    else:
+        raise ImproperlyConfigured(
+            "GitHub is not configured: set GITHUB_TOKEN, or GITHUB_APP_ID and "
+            "GITHUB_APP_PRIVATE_KEY_PATH."
+        )
+    return GitHubClient(
+        auth, base_url=settings.GITHUB_API_URL, git_url=settings.GITHUB_GIT_URL or None
+    )

@@ -1,0 +1,253 @@
+"""Publishing one GitHub review for a round (DESIGN.md §3.11). Never called by the pipeline.
+
+Exactly once: a PublishRecord unique on (space, round, selection) is claimed inside a
+transaction; only the caller that created the claim talks to GitHub, after commit. Anchors are
+re-checked against the PR's current diff; if GitHub still answers 422 the whole review is
+resubmitted once with every node folded into the body, so nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from guardrails.audit import Actor, Target, audit_record
+from reviews.domain import consensus
+from reviews.domain.space_status import SpaceStatus, can_publish
+from reviews.events import emit
+from reviews.models import PublishRecord, ReviewNode, ReviewRound, ReviewSpace
+from reviews.selectors import node_view
+from reviews.services.github import github_client
+from reviews.sources.diffs import CommentableLines, parse_unified_diff
+from reviews.sources.github_client import (
+    DiffTooLarge,
+    GitHubClient,
+    GitHubError,
+    GitHubValidationError,
+)
+from reviews.sources.publish_plan import (
+    NodeRecord,
+    PublishPlan,
+    build_publish_plan,
+    fold_everything,
+)
+
+log = logging.getLogger(__name__)
+
+SELECTIONS = ("all_open", "consensus")
+
+
+class PublishError(Exception):
+    """Publishing is not possible now; the message says why."""
+
+
+def _node_records(review_round: ReviewRound) -> list[NodeRecord]:
+    nodes = (
+        ReviewNode.objects.filter(round=review_round, duplicate_of__isnull=True)
+        .select_related("stream")
+        .prefetch_related("confirmations")
+        .order_by("priority", "-confidence", "id")
+    )
+    records = []
+    for node in nodes:
+        view = node_view(node, list(node.confirmations.all()))
+        records.append(
+            NodeRecord(
+                id=node.pk,
+                status=node.status,
+                title=node.title,
+                body=node.body,
+                priority=node.priority,
+                type=node.type,
+                path=node.path or None,
+                start_line=node.start_line,
+                end_line=node.end_line,
+                side=node.side,
+                replacement_lines=node.replacement_lines,
+                # §3.3: the publisher checks peer confirmation itself, not the status field.
+                confirmed_by_peer=consensus.is_peer_confirmed(view),
+                reviewers=list(view.reviewers),
+                author=view.agent,
+                confirmed_by=view.confirmed_by,
+            )
+        )
+    return records
+
+
+def _current_commentable(
+    client: GitHubClient, owner: str, name: str, number: int
+) -> CommentableLines:
+    try:
+        text = client.get_pull_diff(owner, name, number)
+    except DiffTooLarge:
+        # Rebuild a diff from the files list: its patches start at the first @@.
+        parts = []
+        for f in client.list_pull_files(owner, name, number):
+            if f.get("patch"):
+                new = f["filename"]
+                old = f.get("previous_filename") or new
+                header = f"diff --git a/{old} b/{new}\n--- a/{old}\n+++ b/{new}\n"
+                parts.append(f"{header}{f['patch']}\n")
+        text = "".join(parts)
+    return CommentableLines.from_files(parse_unified_diff(text))
+
+
+def _plan_summary(plan: PublishPlan) -> dict[str, Any]:
+    return {
+        "inline": plan.inline_ids,
+        "folded": [{"node": f.node_id, "reason": str(f.reason)} for f in plan.folded],
+        "skipped": [{"node": s.node_id, "reason": str(s.reason)} for s in plan.skipped],
+    }
+
+
+def _claim(
+    *,
+    space: ReviewSpace,
+    review_round: ReviewRound,
+    selection: str,
+    approve_on_ship: bool,
+    actor: Any,
+) -> tuple[PublishRecord, bool]:
+    """Create the record (we publish) or return the existing one (someone else did)."""
+    try:
+        with transaction.atomic():
+            record = PublishRecord.objects.create(
+                space=space,
+                round=review_round,
+                selection=selection,
+                approve_on_ship=approve_on_ship,
+                head_sha=review_round.head_sha,
+                requested_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+            return record, True
+    except IntegrityError:
+        pass
+    record = PublishRecord.objects.get(space=space, round=review_round, selection=selection)
+    # A clean failure (GitHub said no, nothing was created) may be retried by a later call.
+    reclaimed = PublishRecord.objects.filter(pk=record.pk, state=PublishRecord.State.FAILED).update(
+        state=PublishRecord.State.CLAIMED, error=""
+    )
+    record.refresh_from_db()
+    return record, reclaimed == 1
+
+
+def publish_review(
+    *,
+    space: ReviewSpace,
+    selection: str,
+    approve_on_ship: bool,
+    actor: Any,
+    client: GitHubClient | None = None,
+    request: Any = None,
+) -> PublishRecord:
+    """Post the round's review to GitHub once; a repeated call returns the first result."""
+    if selection not in SELECTIONS:
+        raise PublishError(f"Unknown selection {selection!r}; use all_open or consensus.")
+    space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
+        pk=space.pk
+    )
+    if not can_publish(SpaceStatus(space.status)):
+        raise PublishError(
+            f"A review can be published only while awaiting approval (now {space.status})."
+        )
+    review_round = space.rounds.order_by("-number").first()
+    verdict = getattr(review_round, "verdict", None) if review_round else None
+    if verdict is None:
+        raise PublishError("This review has no verdict yet.")
+    pr = space.pull_request
+    if pr.number is None or pr.repository.kind != "github":
+        raise PublishError("Only GitHub pull requests can be published.")
+
+    record, ours = _claim(
+        space=space,
+        review_round=review_round,
+        selection=selection,
+        approve_on_ship=approve_on_ship,
+        actor=actor,
+    )
+    if not ours:
+        return record
+
+    owner, name = pr.repository.full_name.split("/", 1)
+    own_client = client is None
+    client = client or github_client()
+    try:
+        commentable = _current_commentable(client, owner, name, pr.number)
+        plan = build_publish_plan(
+            nodes=_node_records(review_round),
+            verdict=verdict.level.capitalize(),
+            selection=selection,
+            approve_on_ship=approve_on_ship,
+            commentable=commentable,
+        )
+        path = PublishRecord.Path.INLINE
+        try:
+            response = client.create_review(
+                owner,
+                name,
+                pr.number,
+                commit_id=review_round.head_sha,
+                body=plan.body,
+                event=plan.event,
+                comments=plan.api_comments(),
+            )
+        except GitHubValidationError:
+            if not plan.comments:
+                raise
+            log.warning("GitHub refused an inline anchor on %s; resubmitting folded", pr)
+            plan = fold_everything(plan)
+            path = PublishRecord.Path.FOLDED_FALLBACK
+            response = client.create_review(
+                owner,
+                name,
+                pr.number,
+                commit_id=review_round.head_sha,
+                body=plan.body,
+                event=plan.event,
+                comments=[],
+            )
+    except GitHubError as exc:
+        uncertain = getattr(exc, "maybe_applied", False)
+        record.state = PublishRecord.State.UNCERTAIN if uncertain else PublishRecord.State.FAILED
+        record.error = str(exc)
+        record.save(update_fields=["state", "error"])
+        _audit(record, actor, request, "publish.failed", error=str(exc))
+        return record
+    finally:
+        if own_client:
+            client.close()
+
+    record.state = PublishRecord.State.POSTED
+    record.path = path
+    record.event = plan.event
+    record.github_review_id = response.get("id")
+    record.html_url = response.get("html_url", "")
+    record.plan = _plan_summary(plan)
+    record.posted_at = timezone.now()
+    record.save()
+    _audit(record, actor, request, "publish.executed")
+    emit(space.pk, "review.published", url=record.html_url)
+    return record
+
+
+def _audit(record: PublishRecord, actor: Any, request: Any, action: str, **extra: Any) -> None:
+    audit_record(
+        action=action,
+        actor=Actor.of(actor),
+        workspace=record.space.workspace,
+        target=Target("reviewspace", str(record.space_id), str(record.space.pull_request)),
+        payload={
+            "round": record.round.number,
+            "head_sha": record.head_sha,
+            "selection": record.selection,
+            "event": record.event,
+            "path": record.path,
+            "github_review_id": record.github_review_id,
+            "url": record.html_url,
+            **extra,
+        },
+        request=request,
+    )

@@ -1,0 +1,54 @@
+"""The round's isolated checkout (DESIGN.md §3.1): created once, shared by every reviewer."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from reviews.models import ReviewRound
+from reviews.services.github import github_client
+from reviews.sources.worktrees import WorktreeManager
+
+log = logging.getLogger(__name__)
+
+
+def worktree_manager() -> WorktreeManager:
+    # The root comes from settings only; no part of the path is taken from user input.
+    return WorktreeManager(settings.QUORUM_WORKTREE_ROOT)
+
+
+def round_worktree(*, review_round: ReviewRound) -> Path:
+    space = review_round.space
+    repo = space.pull_request.repository
+    manager = worktree_manager()
+    if repo.kind == repo.Kind.LOCAL:
+        return manager.ensure_local(
+            space.pk, review_round.number, repo=repo.local_path, sha=review_round.head_sha
+        )
+    owner, name = repo.full_name.split("/", 1)
+    with github_client() as client:
+        remote = client.git_remote(owner, name)
+    return manager.ensure_remote(
+        space.pk,
+        review_round.number,
+        url=remote.url,
+        sha=review_round.head_sha,
+        auth_header=remote.auth_header,
+    )
+
+
+def worktrees_release_after_commit(*, space_id: int, round_numbers: list[int]) -> None:
+    """Remove checkouts of superseded or completed rounds once the change is committed."""
+
+    def release() -> None:
+        manager = worktree_manager()
+        for number in round_numbers:
+            try:
+                manager.cleanup(space_id, number)
+            except Exception:  # a leftover directory is untidy, never a reason to fail
+                log.exception("could not remove worktree %s/%s", space_id, number)
+
+    transaction.on_commit(release)
