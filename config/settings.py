@@ -78,6 +78,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "workspaces.context_processors.navigation",
             ],
+            "builtins": ["reviews.templatetags.review_extras"],
         },
     },
 ]

@@ -2,4 +2,10 @@
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from reviews.consumers import ReviewSpaceConsumer
+
+websocket_urlpatterns: list = [
+    path("ws/reviews/<int:space_id>/", ReviewSpaceConsumer.as_asgi()),
+]

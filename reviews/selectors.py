@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 
 from reviews.domain import types as t
@@ -138,3 +138,42 @@ def review_page(*, space: ReviewSpace) -> ReviewPage:
         disagreements=find_disagreements(node_views),
         display=split_for_display(node_views, t.Tier(current.tier)),
     )
+
+
+def spaces_for_list(
+    *, workspace_id: int, status: str = "", verdict: str = "", repository_id: int | None = None
+) -> QuerySet[ReviewSpace]:
+    """The reviews list: latest round's tier/verdict and open counts by priority, annotated in
+    one query whatever the number of spaces."""
+    latest = ReviewRound.objects.filter(space=OuterRef("pk")).order_by("-number")
+    open_states = [t.NodeStatus.OPEN.value, t.NodeStatus.CONSENSUS_READY.value]
+    counted = Q(
+        nodes__round_id=Subquery(latest.values("pk")[:1]),
+        nodes__status__in=open_states,
+        nodes__duplicate_of__isnull=True,
+    )
+    spaces = (
+        ReviewSpace.objects.filter(workspace_id=workspace_id)
+        .select_related("pull_request__repository")
+        .annotate(
+            round_number=Subquery(latest.values("number")[:1]),
+            round_tier=Subquery(latest.values("tier")[:1]),
+            round_state=Subquery(latest.values("state")[:1]),
+            verdict_level=Subquery(latest.values("verdict__level")[:1]),
+            verdict_confidence=Subquery(latest.values("verdict__confidence")[:1]),
+            **{
+                f"count_{p.value.lower()}": Count(
+                    "nodes", filter=counted & Q(nodes__priority=p.value)
+                )
+                for p in t.Priority
+            },
+        )
+        .order_by("-updated_at", "-pk")
+    )
+    if status:
+        spaces = spaces.filter(status=status)
+    if verdict:
+        spaces = spaces.filter(verdict_level=verdict)
+    if repository_id:
+        spaces = spaces.filter(pull_request__repository_id=repository_id)
+    return spaces

@@ -6,4 +6,11 @@ app_name = "reviews"
 
 urlpatterns = [
     path("w/<slug:slug>/reviews/", views.review_list, name="list"),
+    path("w/<slug:slug>/reviews/<int:space_id>/", views.review_detail, name="detail"),
+    path("w/<slug:slug>/reviews/<int:space_id>/report.md", views.review_report, name="report"),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/nodes/<int:node_id>/",
+        views.node_action,
+        name="node_action",
+    ),
 ]

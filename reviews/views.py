@@ -1,13 +1,157 @@
+"""The reviews list and the guided review tab. Thin: selectors read, services write."""
+
 from __future__ import annotations
 
+from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
 
+from reviews.domain import consensus
+from reviews.domain import types as t
+from reviews.domain.space_status import LADDER
+from reviews.forms import NewReviewForm, NodeActionForm
+from reviews.models import ReviewNode, ReviewSpace
+from reviews.reporting import report_markdown
+from reviews.selectors import review_page, space_get_for_user, spaces_for_list
+from reviews.services import nodes as node_services
+from reviews.services.requests import ReviewRequestError, review_request
 from workspaces.models import Membership
-from workspaces.views import member_view
+from workspaces.permissions import allows, require
+from workspaces.rules import Perm
+from workspaces.views import is_htmx, member_view
+
+NODE_ACTIONS = {
+    "resolve": node_services.node_resolve,
+    "dismiss": node_services.node_dismiss,
+    "reopen": node_services.node_reopen,
+}
+
+
+def node_actions_for(membership: Membership, view: t.NodeView) -> list[str]:
+    """Which buttons this person sees on a node: role first, then the status rules."""
+    if not allows(membership, Perm.TRIAGE_NODES):
+        return []
+    allowed = consensus.actions_allowed(
+        status=view.status,
+        author_agent=view.agent,
+        by=consensus.Actor.person(str(membership.user_id)),
+    )
+    return [a.value for a in consensus.Action if a in allowed and a.value in NODE_ACTIONS]
 
 
 @member_view
+@require_http_methods(["GET", "POST"])
 def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
-    context = {"workspace": membership.workspace, "membership": membership}
-    return render(request, "reviews/list.html", context)
+    ws = membership.workspace
+    form = NewReviewForm(workspace=ws)
+    status = 200
+    if request.method == "POST":
+        require(membership, Perm.START_REVIEW, attempted="start reviews", request=request)
+        form = NewReviewForm(request.POST, workspace=ws)
+        if form.is_valid():
+            try:
+                review_round = review_request(
+                    actor=request.user, request=request, **form.cleaned_data
+                )
+            except ReviewRequestError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(
+                    request, "Review started: findings appear here as reviewers report them."
+                )
+                return redirect("reviews:detail", ws.slug, review_round.space_id)
+        status = 400
+    filters = {
+        "status": request.GET.get("status", ""),
+        "verdict": request.GET.get("verdict", ""),
+        "repository": request.GET.get("repository", ""),
+    }
+    spaces = spaces_for_list(
+        workspace_id=ws.pk,
+        status=filters["status"] if filters["status"] in ReviewSpace.Status.values else "",
+        verdict=filters["verdict"]
+        if filters["verdict"] in t.VerdictLevel.__members__.values()
+        else "",
+        repository_id=int(filters["repository"]) if filters["repository"].isdigit() else None,
+    )
+    page = Paginator(spaces, 25).get_page(request.GET.get("page"))
+    context = {
+        "workspace": ws,
+        "membership": membership,
+        "page": page,
+        "filters": filters,
+        "statuses": ReviewSpace.Status.choices,
+        "verdicts": [v.value for v in t.VerdictLevel],
+        "repositories": ws.repositories.all(),
+        "form": form,
+        "can_start": allows(membership, Perm.START_REVIEW),
+    }
+    return render(request, "reviews/list.html", context, status=status)
+
+
+def review_context(membership: Membership, space: ReviewSpace) -> dict:
+    page = review_page(space=space)
+    actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
+    main_ids = {int(v.id) for v in page.display.main} if page.display else set()
+    return {
+        "workspace": membership.workspace,
+        "membership": membership,
+        "space": space,
+        "page": page,
+        "ladder": [(s.value, s.value.replace("_", " ")) for s in LADDER],
+        "node_actions": actions,
+        "main_nodes": [n for n in page.nodes if n.pk in main_ids],
+        "below_nodes": [n for n in page.nodes if n.pk not in main_ids],
+        "priorities": [p.value for p in t.Priority],
+        "can_triage": allows(membership, Perm.TRIAGE_NODES),
+    }
+
+
+@member_view
+def review_detail(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    return render(request, "reviews/detail.html", review_context(membership, space))
+
+
+@member_view
+def review_report(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    markdown = report_markdown(review_page(space=space))
+    response = HttpResponse(markdown, content_type="text/markdown; charset=utf-8")
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="quorum-review-{space.pk}.md"'
+    return response
+
+
+@member_view
+@require_POST
+def node_action(
+    request: HttpRequest, membership: Membership, space_id: int, node_id: int
+) -> HttpResponse:
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    form = NodeActionForm(request.POST)
+    action = request.POST.get("action", "")
+    require(
+        membership, Perm.TRIAGE_NODES, attempted=f"{action or 'change'} findings", request=request
+    )
+    node = get_object_or_404(
+        ReviewNode.objects.select_related("stream", "space"), pk=node_id, space=space
+    )
+    if not form.is_valid():
+        return HttpResponse("Unknown action.", status=400)
+    try:
+        NODE_ACTIONS[form.cleaned_data["action"]](
+            node=node, user=request.user, reason=form.cleaned_data["reason"], request=request
+        )
+    except consensus.ConsensusError as exc:
+        if is_htmx(request):
+            return HttpResponse(str(exc), status=409)
+        messages.error(request, str(exc))
+        return redirect("reviews:detail", membership.workspace.slug, space.pk)
+    if is_htmx(request):
+        context = review_context(membership, space)
+        context["node"] = context["page"].node(node.pk)
+        return render(request, "reviews/partials/node.html", context)
+    return redirect("reviews:detail", membership.workspace.slug, space.pk)

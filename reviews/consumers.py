@@ -1,0 +1,106 @@
+"""Live guided review over websockets: server-rendered fragments, swapped out-of-band by htmx.
+
+The socket is read-only: people act through the normal POST endpoints, and every change
+reaches every open page through the space's channel group (reviews/events.py).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.http import Http404
+from django.template.loader import render_to_string
+
+from reviews.events import space_group
+from reviews.models import ReviewSpace
+from workspaces.permissions import membership_get
+
+log = logging.getLogger(__name__)
+
+SECTIONS = ("header", "axes", "findings", "streams")
+
+
+class ReviewSpaceConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.space_id = int(self.scope["url_route"]["kwargs"]["space_id"])
+        allowed = await self._authorize()
+        if not allowed:
+            await self.close(code=4403)
+            return
+        await self.channel_layer.group_add(space_group(self.space_id), self.channel_name)
+        await self.accept()
+        # A (re)connect may have missed events: bring the whole page up to date at once.
+        await self._send_sections(SECTIONS)
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "membership", None) is not None:
+            await self.channel_layer.group_discard(space_group(self.space_id), self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Nothing is accepted from the page over the socket."""
+
+    @database_sync_to_async
+    def _authorize(self) -> bool:
+        self.membership = None
+        user = self.scope.get("user")
+        space = (
+            ReviewSpace.objects.select_related("workspace", "pull_request__repository")
+            .filter(pk=self.space_id)
+            .first()
+        )
+        if space is None:
+            return False
+        try:
+            membership = membership_get(user=user, slug=space.workspace.slug)
+        except Http404:
+            return False
+        self.membership, self.space = membership, space
+        return True
+
+    @database_sync_to_async
+    def _render(self, sections: tuple[str, ...], node_id: int | None = None) -> str:
+        from reviews.views import review_context
+
+        self.space.refresh_from_db(fields=["status", "updated_at"])
+        context = review_context(self.membership, self.space)
+        parts = [render_to_string(f"reviews/detail.html#{name}", context) for name in sections]
+        if node_id is not None and node_id in context["page"].views:
+            context["node"] = context["page"].node(node_id)
+            context["oob"] = True
+            parts.append(render_to_string("reviews/partials/node.html", context))
+        return "\n".join(parts)
+
+    async def _send_sections(self, sections: tuple[str, ...], node_id: int | None = None) -> None:
+        try:
+            html = await self._render(sections, node_id)
+        except Exception:  # one failed render must not kill the socket
+            log.exception("could not render live update for space %s", self.space_id)
+            return
+        await self.send(text_data=html)
+
+    # Group events (type "review.x" → method review_x).
+    async def review_node_added(self, event: dict) -> None:
+        await self._send_sections(("findings", "header", "streams"))
+
+    async def review_node_status(self, event: dict) -> None:
+        await self._send_sections(("header",), node_id=int(event["node_id"]))
+
+    async def review_space_status(self, event: dict) -> None:
+        await self._send_sections(("header",))
+
+    async def review_round_started(self, event: dict) -> None:
+        await self._send_sections(SECTIONS)
+
+    async def review_stage(self, event: dict) -> None:
+        await self._send_sections(("header", "streams"))
+
+    async def review_axis_changed(self, event: dict) -> None:
+        await self._send_sections(("axes", "header"))
+
+    async def review_verdict(self, event: dict) -> None:
+        await self._send_sections(("header", "axes", "findings"))
+
+    async def review_published(self, event: dict) -> None:
+        await self._send_sections(("header",))

@@ -1,0 +1,62 @@
+"""The fixed-format markdown report (DESIGN.md §3.9) built from what is stored now.
+
+Rendered on demand rather than stored, so a person's resolve or dismiss is reflected at once.
+"""
+
+from __future__ import annotations
+
+from reviews.domain import types as t
+from reviews.domain.arbitration import arbitrate
+from reviews.domain.report import PanelSummary, ReportInput, ReviewerLine, render_report
+from reviews.domain.verdict import Verdict as DomainVerdict
+from reviews.domain.verdict import node_verdict
+from reviews.models import ReviewerStream
+from reviews.selectors import ReviewPage
+
+# Offline analyzers report on a dimension too (§3.13): bandit is a security reviewer.
+_ANALYZER_DIMENSIONS = {"ruff": t.Dimension.QUALITY, "bandit": t.Dimension.SECURITY}
+
+
+def stream_dimension(stream: ReviewerStream) -> t.Dimension:
+    for candidate in (stream.dimension, stream.agent, stream.name):
+        try:
+            return t.Dimension(candidate)
+        except ValueError:
+            continue
+    return _ANALYZER_DIMENSIONS.get(stream.agent, t.Dimension.QUALITY)
+
+
+def report_markdown(page: ReviewPage) -> str:
+    if page.round is None:
+        return "# Review: not started\n"
+    views = list(page.views.values())
+    lines = []
+    for stream in page.streams:
+        if stream.kind == ReviewerStream.Kind.VERIFIER:
+            continue
+        spec = t.ReviewerSpec(stream_dimension(stream))
+        if stream.state == ReviewerStream.State.FAILED:
+            lines.append(ReviewerLine(spec, None, failure=stream.error, agent=stream.agent))
+            continue
+        own = [v for v in views if v.stream == stream.name]
+        level = node_verdict(own).level
+        lines.append(ReviewerLine(spec, t.REVIEW_STATE_FOR_VERDICT[level], agent=stream.agent))
+    if page.verdict is not None:
+        verdict = DomainVerdict(
+            t.VerdictLevel(page.verdict.level), page.verdict.rule, page.verdict.confidence
+        )
+    else:
+        verdict = node_verdict(views)
+    stats = page.round.stats or {}
+    panel = stats.get("panel")
+    notes = [s.coverage_note for s in page.streams if s.coverage_note]
+    return render_report(
+        ReportInput(
+            verdict=verdict,
+            reviewers=lines,
+            nodes=views,
+            arbitrations=[(d, arbitrate(d)) for d in page.disagreements],
+            positive_notes=notes,
+            panel=PanelSummary(**panel) if panel else None,
+        )
+    )
