@@ -60,7 +60,7 @@ def test_the_list_shows_status_verdict_and_counts(seeded, workspace, alice, clie
 def test_the_review_page_shows_verdict_axes_findings_and_threshold(
     seeded, workspace, alice, client_for
 ):
-    review_round, nodes = seeded
+    review_round, _nodes = seeded
     html = (
         client_for(alice)
         .get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/")

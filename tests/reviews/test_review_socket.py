@@ -87,7 +87,7 @@ def test_a_cross_origin_socket_is_refused(live, alice):
 def test_a_member_of_another_workspace_receives_nothing(
     live, alice, review_factory, workspace_factory, user_factory, stream_factory
 ):
-    space, node = live
+    _space, node = live
     other_user = user_factory("olivia@example.com")
     other_round = review_factory(workspace_factory(owner=other_user))
     cookie = _cookie(other_user)
