@@ -97,6 +97,9 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "init_command": "PRAGMA journal_mode=WAL;",
             },
+            # A file, not shared-cache memory: the pipeline's threads need SQLite's busy
+            # timeout, which in-memory shared-cache databases ignore ("table is locked").
+            "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -207,6 +210,10 @@ QUORUM_LLM_PROVIDER = envchoice("QUORUM_LLM_PROVIDER", "", {"", "openai", "anthr
 QUORUM_LLM_BASE_URL = envstr("QUORUM_LLM_BASE_URL")
 QUORUM_LLM_API_KEY = envsecret("QUORUM_LLM_API_KEY")
 QUORUM_LLM_MODEL = envstr("QUORUM_LLM_MODEL")
+# Pipeline durability (DESIGN.md §2): a step whose worker vanished is re-run once its lease
+# lapses; a round still unfinished after the timeout fails with a clear message.
+QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 900, minimum=1)
+QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=True)
 

@@ -94,6 +94,10 @@ class ReviewRound(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     stage = models.CharField(max_length=40, blank=True)
     original_request = models.TextField(blank=True)
+    # The unified diff the round reviews (merge base → head), kept so every stage and worker
+    # reads the same change without asking git or GitHub again.
+    diff = models.TextField(blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
     # accepted/rejected per stream, filtered by the panel, reviewers failed, redactions, …
     stats = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
@@ -108,6 +112,42 @@ class ReviewRound(models.Model):
 
     def __str__(self) -> str:
         return f"round {self.number} of space {self.space_id}"
+
+
+class PipelineStep(models.Model):
+    """One unit of fan-out work in a stage (a reviewer, a panel finding). The rows are the
+    pipeline's durable progress: a stage advances only when all of its steps are terminal."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    round = models.ForeignKey("ReviewRound", on_delete=models.CASCADE, related_name="steps")
+    stage = models.CharField(max_length=20)
+    key = models.CharField(max_length=80)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    stream = models.ForeignKey(
+        "ReviewerStream", null=True, blank=True, on_delete=models.CASCADE, related_name="steps"
+    )
+    node = models.ForeignKey(
+        "ReviewNode", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["round", "stage", "key"], name="step_unique")
+        ]
+        indexes = [models.Index(fields=["round", "stage", "state"], name="step_round_stage_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.stage}/{self.key} ({self.state})"
 
 
 class ReviewerStream(models.Model):
@@ -138,6 +178,10 @@ class ReviewerStream(models.Model):
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     coverage_note = models.TextField(blank=True)
+    # Cross-reviewer notes, comments and tickets the reviewer left (routed by the lead pass).
+    notes = models.JSONField(default=list, blank=True)
+    refused_calls = models.PositiveIntegerField(default=0)
+    redactions = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
 
     class Meta:

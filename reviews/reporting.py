@@ -14,7 +14,11 @@ from reviews.models import ReviewerStream
 from reviews.selectors import ReviewPage
 
 # Offline analyzers report on a dimension too (§3.13): bandit is a security reviewer.
-_ANALYZER_DIMENSIONS = {"ruff": t.Dimension.QUALITY, "bandit": t.Dimension.SECURITY}
+_ANALYZER_DIMENSIONS = {
+    "ruff": t.Dimension.QUALITY,
+    "bandit": t.Dimension.SECURITY,
+    "secrets": t.Dimension.SECURITY,
+}
 
 
 def stream_dimension(stream: ReviewerStream) -> t.Dimension:

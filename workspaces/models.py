@@ -16,6 +16,14 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=50, unique=True)
     tier = models.CharField(max_length=16, choices=Tier.choices, default=rules.Tier.BALANCED.value)
     gated_axes = models.JSONField(default=list, blank=True)
+    # Model spending per round and per call (issue: pipeline §1); the panel's mode (§3.10).
+    round_token_budget = models.PositiveIntegerField(default=400_000)
+    call_timeout_seconds = models.PositiveIntegerField(default=120)
+    panel_mode = models.CharField(
+        max_length=10,
+        choices=[("normal", "normal"), ("rigorous", "rigorous"), ("fast", "fast")],
+        default="normal",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -87,6 +95,9 @@ class ReviewerConfig(models.Model):
     enabled = models.BooleanField(default=True)
     model_provider = models.CharField(max_length=20, choices=Provider.choices, blank=True)
     model_name = models.CharField(max_length=200, blank=True)
+    base_url = models.URLField(max_length=300, blank=True)
+    # The NAME of the environment variable holding the key: keys never enter the database.
+    api_key_env = models.CharField(max_length=100, blank=True)
     instructions = models.TextField(blank=True)
     anti_patterns = models.JSONField(default=list, blank=True)
     criteria = models.JSONField(default=list, blank=True)

@@ -233,3 +233,61 @@ def node_reopen(
     return _person_action(
         consensus.Action.REOPEN, node=node, user=user, reason=reason, request=request
     )
+
+
+def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str]]) -> Any:
+    """Record the verification panel's three lenses on a node and apply the survival rule
+    (§3.10): filtered nodes are dismissed and tagged (counted, never silently dropped); a lens
+    that says REAL is a peer confirmation; a confirmed node takes lens 3's severity."""
+    from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
+
+    with transaction.atomic():
+        locked = _locked(node)
+        view = node_view(locked)
+        outcome = panel_outcome(
+            view,
+            reachability=answers["reachability"][0],
+            false_positive=answers["false_positive"][0],
+            severity_vote=answers["severity"][1],
+        )
+        for lens in ("reachability", "false_positive"):
+            verdict, _, reason = answers[lens]
+            if verdict is None:
+                continue
+            NodeConfirmation.objects.get_or_create(
+                node=locked,
+                agent=f"lens-{lens}",
+                lens=lens,
+                defaults={"verdict": verdict.value, "reason": reason},
+            )
+            if verdict is LensVerdict.REAL and locked.status == NodeStatus.OPEN:
+                _set_status(
+                    locked,
+                    consensus.confirm(
+                        status=NodeStatus(locked.status),
+                        author_agent=locked.stream.agent,
+                        by=consensus.Actor.agent(f"lens-{lens}"),
+                    ),
+                )
+        severity_answer = answers["severity"]
+        if severity_answer[1] is not None:
+            NodeConfirmation.objects.get_or_create(
+                node=locked,
+                agent="lens-severity",
+                lens=NodeConfirmation.Lens.SEVERITY,
+                defaults={"verdict": severity_answer[1].value, "reason": severity_answer[2]},
+            )
+        locked.tags = {
+            **(locked.tags or {}),
+            "panel": outcome.status.value,
+            "panel_note": outcome.note,
+        }
+        fields = ["tags", "updated_at"]
+        if outcome.status is PanelStatus.CONFIRMED:
+            locked.priority, locked.severity = outcome.priority.value, outcome.severity.value
+            fields += ["priority", "severity"]
+        locked.save(update_fields=fields)
+        if outcome.status is PanelStatus.FILTERED:
+            consensus.check_transition(NodeStatus(locked.status), NodeStatus.DISMISSED)
+            _set_status(locked, NodeStatus.DISMISSED)
+    return outcome

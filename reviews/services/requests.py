@@ -74,8 +74,10 @@ def review_request(
     original_request: str = "",
     tier: str | None = None,
     request: Any = None,
+    queue: bool = True,
 ) -> ReviewRound:
-    """Resolve the PR, open (or reuse) its space, start a round and queue the pipeline."""
+    """Resolve the PR, open (or reuse) its space, start a round and queue the pipeline
+    (`queue=False`: the caller runs it, e.g. the command line with run_inline)."""
     if repository.kind == Repository.Kind.LOCAL:
         pr = _local_pull_request(repository, base, head)
     else:
@@ -98,5 +100,6 @@ def review_request(
         payload={"round": review_round.number, "head_sha": pr.head_sha, "tier": review_round.tier},
         request=request,
     )
-    round_enqueue(review_round)
+    if queue:
+        round_enqueue(review_round)
     return review_round

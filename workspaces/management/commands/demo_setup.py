@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -11,6 +13,7 @@ from django.db import transaction
 from workspaces import services
 from workspaces.models import Membership, Workspace
 
+SAMPLE_REQUEST = "Add product search, an export of the product list, and a way to delete orders."
 DEMO_USERS = [
     ("admin@example.com", "owner"),
     ("approver@example.com", "approver"),
@@ -23,8 +26,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--password", help="password for the demo users (default: random)")
+        parser.add_argument(
+            "--no-review", action="store_true", help="skip the sample repository and its review"
+        )
 
-    def handle(self, *args, password: str | None = None, **options):
+    def handle(self, *args, password: str | None = None, no_review: bool = False, **options):
         password = password or secrets.token_urlsafe(9)
         User = get_user_model()
         with transaction.atomic():
@@ -43,6 +49,43 @@ class Command(BaseCommand):
                 Membership.objects.get_or_create(
                     workspace=workspace, user=users[email], defaults={"role": role}
                 )
+        if not no_review:
+            self._sample_review(workspace, users["admin@example.com"])
         self.stdout.write(self.style.SUCCESS("Demo workspace ready: http://127.0.0.1:8000/"))
         for email, role in DEMO_USERS:
             self.stdout.write(f"  {email:<24} {role:<9} password: {password}")
+
+    def _sample_review(self, workspace: Workspace, owner) -> None:
+        """A sample repository with real defects, reviewed once (offline analyzers, and the
+        model when QUORUM_LLM_* is set)."""
+        from reviews.models import ReviewSpace
+        from reviews.pipeline.runner import run_inline
+        from reviews.sample_repo import create_sample_repository
+        from reviews.services.requests import review_request
+        from workspaces.models import Repository
+
+        root = Path(settings.QUORUM_LOCAL_REPO_ROOTS[0])
+        path = (root / "shop").resolve()
+        base, head = create_sample_repository(path)
+        repo = Repository.objects.filter(workspace=workspace, local_path=str(path)).first()
+        if repo is None:
+            repo = services.repository_connect(
+                workspace=workspace, actor=owner, kind="local", name=str(path)
+            )
+        if ReviewSpace.objects.filter(pull_request__repository=repo).exists():
+            return
+        self.stdout.write(f"Reviewing {head} against {base} in {path} …")
+        review_round = review_request(
+            repository=repo,
+            actor=owner,
+            base=base,
+            head=head,
+            original_request=SAMPLE_REQUEST,
+            queue=False,
+        )
+        review_round = run_inline(review_round.pk)
+        verdict = getattr(review_round, "verdict", None)
+        self.stdout.write(
+            f"  verdict: {verdict.level if verdict else review_round.state} — "
+            f"http://127.0.0.1:8000/w/{workspace.slug}/reviews/{review_round.space_id}/"
+        )

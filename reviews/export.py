@@ -1,0 +1,142 @@
+"""The versioned JSON form of a review, shared by `manage.py review --format json` and the API.
+
+Schema `quorum.review/v1`:
+- `schema`, `space` {id, status}, `pull_request` {repository, number, base_ref, head_ref,
+  base_sha, head_sha, title}, `round` {number, tier, state, stage, error}
+- `verdict` {level: ship|hold|block, state: APPROVED|CHANGES_REQUESTED|BLOCKED, confidence,
+  rule} or null while the round runs
+- `axes`: [{axis, result, gated, source, details}]
+- `cohorts`: [...] (empty until the code index computes them)
+- `nodes`: [{id, stream, reviewers, type, priority, triage {category, severity, effort},
+  anchor {path, start_line, end_line, side} | null, status, confirmations [{agent, lens,
+  verdict}], fingerprint, duplicate_of, confidence, title, body, fix {replacement_lines, diff,
+  fix_prompt}, tags}]
+- `disagreements`: [{path, first, second, reasons}]
+- `streams`: [{name, agent, kind, state, accepted, rejected, tokens_in, tokens_out, attempts,
+  refused_calls, redactions, error, coverage_note}]
+- `stats`: the round's statistics (classification, panel, critic, failures)
+Fields are only ever added within v1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reviews.domain import types as t
+from reviews.selectors import ReviewPage
+
+SCHEMA = "quorum.review/v1"
+
+
+def review_json(page: ReviewPage) -> dict[str, Any]:
+    space, pr, review_round = page.space, page.space.pull_request, page.round
+    verdict = None
+    if page.verdict is not None:
+        level = t.VerdictLevel(page.verdict.level)
+        verdict = {
+            "level": level.value,
+            "state": t.REVIEW_STATE_FOR_VERDICT[level].value,
+            "confidence": page.verdict.confidence,
+            "rule": page.verdict.rule,
+        }
+    return {
+        "schema": SCHEMA,
+        "space": {"id": space.pk, "status": space.status},
+        "pull_request": {
+            "repository": str(pr.repository),
+            "number": pr.number,
+            "base_ref": pr.base_ref,
+            "head_ref": pr.head_ref,
+            "base_sha": pr.base_sha,
+            "head_sha": pr.head_sha,
+            "title": pr.title,
+        },
+        "round": None
+        if review_round is None
+        else {
+            "number": review_round.number,
+            "tier": review_round.tier,
+            "state": review_round.state,
+            "stage": review_round.stage,
+            "error": review_round.error,
+        },
+        "verdict": verdict,
+        "axes": [
+            {
+                "axis": a.axis,
+                "result": a.result,
+                "gated": a.gated,
+                "source": a.source,
+                "details": a.details,
+            }
+            for a in page.axes
+        ],
+        "cohorts": (review_round.stats.get("cohorts", []) if review_round else []),
+        "nodes": [_node(n, page) for n in page.nodes],
+        "disagreements": [
+            {
+                "path": d.path,
+                "first": int(d.first.id),
+                "second": int(d.second.id),
+                "reasons": list(d.reasons),
+            }
+            for d in page.disagreements
+        ],
+        "streams": [
+            {
+                "name": s.name,
+                "agent": s.agent,
+                "kind": s.kind,
+                "state": s.state,
+                "accepted": s.accepted,
+                "rejected": s.rejected,
+                "tokens_in": s.tokens_in,
+                "tokens_out": s.tokens_out,
+                "attempts": s.attempts,
+                "refused_calls": s.refused_calls,
+                "redactions": s.redactions,
+                "error": s.error,
+                "coverage_note": s.coverage_note,
+            }
+            for s in page.streams
+        ],
+        "stats": {
+            k: v for k, v in (review_round.stats if review_round else {}).items() if k != "facts"
+        },
+    }
+
+
+def _node(node, page: ReviewPage) -> dict[str, Any]:
+    view = page.views[node.pk]
+    return {
+        "id": node.pk,
+        "stream": node.stream.name,
+        "reviewers": list(view.reviewers),
+        "type": node.type,
+        "priority": node.priority,
+        "triage": {"category": node.category, "severity": node.severity, "effort": node.effort},
+        "anchor": {
+            "path": node.path,
+            "start_line": node.start_line,
+            "end_line": node.end_line,
+            "side": node.side,
+        }
+        if node.path
+        else None,
+        "status": node.status,
+        "confirmations": [
+            {"agent": c.agent, "lens": c.lens, "verdict": c.verdict}
+            for c in node.confirmations.all()
+        ],
+        "fingerprint": node.fingerprint,
+        "duplicate_of": node.duplicate_of_id,
+        "confidence": node.confidence,
+        "title": node.title,
+        "body": node.body,
+        "fix": {
+            "replacement_lines": node.replacement_lines,
+            "diff": node.fix_diff or None,
+            "fix_prompt": node.fix_prompt or None,
+        },
+        "tags": node.tags,
+    }

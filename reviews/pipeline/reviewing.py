@@ -1,0 +1,452 @@
+"""Running one reviewer (offline analyzer or model agent) or one panel finding.
+
+The shell around reviews/agents: it reads the round's config and worktree, records findings
+through the node service as the reviewer's own stream, and keeps the stream's statistics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F
+
+from reviews.agents.analyzers import BANDIT, RUFF, AnalyzerReviewer
+from reviews.agents.codetools import CodeTools
+from reviews.agents.prompts import ReviewerProfile, reviewer_system_prompt, verifier_system_prompt
+from reviews.agents.runtime import ModelConfig, ModelRunError, ModelRuntime, ReviewTools
+from reviews.agents.secret_scan import run_secret_scan
+from reviews.agents.untrusted import untrusted_block
+from reviews.domain import types as t
+from reviews.domain.briefs import build_brief
+from reviews.domain.consensus import ConsensusError
+from reviews.domain.panel import LensVerdict
+from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
+from reviews.services.nodes import node_confirm, node_panel_apply, node_record
+from reviews.services.worktrees import round_worktree
+from reviews.sources.diffs import ChangedFile, parse_unified_diff
+from reviews.sources.git_local import LocalGitSource
+from reviews.sources.worktrees import UnsafePath, safe_join
+from workspaces.models import ReviewerConfig, Workspace
+
+SECRETS = AnalyzerReviewer(
+    name="secrets",
+    dimensions=frozenset({t.Dimension.SECURITY}),
+    axes=frozenset({t.AxisName.SECURITY}),
+    run=run_secret_scan,
+)
+ANALYZERS = {"ruff": RUFF, "bandit": BANDIT, "secrets": SECRETS}
+LENSES = ("reachability", "false_positive", "severity")
+MAX_DIFF_CHARS = 120_000
+
+
+# -- round inputs -----------------------------------------------------------------------------
+
+
+def fetch_diff(review_round: ReviewRound) -> str:
+    pr = review_round.space.pull_request
+    repo = pr.repository
+    if repo.kind == repo.Kind.LOCAL:
+        source = LocalGitSource(repo.local_path)
+        return source.diff(review_round.base_sha or pr.base_ref, review_round.head_sha).text
+    from reviews.services.github import github_client
+
+    owner, name = repo.full_name.split("/", 1)
+    with github_client() as client:
+        return client.get_pull_diff(owner, name, pr.number)
+
+
+def round_worktree_ready(review_round: ReviewRound) -> Path:
+    return round_worktree(review_round=review_round)
+
+
+def line_counter(root: Path) -> Callable[[str], int | None]:
+    cache: dict[str, int | None] = {}
+
+    def count(path: str) -> int | None:
+        if path not in cache:
+            try:
+                target = safe_join(root, path)
+                cache[path] = (
+                    len(target.read_text(errors="replace").splitlines())
+                    if target.is_file()
+                    else None
+                )
+            except (UnsafePath, OSError):
+                cache[path] = None
+        return cache[path]
+
+    return count
+
+
+def file_text(root: Path) -> Callable[[str], list[str] | None]:
+    def read(path: str) -> list[str] | None:
+        try:
+            return safe_join(root, path).read_text(errors="replace").splitlines()
+        except (UnsafePath, OSError):
+            return None
+
+    return read
+
+
+# -- model configuration ----------------------------------------------------------------------
+
+
+def _model_for(
+    config: ReviewerConfig | None, workspace: Workspace, *, budget: int
+) -> tuple[ModelConfig, str] | None:
+    provider = (config.model_provider if config else "") or settings.QUORUM_LLM_PROVIDER
+    model = (config.model_name if config else "") or settings.QUORUM_LLM_MODEL
+    if not provider or not model:
+        return None
+    base_url = (config.base_url if config else "") or settings.QUORUM_LLM_BASE_URL or None
+    key_env = config.api_key_env if config else ""
+    api_key = os.environ.get(key_env, "") if key_env else settings.QUORUM_LLM_API_KEY
+    return (
+        ModelConfig(
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            timeout=float(workspace.call_timeout_seconds),
+            total_tokens_limit=budget,
+        ),
+        api_key,
+    )
+
+
+def model_configured(workspace: Workspace) -> bool:
+    if settings.QUORUM_LLM_PROVIDER and settings.QUORUM_LLM_MODEL:
+        return True
+    return workspace.reviewers.exclude(model_provider="").exclude(model_name="").exists()
+
+
+def _config_key(stream: ReviewerStream) -> str:
+    return stream.dimension or stream.agent.removeprefix("followup-")
+
+
+# -- one reviewer -------------------------------------------------------------------------------
+
+
+def _reset_stream(stream: ReviewerStream) -> None:
+    """A new attempt starts clean: findings of an unfinished attempt are not the reviewer's."""
+    ReviewNode.objects.filter(stream=stream).delete()
+    ReviewerStream.objects.filter(pk=stream.pk).update(
+        accepted=0, rejected=0, rejection_reasons=[], notes=[]
+    )
+
+
+def run_stream(stream: ReviewerStream) -> dict[str, Any]:
+    stream = ReviewerStream.objects.select_related(
+        "round__space__workspace", "round__space__pull_request__repository"
+    ).get(pk=stream.pk)
+    if stream.state == ReviewerStream.State.DONE:
+        return {"state": "done"}
+    ReviewerStream.objects.filter(pk=stream.pk).update(
+        state=ReviewerStream.State.RUNNING, attempts=F("attempts") + 1
+    )
+    if stream.kind == ReviewerStream.Kind.ANALYZER:
+        return _run_analyzer(stream)
+    return _run_model_reviewer(stream)
+
+
+def _run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
+    review_round = stream.round
+    root = round_worktree(review_round=review_round)
+    files = parse_unified_diff(review_round.diff)
+    _reset_stream(stream)
+    result = ANALYZERS[stream.agent].run(root, files)
+    counter, text = line_counter(root), file_text(root)
+    for payload in result.payloads:
+        node_record(stream=stream, payload=payload, file_lines=counter, file_text=text)
+    if result.rejected:
+        ReviewerStream.objects.filter(pk=stream.pk).update(
+            rejected=F("rejected") + len(result.rejected)
+        )
+    if not result.ok:
+        ReviewerStream.objects.filter(pk=stream.pk).update(
+            state=ReviewerStream.State.FAILED, error=result.error[:2000]
+        )
+        return {"state": "failed", "error": result.error}
+    note = f"{stream.agent} checked {len(result.files_checked)} changed file(s)"
+    ReviewerStream.objects.filter(pk=stream.pk).update(
+        state=ReviewerStream.State.DONE, coverage_note=note
+    )
+    return {"state": "done", "findings": len(result.payloads)}
+
+
+def _brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed: bool) -> str:
+    review_round = stream.round
+    pr = review_round.space.pull_request
+    listed = files[:10] if narrowed else files
+    summaries = {
+        f.path: f"{f.status}, +{f.additions} −{f.deletions}"
+        + (" (not shown: binary or too large)" if f.not_for_models else "")
+        for f in listed
+    }
+    dimension = (
+        t.Dimension(stream.dimension)
+        if stream.dimension in t.Dimension.__members__.values()
+        else t.Dimension.QUALITY
+    )
+    brief = build_brief(
+        reviewer=t.ReviewerSpec(dimension),
+        what_changed=f"Pull request {pr}: {pr.title}",
+        original_request=review_round.original_request or None,
+        changed_files=summaries,
+        out_of_scope=[
+            "Style preferences with no functional effect beyond a P3 note.",
+            "Code the change does not touch, unless the change makes it wrong.",
+        ],
+    )
+    diff_text = "".join(
+        f"diff --git a/{f.old_path or f.path} b/{f.path}\n" + "".join(h.text for h in f.hunks)
+        for f in listed
+        if not f.not_for_models
+    )[:MAX_DIFF_CHARS]
+    parts = [brief]
+    if pr.body:
+        parts.append(untrusted_block(pr.body, label="pull_request_description"))
+    parts.append(untrusted_block(diff_text, label="diff"))
+    return "\n\n".join(parts)
+
+
+def _review_tools(stream: ReviewerStream, root: Path, files: list[ChangedFile]) -> ReviewTools:
+    counter, text = line_counter(root), file_text(root)
+
+    def add_review_node(payload: dict) -> str:
+        result = node_record(stream=stream, payload=payload, file_lines=counter, file_text=text)
+        if result.node is None:
+            why = result.rejection
+            return f"Rejected, no finding was recorded: {why}. Correct the payload and call again."
+        return f"Recorded finding {result.node.pk}."
+
+    def confirm_review_node(node_id: str, reasoning: str | None = None) -> str:
+        node = ReviewNode.objects.filter(
+            round=stream.round, pk=int(node_id) if str(node_id).isdigit() else -1
+        ).first()
+        if node is None:
+            return f"There is no finding {node_id} in this review."
+        try:
+            node_confirm(node=node, by_agent=stream.agent, reason=reasoning or "")
+        except ConsensusError as exc:
+            return f"Refused: {exc}"
+        return f"Confirmed finding {node.pk}."
+
+    def list_review_nodes() -> str:
+        rows = ReviewNode.objects.filter(round=stream.round).select_related("stream").order_by("id")
+        return json.dumps(
+            [
+                {
+                    "id": n.pk,
+                    "reviewer": n.stream.agent,
+                    "priority": n.priority,
+                    "title": n.title,
+                    "where": f"{n.path}:{n.start_line}" if n.path else "",
+                    "status": n.status,
+                }
+                for n in rows
+            ]
+        )
+
+    def _note(kind: str, **fields: Any) -> str:
+        current = ReviewerStream.objects.get(pk=stream.pk)
+        ReviewerStream.objects.filter(pk=stream.pk).update(
+            notes=[*current.notes, {"kind": kind, **fields}]
+        )
+        return f"{kind.capitalize()} noted for the people reading this review."
+
+    return ReviewTools(
+        add_review_node=add_review_node,
+        confirm_review_node=confirm_review_node,
+        list_review_nodes=list_review_nodes,
+        add_comment=lambda body, path=None, line=None: _note(
+            "comment", body=body, path=path, line=line
+        ),
+        create_ticket=lambda title, body: _note("ticket", title=title, body=body),
+        code=CodeTools(root, changed_files=files),
+    )
+
+
+def _memory_hints(stream: ReviewerStream) -> list[str]:
+    space = stream.round.space
+    facts = MemoryFact.objects.filter(
+        workspace_id=space.workspace_id, repository_id=space.pull_request.repository_id
+    ).order_by("-created_at")[:20]
+    return [f.statement for f in facts]
+
+
+def _run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
+    review_round = stream.round
+    workspace = review_round.space.workspace
+    config = ReviewerConfig.objects.filter(workspace=workspace, key=_config_key(stream)).first()
+    model_streams = max(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).count(), 1)
+    resolved = _model_for(
+        config, workspace, budget=max(workspace.round_token_budget // model_streams, 1000)
+    )
+    if resolved is None:
+        ReviewerStream.objects.filter(pk=stream.pk).update(
+            state=ReviewerStream.State.FAILED, error="no model is configured for this reviewer"
+        )
+        return {"state": "failed"}
+    model, api_key = resolved
+    root = round_worktree(review_round=review_round)
+    files = parse_unified_diff(review_round.diff)
+    profile = ReviewerProfile(
+        dimension=stream.dimension,
+        instructions=config.instructions if config else "",
+        brief=config.brief if config else "",
+        anti_patterns=config.anti_patterns if config else (),
+        criteria=config.criteria if config else (),
+        few_shots=config.few_shots if config else (),
+    )
+    runtime = ModelRuntime(model)
+    last_error = ""
+    for attempt, narrowed in ((1, False), (2, True)):
+        _reset_stream(stream)
+        try:
+            outcome = runtime.run_sync(
+                api_key=api_key,
+                system_prompt=reviewer_system_prompt(
+                    profile, memory_hints=_memory_hints(stream), narrowed=narrowed
+                ),
+                user_prompt=_brief(stream, files, narrowed=narrowed),
+                tools=_review_tools(stream, root, files),
+                name=stream.name,
+            )
+        except ModelRunError as exc:
+            last_error = f"attempt {attempt}: {exc}"
+            continue
+        ReviewerStream.objects.filter(pk=stream.pk).update(
+            state=ReviewerStream.State.DONE,
+            tokens_in=outcome.usage.input_tokens,
+            tokens_out=outcome.usage.output_tokens,
+            refused_calls=outcome.refused_calls,
+            redactions=outcome.redactions,
+            coverage_note=_coverage_note(outcome.output),
+            error="",
+        )
+        return {"state": "done", "attempt": attempt}
+    ReviewerStream.objects.filter(pk=stream.pk).update(
+        state=ReviewerStream.State.FAILED, error=last_error[:2000]
+    )
+    return {"state": "failed", "error": last_error}
+
+
+_COVERAGE = re.compile(r"\b(examined|reviewed|checked|looked at|covered)\b", re.IGNORECASE)
+
+
+def _coverage_note(output: str) -> str:
+    """The reviewer's closing statement of what it covered (§3.6: silence is not validation)."""
+    text = " ".join(output.split())
+    return text[:500] if _COVERAGE.search(text) else ""
+
+
+# -- the verification panel -----------------------------------------------------------------
+
+
+_VERDICT = re.compile(r"^\s*VERDICT:\s*(REAL|FALSE_POSITIVE)\b", re.IGNORECASE | re.MULTILINE)
+_SEVERITY = re.compile(
+    r"^\s*SEVERITY:\s*(critical|high|medium|low)\b", re.IGNORECASE | re.MULTILINE
+)
+_REASON = re.compile(r"^\s*REASON:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_lens_answer(text: str) -> tuple[LensVerdict | None, t.Severity | None, str]:
+    verdict = _VERDICT.search(text or "")
+    severity = _SEVERITY.search(text or "")
+    reason = _REASON.search(text or "")
+    return (
+        LensVerdict(verdict.group(1).lower()) if verdict else None,
+        t.Severity(severity.group(1).lower()) if severity else None,
+        reason.group(1).strip()[:500] if reason else "",
+    )
+
+
+def _finding_prompt(node: ReviewNode, root: Path) -> str:
+    lines = file_text(root)(node.path) if node.path else None
+    excerpt = ""
+    if lines and node.start_line:
+        lo, hi = (
+            max(node.start_line - 10, 1),
+            min((node.end_line or node.start_line) + 10, len(lines)),
+        )
+        excerpt = "\n".join(f"{i:>5}  {lines[i - 1]}" for i in range(lo, hi + 1))
+    finding = {
+        "title": node.title,
+        "type": node.type,
+        "priority": node.priority,
+        "category": node.category,
+        "where": f"{node.path}:{node.start_line}-{node.end_line}" if node.path else "whole change",
+        "body": node.body,
+    }
+    parts = [
+        "The finding to judge (written by another reviewer):",
+        untrusted_block(json.dumps(finding, indent=2), label="finding"),
+    ]
+    if excerpt:
+        parts.append(untrusted_block(excerpt, label=f"code {node.path}"))
+    return "\n\n".join(parts)
+
+
+def verify_node(node: ReviewNode, review_round: ReviewRound) -> dict[str, Any]:
+    workspace = review_round.space.workspace
+    resolved = _model_for(None, workspace, budget=max(workspace.round_token_budget // 20, 1000))
+    if resolved is None:
+        return {"skipped": "no model"}
+    model, api_key = resolved
+    root = round_worktree(review_round=review_round)
+    files = parse_unified_diff(review_round.diff)
+    runtime = ModelRuntime(model)
+    prompt = _finding_prompt(node, root)
+
+    async def lens_run(lens: str):
+        return await runtime.run(
+            api_key=api_key,
+            system_prompt=verifier_system_prompt(lens),
+            user_prompt=prompt,
+            tools=ReviewTools(code=CodeTools(root, changed_files=files)),
+            name=f"lens-{lens}",
+        )
+
+    async def panel():
+        return await asyncio.gather(*(lens_run(lens) for lens in LENSES), return_exceptions=True)
+
+    answers = {}
+    for lens, outcome in zip(LENSES, asyncio.run(panel()), strict=True):
+        # A verifier that errors abstains; the panel never crashes the pipeline (§3.10).
+        answers[lens] = (
+            parse_lens_answer(outcome.output)
+            if not isinstance(outcome, BaseException)
+            else (None, None, f"abstained: {outcome}")
+        )
+    outcome = node_panel_apply(node=node, answers=answers)
+    return {"status": outcome.status.value}
+
+
+# -- deterministic axes -------------------------------------------------------------------------
+
+
+def deterministic_axes(review_round: ReviewRound) -> list[tuple[t.AxisName, t.AxisResult, dict]]:
+    """visual and performance are never computed from nothing (§3.6); a submitted result stays."""
+    submitted = set(review_round.axes.filter(source="submitted").values_list("axis", flat=True))
+    out = []
+    for axis, reason in (
+        (t.AxisName.VISUAL, "no visual result was submitted for this round"),
+        (
+            t.AxisName.PERFORMANCE,
+            "performance is enumeration only: nothing computes it unless submitted",
+        ),
+        (
+            t.AxisName.API_CONTRACT,
+            "no code index for this round: the API contract was not computed",
+        ),
+    ):
+        if axis.value not in submitted:
+            out.append((axis, t.AxisResult.UNAVAILABLE, {"reason": reason}))
+    return out

@@ -1,0 +1,351 @@
+"""What each stage of pr_review does. Inline stages run in the coordinator; fan-out stages
+create PipelineStep rows whose runners execute in their own tasks (reviews/pipeline/runner.py).
+Every handler is idempotent: a coordinator or step re-run after a crash does no harm.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from reviews.domain import types as t
+from reviews.domain.axes import token_axes
+from reviews.domain.classification import ChangeStatus, FileChange, classify_change
+from reviews.domain.panel import PanelMode, coverage_gaps, plan_panel
+from reviews.domain.selection import select_reviewers
+from reviews.domain.space_status import SpaceStatus
+from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
+from reviews.pipeline import reviewing
+from reviews.pipeline.template import reviewers_for
+from reviews.reporting import stream_dimension
+from reviews.selectors import node_view
+from reviews.services.consolidation import round_consolidate
+from reviews.services.spaces import space_transition
+from reviews.services.verdicts import axis_record, round_finalise
+from reviews.sources.diffs import ChangedFile, parse_unified_diff
+
+log = logging.getLogger(__name__)
+
+_STATUS = {
+    "added": ChangeStatus.ADDED,
+    "deleted": ChangeStatus.DELETED,
+    "renamed": ChangeStatus.RENAMED,
+    "binary": ChangeStatus.MODIFIED,
+}
+
+
+def changed_files(review_round: ReviewRound) -> list[ChangedFile]:
+    return parse_unified_diff(review_round.diff)
+
+
+def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
+    return [
+        FileChange(
+            path=f.path,
+            added=f.additions,
+            removed=f.deletions,
+            status=_STATUS.get(str(f.status), ChangeStatus.MODIFIED),
+            old_path=f.old_path,
+        )
+        for f in files
+    ]
+
+
+def round_fail(review_round: ReviewRound, message: str) -> None:
+    ReviewRound.objects.filter(pk=review_round.pk).update(
+        state=ReviewRound.State.FAILED, error=message[:2000], finished_at=timezone.now()
+    )
+    from reviews.events import emit
+
+    emit(review_round.space_id, "review.stage", stage="failed")
+
+
+# -- prepare ---------------------------------------------------------------------------------
+
+
+def prepare(review_round: ReviewRound) -> None:
+    space = review_round.space
+    if space.status == SpaceStatus.REQUESTED:
+        space_transition(space=space, to=SpaceStatus.IN_PROGRESS)
+    if not review_round.diff:
+        review_round.diff = reviewing.fetch_diff(review_round)
+        review_round.save(update_fields=["diff"])
+    files = changed_files(review_round)
+    classification = classify_change(_file_changes(files), review_round.diff)
+    model_ready = reviewing.model_configured(space.workspace)
+    facts: dict[str, Any] = {
+        "tier": review_round.tier,
+        "fast_exit": classification.fast_exit is not None,
+        "model_configured": model_ready,
+        "python_changed": any(
+            f.path.endswith(".py") and not f.is_binary and f.new_path for f in files
+        ),
+        "panel_mode": space.workspace.panel_mode,
+        "followup": False,
+    }
+    if review_round.tier == t.Tier.ADAPTIVE:
+        selection = select_reviewers(classification)
+        facts["selected"] = [
+            (_reviewer_key(spec), spec.dimension.value) for spec in selection.reviewers
+        ]
+        facts["selection_rationale"] = list(selection.rationale)
+    entries = [] if facts["fast_exit"] else reviewers_for(facts)
+    review_round.stats = {
+        **review_round.stats,
+        "facts": facts,
+        "classification": {
+            "fast_exit": classification.fast_exit,
+            "size": classification.size,
+            "files": classification.file_count,
+            "changed_lines": classification.changed_lines,
+            "risks": [{"pattern": r.pattern, "where": r.where} for r in classification.risks],
+        },
+        "reviewers": [e.key for e in entries],
+        "not_covered_by_model": []
+        if model_ready
+        else ["no model configured: only offline analyzers ran"],
+    }
+    review_round.save(update_fields=["stats"])
+    if not facts["fast_exit"]:
+        reviewing.round_worktree_ready(review_round)
+    for entry in entries:
+        ReviewerStream.objects.get_or_create(
+            round=review_round,
+            name=entry.key,
+            defaults={
+                "agent": entry.key,
+                "dimension": entry.dimension,
+                "kind": ReviewerStream.Kind.ANALYZER
+                if entry.key in reviewing.ANALYZERS
+                else ReviewerStream.Kind.MODEL,
+            },
+        )
+
+
+def _reviewer_key(spec: t.ReviewerSpec) -> str:
+    # The combined trivial-change reviewer is the quality reviewer with the requirements check.
+    return spec.dimension.value
+
+
+# -- reviewers (fan-out) -----------------------------------------------------------------------
+
+
+def _steps_for_streams(review_round: ReviewRound, stage: str, streams) -> list[PipelineStep]:
+    created = []
+    for stream in streams:
+        step, new = PipelineStep.objects.get_or_create(
+            round=review_round, stage=stage, key=stream.name, defaults={"stream": stream}
+        )
+        if new:
+            created.append(step)
+    return created
+
+
+def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
+    return _steps_for_streams(
+        review_round, "reviewers", review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER)
+    )
+
+
+def run_reviewer_step(step: PipelineStep) -> dict[str, Any]:
+    return reviewing.run_stream(step.stream)
+
+
+# -- consolidate ----------------------------------------------------------------------------
+
+
+def consolidate(review_round: ReviewRound) -> None:
+    summary = round_consolidate(review_round=review_round)
+    counts = {
+        s.name: {"accepted": s.accepted, "rejected": s.rejected} for s in review_round.streams.all()
+    }
+    review_round.stats = {**review_round.stats, "consolidation": summary, "streams": counts}
+    review_round.save(update_fields=["stats"])
+
+
+# -- verification panel (fan-out) ------------------------------------------------------------
+
+
+def create_panel_steps(review_round: ReviewRound) -> list[PipelineStep]:
+    nodes = list(
+        ReviewNode.objects.filter(round=review_round)
+        .select_related("stream")
+        .prefetch_related("confirmations")
+    )
+    views = [node_view(n, list(n.confirmations.all())) for n in nodes]
+    plan = plan_panel(views, mode=PanelMode(review_round.space.workspace.panel_mode))
+    by_id = {str(n.pk): n for n in nodes}
+    for node_id in plan.unverified:
+        node = by_id[node_id]
+        node.tags = {**node.tags, "unverified": True}
+        node.save(update_fields=["tags"])
+    review_round.stats = {**review_round.stats, "panel_narrowed": plan.narrowed}
+    review_round.save(update_fields=["stats"])
+    created = []
+    for node_id in plan.verify:
+        step, new = PipelineStep.objects.get_or_create(
+            round=review_round,
+            stage="panel",
+            key=f"node-{node_id}",
+            defaults={"node": by_id[node_id]},
+        )
+        if new:
+            created.append(step)
+    return created
+
+
+def run_panel_step(step: PipelineStep) -> dict[str, Any]:
+    return reviewing.verify_node(step.node, step.round)
+
+
+# -- critic and follow-up --------------------------------------------------------------------
+
+
+def critic(review_round: ReviewRound) -> None:
+    streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
+    ran = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.DONE}
+    warranted = {stream_dimension(s) for s in streams}
+    risks = review_round.stats.get("classification", {}).get("risks", [])
+    if risks:
+        warranted.add(t.Dimension.SECURITY)
+    nodes = [
+        node_view(n, [])
+        for n in ReviewNode.objects.filter(
+            round=review_round, duplicate_of__isnull=True
+        ).select_related("stream")
+    ]
+    gaps = coverage_gaps(
+        warranted=warranted,
+        ran=ran,
+        changed_files=[f.path for f in changed_files(review_round)],
+        nodes=nodes,
+        hot_spots={r["where"].split(":")[0] for r in risks},
+    )
+    facts = dict(review_round.stats.get("facts", {}))
+    follow_up = gaps.follow_up if facts.get("model_configured") else None
+    already = review_round.streams.filter(name__startswith="followup-").exists()
+    if follow_up is not None and not already:
+        ReviewerStream.objects.get_or_create(
+            round=review_round,
+            name=f"followup-{follow_up.value}",
+            defaults={
+                "agent": f"followup-{follow_up.value}",
+                "dimension": follow_up.value,
+                "kind": ReviewerStream.Kind.MODEL,
+            },
+        )
+        facts["followup"] = True
+    review_round.stats = {
+        **review_round.stats,
+        "facts": facts,
+        "critic": {
+            "missing_dimensions": [d.value for d in gaps.missing_dimensions],
+            "uncited_files": list(gaps.uncited_files),
+            "uncovered_hot_spots": list(gaps.uncovered_hot_spots),
+            "follow_up": follow_up.value if follow_up else None,
+        },
+    }
+    review_round.save(update_fields=["stats"])
+
+
+def create_followup_steps(review_round: ReviewRound) -> list[PipelineStep]:
+    return _steps_for_streams(
+        review_round, "followup", review_round.streams.filter(name__startswith="followup-")
+    )
+
+
+# -- finalise ---------------------------------------------------------------------------------
+
+
+def finalise(review_round: ReviewRound) -> None:
+    facts = review_round.stats.get("facts", {})
+    streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
+    nodes = [
+        node_view(n, [])
+        for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
+    ]
+    if facts.get("fast_exit"):
+        review_round.stats = {
+            **review_round.stats,
+            "fast_exit_note": "Docs-only or formatting-only change: approved with no reviewer.",
+        }
+    else:
+        # §3.6: a token axis passes only when a reviewer of its dimension said what it covered.
+        coverage = {
+            stream_dimension(s): (s.coverage_note or None)
+            for s in streams
+            if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
+        }
+        for axis, result in token_axes(coverage=coverage, nodes=nodes).items():
+            axis_record(review_round=review_round, axis=axis, result=result, source="tokens")
+    for axis, result, details in reviewing.deterministic_axes(review_round):
+        axis_record(
+            review_round=review_round,
+            axis=axis,
+            result=result,
+            source="deterministic",
+            details=details,
+        )
+    review_round.stats = {
+        **review_round.stats,
+        "panel": _panel_summary(review_round),
+        "reviewers_failed": [s.name for s in streams if s.state == ReviewerStream.State.FAILED],
+        "prose_only": [
+            s.name
+            for s in streams
+            if s.kind == ReviewerStream.Kind.MODEL
+            and s.state == ReviewerStream.State.DONE
+            and s.accepted == 0
+            and not s.coverage_note
+        ],
+    }
+    review_round.save(update_fields=["stats"])
+    with transaction.atomic():
+        round_finalise(review_round=review_round)
+        space = review_round.space
+        space.refresh_from_db()
+        if space.status == SpaceStatus.REQUESTED:
+            space_transition(space=space, to=SpaceStatus.IN_PROGRESS)
+        space_transition(space=space, to=SpaceStatus.AWAITING_APPROVAL)
+        ReviewRound.objects.filter(pk=review_round.pk).update(
+            state=ReviewRound.State.FINISHED, finished_at=timezone.now()
+        )
+        review_round.state = ReviewRound.State.FINISHED
+
+
+def _panel_summary(review_round: ReviewRound) -> dict[str, Any]:
+    if (
+        "panel" not in review_round.stats.get("done_stages", [])
+        and not review_round.steps.filter(stage="panel").exists()
+    ):
+        return {"skipped": True}
+    tags = [
+        n.tags or {}
+        for n in ReviewNode.objects.filter(round=review_round, duplicate_of__isnull=True).only(
+            "tags"
+        )
+    ]
+    return {
+        "verified": sum(tg.get("panel") == "confirmed" for tg in tags),
+        "filtered": sum(tg.get("panel") == "filtered" for tg in tags),
+        "contested": sum(tg.get("panel") == "contested" for tg in tags),
+        "unverified": sum(bool(tg.get("unverified")) for tg in tags),
+        "narrowed": bool(review_round.stats.get("panel_narrowed")),
+        "skipped": False,
+    }
+
+
+INLINE = {"prepare": prepare, "consolidate": consolidate, "critic": critic, "finalise": finalise}
+FANOUT = {
+    "reviewers": create_reviewer_steps,
+    "panel": create_panel_steps,
+    "followup": create_followup_steps,
+}
+STEP_RUNNERS = {
+    "reviewers": run_reviewer_step,
+    "followup": run_reviewer_step,
+    "panel": run_panel_step,
+}

@@ -1,0 +1,69 @@
+"""The lead pass (DESIGN.md §3.8): it edits the findings, it never writes a second copy."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db import transaction
+
+from reviews.domain.dedup import consolidate
+from reviews.models import ReviewNode, ReviewRound
+from reviews.selectors import node_view
+
+
+def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
+    """Merge duplicates into canonical nodes crediting every reviewer; tag co-located,
+    cross-referenced and conflicting findings; apply severity floors. Idempotent."""
+    with transaction.atomic():
+        nodes = {
+            str(n.pk): n
+            for n in ReviewNode.objects.filter(round=review_round)
+            .select_related("stream")
+            .prefetch_related("confirmations")
+            .select_for_update(of=("self",))
+        }
+        result = consolidate(node_view(n, list(n.confirmations.all())) for n in nodes.values())
+        links: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for label, pairs in (
+            ("co_located", result.co_located),
+            ("cross_referenced", result.cross_referenced),
+            ("conflicting", result.conflicting_fixes),
+        ):
+            for a, b in pairs:
+                links[a][label].append(int(b))
+                links[b][label].append(int(a))
+        demoted = 0
+        for view in result.nodes:
+            node = nodes[view.id]
+            tags = {
+                k: v
+                for k, v in (node.tags or {}).items()
+                if k not in ("co_located", "cross_referenced", "conflicting")
+            }
+            tags.update({k: sorted(v) for k, v in links[view.id].items()})
+            duplicate_of = int(view.duplicate_of) if view.duplicate_of else None
+            changes = {
+                "duplicate_of_id": duplicate_of,
+                "credited_agents": list(view.credited_agents) or [node.stream.agent],
+                "priority": view.priority.value,
+                "tags": tags,
+            }
+            if any(getattr(node, f) != v for f, v in changes.items()):
+                for field, value in changes.items():
+                    setattr(node, field, value)
+                node.save(
+                    update_fields=[
+                        "duplicate_of",
+                        "credited_agents",
+                        "priority",
+                        "tags",
+                        "updated_at",
+                    ]
+                )
+            demoted += duplicate_of is not None
+    return {
+        "demoted_duplicates": demoted,
+        "co_located": len(result.co_located),
+        "cross_referenced": len(result.cross_referenced),
+        "conflicting": len(result.conflicting_fixes),
+    }

@@ -1,0 +1,86 @@
+"""The pipeline with no model configured: offline analyzers are the reviewers (§3.13)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from reviews.models import ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
+from reviews.sample_repo import create_sample_repository
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def no_model(settings, tmp_path):
+    settings.QUORUM_LLM_PROVIDER = ""
+    settings.QUORUM_LLM_MODEL = ""
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+
+
+@pytest.fixture
+def sample(tmp_path):
+    path = tmp_path / "shop"
+    base, head = create_sample_repository(path)
+    # A problem that exists before the change: it must not be reported.
+    return path, base, head
+
+
+def _review(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("review", *args, stdout=out, stderr=io.StringIO())
+    return exit_info.value.code, out.getvalue()
+
+
+def test_the_command_reviews_a_local_repository_offline(no_model, sample):
+    path, base, head = sample
+    code, output = _review(str(path), "--base", base, "--head", head, "--format", "json")
+    data = json.loads(output)
+    assert data["schema"] == "quorum.review/v1"
+    assert data["verdict"]["level"] == "block" and code == 4
+    found = {(n["stream"], n["anchor"]["path"], n["anchor"]["start_line"]) for n in data["nodes"]}
+    assert ("bandit", "shop/search.py", 18) in found  # shell=True on an added line
+    assert ("secrets", "shop/search.py", 7) in found  # the committed API key
+    # Only lines the change adds are reviewed: shop/db.py and the old views code never appear.
+    assert all(n["anchor"]["path"] in {"shop/search.py", "shop/views.py"} for n in data["nodes"])
+    streams = {s["name"]: s for s in data["streams"]}
+    assert set(streams) == {"ruff", "bandit", "secrets"}
+    assert all(s["kind"] == "analyzer" and s["state"] == "done" for s in streams.values())
+    assert data["stats"]["not_covered_by_model"]
+    assert {a["axis"]: a["result"] for a in data["axes"]}["security"] == "unavailable"
+    space = ReviewSpace.objects.get()
+    assert space.status == "awaiting_approval"
+    assert ReviewRound.objects.get().state == "finished"
+
+
+def test_the_markdown_report_and_exit_code(no_model, sample):
+    path, base, head = sample
+    code, output = _review(str(path), "--base", base, "--head", head)
+    assert code == 4
+    assert output.startswith("# Review: BLOCKED")
+    assert "Not covered" not in output  # analyzers ran; nobody failed
+
+
+def test_a_docs_only_change_is_approved_without_reviewers(no_model, tmp_path):
+    from tests.fakes.gitrepo import GitRepo
+
+    repo = GitRepo.init(tmp_path / "docs")
+    repo.commit("base", {"README.md": "hello\n", "app.py": "x = 1\n"}, branch="main")
+    repo.commit("docs", {"README.md": "hello, world\n"}, branch="docs")
+    code, output = _review(str(repo.path), "--base", "main", "--head", "docs", "--format", "json")
+    data = json.loads(output)
+    assert data["streams"] == [] and data["nodes"] == []
+    assert data["verdict"]["state"] in ("APPROVED", "CHANGES_REQUESTED")
+    assert ReviewerStream.objects.count() == 0 and ReviewNode.objects.count() == 0
+    assert data["stats"]["fast_exit_note"].startswith("Docs-only")
+
+
+def test_bad_sources_fail_with_a_message(no_model, tmp_path):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="neither a git repository"):
+        call_command("review", str(tmp_path), "--head", "x")
