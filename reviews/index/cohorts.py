@@ -1,0 +1,581 @@
+"""Cohorts: the changed code grouped by how it is connected (DESIGN.md §3.5).
+
+changed hunks → the symbols whose spans they touch → connected components → cohorts, ranked by
+blast radius. The rules, chosen so unrelated changes stay apart:
+
+- Touching. Only added and deleted lines touch, never context lines (git's three lines of
+  context would otherwise drag in the neighbouring function). An added line touches the
+  innermost definition around it at head; a deleted line the innermost one at base when a base
+  index is given, else the innermost definition enclosing both of its neighbours at head (so a
+  deleted function touches its module or class, not the function after it). A line outside any
+  definition touches the module symbol; a file changed without hunks (a pure rename, a binary
+  file) touches its module symbol. All symbols touched by one hunk belong together.
+- Expanding: one hop, towards dependents only. Two touched symbols join when one references the
+  other directly (call, import, inheritance). A reference made inside an untouched nested
+  function counts for its nearest touched enclosing class or function. A module symbol stands
+  for its whole file, so a module-level change joins the code that uses anything in that file.
+  Untouched direct dependents that sit in changed files are shown as `context` of a cohort but
+  never join two cohorts: a file that happens to call two changed functions does not make two
+  unrelated changes one.
+- Blast radius: definitions (classes, functions, methods) and files that transitively reference
+  the cohort's symbols, following resolved references backwards (a module-level change counts
+  users of anything in the file). Calls through instances (`obj.method()`) are not resolved by
+  the index, so they are not counted: the number is a lower bound.
+- Keys: sha256 of the sorted qualified names and paths — no SHA, no line number — so the key
+  survives a rebase, a force-push, or lines inserted above the change.
+- Without a usable index, cohorts group files by directory, say so in their label, and make no
+  graph claim (no blast radius, no edges). Files the index does not cover (docs, config,
+  skipped files) are grouped the same way inside an indexed repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reviews.index.limits import is_test_path
+from reviews.index.mermaid import DiagramNode, flowchart
+from reviews.index.model import (
+    CLASS,
+    INHERIT,
+    INTERFACE,
+    METHOD,
+    MODULE,
+    CodeIndex,
+    Definition,
+    Reference,
+)
+from reviews.sources.diffs import ChangedFile, Hunk
+
+GRAPH_LABEL = "code graph"
+NO_INDEX_LABEL = "path-based grouping (no code index)"
+NOT_INDEXED_FILE_LABEL = "path-based grouping (files outside the code index)"
+
+# Interfaces and base types are read before what implements them (§3.5 "guided reading order").
+_KIND_RANK = {INTERFACE: 0, CLASS: 1, MODULE: 3}
+_TYPES = (CLASS, INTERFACE)
+
+
+@dataclass(frozen=True, slots=True)
+class BlastRadius:
+    definitions: int
+    files: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingStep:
+    path: str
+    symbols: tuple[str, ...]  # the changed symbols of this file, definitions before users
+    is_test: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FilePreview:
+    path: str
+    hunks: tuple[Hunk, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    source: str
+    target: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cohort:
+    key: str
+    label: str
+    paths: tuple[str, ...]
+    symbols: tuple[str, ...]
+    context: tuple[str, ...]
+    edges: tuple[Edge, ...]
+    blast_radius: BlastRadius | None
+    reading_order: tuple[ReadingStep, ...]
+    diagram: str
+    previews: tuple[FilePreview, ...]
+
+    @property
+    def from_graph(self) -> bool:
+        return self.label == GRAPH_LABEL
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "paths": list(self.paths),
+            "symbols": list(self.symbols),
+            "context": list(self.context),
+            "edges": [[e.source, e.target, e.kind] for e in self.edges],
+            "blast_radius": (
+                None
+                if self.blast_radius is None
+                else {
+                    "definitions": self.blast_radius.definitions,
+                    "files": self.blast_radius.files,
+                }
+            ),
+            "reading_order": [
+                {"path": s.path, "symbols": list(s.symbols), "is_test": s.is_test}
+                for s in self.reading_order
+            ],
+            "diagram": self.diagram,
+            "previews": [
+                {"path": p.path, "hunks": [_hunk_json(h) for h in p.hunks]} for p in self.previews
+            ],
+        }
+
+
+def cohorts_to_json(cohorts: Iterable[Cohort]) -> list[dict[str, Any]]:
+    return [c.to_json() for c in cohorts]
+
+
+def cohort_key(symbols: Iterable[str], paths: Iterable[str]) -> str:
+    payload = "\n".join(sorted(set(symbols))) + "\n\0\n" + "\n".join(sorted(set(paths)))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def compute_cohorts(
+    files: Sequence[ChangedFile], head: CodeIndex | None, *, base: CodeIndex | None = None
+) -> tuple[Cohort, ...]:
+    """Cohorts of a change. `head` indexes the head commit; `base` (optional) the merge base,
+    used to place deleted lines and deleted files precisely."""
+    if head is None or not head.indexed:
+        return _rank(_path_cohorts(files, NO_INDEX_LABEL))
+    changed_paths = {p for f in files for p in (f.old_path, f.new_path) if p is not None}
+    graph = _Graph(head, base if base is not None and base.indexed else None, changed_paths)
+    units: list[_Unit] = []
+    outside: list[ChangedFile] = []
+    for changed in files:
+        file_units = graph.units_for(changed)
+        if file_units:
+            units.extend(file_units)
+        else:
+            outside.append(changed)
+    cohorts = [graph.cohort(group) for group in graph.components(units)]
+    cohorts.extend(_path_cohorts(outside, NOT_INDEXED_FILE_LABEL))
+    return _rank(cohorts)
+
+
+def _rank(cohorts: Iterable[Cohort]) -> tuple[Cohort, ...]:
+    def order(cohort: Cohort) -> tuple[int, int, int, str]:
+        radius = cohort.blast_radius
+        if radius is None:
+            return (1, 0, 0, cohort.key)
+        return (0, -radius.definitions, -radius.files, cohort.key)
+
+    return tuple(sorted(cohorts, key=order))
+
+
+# -- path-based fallback ---------------------------------------------------------------------
+
+
+def _path_cohorts(files: Sequence[ChangedFile], label: str) -> list[Cohort]:
+    by_directory: dict[str, list[ChangedFile]] = defaultdict(list)
+    for changed in files:
+        by_directory[posixpath.dirname(changed.path)].append(changed)
+    cohorts = []
+    for group in by_directory.values():
+        ordered = sorted(group, key=lambda f: (is_test_path(f.path), f.path))
+        paths = tuple(f.path for f in ordered)
+        cohorts.append(
+            Cohort(
+                key=cohort_key((), paths),
+                label=label,
+                paths=paths,
+                symbols=(),
+                context=(),
+                edges=(),
+                blast_radius=None,
+                reading_order=tuple(ReadingStep(p, (), is_test_path(p)) for p in paths),
+                diagram=flowchart([(p, ()) for p in paths], ()),
+                previews=tuple(FilePreview(f.path, f.hunks) for f in ordered),
+            )
+        )
+    return cohorts
+
+
+# -- the graph side --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One hunk (or a whole file changed without hunks) and the symbols it touches."""
+
+    path: str
+    hunk: Hunk | None
+    symbols: frozenset[str]
+    lines: frozenset[tuple[str, int]]  # (path, line) of each changed line, head or base side
+
+
+class _Graph:
+    def __init__(self, head: CodeIndex, base: CodeIndex | None, changed_paths: set[str]) -> None:
+        self.head = head
+        self.base = base
+        self.changed_paths = changed_paths
+
+    def lookup(self, qualname: str) -> Definition | None:
+        found = self.head.definitions.get(qualname)
+        if found is None and self.base is not None:
+            found = self.base.definitions.get(qualname)
+        return found
+
+    # touching ---------------------------------------------------------------------------------
+
+    def units_for(self, changed: ChangedFile) -> list[_Unit]:
+        new_path = changed.new_path
+        old_path = changed.old_path
+        in_head = new_path is not None and new_path in self.head.files
+        in_base = self.base is not None and old_path is not None and old_path in self.base.files
+        if not in_head and not in_base:
+            return []
+        if not changed.hunks:
+            module = self._module(new_path if in_head else old_path, at_head=in_head)
+            return [_Unit(changed.path, None, frozenset({module}), frozenset())]
+        units = []
+        for hunk in changed.hunks:
+            changed_lines = [(i, ln) for i, ln in enumerate(hunk.lines) if ln.kind in "+-"]
+            # Blank lines added or removed between definitions touch nothing, unless they are
+            # all the hunk changes.
+            meaningful = [(i, ln) for i, ln in changed_lines if ln.text.strip()] or changed_lines
+            touched: set[str] = set()
+            lines: set[tuple[str, int]] = set()
+            for position, line in meaningful:
+                if line.kind == "+" and in_head and line.new_line is not None:
+                    touched.add(self._at(self.head, new_path, line.new_line))
+                    lines.add((new_path or "", line.new_line))
+                elif line.kind == "-" and line.old_line is not None:
+                    lines.add((old_path or "", line.old_line))
+                    if in_base and self.base is not None:
+                        touched.add(self._at(self.base, old_path, line.old_line))
+                    elif in_head:
+                        touched.add(self._deleted_at_head(new_path, hunk, position))
+            touched.discard("")
+            if touched:
+                units.append(_Unit(changed.path, hunk, frozenset(touched), frozenset(lines)))
+        return units
+
+    def _module(self, path: str | None, *, at_head: bool) -> str:
+        index = self.head if at_head or self.base is None else self.base
+        record = index.files.get(path or "")
+        return record.module if record is not None else ""
+
+    @staticmethod
+    def _at(index: CodeIndex, path: str | None, line: int) -> str:
+        if path is None:
+            return ""
+        found = index.innermost(path, line)
+        if found is not None:
+            return found.qualname
+        record = index.files.get(path)
+        return record.module if record is not None else ""
+
+    def _deleted_at_head(self, path: str | None, hunk: Hunk, position: int) -> str:
+        before = next(
+            (ln.new_line for ln in reversed(hunk.lines[:position]) if ln.new_line is not None),
+            None,
+        )
+        after = next((ln.new_line for ln in hunk.lines[position:] if ln.new_line is not None), None)
+        if path is None:
+            return ""
+        anchors = [self._at(self.head, path, n) for n in (before, after) if n is not None]
+        if not anchors:
+            return self._module(path, at_head=True)
+        return self._common_ancestor(anchors) or self._module(path, at_head=True)
+
+    def _ancestors(self, qualname: str) -> list[str]:
+        chain = []
+        current: str | None = qualname
+        while current is not None:
+            chain.append(current)
+            found = self.lookup(current)
+            current = found.parent if found is not None else None
+        return chain
+
+    def _common_ancestor(self, qualnames: list[str]) -> str | None:
+        first = self._ancestors(qualnames[0])
+        others = [set(self._ancestors(q)) for q in qualnames[1:]]
+        return next((q for q in first if all(q in other for other in others)), None)
+
+    # connecting -----------------------------------------------------------------------------
+
+    def _dependents(self, qualname: str, *, seed: bool) -> list[Reference]:
+        """Direct references to `qualname`. For a changed symbol (`seed`) also: for a module,
+        references to anything in its file; for a method, references to its class (calls
+        through instances are not resolved, so users of the class stand in for them) and
+        the methods overriding it in direct subclasses."""
+        refs: list[Reference] = []
+        for index in (self.head, self.base):
+            found = index.definitions.get(qualname) if index is not None else None
+            if index is None or found is None:
+                continue
+            targets = [qualname]
+            if seed and found.kind == MODULE and found.parent is None:
+                targets = [d.qualname for d in index.definitions_in(found.path)]
+            for target in targets:
+                refs.extend(index.dependents.get(target, ()))
+            owner = index.definitions.get(found.parent or "")
+            if seed and found.kind == METHOD and owner is not None and owner.kind in _TYPES:
+                for ref in index.dependents.get(owner.qualname, ()):
+                    refs.append(ref)
+                    override = index.definitions.get(f"{ref.source}.{found.name}")
+                    if ref.kind == INHERIT and override is not None:
+                        refs.append(
+                            Reference(
+                                override.qualname,
+                                INHERIT,
+                                qualname,
+                                override.path,
+                                override.start_line,
+                                qualname,
+                            )
+                        )
+        return refs
+
+    def _owner(self, source: str, touched: set[str]) -> str | None:
+        """`source` if touched, else the touched class/function it is nested in. Enclosing
+        modules do not count: a module-level change is not a change to every function."""
+        if source in touched:
+            return source
+        found = self.lookup(source)
+        current = found.parent if found is not None and found.kind != MODULE else None
+        while current is not None:
+            found = self.lookup(current)
+            if found is None or found.kind == MODULE:
+                return None
+            if current in touched:
+                return current
+            current = found.parent
+        return None
+
+    def components(self, units: list[_Unit]) -> list[list[_Unit]]:
+        touched = {s for u in units for s in u.symbols}
+        parent = {s: s for s in touched}
+
+        def find(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+
+        for unit in units:
+            first, *rest = sorted(unit.symbols)
+            for other in rest:
+                union(first, other)
+        changed_lines = {line for u in units for line in u.lines}
+        for symbol in sorted(touched):
+            for ref in self._dependents(symbol, seed=True):
+                owner = self._owner(ref.source, touched)
+                if owner is None:
+                    continue
+                found = self.lookup(owner)
+                # A module-level statement joins only if it is itself a changed line: an edited
+                # constant does not tie the file's imports to the change.
+                is_module = found is not None and found.kind == MODULE and found.parent is None
+                if is_module and (ref.path, ref.line) not in changed_lines:
+                    continue
+                union(symbol, owner)
+        groups: dict[str, list[_Unit]] = defaultdict(list)
+        for unit in units:
+            groups[find(next(iter(unit.symbols)))].append(unit)
+        return list(groups.values())
+
+    # describing -----------------------------------------------------------------------------
+
+    def cohort(self, units: list[_Unit]) -> Cohort:
+        symbols = sorted({s for u in units for s in u.symbols})
+        symbol_set = set(symbols)
+        paths = sorted({u.path for u in units})
+        context: set[str] = set()
+        for symbol in symbols:
+            for ref in self._dependents(symbol, seed=True):
+                source = self.lookup(ref.source)
+                if (
+                    source is not None
+                    and source.kind != MODULE  # an import line is not a caller worth showing
+                    and source.path in self.changed_paths
+                    and self._owner(ref.source, symbol_set) is None
+                ):
+                    context.add(ref.source)
+        edges = self._edges(symbol_set | context)
+        order = self._reading_order(units, edges)
+        nodes_by_path: dict[str, list[DiagramNode]] = defaultdict(list)
+        for step in order:
+            nodes_by_path[step.path].extend(
+                DiagramNode(q, self._label(q, step.path)) for q in step.symbols
+            )
+        for qualname in sorted(context):
+            found = self.lookup(qualname)
+            if found is not None:
+                nodes_by_path[found.path].append(
+                    DiagramNode(qualname, self._label(qualname, found.path), context=True)
+                )
+        diagram_files = [(s.path, nodes_by_path.pop(s.path, [])) for s in order]
+        diagram_files += sorted(nodes_by_path.items())
+        hunks_by_path: dict[str, list[Hunk]] = defaultdict(list)
+        for unit in units:
+            if unit.hunk is not None:
+                hunks_by_path[unit.path].append(unit.hunk)
+        previews = tuple(
+            FilePreview(s.path, tuple(sorted(hunks_by_path[s.path], key=lambda h: h.index)))
+            for s in order
+        )
+        return Cohort(
+            key=cohort_key(symbols, paths),
+            label=GRAPH_LABEL,
+            paths=tuple(paths),
+            symbols=tuple(symbols),
+            context=tuple(sorted(context)),
+            edges=tuple(edges),
+            blast_radius=self._blast_radius(symbol_set),
+            reading_order=order,
+            diagram=flowchart(diagram_files, ((e.source, e.target, e.kind) for e in edges)),
+            previews=previews,
+        )
+
+    def _label(self, qualname: str, path: str) -> str:
+        found = self.lookup(qualname)
+        if found is None:
+            return qualname
+        if found.kind == MODULE and found.parent is None:
+            return f"module {path.rpartition('/')[2]}"
+        local = qualname.partition(":")[2] if ":" in qualname else qualname
+        if found.language == "python":
+            module = self._module(found.path, at_head=qualname in self.head.definitions)
+            local = qualname.removeprefix(module + ".")
+        return f"{found.kind} {local}"
+
+    def _member_of(self, qualname: str, members: set[str]) -> str | None:
+        """`qualname` if a member, else the member class/function it is nested in."""
+        if qualname in members:
+            return qualname
+        found = self.lookup(qualname)
+        while found is not None and found.kind != MODULE and found.parent is not None:
+            if found.parent in members:
+                parent = self.lookup(found.parent)
+                return found.parent if parent is not None and parent.kind != MODULE else None
+            found = self.lookup(found.parent)
+        return None
+
+    def _edges(self, members: set[str]) -> list[Edge]:
+        edges: set[Edge] = set()
+        for index in (self.head, self.base):
+            if index is None:
+                continue
+            member_paths = {d.path for q in members if (d := index.definitions.get(q)) is not None}
+            for path in sorted(member_paths):
+                for ref in index.references_by_path.get(path, ()):
+                    if ref.target is None:
+                        continue
+                    source = self._member_of(ref.source, members)
+                    target = self._member_of(ref.target, members)
+                    if source is None or target is None or source == target:
+                        continue
+                    # The head says how the code will be; the base only adds edges of symbols
+                    # the change removed.
+                    if index is self.base and {source, target} <= self.head.definitions.keys():
+                        continue
+                    edges.add(Edge(source, target, ref.kind))
+        edges.update(self._override_edges(members))
+        return sorted(edges, key=lambda e: (e.source, e.target, e.kind))
+
+    def _override_edges(self, members: set[str]) -> set[Edge]:
+        """A member method overriding another member method: read the base one first."""
+        edges = set()
+        for qualname in members:
+            for ref in self._dependents(qualname, seed=True):
+                if ref.kind == INHERIT and ref.target == qualname and ref.source in members:
+                    edges.add(Edge(ref.source, qualname, INHERIT))
+        return edges
+
+    def _blast_radius(self, symbols: set[str]) -> BlastRadius:
+        seen: set[str] = set()
+        frontier = [(s, True) for s in sorted(symbols)]
+        while frontier:
+            qualname, seed = frontier.pop()
+            for ref in self._dependents(qualname, seed=seed):
+                if ref.source in symbols or ref.source in seen:
+                    continue
+                seen.add(ref.source)
+                frontier.append((ref.source, False))
+        found = [d for q in seen if (d := self.lookup(q)) is not None]
+        return BlastRadius(
+            definitions=sum(1 for d in found if not (d.kind == MODULE and d.parent is None)),
+            files=len({d.path for d in found}),
+        )
+
+    def _reading_order(self, units: list[_Unit], edges: list[Edge]) -> tuple[ReadingStep, ...]:
+        # Symbols are listed under the diff's path (a renamed file's old symbols included).
+        by_path: dict[str, list[Definition]] = defaultdict(list)
+        path_of: dict[str, str] = {}
+        for unit in sorted(units, key=lambda u: u.path):
+            by_path.setdefault(unit.path, [])
+            for qualname in sorted(unit.symbols):
+                found = self.lookup(qualname)
+                if found is not None and qualname not in path_of:
+                    path_of[qualname] = unit.path
+                    by_path[unit.path].append(found)
+
+        def file_rank(path: str) -> tuple[bool, int, str]:
+            ranks = [_KIND_RANK.get(d.kind, 2) for d in by_path[path]] or [4]
+            return (is_test_path(path), min(ranks), path)
+
+        # Users come after what they use: an edge user → used means "used first".
+        file_needs: dict[str, set[str]] = {p: set() for p in by_path}
+        symbol_needs: dict[str, set[str]] = {q: set() for q in path_of}
+        for edge in edges:
+            if edge.source in path_of and edge.target in path_of:
+                symbol_needs[edge.source].add(edge.target)
+                source_path, target_path = path_of[edge.source], path_of[edge.target]
+                if source_path != target_path:
+                    file_needs[source_path].add(target_path)
+        # Tests last whatever they use (§3.5): order code and tests separately.
+        code = {p: n for p, n in file_needs.items() if not is_test_path(p)}
+        tests = {p: n for p, n in file_needs.items() if is_test_path(p)}
+        steps = []
+        for path in [*_topological(code, file_rank), *_topological(tests, file_rank)]:
+            definitions = {d.qualname: d for d in by_path[path]}
+            needs = {q: symbol_needs[q] & definitions.keys() for q in definitions}
+
+            def symbol_rank(q: str, table: Mapping[str, Definition] = definitions) -> tuple:
+                return (_KIND_RANK.get(table[q].kind, 2), table[q].start_line, q)
+
+            steps.append(
+                ReadingStep(path, tuple(_topological(needs, symbol_rank)), is_test_path(path))
+            )
+        return tuple(steps)
+
+
+def _topological(needs: Mapping[str, set[str]], rank: Any) -> list[str]:
+    """Nodes with what they need first; ties and cycles broken by `rank` (smallest first)."""
+    remaining = {node: set(deps) & needs.keys() for node, deps in needs.items()}
+    out: list[str] = []
+    while remaining:
+        ready = [n for n, deps in remaining.items() if not deps]
+        chosen = min(ready or remaining, key=rank)
+        out.append(chosen)
+        del remaining[chosen]
+        for deps in remaining.values():
+            deps.discard(chosen)
+    return out
+
+
+def _hunk_json(hunk: Hunk) -> dict[str, Any]:
+    return {
+        "index": hunk.index,
+        "old_start": hunk.old_start,
+        "old_count": hunk.old_count,
+        "new_start": hunk.new_start,
+        "new_count": hunk.new_count,
+        "section": hunk.section,
+        "text": hunk.text,
+    }

@@ -1,0 +1,260 @@
+"""The code index as data: definitions, references, per-file records, and its JSON form.
+
+Qualified names never contain a line number or a commit, because cohort keys are derived from
+them and must survive a rebase (DESIGN.md §3.5):
+- Python: the dotted path of the file (`pkg/sub/mod.py` → `pkg.sub.mod`, `pkg/__init__.py` →
+  `pkg`), then the nesting of classes and functions (`pkg.sub.mod.Class.method`).
+- Other languages: the file path is the module (`web/src/util.ts`), definitions follow a colon
+  (`web/src/util.ts:Widget.render`). Go methods are named after their receiver type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+FORMAT_VERSION = 1
+
+MODULE = "module"
+CLASS = "class"
+INTERFACE = "interface"
+FUNCTION = "function"
+METHOD = "method"
+KINDS = (MODULE, CLASS, INTERFACE, FUNCTION, METHOD)
+
+IMPORT = "import"
+CALL = "call"
+INHERIT = "inherit"
+REFERENCE_KINDS = (IMPORT, CALL, INHERIT)
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    qualname: str
+    name: str
+    kind: str  # one of KINDS
+    path: str
+    start_line: int  # 1-based, inclusive (decorators included)
+    end_line: int
+    parent: str | None  # enclosing definition; None for a file's module symbol
+    language: str
+
+    def contains(self, line: int) -> bool:
+        return self.start_line <= line <= self.end_line
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """`source` uses `name` (as written, dotted) at `path:line`; `target` once resolved."""
+
+    source: str
+    kind: str  # one of REFERENCE_KINDS
+    name: str
+    path: str
+    line: int
+    target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A name made visible in `scope` by an import.
+
+    Python: `target` is the absolute dotted name and `imported` is None. Other languages:
+    `target` is the module specifier as written (`./util`, `example.com/m/pkg`, `crate::a`) and
+    `imported` the name taken from it, or None for a namespace/default import.
+    """
+
+    scope: str
+    local: str
+    target: str
+    imported: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """What parsing one file produced. References here are unresolved (target None)."""
+
+    path: str
+    language: str
+    digest: str  # sha256 of the text: tells an update whether a file really changed
+    module: str  # qualname of the file's module symbol
+    definitions: tuple[Definition, ...]
+    references: tuple[Reference, ...]
+    bindings: tuple[Binding, ...] = ()
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "language": self.language,
+            "digest": self.digest,
+            "module": self.module,
+            "error": self.error,
+            "definitions": [
+                [d.qualname, d.name, d.kind, d.start_line, d.end_line, d.parent]
+                for d in self.definitions
+            ],
+            "references": [[r.source, r.kind, r.name, r.line] for r in self.references],
+            "bindings": [[b.scope, b.local, b.target, b.imported] for b in self.bindings],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FileRecord:
+        path, language = data["path"], data["language"]
+        return cls(
+            path=path,
+            language=language,
+            digest=data["digest"],
+            module=data["module"],
+            error=data.get("error"),
+            definitions=tuple(
+                Definition(q, n, k, path, s, e, p, language)
+                for q, n, k, s, e, p in data["definitions"]
+            ),
+            references=tuple(Reference(s, k, n, path, ln) for s, k, n, ln in data["references"]),
+            bindings=tuple(Binding(s, loc, t, i) for s, loc, t, i in data["bindings"]),
+        )
+
+
+@dataclass(frozen=True)
+class CodeIndex:
+    """An index of one commit. Treat it as immutable: `update_index` returns a new one.
+
+    `indexed` False means the repository could not be indexed (`reason` says why); cohorts then
+    fall back to path grouping and claim nothing about the graph (§3.5).
+    """
+
+    files: Mapping[str, FileRecord]
+    references: tuple[Reference, ...]  # every file's references, resolved where possible
+    skipped: Mapping[str, str] = field(default_factory=dict)  # path → "vendored" | "huge" | …
+    indexed: bool = True
+    reason: str | None = None
+
+    # Derived look-ups, computed once per index.
+    @cached_property
+    def definitions(self) -> dict[str, Definition]:
+        return definition_table(self.files)
+
+    @cached_property
+    def dependents(self) -> dict[str, tuple[Reference, ...]]:
+        """target qualname → the resolved references pointing at it."""
+        reverse: dict[str, list[Reference]] = defaultdict(list)
+        for ref in self.references:
+            if ref.target is not None and ref.target != ref.source:
+                reverse[ref.target].append(ref)
+        return {target: tuple(refs) for target, refs in reverse.items()}
+
+    @cached_property
+    def references_by_path(self) -> dict[str, tuple[Reference, ...]]:
+        grouped: dict[str, list[Reference]] = defaultdict(list)
+        for ref in self.references:
+            grouped[ref.path].append(ref)
+        return {path: tuple(refs) for path, refs in grouped.items()}
+
+    def definitions_in(self, path: str) -> tuple[Definition, ...]:
+        record = self.files.get(path)
+        return record.definitions if record is not None else ()
+
+    def module_of(self, path: str) -> Definition | None:
+        record = self.files.get(path)
+        return self.definitions.get(record.module) if record is not None else None
+
+    def innermost(self, path: str, line: int) -> Definition | None:
+        """The narrowest definition (not the module) whose span holds `line`, if any."""
+        best: Definition | None = None
+        for definition in self.definitions_in(path):
+            if definition.kind == MODULE and definition.parent is None:
+                continue
+            if definition.contains(line) and (
+                best is None
+                or definition.end_line - definition.start_line < best.end_line - best.start_line
+            ):
+                best = definition
+        return best
+
+    @property
+    def failed(self) -> dict[str, str]:
+        return {p: r.error for p, r in self.files.items() if r.error is not None}
+
+    def stats(self) -> dict[str, int]:
+        resolved = sum(1 for r in self.references if r.target is not None)
+        return {
+            "files": len(self.files),
+            "definitions": len(self.definitions),
+            "references": len(self.references),
+            "resolved_references": resolved,
+            "failed_files": len(self.failed),
+            "skipped_files": len(self.skipped),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-compatible dict, deterministic for equal indexes (sorted by path)."""
+        targets: dict[str, list[str | None]] = defaultdict(list)
+        for ref in self.references:
+            targets[ref.path].append(ref.target)
+        return {
+            "format": FORMAT_VERSION,
+            "indexed": self.indexed,
+            "reason": self.reason,
+            "skipped": dict(sorted(self.skipped.items())),
+            "files": [
+                {**self.files[path].to_json(), "targets": targets.get(path, [])}
+                for path in sorted(self.files)
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CodeIndex:
+        if data.get("format") != FORMAT_VERSION:
+            raise ValueError(f"unsupported code index format: {data.get('format')!r}")
+        files: dict[str, FileRecord] = {}
+        references: list[Reference] = []
+        for entry in data["files"]:
+            record = FileRecord.from_json(entry)
+            files[record.path] = record
+            stored = entry.get("targets", [])
+            if len(stored) != len(record.references):
+                raise ValueError(f"code index for {record.path}: targets do not match references")
+            references.extend(
+                _with_target(r, t) for r, t in zip(record.references, stored, strict=True)
+            )
+        return cls(
+            files=files,
+            references=tuple(references),
+            skipped=dict(data.get("skipped", {})),
+            indexed=bool(data["indexed"]),
+            reason=data.get("reason"),
+        )
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def definition_table(files: Mapping[str, FileRecord]) -> dict[str, Definition]:
+    """qualname → definition over all files."""
+    table: dict[str, Definition] = {}
+    for path in sorted(files):
+        for definition in files[path].definitions:
+            # Two files can claim one name (pkg.py next to pkg/__init__.py): first path wins.
+            table.setdefault(definition.qualname, definition)
+    return table
+
+
+def _with_target(ref: Reference, target: str | None) -> Reference:
+    return Reference(ref.source, ref.kind, ref.name, ref.path, ref.line, target)
+
+
+def resolved_references(
+    records: Iterable[FileRecord], targets: Mapping[tuple[str, int], str | None]
+) -> tuple[Reference, ...]:
+    """Each record's references with the target found for (path, position in the file)."""
+    out: list[Reference] = []
+    for record in records:
+        for position, ref in enumerate(record.references):
+            out.append(_with_target(ref, targets.get((record.path, position))))
+    return tuple(out)

@@ -1,0 +1,177 @@
+"""Benchmark of the code index on a real code base: `python -m tests.bench.bench_index`.
+
+Copies the installed Django package (plus generated modules if it has fewer than 2,000 Python
+files) into a temporary git repository, then measures:
+- a full index build from the commit (time, and peak memory traced in a second, traced run);
+- an incremental update after a commit changing 10 files, as a ratio of the full build;
+- that the updated index equals a full build at the new commit;
+- cohorts of that 10-file change.
+Not collected by pytest (the name does not start with test_); it takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import django
+
+from reviews.index import build_index, changed_texts, files_at_commit, update_index
+from reviews.index.cohorts import compute_cohorts
+from reviews.sources.git_local import LocalGitSource
+
+MIN_PY_FILES = 2_000
+CHANGED_FILES = 10
+
+_GIT = (
+    "git",
+    "-c",
+    "user.name=Quorum Bench",
+    "-c",
+    "user.email=bench@quorum.invalid",
+    "-c",
+    "init.defaultBranch=main",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+)
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run([*_GIT, *args], cwd=repo, check=True, capture_output=True)
+    return out.stdout.decode().strip()
+
+
+def _generated_module(package: int, number: int) -> str:
+    previous = (
+        f"from generated.p{package}.m{number - 1} import step as previous\n" if number else ""
+    )
+    call = "previous(value)" if number else "value"
+    return (
+        "from django.utils.text import slugify\n"
+        f"{previous}\n\n"
+        f"class Model{number}:\n"
+        "    def label(self, value):\n"
+        "        return self.clean(slugify(value))\n\n"
+        "    def clean(self, value):\n"
+        "        return value.strip()\n\n\n"
+        "def step(value):\n"
+        f"    return {call}\n"
+    )
+
+
+def make_repository(root: Path) -> int:
+    """Django's source (+ generated modules up to MIN_PY_FILES); returns the .py file count."""
+    target = root / "django"
+    shutil.copytree(
+        Path(django.__file__).parent,
+        target,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.mo"),
+    )
+    count = sum(1 for _ in root.rglob("*.py"))
+    package = 0
+    while count < MIN_PY_FILES:
+        directory = root / "generated" / f"p{package}"
+        directory.mkdir(parents=True)
+        (directory / "__init__.py").write_text("")
+        (root / "generated" / "__init__.py").write_text("")
+        for number in range(50):
+            (directory / f"m{number}.py").write_text(_generated_module(package, number))
+        count = sum(1 for _ in root.rglob("*.py"))
+        package += 1
+    _git(root, "init", "--quiet")
+    _git(root, "add", "-A")
+    _git(root, "commit", "--quiet", "-m", "base")
+    return count
+
+
+def change_files(root: Path) -> list[str]:
+    """Edit CHANGED_FILES modules deterministically (a new function calling an existing one)."""
+    candidates = sorted(p for p in (root / "django" / "utils").glob("*.py") if p.stat().st_size)
+    chosen = candidates[:CHANGED_FILES]
+    for path in chosen:
+        path.write_text(path.read_text() + "\n\ndef _bench_added(value):\n    return str(value)\n")
+    _git(root, "checkout", "--quiet", "-b", "feature")
+    _git(root, "commit", "--quiet", "-am", "ten files")
+    return [p.relative_to(root).as_posix() for p in chosen]
+
+
+def run(*, verify: bool = True) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="quorum-bench-") as tmp:
+        root = Path(tmp) / "repo"
+        root.mkdir()
+        py_files = make_repository(root)
+        source = LocalGitSource(root)
+        base_sha = source.resolve("HEAD")
+
+        started = time.perf_counter()
+        files = files_at_commit(source, base_sha)
+        read_seconds = time.perf_counter() - started
+
+        started = time.perf_counter()
+        index = build_index(files)
+        full_seconds = time.perf_counter() - started
+
+        tracemalloc.start()
+        build_index(files)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+
+        changed_paths = change_files(root)
+        diff = source.diff(base_sha, "feature")
+        changed = changed_texts(source, diff)
+        started = time.perf_counter()
+        updated = update_index(index, changed)
+        incremental_seconds = time.perf_counter() - started
+
+        started = time.perf_counter()
+        cohorts = compute_cohorts(diff.files, updated, base=index)
+        cohort_seconds = time.perf_counter() - started
+
+        identical = None
+        if verify:
+            identical = (
+                updated.to_json() == build_index(files_at_commit(source, diff.head_sha)).to_json()
+            )
+        stats = index.stats()
+        return {
+            "python_files_in_repository": py_files,
+            "indexed_files": stats["files"],
+            "definitions": stats["definitions"],
+            "references": stats["references"],
+            "resolved_references": stats["resolved_references"],
+            "failed_files": stats["failed_files"],
+            "read_commit_seconds": round(read_seconds, 3),
+            "full_build_seconds": round(full_seconds, 3),
+            "full_build_peak_traced_mib": round(peak / 2**20, 1),
+            "process_max_rss_mib": round(
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+            ),
+            "index_json_mib": round(len(json.dumps(index.to_json())) / 2**20, 1),
+            "changed_files": len(changed_paths),
+            "incremental_update_seconds": round(incremental_seconds, 3),
+            "incremental_to_full_ratio": round(incremental_seconds / full_seconds, 3),
+            "cohorts_for_change": len(cohorts),
+            "cohort_seconds": round(cohort_seconds, 3),
+            "incremental_equals_full_build": identical,
+        }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-verify", action="store_true", help="skip the equality check")
+    args = parser.parse_args(argv)
+    for key, value in run(verify=not args.no_verify).items():
+        print(f"{key:32} {value}")
+
+
+if __name__ == "__main__":
+    main()
