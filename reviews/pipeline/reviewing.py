@@ -436,6 +436,11 @@ def deterministic_axes(review_round: ReviewRound) -> list[tuple[t.AxisName, t.Ax
     """visual and performance are never computed from nothing (§3.6); a submitted result stays."""
     submitted = set(review_round.axes.filter(source="submitted").values_list("axis", flat=True))
     out = []
+    if review_round.stats.get("facts", {}).get("fast_exit") and "apiContract" not in submitted:
+        # Nothing but documentation or formatting changed: no interface can have changed.
+        reason = "docs-only or formatting-only change: no code, so no API, changed"
+        out.append((t.AxisName.API_CONTRACT, t.AxisResult.PASS, {"reason": reason}))
+        submitted.add("apiContract")
     for axis, reason in (
         (t.AxisName.VISUAL, "no visual result was submitted for this round"),
         (
