@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-pytest_plugins = ["tests.fixtures", "tests.fakes.fixtures"]
+pytest_plugins = ["tests.fixtures", "tests.fakes.fixtures", "tests.fakes.model_fixtures"]
 
 
 def pytest_addoption(parser):

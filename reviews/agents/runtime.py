@@ -1,0 +1,642 @@
+"""The model runtime adapter: one class, `ModelRuntime`, for the model provider (STYLE.md §9).
+
+It builds a pydantic-ai `Agent` for one reviewer run from a plain `ModelConfig` (provider
+`openai` for any OpenAI-compatible server, or `anthropic`; DESIGN.md §4), registers the
+review-mode tools whose implementations the caller injects (so the Django layer records nodes
+through its services), runs it and returns the final text with the token usage.
+
+Rules it enforces (DESIGN.md §3.13):
+- The API key is an argument of `run`, used for that run's client and dropped with it: it is
+  never kept on the runtime, the config, or the result.
+- Every prompt and every tool result is passed through `redact` before it can reach the provider.
+- Review mode: only allowlisted tools are registered. pydantic-ai answers a call to any other
+  name with its own "Unknown tool name" retry; `_ReviewModeGuard` counts each such call (after
+  the model response) and rewrites that answer into the mode's refusal message (before the next
+  request), so the model is told this is review mode and to leave action to people. Unknown
+  names share the agent's default tool-retry budget (`REFUSALS_PER_TOOL`): a model that calls
+  the same forbidden tool more often than that ends the run with a non-retryable error.
+  Calls whose arguments pydantic-ai itself rejects (broken JSON) never reach a tool; the guard
+  counts them in `RunOutcome.malformed_calls` for the round's statistics (§3.2).
+- Errors are raised as `ModelRunError` with `retryable` set: timeouts, connection errors, 429
+  and 5xx can succeed on a retry; 401/403, an unknown model, a rejected request, an exhausted
+  budget or a misbehaving model cannot. SDK-level retries are off (`max_retries=0`): the
+  pipeline owns retrying (§3.9 retries a failed reviewer once), and hidden retries would
+  multiply latency and cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from pydantic_ai import Agent, Tool
+from pydantic_ai.capabilities import AbstractCapability, UseThreadExecutor
+from pydantic_ai.exceptions import (
+    AgentRunError,
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelNotFoundError,
+    ModelQuotaExceededError,
+    ModelRateLimitError,
+    ModelRequestRejectedError,
+    ModelRequestTimeout,
+    ModelServerError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+    ToolFailed,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
+from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import UsageLimits
+
+from reviews.agents.codetools import CodeTools
+from reviews.agents.mode import ReviewMode, refusal_message
+from reviews.agents.redaction import redact
+from reviews.domain.nodes import node_tool_schema
+
+logger = logging.getLogger(__name__)
+
+ProviderName = Literal["openai", "anthropic"]
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+TOOL_RETRIES = 3  # validation retries per registered tool (bad arguments from the model)
+REFUSALS_PER_TOOL = 5  # calls of one forbidden name answered with the refusal before giving up
+_NODE_TOOL_DESCRIPTION = (
+    "Record one finding about the change. Write `reasoning` first; a payload that does not "
+    "match this schema creates no node and the call returns the reason."
+)
+
+
+# -- configuration and results -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """Where and how to call a model. Holds no secret: the API key is passed to `run`."""
+
+    provider: ProviderName
+    model: str
+    base_url: str | None = None  # OpenAI: ".../v1"; Anthropic: the host, the SDK adds /v1/messages
+    timeout: float = 120.0  # seconds for one model call
+    max_output_tokens: int | None = 8_192  # per response (Anthropic requires a value)
+    total_tokens_limit: int | None = 400_000  # the run's token budget
+    request_limit: int = 40  # model calls per run
+    tool_calls_limit: int | None = 200
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"provider must be one of {PROVIDERS}, got {self.provider!r}")
+        if not self.model.strip():
+            raise ValueError("model must be named")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be positive")
+
+    def usage_limits(self) -> UsageLimits:
+        return UsageLimits(
+            request_limit=self.request_limit,
+            total_tokens_limit=self.total_tokens_limit,
+            tool_calls_limit=self.tool_calls_limit,
+        )
+
+    def model_settings(self) -> ModelSettings:
+        settings = ModelSettings(timeout=self.timeout, max_retries=0)
+        if self.max_output_tokens is not None:
+            settings["max_tokens"] = self.max_output_tokens
+        return settings
+
+
+ToolImpl = Callable[..., object]
+
+
+@dataclass(kw_only=True)
+class ReviewTools:
+    """The review-mode tool implementations for one run; a None tool is not offered.
+
+    Node, comment and ticket tools are the caller's (they write through services, as the
+    reviewer's own stream); the code tools read the space's worktree. Implementations return a
+    string or a JSON-serialisable value, which is redacted before the model sees it.
+
+    pydantic-ai calls these synchronous functions from a worker thread. The writing tools are
+    registered `sequential`, so they run one at a time in the order the model called them (node
+    ids follow the model's order, and two writes of one run never race each other).
+
+    - add_review_node(payload: dict) — the raw tool arguments; validate with parse_node_payload
+    - confirm_review_node(node_id: str, reasoning: str | None)
+    - list_review_nodes()
+    - add_comment(body: str, path: str | None, line: int | None)
+    - create_ticket(title: str, body: str)
+    """
+
+    add_review_node: ToolImpl | None = None
+    confirm_review_node: ToolImpl | None = None
+    list_review_nodes: ToolImpl | None = None
+    add_comment: ToolImpl | None = None
+    create_ticket: ToolImpl | None = None
+    code: CodeTools | None = None
+
+
+@dataclass(frozen=True)
+class RunUsageSummary:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    tool_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    output: str  # the model's final text
+    usage: RunUsageSummary
+    refused_calls: int  # calls to tools outside the review-mode allowlist
+    refused_by_tool: dict[str, int] = field(default_factory=dict)
+    redactions: int = 0  # secrets replaced in prompts and tool results
+    tool_errors: int = 0  # injected tool implementations that raised
+    # Calls rejected by argument validation before reaching the tool (e.g. broken JSON).
+    malformed_calls: dict[str, int] = field(default_factory=dict)
+
+
+class ModelRunError(Exception):
+    """A reviewer run failed. `retryable` says whether running it again can help."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        kind: str,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.kind = kind  # auth, not_found, quota, rate_limited, timeout, connection, …
+        self.status = status  # the provider's HTTP status, when there was one
+
+
+class RetryableModelError(ModelRunError):
+    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
+        super().__init__(message, retryable=True, kind=kind, status=status)
+
+
+class PermanentModelError(ModelRunError):
+    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
+        super().__init__(message, retryable=False, kind=kind, status=status)
+
+
+def classify_error(exc: BaseException) -> ModelRunError:
+    """Map a pydantic-ai / SDK failure to a `ModelRunError` that says whether a retry helps."""
+    status = getattr(exc, "status_code", None)
+    model = getattr(exc, "model_name", "") or ""
+    where = f" ({model})" if model else ""
+    # Order matters: the specific categories are subclasses of the generic ones.
+    if isinstance(exc, ModelAuthenticationError) or status in (401, 403):
+        return PermanentModelError(
+            f"the provider refused the API key{where}", kind="auth", status=status
+        )
+    if isinstance(exc, ModelNotFoundError) or status == 404:
+        return PermanentModelError(f"unknown model{where}", kind="not_found", status=status)
+    if isinstance(exc, ModelQuotaExceededError):
+        return PermanentModelError(f"provider quota exhausted{where}", kind="quota", status=status)
+    if isinstance(exc, ModelRateLimitError) or status == 429:
+        return RetryableModelError(f"rate limited{where}", kind="rate_limited", status=status)
+    if isinstance(exc, ModelRequestTimeout | ModelTimeoutError | TimeoutError):
+        return RetryableModelError(f"the model call timed out{where}", kind="timeout")
+    if isinstance(exc, ModelConnectionError):
+        return RetryableModelError(f"could not reach the provider{where}: {exc}", kind="connection")
+    if isinstance(exc, ModelServerError | ModelUnavailableError) or (
+        isinstance(status, int) and status >= 500
+    ):
+        return RetryableModelError(f"provider error{where}", kind="server_error", status=status)
+    if isinstance(status, int) and status in (408, 409):
+        return RetryableModelError(f"provider asked to retry{where}", kind="retry", status=status)
+    if isinstance(exc, ModelRequestRejectedError | ModelHTTPError):
+        return PermanentModelError(
+            f"the provider rejected the request{where}: {exc}", kind="bad_request", status=status
+        )
+    if isinstance(exc, ModelAPIError):
+        return RetryableModelError(f"provider API error{where}: {exc}", kind="api_error")
+    if isinstance(exc, UsageLimitExceeded):
+        return PermanentModelError(f"token or request budget exhausted: {exc}", kind="budget")
+    if isinstance(exc, UnexpectedModelBehavior):
+        return PermanentModelError(f"the model misbehaved: {exc}", kind="model_behaviour")
+    if isinstance(exc, AgentRunError):
+        return PermanentModelError(f"the run failed: {exc}", kind="run_error")
+    return PermanentModelError(f"unexpected error: {type(exc).__name__}: {exc}", kind="internal")
+
+
+# -- review mode inside pydantic-ai -------------------------------------------------------------
+
+
+@dataclass
+class _ReviewModeGuard(AbstractCapability[Any]):
+    """Counts calls to non-allowlisted tools and answers them with the mode's refusal."""
+
+    mode: ReviewMode = field(default_factory=ReviewMode)
+    # Calls whose arguments pydantic-ai rejected before any tool ran (broken JSON, wrong types):
+    # counted like malformed payloads the tools themselves reject (§3.2 round statistics).
+    malformed: Counter[str] = field(default_factory=Counter)
+    _seen: set[str] = field(default_factory=set)
+
+    async def after_model_request(
+        self, ctx: Any, *, request_context: Any, response: ModelResponse
+    ) -> ModelResponse:
+        for part in response.parts:
+            if isinstance(part, ToolCallPart) and not self.mode.allows(part.tool_name):
+                self.mode.refuse(part.tool_name)
+        return response
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        self._count_malformed(ctx.messages)
+        # pydantic-ai has already answered the forbidden call with "Unknown tool name ...";
+        # replace that answer in the history (so later requests agree) and in this request.
+        history = [self._rewrite(message) for message in ctx.messages]
+        if any(new is not old for new, old in zip(history, ctx.messages, strict=True)):
+            ctx.messages[:] = history
+            request_context.messages = [self._rewrite(m) for m in request_context.messages]
+        return request_context
+
+    def _count_malformed(self, messages: list[Any]) -> None:
+        for message in messages:
+            if not isinstance(message, ModelRequest):
+                continue
+            for part in message.parts:
+                if (
+                    isinstance(part, ToolReturnPart)
+                    and part.outcome == "retried"
+                    and part.retry is not None
+                    and part.retry.cause == "validation_error"
+                    and part.tool_call_id not in self._seen
+                ):
+                    self._seen.add(part.tool_call_id)
+                    self.malformed[part.tool_name] += 1
+
+    def _rewrite(self, message: Any) -> Any:
+        if not isinstance(message, ModelRequest):
+            return message
+        parts = [self._refusal_for(part) for part in message.parts]
+        if all(new is old for new, old in zip(parts, message.parts, strict=True)):
+            return message
+        return replace(message, parts=parts)
+
+    def _refusal_for(self, part: Any) -> Any:
+        if (
+            isinstance(part, ToolReturnPart)
+            and part.outcome == "retried"
+            and part.retry is not None
+            and part.retry.cause == "unknown_tool"
+            and not self.mode.allows(part.tool_name)
+        ):
+            # `failed`, not `retried`: the call is over, and the model should adapt, not retry.
+            return replace(
+                part, content=refusal_message(part.tool_name), outcome="failed", retry=None
+            )
+        return part
+
+
+# -- the adapter -------------------------------------------------------------------------------
+
+
+@dataclass
+class _RunState:
+    redactions: int = 0
+    tool_errors: int = 0
+    # Code tools may run in parallel worker threads; the counters are shared.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, *, redactions: int = 0, tool_errors: int = 0) -> None:
+        with self._lock:
+            self.redactions += redactions
+            self.tool_errors += tool_errors
+
+    def deliver(self, value: object) -> str:
+        """A tool result as text for the model, with secrets redacted."""
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        clean, count = redact(text)
+        self.count(redactions=count)
+        return clean
+
+
+@dataclass
+class ReviewerAgent:
+    """A built agent with the per-run pieces it needs (and the client to close after)."""
+
+    agent: Agent[None, str]
+    mode: ReviewMode
+    state: _RunState
+    guard: _ReviewModeGuard
+    _client: Any = field(repr=False)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+class ModelRuntime:
+    """Runs reviewer agents against one configured provider and model."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+
+    # -- building ----------------------------------------------------------------------------
+
+    def build_agent(
+        self,
+        *,
+        api_key: str,
+        tools: ReviewTools,
+        system_prompt: str,
+        mode: ReviewMode | None = None,
+        name: str | None = None,
+        executor: Executor | None = None,
+    ) -> ReviewerAgent:
+        """An agent with the review-mode tools registered; close it with `aclose()`.
+
+        pydantic-ai calls synchronous tools in worker threads (a new one per call by default).
+        Pass `executor` (e.g. a one-worker ThreadPoolExecutor) to run them on threads you own,
+        such as a thread whose database connection you close when the run ends.
+        """
+        mode = mode or ReviewMode()
+        state = _RunState()
+        model, client = self._model(api_key)
+        clean_system, count = redact(system_prompt)
+        state.count(redactions=count)
+        guard = _ReviewModeGuard(mode=mode)
+        agent: Agent[None, str] = Agent(
+            model,
+            name=name,
+            system_prompt=clean_system,
+            tools=_tools(tools, mode, state),
+            model_settings=self.config.model_settings(),
+            retries={"tools": REFUSALS_PER_TOOL, "output": 1},
+            capabilities=[guard] if executor is None else [guard, UseThreadExecutor(executor)],
+        )
+        return ReviewerAgent(agent=agent, mode=mode, state=state, guard=guard, _client=client)
+
+    def _model(self, api_key: str) -> tuple[Any, Any]:
+        if not api_key:
+            raise PermanentModelError("no API key configured for the model", kind="auth")
+        config = self.config
+        if config.provider == "openai":
+            from openai import AsyncOpenAI
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            client = AsyncOpenAI(
+                api_key=api_key, base_url=config.base_url, max_retries=0, timeout=config.timeout
+            )
+            return OpenAIChatModel(
+                config.model, provider=OpenAIProvider(openai_client=client)
+            ), client
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        client = AsyncAnthropic(
+            api_key=api_key, base_url=config.base_url, max_retries=0, timeout=config.timeout
+        )
+        return AnthropicModel(
+            config.model, provider=AnthropicProvider(anthropic_client=client)
+        ), client
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(
+        self,
+        *,
+        api_key: str,
+        system_prompt: str,
+        user_prompt: str,
+        tools: ReviewTools,
+        mode: ReviewMode | None = None,
+        name: str | None = None,
+        executor: Executor | None = None,
+    ) -> RunOutcome:
+        """One reviewer run. Raises `ModelRunError` (see `retryable`) when it cannot finish."""
+        built = self.build_agent(
+            api_key=api_key,
+            tools=tools,
+            system_prompt=system_prompt,
+            mode=mode,
+            name=name,
+            executor=executor,
+        )
+        clean_user, count = redact(user_prompt)
+        built.state.count(redactions=count)
+        try:
+            result = await built.agent.run(clean_user, usage_limits=self.config.usage_limits())
+        except Exception as exc:
+            error = classify_error(exc)
+            logger.warning("reviewer run failed: %s (retryable=%s)", error, error.retryable)
+            raise error from exc
+        finally:
+            await built.aclose()
+        usage = result.usage
+        return RunOutcome(
+            output=result.output,
+            usage=RunUsageSummary(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                requests=usage.requests,
+                tool_calls=usage.tool_calls,
+            ),
+            refused_calls=built.mode.refused_calls,
+            refused_by_tool=built.mode.refused_by_tool,
+            redactions=built.state.redactions,
+            tool_errors=built.state.tool_errors,
+            malformed_calls=dict(built.guard.malformed),
+        )
+
+    def run_sync(
+        self,
+        *,
+        api_key: str,
+        system_prompt: str,
+        user_prompt: str,
+        tools: ReviewTools,
+        mode: ReviewMode | None = None,
+        name: str | None = None,
+        executor: Executor | None = None,
+    ) -> RunOutcome:
+        """`run` for synchronous callers (Celery tasks); not for use inside an event loop."""
+        return asyncio.run(
+            self.run(
+                api_key=api_key,
+                system_prompt=system_prompt,
+                user_prompt=user_prompt,
+                tools=tools,
+                mode=mode,
+                name=name,
+                executor=executor,
+            )
+        )
+
+
+# -- tool registration -------------------------------------------------------------------------
+
+
+def _guarded(state: _RunState, name: str, call: Callable[[], object]) -> str:
+    try:
+        return state.deliver(call())
+    except ToolFailed:
+        raise
+    except Exception as exc:
+        # A bug in an injected implementation must not end the review; the model is told the
+        # tool failed and the count goes into the outcome (and the log, for the operator).
+        state.count(tool_errors=1)
+        logger.exception("review tool %s failed", name)
+        raise ToolFailed(f"{name} failed on the server ({type(exc).__name__}); continue") from exc
+
+
+def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[Any]]:
+    registered: list[Tool[Any]] = []
+
+    def add(name: str, tool: Tool[Any]) -> None:
+        if mode.allows(name):  # a narrower mode simply does not offer the tool
+            registered.append(tool)
+
+    if tools.add_review_node is not None:
+        record = tools.add_review_node
+
+        def add_review_node(**payload: Any) -> str:
+            return _guarded(state, "add_review_node", lambda: record(payload))
+
+        # The schema comes from the domain (`reasoning` first, §3.2) and is not enforced by
+        # pydantic-ai, so a malformed payload reaches the implementation, which rejects it with
+        # a reason instead of the framework burning the tool's retry budget.
+        node_tool = Tool.from_schema(
+            add_review_node,
+            "add_review_node",
+            _NODE_TOOL_DESCRIPTION,
+            node_tool_schema(),
+            sequential=True,
+        )
+        node_tool.max_retries = TOOL_RETRIES
+        add("add_review_node", node_tool)
+
+    if tools.confirm_review_node is not None:
+        confirm = tools.confirm_review_node
+
+        def confirm_review_node(node_id: str, reasoning: str | None = None) -> str:
+            """Confirm a peer reviewer's finding after checking it yourself. You cannot confirm
+            your own findings.
+
+            Args:
+                node_id: The id of the finding, from list_review_nodes.
+                reasoning: Why you agree the finding is real.
+            """
+            return _guarded(
+                state,
+                "confirm_review_node",
+                lambda: confirm(node_id=node_id, reasoning=reasoning),
+            )
+
+        add(
+            "confirm_review_node",
+            Tool(confirm_review_node, max_retries=TOOL_RETRIES, sequential=True),
+        )
+
+    if tools.list_review_nodes is not None:
+        listing = tools.list_review_nodes
+
+        def list_review_nodes() -> str:
+            """List the findings recorded so far in this review, with their ids and status."""
+            return _guarded(state, "list_review_nodes", listing)
+
+        add("list_review_nodes", Tool(list_review_nodes, max_retries=TOOL_RETRIES, sequential=True))
+
+    if tools.add_comment is not None:
+        comment = tools.add_comment
+
+        def add_comment(body: str, path: str | None = None, line: int | None = None) -> str:
+            """Leave a comment that is not a finding (a question to the author, a note).
+
+            Args:
+                body: Markdown text of the comment.
+                path: Optional repository-relative file the comment is about.
+                line: Optional line in that file.
+            """
+            return _guarded(state, "add_comment", lambda: comment(body=body, path=path, line=line))
+
+        add("add_comment", Tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
+
+    if tools.create_ticket is not None:
+        ticket = tools.create_ticket
+
+        def create_ticket(title: str, body: str) -> str:
+            """Propose a follow-up ticket for work outside this change. People decide whether
+            to file it.
+
+            Args:
+                title: Short title.
+                body: What should be done and why.
+            """
+            return _guarded(state, "create_ticket", lambda: ticket(title=title, body=body))
+
+        add("create_ticket", Tool(create_ticket, max_retries=TOOL_RETRIES, sequential=True))
+
+    if tools.code is not None:
+        registered.extend(_code_tools(tools.code, mode, state))
+    return registered
+
+
+def _code_tools(code: CodeTools, mode: ReviewMode, state: _RunState) -> list[Tool[Any]]:
+    def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
+        """Read a file of the change's head checkout, with line numbers.
+
+        Args:
+            path: Path relative to the repository root.
+            start_line: First line to show (1-based); default 1.
+            end_line: Last line to show; at most 400 lines are returned per call.
+        """
+        return _guarded(state, "read_file", lambda: code.read_file(path, start_line, end_line))
+
+    def list_files(directory: str = ".", pattern: str | None = None) -> str:
+        """List files under a directory of the repository.
+
+        Args:
+            directory: Directory relative to the repository root.
+            pattern: Optional glob such as `*.py`.
+        """
+        return _guarded(state, "list_files", lambda: code.list_files(directory, pattern))
+
+    def grep(pattern: str, path: str | None = None, literal: bool = False) -> str:
+        """Search the repository for lines matching a regular expression.
+
+        Args:
+            pattern: A Python regular expression (simple ones: no nested repeats).
+            path: Optional file or directory to search in.
+            literal: Treat the pattern as a plain substring.
+        """
+        return _guarded(state, "grep", lambda: code.grep(pattern, path, literal))
+
+    def get_diff(path: str | None = None) -> str:
+        """Show the change under review as a unified diff.
+
+        Args:
+            path: Optional changed file; default all files.
+        """
+        return _guarded(state, "get_diff", lambda: code.get_diff(path))
+
+    functions = {
+        "read_file": read_file,
+        "list_files": list_files,
+        "grep": grep,
+        "get_diff": get_diff,
+    }
+    return [
+        Tool(function, max_retries=TOOL_RETRIES)
+        for name, function in functions.items()
+        if mode.allows(name)
+    ]
