@@ -3,7 +3,6 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-
 from django.core.management import call_command
 
 from workspaces.models import Membership

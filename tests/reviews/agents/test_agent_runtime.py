@@ -39,7 +39,6 @@ from tests.fakes.model_server import (
     slow,
 )
 
-
 PROVIDERS = ["openai", "anthropic"]
 
 
