@@ -124,7 +124,13 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent: redelivery after a crash is safe
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}  # above the longest task
+# A message a dead worker held comes back after this long. Steps renew their own lease while
+# they run, so a redelivered duplicate of a live step finds it taken and does nothing.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": envint("QUORUM_CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
+}
+CELERY_TASK_DEFAULT_QUEUE = envstr("QUORUM_CELERY_QUEUE", "quorum")
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
@@ -212,7 +218,7 @@ QUORUM_LLM_API_KEY = envsecret("QUORUM_LLM_API_KEY")
 QUORUM_LLM_MODEL = envstr("QUORUM_LLM_MODEL")
 # Pipeline durability (DESIGN.md §2): a step whose worker vanished is re-run once its lease
 # lapses; a round still unfinished after the timeout fails with a clear message.
-QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 900, minimum=1)
+QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 120, minimum=3)
 QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=True)

@@ -93,9 +93,11 @@ def same_issue(a: NodeView, b: NodeView) -> bool:
     return a.category == b.category and similarity(a.title, b.title) >= SIMILARITY_THRESHOLD
 
 
-def rank_key(node: NodeView) -> tuple[int, float, int, str]:
-    """Total order for choosing a canonical node: most severe, surest, most detailed, id."""
-    return (node.priority.rank, -node.confidence, -len(node.body), node.id)
+def rank_key(node: NodeView) -> tuple[int, float, int, str, str]:
+    """Total order for choosing a canonical node: most severe, surest, most detailed, then the
+    reviewer's name and only last the id — ids follow arrival order, which parallel reviewers
+    make random, and a re-run must pick the same canonical node."""
+    return (node.priority.rank, -node.confidence, -len(node.body), node.agent, node.id)
 
 
 def consolidate(nodes: Iterable[NodeView]) -> Consolidation:

@@ -11,10 +11,13 @@ import json
 import os
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 from django.db.models import F
 
 from reviews.agents.analyzers import BANDIT, RUFF, AnalyzerReviewer
@@ -131,6 +134,17 @@ def _config_key(stream: ReviewerStream) -> str:
 
 
 # -- one reviewer -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _tool_thread():
+    """The run's tools execute on one thread we own, whose database connection we close."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quorum-tools")
+    try:
+        yield executor
+    finally:
+        executor.submit(connections.close_all).result()
+        executor.shutdown(wait=True)
 
 
 def _reset_stream(stream: ReviewerStream) -> None:
@@ -298,6 +312,7 @@ def _run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     root = round_worktree(review_round=review_round)
     files = parse_unified_diff(review_round.diff)
     profile = ReviewerProfile(
+        name=stream.name,
         dimension=stream.dimension,
         instructions=config.instructions if config else "",
         brief=config.brief if config else "",

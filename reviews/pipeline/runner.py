@@ -9,11 +9,13 @@ in their own tasks (one per reviewer, one per panel finding) and call `advance` 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -185,13 +187,37 @@ def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
         _finish(step, PipelineStep.State.FAILED, error=f"round {step.round.state}")
         return
     try:
-        result = stages.STEP_RUNNERS[step.stage](step)
+        with _heartbeat(step.pk):
+            result = stages.STEP_RUNNERS[step.stage](step)
     except Exception as exc:
         log.exception("step %s failed", step)
         _finish(step, PipelineStep.State.FAILED, error=str(exc) or type(exc).__name__)
     else:
         _finish(step, PipelineStep.State.DONE, result=result or {})
     dispatch("advance", step.round_id)
+
+
+@contextmanager
+def _heartbeat(step_id: int):
+    """Renew the step's lease while it runs: only a step whose worker died goes stale."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.QUORUM_STEP_LEASE_SECONDS / 3):
+                PipelineStep.objects.filter(pk=step_id, state=PipelineStep.State.RUNNING).update(
+                    lease_until=timezone.now() + _lease()
+                )
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=beat, name=f"lease-{step_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _finish(step: PipelineStep, state: str, *, error: str = "", result: dict | None = None) -> None:
@@ -217,8 +243,6 @@ def run_inline(
 ) -> ReviewRound:
     """Drive a round to its end here, running fan-out steps on a thread pool."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connections
 
     queue: list[tuple[str, int]] = [("advance", round_id)]
 

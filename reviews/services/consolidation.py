@@ -44,22 +44,22 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
             duplicate_of = int(view.duplicate_of) if view.duplicate_of else None
             changes = {
                 "duplicate_of_id": duplicate_of,
-                "credited_agents": list(view.credited_agents) or [node.stream.agent],
+                # Other reviewers credited for the same defect (the author is the stream's).
+                "credited_agents": list(view.credited_agents),
                 "priority": view.priority.value,
+                "severity": view.severity.value,
+                "body": view.body,
+                "replacement_lines": list(view.replacement_lines)
+                if view.replacement_lines is not None
+                else None,
+                "fix_diff": view.diff or "",
+                "fix_prompt": view.fix_prompt or "",
                 "tags": tags,
             }
             if any(getattr(node, f) != v for f, v in changes.items()):
                 for field, value in changes.items():
                     setattr(node, field, value)
-                node.save(
-                    update_fields=[
-                        "duplicate_of",
-                        "credited_agents",
-                        "priority",
-                        "tags",
-                        "updated_at",
-                    ]
-                )
+                node.save(update_fields=[f.removesuffix("_id") for f in changes] + ["updated_at"])
             demoted += duplicate_of is not None
     return {
         "demoted_duplicates": demoted,

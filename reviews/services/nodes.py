@@ -113,7 +113,6 @@ def node_record(
                     "functional_effect": p.triage.functional_effect,
                 },
                 fingerprint=node_fingerprint(view, text),
-                credited_agents=[stream.agent],
             )
             ReviewerStream.objects.filter(pk=stream.pk).update(accepted=F("accepted") + 1)
             emit(stream.round.space_id, "review.node_added", node_id=node.pk)

@@ -56,8 +56,8 @@ def test_it_merges_the_same_issue_at_the_same_place_into_one_canonical_node() ->
     assert [n.id for n in result.canonical] == ["a"]
 
 
-def test_it_picks_the_canonical_by_priority_then_confidence_then_detail_then_id() -> None:
-    """The total order decides the canonical, never the input order."""
+def test_it_picks_the_canonical_by_priority_confidence_detail_reviewer_then_id() -> None:
+    """The total order decides the canonical, never the input order (nor arrival ids first)."""
     same = dict(priority=Priority.P1)
     assert (
         consolidate([_node("b", **same, confidence=0.9), _node("a", "q", **same, confidence=0.8)])
@@ -71,7 +71,9 @@ def test_it_picks_the_canonical_by_priority_then_confidence_then_detail_then_id(
         .id
         == "b"
     )
-    assert consolidate([_node("b", **same), _node("a", "q", **same)]).canonical[0].id == "a"
+    # Equal findings: the reviewer's name decides before the id, so a re-run agrees.
+    assert consolidate([_node("b", **same), _node("a", "q", **same)]).canonical[0].id == "b"
+    assert consolidate([_node("b", "q", **same), _node("a", "q", **same)]).canonical[0].id == "a"
 
 
 def test_it_keeps_a_different_issue_at_the_same_place_tagged_co_located() -> None:

@@ -1,0 +1,99 @@
+"""Scripted reviewers for the sample repository (reviews/sample_repo.py), played by the fake
+model server. Shared by the in-process and the Celery pipeline tests."""
+
+from __future__ import annotations
+
+from tests.fakes.model_server import FakeModelServer, Script, good_findings, sample_finding, text
+
+SQL = {"path": "shop/search.py", "line": 12}
+SHELL = {"path": "shop/search.py", "line": 18}
+PERMISSION = {"path": "shop/views.py", "line": 13}
+
+
+def sql_finding(**overrides):
+    return sample_finding(
+        SQL["path"],
+        SQL["line"],
+        title="SQL query built from the search term",
+        body="The search term is formatted into the SQL string: use a query parameter.",
+        priority="P0",
+        confidence=0.9,
+        triage={"category": "security", "severity": "critical", "effort": "small"},
+        **overrides,
+    )
+
+
+def permission_finding():
+    return sample_finding(
+        PERMISSION["path"],
+        PERMISSION["line"],
+        title="Order deletion has no permission check",
+        body="Any caller can delete any order; check request.user like total_view does.",
+        priority="P1",
+        confidence=0.85,
+        triage={"category": "security", "severity": "high", "effort": "small"},
+    )
+
+
+def naming_finding():
+    return sample_finding(
+        "shop/search.py",
+        16,
+        type="suggestion",
+        title="Name the export target explicitly",
+        body="`filename` could say what it names.",
+        priority="P3",
+        confidence=0.6,
+        triage={"category": "maintainability", "severity": "low", "effort": "small"},
+    )
+
+
+REVIEWER_SCRIPTS = {
+    # Two reviewers report the same defect: the lead pass must merge them, crediting both.
+    "implementation": lambda: good_findings([sql_finding()], path="shop/search.py", name="impl"),
+    "security": lambda: good_findings(
+        [sql_finding(), permission_finding()], path="shop/search.py", name="sec"
+    ),
+    "quality": lambda: good_findings([naming_finding()], path="shop/search.py", name="quality"),
+    "architecture": lambda: good_findings([], path="shop/views.py", name="arch"),
+    "performance": lambda: good_findings([], path="shop/search.py", name="perf"),
+}
+
+LENS_ANSWERS = {
+    "reachability": "VERDICT: REAL\nSEVERITY: high\nREASON: the term reaches the query unchanged",
+    "false_positive": "VERDICT: REAL\nSEVERITY: high\nREASON: no framework escapes it here",
+    "severity": "VERDICT: REAL\nSEVERITY: critical\nREASON: data exposure",
+}
+
+
+def install(
+    fake: FakeModelServer, *, latency: float = 0.0, overrides: dict[str, Script] | None = None
+) -> None:
+    """Route each reviewer and verifier lens to its script by the name in its system prompt."""
+    for name, make in REVIEWER_SCRIPTS.items():
+        script = (overrides or {}).get(name) or make()
+        if latency:
+            from tests.fakes.model_server import slow
+
+            script = slow(latency, then=script, name=script.name)
+        fake.add_script(script, marker=f"You are the {name} reviewer.")
+    for lens, answer in LENS_ANSWERS.items():
+        fake.add_script(
+            Script(f"lens-{lens}", (text(answer),)), marker=f"You are the {lens} verifier"
+        )
+
+
+def model_settings(settings, fake: FakeModelServer) -> None:
+    settings.QUORUM_LLM_PROVIDER = "openai"
+    settings.QUORUM_LLM_MODEL = "fake-reviewer"
+    settings.QUORUM_LLM_BASE_URL = fake.openai_base_url
+    settings.QUORUM_LLM_API_KEY = fake.api_key
+
+
+def model_env(fake: FakeModelServer) -> dict[str, str]:
+    return {
+        "QUORUM_LLM_PROVIDER": "openai",
+        "QUORUM_LLM_MODEL": "fake-reviewer",
+        "QUORUM_LLM_BASE_URL": fake.openai_base_url,
+        "QUORUM_LLM_API_KEY": fake.api_key,
+    }

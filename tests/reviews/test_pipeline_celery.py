@@ -1,0 +1,192 @@
+"""The pipeline on PostgreSQL + Redis with real Celery workers (issue: pipeline, must show).
+
+Workers are separate processes started here; they reach the test database, the same Redis and
+the fake model server over loopback, exactly as a deployment's workers would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+
+from config.celery import app as celery_app
+from reviews.models import ReviewNode, ReviewRound
+from reviews.pipeline.runner import run_inline
+from reviews.sample_repo import create_sample_repository
+from reviews.services.requests import review_request
+from tests.reviews import pipeline_scenarios as scenario
+from workspaces.models import Repository
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def queue():
+    name = f"quorum-test-{uuid.uuid4().hex[:8]}"
+    previous = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = name
+    yield name
+    celery_app.conf.task_default_queue = previous
+
+
+@pytest.fixture
+def worker_factory(queue, tmp_path, fake_model):
+    """Start Celery worker processes against the test database; all are killed at the end."""
+    started: list[subprocess.Popen] = []
+    db = connection.settings_dict
+    database_url = (
+        f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    )
+
+    def start(**extra_env: str) -> subprocess.Popen:
+        log_path = tmp_path / f"worker-{len(started)}.log"
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "REDIS_URL": django_settings.REDIS_URL,
+            "SECRET_KEY": "worker-test",
+            "QUORUM_CELERY_QUEUE": queue,
+            "QUORUM_WORKTREE_ROOT": str(tmp_path / "worktrees"),
+            "QUORUM_LOCAL_REPO_ROOTS": str(tmp_path),
+            **scenario.model_env(fake_model),
+            **extra_env,
+        }
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-Q",
+                queue,
+                "--concurrency",
+                "4",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--hostname",
+                f"w{len(started)}-{queue}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log_path.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        started.append(process)
+        deadline = time.monotonic() + 60
+        while "ready." not in log_path.read_text():
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, "worker did not start"
+            time.sleep(0.2)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture
+def shop(settings, tmp_path, workspace, alice, fake_model):
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    scenario.model_settings(settings, fake_model)
+    base, head = create_sample_repository(tmp_path / "shop")
+    repo = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str((tmp_path / "shop").resolve())
+    )
+    return repo, base, head, alice
+
+
+def _wait_finished(round_id: int, timeout: float = 180) -> ReviewRound:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        review_round = ReviewRound.objects.get(pk=round_id)
+        if review_round.state in ("finished", "failed", "cancelled"):
+            return review_round
+        time.sleep(0.3)
+    raise AssertionError(f"round {round_id} did not finish: stage {review_round.stage}")
+
+
+def _node_set(review_round: ReviewRound) -> list[tuple]:
+    """Every node as a sorted list, so a duplicated node would show (a set would hide it)."""
+    rows = ReviewNode.objects.filter(round=review_round).values_list(
+        "stream__name", "title", "path", "start_line", "duplicate_of_id"
+    )
+    return sorted(
+        (stream, title, path, line, dup is None) for stream, title, path, line, dup in rows
+    )
+
+
+def test_a_thorough_review_runs_on_celery_workers(shop, fake_model, worker_factory):
+    repo, base, head, alice = shop
+    scenario.install(fake_model)
+    worker_factory()
+    review_round = review_request(
+        repository=repo, actor=alice, base=base, head=head, tier="thorough"
+    )
+    review_round = _wait_finished(review_round.pk)
+    assert review_round.state == "finished", review_round.error
+    streams = set(review_round.streams.values_list("name", flat=True))
+    assert {"implementation", "quality", "architecture", "security", "performance"} <= streams
+    canonical = ReviewNode.objects.get(
+        round=review_round, title="SQL query built from the search term", duplicate_of__isnull=True
+    )
+    assert canonical.credited_agents and canonical.status == "consensus_ready"
+    assert review_round.verdict.level == "block"
+    review_round.space.refresh_from_db()
+    assert review_round.space.status == "awaiting_approval"
+
+
+def test_a_worker_killed_mid_review_loses_and_duplicates_nothing(
+    shop, fake_model, worker_factory, tmp_path
+):
+    repo, base, head, alice = shop
+    # Reference: the same review, uninterrupted, in this process.
+    scenario.install(fake_model)
+    reference = run_inline(
+        review_request(
+            repository=repo, actor=alice, base=base, head=head, tier="thorough", queue=False
+        ).pk
+    )
+    expected = _node_set(reference)
+
+    scenario.install(fake_model, latency=1.0)
+    fast_recovery = {"QUORUM_STEP_LEASE_SECONDS": "3", "QUORUM_CELERY_VISIBILITY_TIMEOUT": "5"}
+    worker = worker_factory(**fast_recovery)
+    other = Repository.objects.create(
+        workspace=repo.workspace, kind="local", local_path=repo.local_path + "/."
+    )
+    review_round = review_request(
+        repository=other, actor=alice, base=base, head=head, tier="thorough"
+    )
+    deadline = time.monotonic() + 60
+    while (
+        not ReviewRound.objects.filter(pk=review_round.pk, stage="reviewers").exists()
+        or not review_round.steps.filter(state="running").exists()
+    ):
+        assert time.monotonic() < deadline, "the reviewer stage never started"
+        time.sleep(0.1)
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    assert ReviewRound.objects.get(pk=review_round.pk).state in ("pending", "running")
+
+    worker_factory(**fast_recovery)
+    finished = _wait_finished(review_round.pk)
+    assert finished.state == "finished", finished.error
+    assert _node_set(finished) == expected
