@@ -23,6 +23,7 @@ help:
 	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000"
 	@echo "make test   - install and run the test suite (services used when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   - ruff check + format check"
+	@echo "make bench  - pipeline and code-index benchmarks"
 
 $(STAMP): pyproject.toml
 	@base=$$(bash -c "$$FIND_PYTHON") || { \
@@ -47,6 +48,11 @@ demo: $(STAMP)
 # .ci/run sets both and passes --require-services so that nothing can be skipped there.
 test: $(STAMP)
 	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) -m pytest $(PYTEST_ARGS)
+
+# Benchmarks print JSON figures (ratios and counts); see the docstring of each script.
+bench: $(STAMP)
+	$(PY) -m tests.bench.bench_pipeline
+	$(PY) -m tests.bench.bench_index
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
