@@ -398,3 +398,42 @@ class PublishRecord(models.Model):
 
     def __str__(self) -> str:
         return f"publish {self.selection} of {self.round} ({self.state})"
+
+
+class CodeIndexRecord(models.Model):
+    """A repository's code index at one commit, kept so later rounds reuse it (§3.5)."""
+
+    repository = models.ForeignKey(
+        "workspaces.Repository", on_delete=models.CASCADE, related_name="code_indexes"
+    )
+    commit_sha = models.CharField(max_length=40)
+    indexed = models.BooleanField()
+    reason = models.CharField(max_length=300, blank=True)
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "commit_sha"], name="code_index_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"index of {self.repository} at {self.commit_sha[:10]}"
+
+
+class CohortProgress(models.Model):
+    """A person's reading progress, keyed by the content-derived cohort key so it survives a
+    rebase, a force-push and a new round (§3.5)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="progress")
+    cohort_key = models.CharField(max_length=64)
+    read_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "space", "cohort_key"], name="progress_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} read {self.cohort_key[:10]}"

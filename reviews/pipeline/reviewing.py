@@ -295,8 +295,18 @@ def _memory_hints(stream: ReviewerStream) -> list[str]:
     return [f.statement for f in facts]
 
 
+PROCESS_BLOCK = "process block: the original request is missing; supply it to run this reviewer"
+
+
 def _run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     review_round = stream.round
+    if stream.dimension == t.Dimension.REQUIREMENTS and not review_round.original_request.strip():
+        # §3.9: without the request there is nothing to check against. That blocks the process,
+        # not the code: the stream waits for a person, and the verdict ignores it.
+        ReviewerStream.objects.filter(pk=stream.pk).update(
+            state=ReviewerStream.State.SKIPPED, error=PROCESS_BLOCK
+        )
+        return {"state": "process_block"}
     workspace = review_round.space.workspace
     config = ReviewerConfig.objects.filter(workspace=workspace, key=_config_key(stream)).first()
     model_streams = max(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).count(), 1)

@@ -22,6 +22,7 @@ from reviews.pipeline import reviewing
 from reviews.pipeline.template import reviewers_for
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
+from reviews.services import codeindex
 from reviews.services.consolidation import round_consolidate
 from reviews.services.spaces import space_transition
 from reviews.services.verdicts import axis_record, round_finalise
@@ -110,7 +111,10 @@ def prepare(review_round: ReviewRound) -> None:
     }
     review_round.save(update_fields=["stats"])
     if not facts["fast_exit"]:
-        reviewing.round_worktree_ready(review_round)
+        worktree = reviewing.round_worktree_ready(review_round)
+        cohorts = codeindex.round_cohorts(review_round, worktree)
+        review_round.stats = {**review_round.stats, "cohorts": codeindex.cohorts_json(cohorts)}
+        review_round.save(update_fields=["stats"])
     for entry in entries:
         ReviewerStream.objects.get_or_create(
             round=review_round,
@@ -207,7 +211,8 @@ def run_panel_step(step: PipelineStep) -> dict[str, Any]:
 def critic(review_round: ReviewRound) -> None:
     streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
     ran = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.DONE}
-    warranted = {stream_dimension(s) for s in streams}
+    # A process-blocked reviewer waits for a person, not for a follow-up reviewer.
+    warranted = {stream_dimension(s) for s in streams if s.state != ReviewerStream.State.SKIPPED}
     risks = review_round.stats.get("classification", {}).get("risks", [])
     if risks:
         warranted.add(t.Dimension.SECURITY)
@@ -280,8 +285,21 @@ def finalise(review_round: ReviewRound) -> None:
             if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
         }
         for axis, result in token_axes(coverage=coverage, nodes=nodes).items():
+            if axis is t.AxisName.TEST_GAP:
+                continue  # computed from the cohorts below, advisory
             axis_record(review_round=review_round, axis=axis, result=result, source="tokens")
+        worktree = reviewing.round_worktree_ready(review_round)
+        result, details = codeindex.test_gap(codeindex.round_cohorts(review_round, worktree), nodes)
+        axis_record(
+            review_round=review_round,
+            axis=t.AxisName.TEST_GAP,
+            result=result,
+            source="cohorts",
+            details=details,
+        )
     for axis, result, details in reviewing.deterministic_axes(review_round):
+        if axis is t.AxisName.API_CONTRACT and not facts.get("fast_exit"):
+            result, details = codeindex.api_contract(review_round)
         axis_record(
             review_round=review_round,
             axis=axis,

@@ -31,3 +31,15 @@ def pipeline_recover_task() -> int:
 def _recover_on_start(sender=None, **kwargs) -> None:
     # A worker that starts picks up what a killed one left (leases make this safe to repeat).
     pipeline_recover_task.delay()
+
+
+@shared_task(name="reviews.requirements_rerun", acks_late=True)
+def requirements_rerun_task(stream_id: int) -> None:
+    """Re-run only the requirements reviewer once its request arrived, then decide again."""
+    from reviews.models import ReviewerStream
+    from reviews.pipeline.reviewing import run_stream
+    from reviews.services.verdicts import round_finalise
+
+    stream = ReviewerStream.objects.select_related("round").get(pk=stream_id)
+    run_stream(stream)
+    round_finalise(review_round=stream.round)

@@ -153,3 +153,29 @@ def test_a_prose_only_reviewer_produces_no_nodes_and_the_round_says_so(shop, fak
     review_round = shop()
     assert not ReviewNode.objects.filter(round=review_round, stream__name="quality").exists()
     assert "quality" in review_round.stats["prose_only"]
+
+
+def test_a_missing_request_is_a_process_block_that_a_person_unblocks(shop, fake_model, alice):
+    import time
+
+    from reviews.services.rounds import round_supply_request
+    from tests.fakes.model_server import good_findings
+
+    scenario.install(fake_model)
+    fake_model.add_script(
+        good_findings([], path="shop/views.py", name="req"),
+        marker="You are the requirements reviewer.",
+    )
+    review_round = shop(tier="adaptive", original_request="")
+    assert review_round.state == "finished", review_round.error
+    stream = review_round.streams.get(dimension="requirements")
+    assert stream.state == "skipped" and stream.error.startswith("process block")
+    assert "requirements" not in review_round.verdict.rule
+    round_supply_request(
+        review_round=review_round, text="Add search; deleting orders is admin-only.", actor=alice
+    )
+    deadline = time.monotonic() + 30
+    while review_round.streams.get(pk=stream.pk).state != "done":
+        assert time.monotonic() < deadline, review_round.streams.get(pk=stream.pk).error
+        time.sleep(0.2)
+    assert review_round.streams.get(pk=stream.pk).coverage_note.startswith("Examined")

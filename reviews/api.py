@@ -1,0 +1,207 @@
+"""Reviews API: the same checks and services as the pages (issue: guided review §6)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.shortcuts import get_object_or_404
+from ninja import Field, Router, Schema, Status
+from pydantic import ConfigDict
+
+from reviews.domain import consensus
+from reviews.domain import types as t
+from reviews.export import review_json
+from reviews.models import ReviewNode
+from reviews.selectors import review_page, space_get_for_user, spaces_for_list
+from reviews.services import nodes as node_services
+from reviews.services.requests import ReviewRequestError, review_request
+from reviews.services.rounds import RoundError, axis_submit, round_supply_request
+from workspaces.models import Repository
+from workspaces.permissions import membership_get, require
+from workspaces.rules import Perm, RuleError
+
+router = Router(tags=["reviews"])
+
+
+class Strict(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReviewSummary(Schema):
+    id: int
+    pull_request: str
+    title: str
+    status: str
+    round: int | None
+    tier: str | None
+    verdict: str | None
+    confidence: float | None
+    open_by_priority: dict[str, int]
+
+
+class ReviewStart(Strict):
+    repository: int
+    number: int | None = Field(default=None, ge=1)
+    base: str = ""
+    head: str = ""
+    original_request: str = ""
+    tier: Literal["light", "balanced", "thorough", "adaptive"] | None = None
+
+
+class NodeAction(Strict):
+    reason: str = Field(default="", max_length=2000)
+
+
+class RequestIn(Strict):
+    original_request: str = Field(min_length=1, max_length=20000)
+
+
+class AxisIn(Strict):
+    result: Literal["pass", "warn", "fail", "partial", "unavailable"]
+    evidence_url: str = Field(default="", max_length=500)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+def _space(request, slug: str, space_id: int, perm: Perm = Perm.VIEW, attempted: str = ""):
+    membership = membership_get(user=request.user, slug=slug)
+    if perm is not Perm.VIEW:
+        require(membership, perm, attempted=attempted, request=request)
+    return membership, space_get_for_user(space_id=space_id, workspace_slug=slug)
+
+
+def _errors(exc: Exception) -> RuleError:
+    return RuleError(str(exc))
+
+
+@router.get("/{slug}/reviews", response=list[ReviewSummary])
+def review_list(
+    request, slug: str, status: str = "", verdict: str = "", repository: int | None = None
+):
+    membership = membership_get(user=request.user, slug=slug)
+    spaces = spaces_for_list(
+        workspace_id=membership.workspace_id,
+        status=status,
+        verdict=verdict,
+        repository_id=repository,
+    )[:200]
+    return [
+        {
+            "id": s.pk,
+            "pull_request": str(s.pull_request),
+            "title": s.pull_request.title,
+            "status": s.status,
+            "round": s.round_number,
+            "tier": s.round_tier,
+            "verdict": s.verdict_level,
+            "confidence": s.verdict_confidence,
+            "open_by_priority": {
+                p.value: getattr(s, f"count_{p.value.lower()}") for p in t.Priority
+            },
+        }
+        for s in spaces
+    ]
+
+
+@router.get(
+    "/{slug}/reviews/{space_id}", response=dict, summary="One review, schema quorum.review/v1"
+)
+def review_get(request, slug: str, space_id: int):
+    _, space = _space(request, slug, space_id)
+    return review_json(review_page(space=space))
+
+
+@router.post("/{slug}/reviews", response={202: dict})
+def review_start(request, slug: str, body: ReviewStart):
+    membership = membership_get(user=request.user, slug=slug)
+    require(membership, Perm.START_REVIEW, attempted="start reviews", request=request)
+    repository = get_object_or_404(Repository, pk=body.repository, workspace=membership.workspace)
+    try:
+        review_round = review_request(
+            repository=repository,
+            actor=request.user,
+            number=body.number,
+            base=body.base,
+            head=body.head,
+            original_request=body.original_request,
+            tier=body.tier,
+            request=request,
+        )
+    except ReviewRequestError as exc:
+        raise _errors(exc) from exc
+    return Status(
+        202,
+        {"space": review_round.space_id, "round": review_round.number, "state": review_round.state},
+    )
+
+
+@router.post("/{slug}/reviews/{space_id}/nodes/{node_id}/{action}", response=dict)
+def node_act(
+    request,
+    slug: str,
+    space_id: int,
+    node_id: int,
+    action: Literal["resolve", "dismiss", "reopen"],
+    body: NodeAction,
+):
+    _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, f"{action} findings")
+    node = get_object_or_404(
+        ReviewNode.objects.select_related("stream", "space"), pk=node_id, space=space
+    )
+    act = {
+        "resolve": node_services.node_resolve,
+        "dismiss": node_services.node_dismiss,
+        "reopen": node_services.node_reopen,
+    }[action]
+    try:
+        node = act(node=node, user=request.user, reason=body.reason, request=request)
+    except consensus.ConsensusError as exc:
+        raise _errors(exc) from exc
+    return {"id": node.pk, "status": node.status}
+
+
+@router.post("/{slug}/reviews/{space_id}/requirements", response={202: dict})
+def supply_request(request, slug: str, space_id: int, body: RequestIn):
+    _, space = _space(request, slug, space_id, Perm.START_REVIEW, "supply the original request")
+    review_round = space.rounds.order_by("-number").first()
+    if review_round is None:
+        raise RuleError("This review has no round yet.")
+    try:
+        stream = round_supply_request(
+            review_round=review_round,
+            text=body.original_request,
+            actor=request.user,
+            request=request,
+        )
+    except RoundError as exc:
+        raise _errors(exc) from exc
+    return Status(202, {"rerun": stream.name if stream else None})
+
+
+@router.post("/{slug}/reviews/{space_id}/axes/{axis}", response={201: dict})
+def submit_axis(
+    request,
+    slug: str,
+    space_id: int,
+    axis: Literal["visual", "performance", "apiContract"],
+    body: AxisIn,
+):
+    _, space = _space(request, slug, space_id, Perm.START_REVIEW, "submit axis results")
+    review_round = space.rounds.order_by("-number").first()
+    if review_round is None:
+        raise RuleError("This review has no round yet.")
+    try:
+        row = axis_submit(
+            review_round=review_round,
+            axis=t.AxisName(axis),
+            result=t.AxisResult(body.result),
+            evidence_url=body.evidence_url,
+            details=body.details,
+            actor=request.user,
+            request=request,
+        )
+    except RoundError as exc:
+        raise _errors(exc) from exc
+    return Status(
+        201,
+        {"axis": row.axis, "result": row.result, "gated": row.gated, "round": review_round.number},
+    )

@@ -1,0 +1,110 @@
+"""Code index, cohorts and deterministic axes for a round (DESIGN.md §3.5, §3.6).
+
+Local repositories: the index is built at the base commit (or reused from an earlier round)
+and updated for the changed files only. GitHub repositories: the round's worktree holds the
+head only, so the index is built there (and reused for the same head).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from reviews.domain import types as t
+from reviews.index import (
+    CodeIndex,
+    build_index,
+    changed_texts,
+    compute_cohorts,
+    files_at_commit,
+    files_in_directory,
+    update_index,
+)
+from reviews.index.axes_compute import compute_api_contract, compute_test_gap, contract_file
+from reviews.index.cohorts import Cohort, cohorts_to_json
+from reviews.models import CodeIndexRecord, ReviewRound
+from reviews.sources.diffs import parse_unified_diff
+from reviews.sources.git_local import GitError, LocalGitSource
+from workspaces.models import Repository
+
+log = logging.getLogger(__name__)
+
+
+def _stored(repository: Repository, sha: str) -> CodeIndex | None:
+    record = CodeIndexRecord.objects.filter(repository=repository, commit_sha=sha).first()
+    return CodeIndex.from_json(record.data) if record else None
+
+
+def _store(repository: Repository, sha: str, index: CodeIndex) -> None:
+    CodeIndexRecord.objects.get_or_create(
+        repository=repository,
+        commit_sha=sha,
+        defaults={
+            "indexed": index.indexed,
+            "reason": (index.reason or "")[:300],
+            "data": index.to_json(),
+        },
+    )
+
+
+def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None, CodeIndex | None]:
+    """(base, head) indexes; base is None for GitHub rounds."""
+    repository = review_round.space.pull_request.repository
+    head_sha = review_round.head_sha
+    head = _stored(repository, head_sha)
+    if repository.kind == Repository.Kind.LOCAL:
+        source = LocalGitSource(repository.local_path)
+        base_ref = review_round.base_sha or review_round.space.pull_request.base_ref
+        diff = source.diff(base_ref, head_sha)
+        base = _stored(repository, diff.merge_base_sha)
+        if base is None:
+            base = build_index(files_at_commit(source, diff.merge_base_sha))
+            _store(repository, diff.merge_base_sha, base)
+        if head is None:
+            # Only what the change touched is parsed again (issue: review computation §1).
+            head = (
+                update_index(base, changed_texts(source, diff))
+                if base.indexed
+                else build_index(files_at_commit(source, head_sha))
+            )
+            _store(repository, head_sha, head)
+        return base, head
+    if head is None:
+        head = build_index(files_in_directory(worktree))
+        _store(repository, head_sha, head)
+    return None, head
+
+
+def round_cohorts(review_round: ReviewRound, worktree) -> tuple[Cohort, ...]:
+    """Cohorts ranked by blast radius; grouped by path, and labelled so, without an index."""
+    files = parse_unified_diff(review_round.diff)
+    try:
+        base, head = round_indexes(review_round, worktree)
+    except (GitError, OSError) as exc:
+        log.warning("round %s: no code index (%s); grouping by path", review_round.pk, exc)
+        base = head = None
+    return compute_cohorts(files, head, base=base)
+
+
+def cohorts_json(cohorts: tuple[Cohort, ...]) -> list[dict[str, Any]]:
+    return cohorts_to_json(cohorts)
+
+
+def api_contract(review_round: ReviewRound) -> tuple[t.AxisResult, dict[str, Any]]:
+    repository = review_round.space.pull_request.repository
+    if repository.kind != Repository.Kind.LOCAL:
+        reason = "the base commit is not checked out for GitHub rounds; submit a result from CI"
+        return t.AxisResult.UNAVAILABLE, {"reason": reason}
+    source = LocalGitSource(repository.local_path)
+    base_ref = review_round.base_sha or review_round.space.pull_request.base_ref
+    try:
+        merge_base = source.merge_base(base_ref, review_round.head_sha)
+        base_files = files_at_commit(source, merge_base, include=contract_file)
+        head_files = files_at_commit(source, review_round.head_sha, include=contract_file)
+    except GitError as exc:
+        return t.AxisResult.UNAVAILABLE, {"reason": f"could not read the commits: {exc}"}
+    return compute_api_contract(base_files=base_files, head_files=head_files)
+
+
+def test_gap(cohorts: tuple[Cohort, ...], findings) -> tuple[t.AxisResult, dict[str, Any]]:
+    return compute_test_gap(cohorts, findings)
