@@ -13,4 +13,11 @@ urlpatterns = [
         views.node_action,
         name="node_action",
     ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/cohorts/<str:key>/read/",
+        views.cohort_read,
+        name="cohort_read",
+    ),
+    path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
+    path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
 ]

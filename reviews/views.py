@@ -6,17 +6,19 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import LADDER
 from reviews.forms import NewReviewForm, NodeActionForm
-from reviews.models import ReviewNode, ReviewSpace
+from reviews.models import CohortProgress, ReviewNode, ReviewSpace
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
 from reviews.services.requests import ReviewRequestError, review_request
+from reviews.services.rounds import RoundError, round_cancel, round_supply_request
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm
@@ -95,11 +97,28 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
     page = review_page(space=space)
     actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
     main_ids = {int(v.id) for v in page.display.main} if page.display else set()
+    cohorts = (page.round.stats.get("cohorts", []) if page.round else []) or []
+    findings_at: dict[tuple[str, int], list] = {}
+    for node in page.nodes:
+        if node.path and node.start_line and node.duplicate_of_id is None:
+            findings_at.setdefault((node.path, node.start_line), []).append(node)
+    read_keys = set(
+        CohortProgress.objects.filter(user_id=membership.user_id, space=space).values_list(
+            "cohort_key", flat=True
+        )
+    )
+    blocked = [s for s in page.streams if s.error.startswith("process block")]
     return {
         "workspace": membership.workspace,
         "membership": membership,
         "space": space,
         "page": page,
+        "cohorts": cohorts,
+        "findings_at": findings_at,
+        "read_keys": read_keys,
+        "cohorts_read": sum(1 for c in cohorts if c["key"] in read_keys),
+        "process_blocked": blocked,
+        "can_start": allows(membership, Perm.START_REVIEW),
         "ladder": [(s.value, s.value.replace("_", " ")) for s in LADDER],
         "node_actions": actions,
         "main_nodes": [n for n in page.nodes if n.pk in main_ids],
@@ -154,4 +173,59 @@ def node_action(
         context = review_context(membership, space)
         context["node"] = context["page"].node(node.pk)
         return render(request, "reviews/partials/node.html", context)
+    return redirect("reviews:detail", membership.workspace.slug, space.pk)
+
+
+@member_view
+@require_POST
+def cohort_read(
+    request: HttpRequest, membership: Membership, space_id: int, key: str
+) -> HttpResponse:
+    """Mark a cohort read (or unread) for this person; kept by the cohort's content key."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    if request.POST.get("read") == "0":
+        CohortProgress.objects.filter(user=request.user, space=space, cohort_key=key).delete()
+    else:
+        CohortProgress.objects.get_or_create(user=request.user, space=space, cohort_key=key[:64])
+    return redirect(
+        f"{reverse('reviews:detail', args=[membership.workspace.slug, space.pk])}#cohort-{key[:12]}"
+    )
+
+
+@member_view
+@require_POST
+def supply_request(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.START_REVIEW, attempted="supply the original request", request=request)
+    review_round = space.rounds.order_by("-number").first()
+    try:
+        stream = round_supply_request(
+            review_round=review_round,
+            text=request.POST.get("original_request", ""),
+            actor=request.user,
+            request=request,
+        )
+    except RoundError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"Thanks: the {stream.name} reviewer runs again with it." if stream else "Saved.",
+        )
+    return redirect("reviews:detail", membership.workspace.slug, space.pk)
+
+
+@member_view
+@require_POST
+def cancel_round(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.START_REVIEW, attempted="cancel reviews", request=request)
+    try:
+        round_cancel(
+            review_round=space.rounds.order_by("-number").first(),
+            actor=request.user,
+            request=request,
+        )
+    except RoundError as exc:
+        messages.error(request, str(exc))
     return redirect("reviews:detail", membership.workspace.slug, space.pk)

@@ -1,8 +1,28 @@
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 from django import template
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
 
 register = template.Library()
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+_FORMATTER = HtmlFormatter(nowrap=True)
+_LINE_ROW = (
+    '<tr class="{}"><td class="ln">{}</td><td class="ln">{}</td>'
+    '<td class="mark" aria-hidden="true">{}</td><td class="code"><code>{}</code></td></tr>'
+)
+_FINDING_ROW = (
+    '<tr class="inline-finding"><td colspan="3"></td>'
+    '<td><a href="#node-{}"><span class="prio {}">{}</span> {}</a></td></tr>'
+)
 
 
 @register.filter
@@ -11,3 +31,74 @@ def get_item(mapping, key):
     if mapping is None:
         return None
     return mapping.get(key)
+
+
+@lru_cache(maxsize=256)
+def _lexer(path: str):
+    try:
+        return get_lexer_for_filename(path, stripnl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False)
+
+
+def _code(path: str, text: str) -> str:
+    # Pygments escapes the source itself; its output is the only markup we let through.
+    return highlight(text, _lexer(path), _FORMATTER).rstrip("\n")
+
+
+@register.simple_tag
+def hunk_rows(path: str, hunk: dict, findings: dict | None = None) -> SafeString:
+    """A hunk as table rows: old/new line numbers, +/- marks, highlighted code, and the
+    findings anchored on a line shown right under it (§ guided review: findings inline)."""
+    findings = findings or {}
+    lines = hunk.get("text", "").splitlines()
+    old = new = 0
+    rows = []
+    for raw in lines:
+        header = _HUNK_HEADER.match(raw)
+        if header:
+            old, new = int(header.group(1)), int(header.group(2))
+            rows.append(
+                format_html('<tr class="hunk-head"><td colspan="4"><code>{}</code></td></tr>', raw)
+            )
+            continue
+        mark, body = (raw[:1], raw[1:]) if raw else (" ", "")
+        if mark == "\\":
+            continue
+        if mark == "+":
+            cells, new_line, old_line = ("add", "+"), new, ""
+            new += 1
+        elif mark == "-":
+            cells, new_line, old_line = ("del", "−"), "", old
+            old += 1
+        else:
+            cells, new_line, old_line = ("ctx", " "), new, old
+            old += 1
+            new += 1
+        rows.append(
+            format_html(
+                _LINE_ROW,
+                cells[0],
+                old_line,
+                new_line,
+                cells[1],
+                mark_safe(_code(path, body)),  # noqa: S308 — Pygments output, escaped by it
+            )
+        )
+        for node in findings.get((path, new_line), []) if new_line != "" else []:
+            rows.append(
+                format_html(
+                    _FINDING_ROW,
+                    node.pk,
+                    node.priority.lower(),
+                    node.priority,
+                    node.title,
+                )
+            )
+    return mark_safe("".join(str(r) for r in rows))  # noqa: S308 — built with format_html
+
+
+@register.filter
+def mermaid_safe(text: str) -> str:
+    """Mermaid source goes into a <pre>: escape it so it cannot close the element."""
+    return escape(text)
