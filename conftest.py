@@ -12,7 +12,13 @@ import shutil
 
 import pytest
 
-pytest_plugins = ["tests.fixtures", "tests.fakes.fixtures", "tests.fakes.model_fixtures"]
+pytest_plugins = [
+    "tests.fixtures",
+    "tests.fakes.fixtures",
+    "tests.fakes.model_fixtures",
+    "tests.celery_support",
+    "tests.e2e.support",
+]
 
 
 def pytest_addoption(parser):

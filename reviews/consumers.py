@@ -19,7 +19,7 @@ from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
 
-SECTIONS = ("header", "axes", "findings", "streams")
+SECTIONS = ("header", "axes", "cohorts", "findings", "streams")
 
 
 class ReviewSpaceConsumer(AsyncWebsocketConsumer):
@@ -94,7 +94,12 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
         await self._send_sections(SECTIONS)
 
     async def review_stage(self, event: dict) -> None:
-        await self._send_sections(("header", "streams"))
+        sections = (
+            ("header", "streams", "cohorts")
+            if event.get("stage") == "reviewers"
+            else ("header", "streams")
+        )
+        await self._send_sections(sections)
 
     async def review_axis_changed(self, event: dict) -> None:
         await self._send_sections(("axes", "header"))

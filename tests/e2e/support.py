@@ -1,0 +1,93 @@
+"""Browser-test support: a live ASGI server (daphne, HTTP + websockets) and headless Chromium.
+
+The server runs in a forked process that inherits the test database settings, so pages see
+what the test committed; websockets work because it is the real ASGI application.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+from channels.testing.live import make_application
+from daphne.testing import DaphneProcess
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.db import connections
+
+from tests.fixtures import PASSWORD
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+AXE = Path(__file__).resolve().parents[2] / "static" / "vendor" / "axe-core" / "axe.min.js"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def _forget_inherited_connections() -> None:
+    # The child must not use (or close) the parent's database sockets: open its own.
+    for connection in connections.all(initialized_only=True):
+        connection.connection = None
+
+
+@pytest.fixture
+def asgi_server(transactional_db, settings) -> Iterator[str]:
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "localhost", "127.0.0.1"]
+    connections.close_all()
+    process = DaphneProcess(
+        "127.0.0.1",
+        partial(make_application, static_wrapper=ASGIStaticFilesHandler),
+        setup=_forget_inherited_connections,
+    )
+    process.start()
+    if not process.ready.wait(timeout=30):
+        process.terminate()
+        raise RuntimeError("the live ASGI server did not start")
+    try:
+        yield f"http://127.0.0.1:{process.port.value}"
+    finally:
+        process.terminate()
+        process.join(timeout=10)
+
+
+@pytest.fixture
+def browser():
+    # Playwright drives its own event loop in this thread; the ORM calls the tests make between
+    # browser steps are ordinary synchronous calls.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def login(browser, base_url: str, email: str, password: str = PASSWORD):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("input[name=login]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+    return page
+
+
+def axe_violations(page, impacts=("serious", "critical")) -> list[dict]:
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+        for v in result["violations"]
+        if v["impact"] in impacts
+    ]
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,122 @@
+"""The guided review in real headless Chromium (issue: guided review, must show)."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings as django_settings
+
+from reviews.models import ReviewNode, ReviewSpace
+from reviews.pipeline.runner import run_inline
+from reviews.sample_repo import create_sample_repository
+from reviews.services.requests import review_request
+from tests.e2e.support import axe_violations, login, screenshot
+from tests.reviews import pipeline_scenarios as scenario
+from workspaces.models import Repository
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def shop_repo(settings, tmp_path, workspace):
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    settings.QUORUM_LLM_PROVIDER = ""
+    base, head = create_sample_repository(tmp_path / "shop")
+    repo = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str((tmp_path / "shop").resolve())
+    )
+    return repo, base, head
+
+
+@pytest.fixture
+def reviewed(shop_repo, alice, member_factory, workspace):
+    repo, base, head = shop_repo
+    member_factory(workspace, "reviewer", "bob@example.com")
+    review_round = run_inline(
+        review_request(
+            repository=repo, actor=alice, base=base, head=head, tier="balanced", queue=False
+        ).pk
+    )
+    assert review_round.state == "finished"
+    return review_round.space
+
+
+def test_reading_a_review_dismissing_and_a_second_browser_seeing_it_live(
+    reviewed, asgi_server, browser, workspace
+):
+    url = f"{asgi_server}/w/{workspace.slug}/reviews/{reviewed.pk}/"
+    alice = login(browser, asgi_server, "alice@example.com")
+    bob = login(browser, asgi_server, "bob@example.com")
+    for page in (alice, bob):
+        page.goto(url)
+        page.evaluate("window.__loadedOnce = true")
+    alice.wait_for_selector("text=Block")
+    assert alice.locator("#review-axes").inner_text().count("apiContract") == 1
+    assert alice.locator("article.cohort").count() >= 1
+    assert "code graph" in alice.locator("article.cohort").first.inner_text()
+
+    below = alice.locator("details.below-threshold")
+    below.locator("> summary").click()
+    assert below.locator("article.node").first.is_visible()
+
+    target = ReviewNode.objects.filter(
+        space=reviewed, priority="P2", duplicate_of__isnull=True
+    ).first()
+    card = alice.locator(f"#node-{target.pk}")
+    card.locator("input[name=reason]").fill("The ORM escapes this already")
+    card.locator("button[value=dismiss]").click()
+    alice.wait_for_selector(f"#node-{target.pk}.node-dismissed", timeout=5000)
+
+    # Bob's page was never reloaded; the change arrives over the websocket within a second.
+    bob.wait_for_selector(f"#node-{target.pk}.node-dismissed", timeout=2000)
+    assert bob.evaluate("window.__loadedOnce") is True
+    assert ReviewNode.objects.get(pk=target.pk).status == "dismissed"
+    screenshot(alice, "review-page")
+
+
+def test_the_list_and_the_review_page_have_no_serious_accessibility_violations(
+    reviewed, asgi_server, browser, workspace
+):
+    page = login(browser, asgi_server, "alice@example.com")
+    page.goto(f"{asgi_server}/w/{workspace.slug}/reviews/")
+    assert axe_violations(page) == []
+    page.goto(f"{asgi_server}/w/{workspace.slug}/reviews/{reviewed.pk}/")
+    page.wait_for_selector("#review-findings")
+    assert axe_violations(page) == []
+
+
+@pytest.fixture
+def live_pipeline(settings, fake_model, request):
+    """Reviewers on the fake model, slowed down so findings arrive after the page is open."""
+    scenario.model_settings(settings, fake_model)
+    scenario.install(fake_model, latency=1.0)
+    if django_settings.REDIS_URL:  # the full stack: the pipeline runs on a Celery worker
+        request.getfixturevalue("worker_factory")()
+
+
+def test_starting_a_review_from_the_form_and_watching_findings_arrive(
+    shop_repo, live_pipeline, asgi_server, browser, workspace, alice
+):
+    repo, base, head = shop_repo
+    page = login(browser, asgi_server, "alice@example.com")
+    page.goto(f"{asgi_server}/w/{workspace.slug}/reviews/")
+    form = page.locator("section[aria-labelledby=new-review-title] form")
+    form.locator("select[name=repository]").select_option(str(repo.pk))
+    form.locator("input[name=base]").fill(base)
+    form.locator("input[name=head]").fill(head)
+    form.locator("button:has-text('Start review')").click()
+    try:
+        page.wait_for_url("**/reviews/*/", timeout=15000)
+    except Exception:
+        raise AssertionError(page.locator("main").inner_text()[-1500:]) from None
+    page.evaluate("window.__loadedOnce = true")
+    space = ReviewSpace.objects.get()
+    initial = page.locator("article.node").count()
+    page.wait_for_function(
+        f"document.querySelectorAll('article.node').length > {initial}", timeout=60000
+    )
+    page.wait_for_selector("ol.ladder li.current:has-text('Awaiting approval')", timeout=90000)
+    assert page.evaluate("window.__loadedOnce") is True  # live updates, no reload
+    assert ReviewNode.objects.filter(space=space, stream__name="implementation").exists()
+    assert page.locator("article.cohort").count() >= 1  # the cohorts arrived live too
+    screenshot(page, "review-started-live")
