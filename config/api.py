@@ -51,8 +51,10 @@ def _forbidden(request, exc):
     return api.create_response(request, {"detail": str(exc) or "Forbidden."}, status=403)
 
 
+from guardrails.api import router as guardrails_router  # noqa: E402
 from reviews.api import router as reviews_router  # noqa: E402
 from workspaces.api import router as workspaces_router  # noqa: E402
 
 api.add_router("/workspaces", workspaces_router)
 api.add_router("/workspaces", reviews_router)
+api.add_router("/workspaces", guardrails_router)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.urls import path
 
+from guardrails.consumers import ApprovalsConsumer
 from reviews.consumers import ReviewSpaceConsumer
 
 websocket_urlpatterns: list = [
     path("ws/reviews/<int:space_id>/", ReviewSpaceConsumer.as_asgi()),
+    path("ws/approvals/<slug:slug>/", ApprovalsConsumer.as_asgi()),
 ]

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
+
+from guardrails import rules
 
 
 class AppendOnlyError(RuntimeError):
@@ -96,3 +99,114 @@ class AuditEvent(models.Model):
             "ip": self.ip,
             "user_agent": self.user_agent,
         }
+
+
+class ActionPolicy(models.Model):
+    """Per workspace and action class: allow, require approval (the default) or deny."""
+
+    Policy = models.TextChoices(
+        "Policy", {p.name: (p.value, p.value.replace("_", " ")) for p in rules.Policy}
+    )
+
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="action_policies"
+    )
+    action_class = models.CharField(max_length=50)
+    policy = models.CharField(
+        max_length=20, choices=Policy.choices, default=rules.Policy.REQUIRE_APPROVAL.value
+    )
+    approvals_required = models.PositiveSmallIntegerField(default=1)
+    expires_after_minutes = models.PositiveIntegerField(default=60)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "action_class"], name="policy_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action_class}: {self.policy}"
+
+
+class ApprovalRequest(models.Model):
+    Status = models.TextChoices("Status", {s.name: (s.value, s.value) for s in rules.Status})
+
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="approval_requests"
+    )
+    action_class = models.CharField(max_length=50)
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    target_type = models.CharField(max_length=50)
+    target_id = models.CharField(max_length=64)
+    target_label = models.CharField(max_length=300)
+    payload = models.JSONField()
+    payload_hash = models.CharField(max_length=64)
+    head_sha = models.CharField(max_length=40, blank=True)
+    status = models.CharField(
+        max_length=12, choices=Status.choices, default=rules.Status.PENDING.value
+    )
+    approvals_required = models.PositiveSmallIntegerField(default=1)
+    expires_at = models.DateTimeField()
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["workspace", "status"], name="approval_ws_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action_class} #{self.pk} ({self.status})"
+
+
+class ApprovalDecision(models.Model):
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
+    approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    decision = models.CharField(max_length=10)  # approve | deny
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request", "approver"], name="one_decision_per_approver"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.approver} {self.decision}"
+
+
+class Execution(models.Model):
+    """At most one per request: the unique row is what makes execution happen once."""
+
+    request = models.OneToOneField(
+        ApprovalRequest, on_delete=models.CASCADE, related_name="execution"
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"execution of {self.request_id}"
+
+
+class ApproverPresence(models.Model):
+    """An open approvals-inbox socket. Shared through the database so every web process sees
+    every approver; a row not refreshed within the expiry no longer counts."""
+
+    channel_name = models.CharField(max_length=200, unique=True)
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "last_seen"], name="presence_ws_seen_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user} present in {self.workspace_id}"

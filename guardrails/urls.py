@@ -6,5 +6,10 @@ app_name = "guardrails"
 
 urlpatterns = [
     path("w/<slug:slug>/approvals/", views.approvals, name="approvals"),
+    path(
+        "w/<slug:slug>/approvals/<int:request_id>/decide/", views.approval_decision, name="decide"
+    ),
     path("w/<slug:slug>/audit/", views.audit, name="audit"),
+    path("w/<slug:slug>/audit/export.<str:fmt>", views.audit_export, name="audit_export"),
+    path("w/<slug:slug>/settings/guardrails/", views.guardrail_settings, name="settings"),
 ]

@@ -1,26 +1,245 @@
+"""Approvals inbox, audit trail and guardrail settings. Thin: services decide, pages show."""
+
 from __future__ import annotations
 
-from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+import csv
+import json
+from datetime import datetime, time
 
-from guardrails.models import AuditEvent
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_date
+from django.views.decorators.http import require_http_methods, require_POST
+
+from guardrails import rules
+from guardrails.actions import REGISTRY
+from guardrails.audit import chain_name
+from guardrails.models import ApprovalRequest, AuditEvent
+from guardrails.presence import present_approvers
+from guardrails.selectors import audit_chain_verify
+from guardrails.services import approval_decide, policy_for, policy_update
 from workspaces.models import Membership
-from workspaces.permissions import require
-from workspaces.rules import Perm
+from workspaces.permissions import allows, require
+from workspaces.rules import Perm, RuleError
 from workspaces.views import member_view
+
+
+def inbox_context(membership: Membership) -> dict:
+    ws = membership.workspace
+    pending = list(
+        ApprovalRequest.objects.filter(
+            workspace=ws, status=rules.Status.PENDING, expires_at__gt=timezone.now()
+        )
+        .select_related("requester")
+        .order_by("created_at")
+    )
+    recent = list(
+        ApprovalRequest.objects.filter(workspace=ws)
+        .exclude(pk__in=[r.pk for r in pending])
+        .select_related("requester")
+        .prefetch_related("decisions__approver")[:20]
+    )
+    return {
+        "workspace": ws,
+        "membership": membership,
+        "pending": pending,
+        "recent": recent,
+        "previews": {r.pk: _preview(r) for r in pending},
+        "can_decide": allows(membership, Perm.DECIDE_APPROVAL),
+        "approvers_present": len(present_approvers(workspace_id=ws.pk)),
+    }
+
+
+def _preview(request: ApprovalRequest):
+    if request.action_class != "prPublish":
+        return None
+    from reviews.models import ReviewSpace
+    from reviews.services.publishing import PublishError, publish_preview
+
+    space = ReviewSpace.objects.filter(pk=request.payload["space"]).first()
+    if space is None:
+        return None
+    try:
+        return publish_preview(
+            space=space,
+            selection=request.payload["selection"],
+            approve_on_ship=request.payload["approve_on_ship"],
+        )
+    except PublishError:
+        return None
 
 
 @member_view
 def approvals(request: HttpRequest, membership: Membership) -> HttpResponse:
-    context = {"workspace": membership.workspace, "membership": membership}
-    return render(request, "guardrails/approvals.html", context)
+    return render(request, "guardrails/approvals.html", inbox_context(membership))
+
+
+@member_view
+@require_POST
+def approval_decision(
+    request: HttpRequest, membership: Membership, request_id: int
+) -> HttpResponse:
+    require(
+        membership, Perm.DECIDE_APPROVAL, attempted="decide on approval requests", request=request
+    )
+    approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    try:
+        approval_decide(
+            request=approval,
+            approver=request.user,
+            decision=request.POST.get("decision", ""),
+            reason=request.POST.get("reason", "")[:2000],
+            http_request=request,
+        )
+    except RuleError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Request #{approval.pk}: {request.POST.get('decision')}d.")
+    return redirect("guardrails:approvals", membership.workspace.slug)
+
+
+# -- audit -----------------------------------------------------------------------------------
+
+
+def _audit_filtered(request: HttpRequest, membership: Membership):
+    events = AuditEvent.objects.filter(workspace=membership.workspace)
+    q = request.GET
+    if q.get("actor"):
+        events = events.filter(actor_label__icontains=q["actor"])
+    if q.get("action"):
+        events = events.filter(action__startswith=q["action"])
+    if q.get("target"):
+        events = events.filter(Q(target_label__icontains=q["target"]) | Q(target_id=q["target"]))
+    for key, bound, edge in (
+        ("since", "created_at__gte", time.min),
+        ("until", "created_at__lte", time.max),
+    ):
+        day = parse_date(q.get(key, "") or "")
+        if day:
+            events = events.filter(**{bound: timezone.make_aware(datetime.combine(day, edge))})
+    return events.order_by("-seq")
 
 
 @member_view
 def audit(request: HttpRequest, membership: Membership) -> HttpResponse:
     require(membership, Perm.VIEW_AUDIT, attempted="read the audit trail", request=request)
-    events = AuditEvent.objects.filter(workspace=membership.workspace).order_by("-seq")
+    events = _audit_filtered(request, membership)
     page = Paginator(events, 50).get_page(request.GET.get("page"))
-    context = {"workspace": membership.workspace, "membership": membership, "page": page}
+    checked, broken = audit_chain_verify(chain=chain_name(membership.workspace))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "workspace": membership.workspace,
+        "membership": membership,
+        "page": page,
+        "filters": request.GET,
+        "query": query.urlencode(),
+        "chain_checked": checked,
+        "chain_broken": broken,
+    }
     return render(request, "guardrails/audit.html", context)
+
+
+_EXPORT_FIELDS = (
+    "seq",
+    "created_at",
+    "actor_label",
+    "action",
+    "target_type",
+    "target_id",
+    "target_label",
+    "payload",
+    "ip",
+    "hash",
+)
+
+
+def _export_rows(events):
+    for e in events.iterator(chunk_size=1000):
+        yield {
+            "seq": e.seq,
+            "created_at": e.created_at.isoformat(),
+            "actor_label": e.actor_label,
+            "action": e.action,
+            "target_type": e.target_type,
+            "target_id": e.target_id,
+            "target_label": e.target_label,
+            "payload": e.payload,
+            "ip": e.ip or "",
+            "hash": e.hash,
+        }
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+@member_view
+def audit_export(request: HttpRequest, membership: Membership, fmt: str) -> HttpResponse:
+    """CSV or JSON Lines, streamed row by row: constant memory whatever the trail's size."""
+    require(membership, Perm.VIEW_AUDIT, attempted="export the audit trail", request=request)
+    if fmt not in ("csv", "jsonl"):
+        raise Http404("Export as .csv or .jsonl.")
+    events = _audit_filtered(request, membership).order_by("seq")
+    name = f"quorum-audit-{membership.workspace.slug}"
+    if fmt == "csv":
+        writer = csv.DictWriter(_Echo(), fieldnames=_EXPORT_FIELDS)
+
+        def lines():
+            yield writer.writeheader()
+            for row in _export_rows(events):
+                yield writer.writerow(
+                    {**row, "payload": json.dumps(row["payload"], sort_keys=True)}
+                )
+
+        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+        return response
+    response = StreamingHttpResponse(
+        (json.dumps(row, sort_keys=True) + "\n" for row in _export_rows(events)),
+        content_type="application/x-ndjson",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{name}.jsonl"'
+    return response
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
+    ws = membership.workspace
+    if request.method == "POST":
+        require(
+            membership, Perm.MANAGE_RULES, attempted="change guardrail policies", request=request
+        )
+        try:
+            policy_update(
+                workspace=ws,
+                action=request.POST.get("action_class", ""),
+                policy=request.POST.get("policy", ""),
+                approvals_required=int(request.POST.get("approvals_required") or 1),
+                expires_after_minutes=int(request.POST.get("expires_after_minutes") or 60),
+                actor=request.user,
+                http_request=request,
+            )
+        except (RuleError, ValueError) as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Policy saved.")
+        return redirect("guardrails:settings", ws.slug)
+    policies = [(spec, policy_for(ws, name)) for name, spec in REGISTRY.items()]
+    context = {
+        "workspace": ws,
+        "membership": membership,
+        "policies": policies,
+        "choices": [(p.value, p.value.replace("_", " ")) for p in rules.Policy],
+        "can_edit": allows(membership, Perm.MANAGE_RULES),
+    }
+    return render(request, "guardrails/settings.html", context)

@@ -20,4 +20,5 @@ urlpatterns = [
     ),
     path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
     path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
+    path("w/<slug:slug>/reviews/<int:space_id>/publish/", views.publish, name="publish"),
 ]

@@ -9,6 +9,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from guardrails.audit import Target
+from guardrails.models import ApprovalRequest
+from guardrails.services import checkpoint
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import LADDER
@@ -17,6 +20,7 @@ from reviews.models import CohortProgress, ReviewNode, ReviewSpace
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
+from reviews.services.publishing import PublishError, publish_preview
 from reviews.services.requests import ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, round_cancel, round_supply_request
 from workspaces.models import Membership
@@ -119,6 +123,12 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         "cohorts_read": sum(1 for c in cohorts if c["key"] in read_keys),
         "process_blocked": blocked,
         "can_start": allows(membership, Perm.START_REVIEW),
+        "can_publish": allows(membership, Perm.REQUEST_PUBLISH),
+        "publication": ApprovalRequest.objects.filter(
+            workspace=membership.workspace, target_type="reviewspace", target_id=str(space.pk)
+        )
+        .select_related("requester")
+        .first(),
         "ladder": [(s.value, s.value.replace("_", " ")) for s in LADDER],
         "node_actions": actions,
         "main_nodes": [n for n in page.nodes if n.pk in main_ids],
@@ -229,3 +239,62 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
     except RoundError as exc:
         messages.error(request, str(exc))
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
+
+
+def _publish_payload(
+    space: ReviewSpace, *, selection: str, approve_on_ship: bool
+) -> tuple[dict, object]:
+    plan = publish_preview(space=space, selection=selection, approve_on_ship=approve_on_ship)
+    review_round = space.rounds.order_by("-number").first()
+    payload = {
+        "space": space.pk,
+        "round": review_round.number,
+        "head_sha": review_round.head_sha,
+        "selection": selection,
+        "event": plan.event,
+        "approve_on_ship": approve_on_ship,
+    }
+    return payload, plan
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def publish(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """Preview the GitHub review, then ask the guardrails checkpoint to publish it (§3.11)."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    if space.status != "awaiting_approval":
+        messages.error(request, "A review can be published only while it is awaiting approval.")
+        return redirect("reviews:detail", membership.workspace.slug, space.pk)
+    try:
+        payload, plan = _publish_payload(space, selection="all_open", approve_on_ship=True)
+    except PublishError as exc:
+        messages.error(request, str(exc))
+        return redirect("reviews:detail", membership.workspace.slug, space.pk)
+    if request.method == "POST":
+        require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
+        result = checkpoint(
+            action="prPublish",
+            actor=request.user,
+            workspace=membership.workspace,
+            target=Target("reviewspace", str(space.pk), str(space.pull_request)),
+            payload=payload,
+            http_request=request,
+        )
+        if result.outcome == "refused":
+            messages.error(request, result.reason)
+        elif result.outcome == "pending":
+            messages.success(
+                request, f"Publish request #{result.request.pk} is waiting for an approver."
+            )
+        else:
+            messages.success(request, "Published to GitHub.")
+        return redirect("reviews:detail", membership.workspace.slug, space.pk)
+    context = {
+        "workspace": membership.workspace,
+        "membership": membership,
+        "space": space,
+        "plan": plan,
+        "payload": payload,
+        "can_request": allows(membership, Perm.REQUEST_PUBLISH),
+    }
+    return render(request, "reviews/publish.html", context)

@@ -95,6 +95,23 @@ def _current_commentable(
     return CommentableLines.from_files(parse_unified_diff(text))
 
 
+def publish_preview(*, space: ReviewSpace, selection: str, approve_on_ship: bool) -> PublishPlan:
+    """What a publish would post, computed from the round's own diff (no call to GitHub): the
+    approver sees it before deciding; the real publish re-checks against the current diff."""
+    review_round = space.rounds.order_by("-number").first()
+    verdict = getattr(review_round, "verdict", None) if review_round else None
+    if verdict is None:
+        raise PublishError("This review has no verdict yet.")
+    commentable = CommentableLines.from_files(parse_unified_diff(review_round.diff))
+    return build_publish_plan(
+        nodes=_node_records(review_round),
+        verdict=verdict.level.capitalize(),
+        selection=selection,
+        approve_on_ship=approve_on_ship,
+        commentable=commentable,
+    )
+
+
 def _plan_summary(plan: PublishPlan) -> dict[str, Any]:
     return {
         "inline": plan.inline_ids,

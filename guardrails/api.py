@@ -1,0 +1,181 @@
+"""Guardrails API: publish requests through the checkpoint, decisions, and the audit trail."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from django.shortcuts import get_object_or_404
+from ninja import Field, Router, Schema, Status
+from pydantic import ConfigDict
+
+from guardrails.audit import Target
+from guardrails.models import ApprovalRequest, AuditEvent
+from guardrails.services import approval_decide, checkpoint
+from reviews.selectors import space_get_for_user
+from reviews.services.publishing import PublishError, publish_preview
+from workspaces.permissions import membership_get, require
+from workspaces.rules import Perm, RuleError
+
+router = Router(tags=["guardrails"])
+
+
+class Strict(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PublishIn(Strict):
+    # §3.11: the API publishes only peer-confirmed findings and never approves unless asked.
+    selection: Literal["all_open", "consensus"] = "consensus"
+    approve_on_ship: bool = False
+
+
+class DecisionIn(Strict):
+    reason: str = Field(default="", max_length=2000)
+
+
+class ApprovalOut(Schema):
+    id: int
+    action_class: str
+    status: str
+    requester: str
+    target: str
+    payload: dict
+    payload_hash: str
+    head_sha: str
+    created_at: str
+    expires_at: str
+    result: dict
+    error: str
+
+
+class AuditOut(Schema):
+    seq: int
+    created_at: str
+    actor: str
+    action: str
+    target_type: str
+    target_id: str
+    target_label: str
+    payload: dict
+    hash: str
+
+
+def _approval(r: ApprovalRequest) -> dict:
+    return {
+        "id": r.pk,
+        "action_class": r.action_class,
+        "status": r.status,
+        "requester": r.requester.email,
+        "target": r.target_label,
+        "payload": r.payload,
+        "payload_hash": r.payload_hash,
+        "head_sha": r.head_sha,
+        "created_at": r.created_at.isoformat(),
+        "expires_at": r.expires_at.isoformat(),
+        "result": r.result,
+        "error": r.error,
+    }
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/publish-requests", response={200: dict, 202: dict, 409: dict}
+)
+def publish_request(request, slug: str, space_id: int, body: PublishIn):
+    membership = membership_get(user=request.user, slug=slug)
+    require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
+    space = space_get_for_user(space_id=space_id, workspace_slug=slug)
+    if space.status != "awaiting_approval":
+        raise RuleError("A review can be published only while it is awaiting approval.")
+    try:
+        plan = publish_preview(
+            space=space, selection=body.selection, approve_on_ship=body.approve_on_ship
+        )
+    except PublishError as exc:
+        raise RuleError(str(exc)) from exc
+    review_round = space.rounds.order_by("-number").first()
+    result = checkpoint(
+        action="prPublish",
+        actor=request.user,
+        workspace=membership.workspace,
+        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
+        payload={
+            "space": space.pk,
+            "round": review_round.number,
+            "head_sha": review_round.head_sha,
+            "selection": body.selection,
+            "event": plan.event,
+            "approve_on_ship": body.approve_on_ship,
+        },
+        http_request=request,
+    )
+    if result.outcome == "refused":
+        return Status(409, {"detail": result.reason})
+    if result.outcome == "pending":
+        return Status(202, {"detail": result.reason, "request": _approval(result.request)})
+    return Status(200, {"detail": "executed", "result": result.result})
+
+
+@router.get("/{slug}/approvals", response=list[ApprovalOut])
+def approval_list(request, slug: str, status: str = ""):
+    membership = membership_get(user=request.user, slug=slug)
+    rows = ApprovalRequest.objects.filter(workspace=membership.workspace).select_related(
+        "requester"
+    )
+    if status:
+        rows = rows.filter(status=status)
+    return [_approval(r) for r in rows[:200]]
+
+
+@router.post("/{slug}/approvals/{request_id}/{decision}", response=ApprovalOut)
+def approval_decision(
+    request, slug: str, request_id: int, decision: Literal["approve", "deny"], body: DecisionIn
+):
+    membership = membership_get(user=request.user, slug=slug)
+    require(
+        membership, Perm.DECIDE_APPROVAL, attempted="decide on approval requests", request=request
+    )
+    approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    decided = approval_decide(
+        request=approval,
+        approver=request.user,
+        decision=decision,
+        reason=body.reason,
+        http_request=request,
+    )
+    return _approval(decided)
+
+
+@router.get("/{slug}/audit", response=list[AuditOut])
+def audit_list(
+    request,
+    slug: str,
+    action: str = "",
+    actor: str = "",
+    target: str = "",
+    limit: int = 100,
+    offset: int = 0,
+):
+    membership = membership_get(user=request.user, slug=slug)
+    require(membership, Perm.VIEW_AUDIT, attempted="read the audit trail", request=request)
+    events = AuditEvent.objects.filter(workspace=membership.workspace).order_by("-seq")
+    if action:
+        events = events.filter(action__startswith=action)
+    if actor:
+        events = events.filter(actor_label__icontains=actor)
+    if target:
+        events = events.filter(target_id=target)
+    limit = max(1, min(limit, 1000))
+    return [
+        {
+            "seq": e.seq,
+            "created_at": e.created_at.isoformat(),
+            "actor": e.actor_label,
+            "action": e.action,
+            "target_type": e.target_type,
+            "target_id": e.target_id,
+            "target_label": e.target_label,
+            "payload": e.payload,
+            "hash": e.hash,
+        }
+        for e in events[offset : offset + limit]
+    ]

@@ -1,0 +1,41 @@
+"""Live notifications for approval requests: the inbox group, and the review's own page."""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+
+def approvals_group(workspace_id: int) -> str:
+    return f"approvals-{workspace_id}"
+
+
+def approvals_emit(request, kind: str) -> None:
+    """Called after commit. A lost notification never undoes a decision."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    messages = [
+        (
+            approvals_group(request.workspace_id),
+            {"type": "approvals.changed", "request": request.pk, "kind": kind},
+        )
+    ]
+    if request.target_type == "reviewspace":
+        from reviews.events import space_group
+
+        messages.append(
+            (
+                space_group(int(request.target_id)),
+                {"type": "review.published", "request": request.pk, "kind": kind},
+            )
+        )
+    for group, message in messages:
+        try:
+            async_to_sync(layer.group_send)(group, message)
+        except Exception:
+            log.exception("could not notify %s", group)

@@ -1,0 +1,123 @@
+"""The approval rules as a pure state machine (DESIGN.md §3.12). No Django here.
+
+pending → approved | denied | expired | cancelled; approved → executed | failed.
+- the requester never approves their own request;
+- an approver must hold the approver role (or admin/owner) when deciding;
+- a request past its expiry, or whose pull request moved to a new head, never executes;
+- a request executes at most once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+
+from workspaces.rules import Perm, role_allows
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    EXECUTED = "executed"
+    FAILED = "failed"
+
+
+TERMINAL = frozenset(
+    {Status.DENIED, Status.EXPIRED, Status.CANCELLED, Status.EXECUTED, Status.FAILED}
+)
+
+
+class Policy(StrEnum):
+    ALLOW = "allow"
+    REQUIRE_APPROVAL = "require_approval"
+    DENY = "deny"
+
+
+class ApprovalError(Exception):
+    """A decision or execution the rules refuse; the message says why."""
+
+
+@dataclass(frozen=True)
+class Approval:
+    requester_id: int
+    head_sha: str
+    expires_at: datetime
+    approvals_required: int = 1
+    status: Status = Status.PENDING
+    approvers: frozenset[int] = field(default_factory=frozenset)
+    executions: int = 0
+
+
+def _open_check(approval: Approval, now: datetime) -> None:
+    if approval.status in TERMINAL:
+        raise ApprovalError(f"The request is {approval.status.value}.")
+    if now >= approval.expires_at:
+        raise ApprovalError("The request has expired.")
+
+
+def approve(
+    approval: Approval, *, approver_id: int, approver_role: str | None, now: datetime
+) -> Approval:
+    _open_check(approval, now)
+    if approval.status is not Status.PENDING:
+        raise ApprovalError(f"The request is already {approval.status.value}.")
+    if approver_id == approval.requester_id:
+        raise ApprovalError("You asked for this: someone else has to approve it.")
+    if not role_allows(approver_role, Perm.DECIDE_APPROVAL):
+        raise ApprovalError("Approving needs the approver role (or admin or owner).")
+    if approver_id in approval.approvers:
+        raise ApprovalError("You already approved this request.")
+    approvers = approval.approvers | {approver_id}
+    status = Status.APPROVED if len(approvers) >= approval.approvals_required else Status.PENDING
+    return replace(approval, approvers=approvers, status=status)
+
+
+def deny(
+    approval: Approval, *, approver_id: int, approver_role: str | None, now: datetime
+) -> Approval:
+    _open_check(approval, now)
+    if approval.status is not Status.PENDING:
+        raise ApprovalError(f"The request is already {approval.status.value}.")
+    if (
+        not role_allows(approver_role, Perm.DECIDE_APPROVAL)
+        and approver_id != approval.requester_id
+    ):
+        raise ApprovalError("Denying needs the approver role (or admin or owner).")
+    # A requester withdrawing their own request is a cancellation, not a denial.
+    return replace(
+        approval, status=Status.CANCELLED if approver_id == approval.requester_id else Status.DENIED
+    )
+
+
+def expire(approval: Approval, *, now: datetime) -> Approval:
+    if approval.status in (Status.PENDING, Status.APPROVED) and now >= approval.expires_at:
+        return replace(approval, status=Status.EXPIRED)
+    return approval
+
+
+def check_executable(approval: Approval, *, current_head_sha: str, now: datetime) -> None:
+    """Raise unless the request may execute now: approved, fresh, never executed."""
+    if approval.executions:
+        raise ApprovalError("The request was already executed.")
+    if approval.status is not Status.APPROVED:
+        raise ApprovalError(
+            f"Only an approved request executes (this one is {approval.status.value})."
+        )
+    if now >= approval.expires_at:
+        raise ApprovalError("The request expired before it could execute.")
+    if current_head_sha != approval.head_sha:
+        raise ApprovalError(
+            "The pull request has a new head since the request was made: the approval is stale."
+        )
+
+
+def executed(approval: Approval, *, ok: bool) -> Approval:
+    return replace(
+        approval,
+        status=Status.EXECUTED if ok else Status.FAILED,
+        executions=approval.executions + 1,
+    )

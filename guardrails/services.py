@@ -1,0 +1,403 @@
+"""The checkpoint and the approval requests: the one path from a person's wish to a mutation.
+
+`checkpoint` is what every mutating action calls. Approval status changes only here, each
+transition checked by the pure rules (guardrails/rules.py) and audited (§3.12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from guardrails import rules
+from guardrails.actions import action_class
+from guardrails.audit import SYSTEM, Actor, Target, audit_record
+from guardrails.models import ActionPolicy, ApprovalDecision, ApprovalRequest, Execution
+from guardrails.presence import present_approvers
+from workspaces.models import Membership, Workspace
+from workspaces.rules import RuleError
+
+log = logging.getLogger(__name__)
+
+NO_APPROVER = (
+    "No approver is connected; publishing is blocked. "
+    "Ask an approver to open the approvals inbox, then try again."
+)
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    outcome: str  # allowed | pending | refused
+    reason: str = ""
+    request: ApprovalRequest | None = None
+    result: dict[str, Any] | None = None
+
+
+def payload_hash(action: str, payload: dict[str, Any]) -> str:
+    canonical = json.dumps(
+        {"action": action, "payload": payload}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def policy_for(workspace: Workspace, action: str) -> ActionPolicy:
+    policy = ActionPolicy.objects.filter(workspace=workspace, action_class=action).first()
+    if policy is not None:
+        return policy
+    default = rules.Policy.REQUIRE_APPROVAL if action_class(action).mutating else rules.Policy.ALLOW
+    return ActionPolicy(workspace=workspace, action_class=action, policy=default.value)
+
+
+def _machine(request: ApprovalRequest) -> rules.Approval:
+    approvers = frozenset(
+        request.decisions.filter(decision="approve").values_list("approver_id", flat=True)
+    )
+    return rules.Approval(
+        requester_id=request.requester_id,
+        head_sha=request.head_sha,
+        expires_at=request.expires_at,
+        approvals_required=request.approvals_required,
+        status=rules.Status(request.status),
+        approvers=approvers,
+        executions=1 if Execution.objects.filter(request=request).exists() else 0,
+    )
+
+
+def _audit(
+    request: ApprovalRequest, action: str, actor: Actor, http_request: Any = None, **extra: Any
+) -> None:
+    audit_record(
+        action=action,
+        actor=actor,
+        workspace=request.workspace,
+        target=Target(request.target_type, request.target_id, request.target_label),
+        payload={
+            "request": request.pk,
+            "action_class": request.action_class,
+            "payload_hash": request.payload_hash,
+            "head_sha": request.head_sha,
+            "requester": request.requester.email,
+            **extra,
+        },
+        request=http_request,
+    )
+
+
+def _notify(request: ApprovalRequest, kind: str) -> None:
+    from guardrails.events import approvals_emit
+
+    approvals_emit(request, kind)
+
+
+def checkpoint(
+    *,
+    action: str,
+    actor: Any,
+    workspace: Workspace,
+    target: Target,
+    payload: dict[str, Any],
+    http_request: Any = None,
+) -> CheckpointResult:
+    """Decide what happens to a mutating action: run it, ask for approval, or refuse."""
+    spec = action_class(action)
+    try:
+        clean = spec.payload.model_validate(payload).model_dump()
+    except ValidationError as exc:
+        raise RuleError(f"Invalid {action} payload: {exc.errors()[0]['msg']}") from exc
+    policy = policy_for(workspace, action)
+    who = Actor.of(actor)
+    base = {"action_class": action, "payload": clean, "policy": policy.policy}
+    if policy.policy == rules.Policy.DENY:
+        reason = f"The workspace policy denies {spec.description.lower()}."
+        audit_record(
+            action="checkpoint.refused",
+            actor=who,
+            workspace=workspace,
+            target=target,
+            payload={**base, "reason": reason},
+            request=http_request,
+        )
+        return CheckpointResult("refused", reason)
+    if policy.policy == rules.Policy.ALLOW:
+        audit_record(
+            action="checkpoint.allowed",
+            actor=who,
+            workspace=workspace,
+            target=target,
+            payload=base,
+            request=http_request,
+        )
+        result = spec.execute(clean, actor)
+        audit_record(
+            action=f"{action}.executed",
+            actor=who,
+            workspace=workspace,
+            target=target,
+            payload={**base, "result": result},
+            request=http_request,
+        )
+        return CheckpointResult("allowed", result=result)
+    # require_approval: fail closed when nobody but the requester could approve right now.
+    if not present_approvers(workspace_id=workspace.pk, exclude_user_id=actor.pk):
+        audit_record(
+            action="checkpoint.refused",
+            actor=who,
+            workspace=workspace,
+            target=target,
+            payload={**base, "reason": NO_APPROVER},
+            request=http_request,
+        )
+        return CheckpointResult("refused", NO_APPROVER)
+    digest = payload_hash(action, clean)
+    with transaction.atomic():
+        existing = ApprovalRequest.objects.filter(
+            workspace=workspace,
+            payload_hash=digest,
+            status__in=[rules.Status.PENDING, rules.Status.APPROVED],
+        ).first()
+        if existing is not None:
+            return CheckpointResult("pending", "An identical request is already waiting.", existing)
+        request = ApprovalRequest.objects.create(
+            workspace=workspace,
+            action_class=action,
+            requester=actor,
+            target_type=target.type,
+            target_id=target.id,
+            target_label=target.label[:300],
+            payload=clean,
+            payload_hash=digest,
+            head_sha=clean.get("head_sha", ""),
+            approvals_required=policy.approvals_required,
+            expires_at=timezone.now() + timedelta(minutes=policy.expires_after_minutes),
+        )
+        _audit(request, "approval.requested", who, http_request, payload=clean)
+        transaction.on_commit(lambda: _notify(request, "requested"))
+    return CheckpointResult("pending", "Waiting for an approver.", request)
+
+
+def approval_decide(
+    *,
+    request: ApprovalRequest,
+    approver: Any,
+    decision: str,
+    reason: str = "",
+    http_request: Any = None,
+) -> ApprovalRequest:
+    """Record an approval or a denial; the last required approval queues the execution.
+    A refused decision (self-approval, wrong role, expired…) changes nothing and is audited."""
+    if decision not in ("approve", "deny"):
+        raise RuleError("Decide with approve or deny.")
+    now = timezone.now()
+    error = None
+    with transaction.atomic():
+        locked = (
+            ApprovalRequest.objects.select_for_update(of=("self",))
+            .select_related("workspace", "requester")
+            .get(pk=request.pk)
+        )
+        role = (
+            Membership.objects.filter(workspace=locked.workspace, user=approver)
+            .values_list("role", flat=True)
+            .first()
+        )
+        machine = _machine(locked)
+        if (
+            rules.expire(machine, now=now).status is rules.Status.EXPIRED
+            and machine.status is not rules.Status.EXPIRED
+        ):
+            _set_status(locked, rules.Status.EXPIRED, "approval.expired", SYSTEM)
+            error = "The request has expired."
+        else:
+            step = rules.approve if decision == "approve" else rules.deny
+            try:
+                after = step(machine, approver_id=approver.pk, approver_role=role, now=now)
+                with transaction.atomic():
+                    ApprovalDecision.objects.create(
+                        request=locked, approver=approver, decision=decision, reason=reason
+                    )
+            except rules.ApprovalError as exc:
+                error = str(exc)
+            except IntegrityError:
+                error = "You already decided on this request."
+            else:
+                locked.decided_at = now
+                _set_status(
+                    locked,
+                    after.status,
+                    _DECISION_AUDIT.get(after.status, "approval.recorded"),
+                    Actor.of(approver),
+                    http_request,
+                    reason=reason,
+                    approver=approver.email,
+                )
+                if after.status is rules.Status.APPROVED:
+                    transaction.on_commit(lambda: _queue_execution(locked.pk))
+    if error is not None:
+        with transaction.atomic():
+            _audit(
+                locked,
+                "approval.refused",
+                Actor.of(approver),
+                http_request,
+                decision=decision,
+                reason=error,
+            )
+        raise RuleError(error)
+    return locked
+
+
+_DECISION_AUDIT = {
+    rules.Status.APPROVED: "approval.approved",
+    rules.Status.DENIED: "approval.denied",
+    rules.Status.CANCELLED: "approval.cancelled",
+}
+
+
+def _set_status(
+    request: ApprovalRequest,
+    status: rules.Status,
+    audit_action: str,
+    actor: Actor,
+    http_request: Any = None,
+    **extra: Any,
+) -> None:
+    request.status = status.value
+    request.save(update_fields=["status", "decided_at", "executed_at", "result", "error"])
+    _audit(request, audit_action, actor, http_request, **extra)
+    transaction.on_commit(lambda: _notify(request, status.value))
+
+
+def _queue_execution(request_id: int) -> None:
+    from config.background import submit_now
+    from guardrails.tasks import approval_execute_task
+
+    submit_now(approval_execute_task, request_id)
+
+
+def approval_execute(*, request_id: int) -> ApprovalRequest:
+    """Run an approved request exactly once; stale, expired or already-run requests refuse."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = (
+            ApprovalRequest.objects.select_for_update(of=("self",))
+            .select_related("workspace", "requester")
+            .get(pk=request_id)
+        )
+        if locked.status != rules.Status.APPROVED:
+            # Already executed, failed or expired: a redelivery or a double click does nothing.
+            return locked
+        spec = action_class(locked.action_class)
+        try:
+            rules.check_executable(
+                _machine(locked), current_head_sha=spec.current_head(locked.payload), now=now
+            )
+        except rules.ApprovalError as exc:
+            locked.error = str(exc)
+            status = rules.Status.EXPIRED if "expired" in str(exc) else rules.Status.FAILED
+            _set_status(
+                locked,
+                status,
+                "approval.stale" if "stale" in str(exc) else f"approval.{status.value}",
+                SYSTEM,
+                reason=str(exc),
+            )
+            return locked
+        try:
+            with transaction.atomic():
+                Execution.objects.create(request=locked)
+        except IntegrityError:
+            return locked
+    try:
+        result = spec.execute(locked.payload, locked.requester)
+    except Exception as exc:
+        log.exception("approved request %s failed to execute", request_id)
+        with transaction.atomic():
+            locked.error, locked.executed_at = str(exc)[:2000], timezone.now()
+            _set_status(
+                locked, rules.Status.FAILED, "approval.failed", SYSTEM, error=str(exc)[:500]
+            )
+        return locked
+    with transaction.atomic():
+        locked.result, locked.executed_at = result, timezone.now()
+        approvers = list(
+            locked.decisions.filter(decision="approve").values_list("approver__email", flat=True)
+        )
+        _set_status(
+            locked,
+            rules.Status.EXECUTED,
+            f"{locked.action_class}.executed",
+            Actor("app", None, "quorum (app identity)"),
+            approvers=approvers,
+            result=result,
+        )
+    return locked
+
+
+def approvals_expire_due() -> int:
+    now = timezone.now()
+    expired = 0
+    for request in ApprovalRequest.objects.filter(
+        status__in=[rules.Status.PENDING, rules.Status.APPROVED], expires_at__lte=now
+    ).select_related("workspace", "requester"):
+        with transaction.atomic():
+            _set_status(request, rules.Status.EXPIRED, "approval.expired", SYSTEM)
+            expired += 1
+    return expired
+
+
+def policy_update(
+    *,
+    workspace: Workspace,
+    action: str,
+    policy: str,
+    approvals_required: int,
+    expires_after_minutes: int,
+    actor: Any,
+    http_request: Any = None,
+) -> ActionPolicy:
+    action_class(action)
+    if policy not in rules.Policy.__members__.values():
+        raise RuleError(f"Unknown policy {policy!r}; use allow, require_approval or deny.")
+    if not 1 <= approvals_required <= 5:
+        raise RuleError("Approvals required must be between 1 and 5.")
+    if not 5 <= expires_after_minutes <= 7 * 24 * 60:
+        raise RuleError("Requests must expire after 5 minutes to 7 days.")
+    with transaction.atomic():
+        current = policy_for(workspace, action)
+        before = {
+            "policy": current.policy,
+            "approvals_required": current.approvals_required,
+            "expires_after_minutes": current.expires_after_minutes,
+        }
+        row, _ = ActionPolicy.objects.update_or_create(
+            workspace=workspace,
+            action_class=action,
+            defaults={
+                "policy": policy,
+                "approvals_required": approvals_required,
+                "expires_after_minutes": expires_after_minutes,
+            },
+        )
+        after = {
+            "policy": policy,
+            "approvals_required": approvals_required,
+            "expires_after_minutes": expires_after_minutes,
+        }
+        if before != after:
+            audit_record(
+                action="guardrails.policy_changed",
+                actor=Actor.of(actor),
+                workspace=workspace,
+                target=Target("actionpolicy", action, action),
+                payload={"before": before, "after": after},
+                request=http_request,
+            )
+    return row

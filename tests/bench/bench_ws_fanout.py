@@ -1,0 +1,451 @@
+"""Live review fan-out benchmark: `python -m tests.bench.bench_ws_fanout` (needs Redis).
+
+Runs the real ASGI application (config.asgi.application) under daphne in a subprocess bound to
+127.0.0.1 on a free port, on a scratch SQLite database shared with this process, and a Redis
+channel layer shared with it too (REDIS_URL=redis://127.0.0.1:6379/15, flushed before and
+after: that database only). It seeds one review through the services, connects 200 websocket
+clients to /ws/reviews/<id>/ with one member's session cookie, and waits for each client's
+initial page sync. Then, one change at a time, it dismisses a finding through
+reviews.services.nodes.node_dismiss in this process (which emits review.node_status to the
+space's group after commit) and times, for every client, the delay until a message holding
+that finding's card (id="node-<pk>") arrives. It reports:
+- p50 / p95 / max of that delay over all clients and changes (default 5);
+- deliveries expected (clients x changes), received, and missing (dropped or timed out);
+- the spread of one change's delays divided by the clients: each consumer renders its own
+  update, so this approximates the server's cost per connected page;
+- the channel layer used, and how long connecting all clients took.
+The clients are a minimal RFC 6455 client over asyncio streams (no websocket library is a
+dependency): handshake, unmasked server frames read, pings answered, masked close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import secrets
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REDIS_URL = "redis://127.0.0.1:6379/15"
+SCRATCH = Path(tempfile.mkdtemp(prefix="quorum-bench-"))
+BASE_DIR = Path(__file__).resolve().parents[2]
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ["QUORUM_VAR_DIR"] = str(SCRATCH)
+os.environ.pop("DATABASE_URL", None)  # the SQLite file in SCRATCH is shared with the server
+os.environ["REDIS_URL"] = REDIS_URL  # so is the channel layer (not embedded: DEBUG is off)
+os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)  # the same in both: session hashes
+os.environ["ALLOWED_HOSTS"] = "127.0.0.1,localhost"
+os.environ.pop("DEBUG", None)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from reviews.domain.types import AxisName, AxisResult  # noqa: E402
+from reviews.models import ReviewerStream, ReviewNode, ReviewRound  # noqa: E402
+from reviews.services.nodes import node_confirm, node_dismiss, node_record  # noqa: E402
+from reviews.services.spaces import (  # noqa: E402
+    pull_request_upsert,
+    round_start,
+    space_get_or_create,
+)
+from reviews.services.verdicts import axis_record, round_finalise  # noqa: E402
+from tests.fixtures import node_payload  # noqa: E402
+from workspaces.models import Membership, Repository  # noqa: E402
+from workspaces.services import workspace_create  # noqa: E402
+
+STREAMS = ("implementation", "quality", "security")
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+CONNECT_CONCURRENCY = 20  # daphne closes a socket not accepted within 5 s (its default)
+
+
+# --- a minimal RFC 6455 client -------------------------------------------------------------
+
+
+class Closed(Exception):
+    pass
+
+
+class WsClient:
+    """One websocket: text messages are timestamped on arrival and kept as marker checks."""
+
+    def __init__(self, port: int, path: str, cookie: str) -> None:
+        self.port, self.path, self.cookie = port, path, cookie
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.sync = asyncio.Event()
+        self.sync_bytes = 0
+        self.messages: list[tuple[float, str]] = []  # after the sync: (arrival, text)
+        self.closed = False
+        self.close_code: int | None = None  # from the server's close frame, if it sent one
+        self.task: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        key = base64.b64encode(secrets.token_bytes(16)).decode()
+        origin = f"http://127.0.0.1:{self.port}"
+        request = (
+            f"GET {self.path} HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{self.port}\r\n"
+            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Origin: {origin}\r\nCookie: {settings.SESSION_COOKIE_NAME}={self.cookie}\r\n\r\n"
+        )
+        self.writer.write(request.encode())
+        await self.writer.drain()
+        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        status, *lines = head.split("\r\n")
+        if " 101 " not in f"{status} ":
+            raise Closed(f"handshake refused: {status}")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines)}
+        digest = hashlib.sha1((key + WS_GUID).encode()).digest()  # noqa: S324 — RFC 6455 says SHA-1
+        accept = base64.b64encode(digest).decode()
+        if headers.get("sec-websocket-accept") != accept:
+            raise Closed("bad Sec-WebSocket-Accept")
+        self.task = asyncio.create_task(self._read_loop())
+
+    async def _frame(self) -> tuple[bool, int, bytes]:
+        assert self.reader is not None
+        b0, b1 = await self.reader.readexactly(2)
+        length = b1 & 0x7F
+        if length == 126:
+            (length,) = struct.unpack("!H", await self.reader.readexactly(2))
+        elif length == 127:
+            (length,) = struct.unpack("!Q", await self.reader.readexactly(8))
+        mask = await self.reader.readexactly(4) if b1 & 0x80 else None
+        data = await self.reader.readexactly(length)
+        if mask:  # servers must not mask, but be lenient
+            data = bytes(c ^ mask[i % 4] for i, c in enumerate(data))
+        return bool(b0 & 0x80), b0 & 0x0F, data
+
+    async def _send(self, opcode: int, payload: bytes = b"") -> None:
+        assert self.writer is not None and len(payload) < 126
+        mask = secrets.token_bytes(4)
+        masked = bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+        self.writer.write(bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + masked)
+        await self.writer.drain()
+
+    async def _read_loop(self) -> None:
+        parts: list[bytes] = []
+        try:
+            while True:
+                fin, opcode, data = await self._frame()
+                if opcode == 0x9:  # ping
+                    await self._send(0xA, data)
+                    continue
+                if opcode == 0x8:  # close
+                    self.close_code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else 1005
+                    break
+                if opcode in (0x0, 0x1, 0x2):
+                    parts.append(data)
+                    if not fin:
+                        continue
+                    text = b"".join(parts).decode("utf-8", "replace")
+                    parts = []
+                    arrived = time.perf_counter()
+                    if not self.sync.is_set():
+                        self.sync_bytes = len(text.encode())
+                        self.sync.set()
+                    else:
+                        self.messages.append((arrived, text))
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        finally:
+            self.closed = True
+            self.sync.set()  # wake a waiter; `closed` tells it why
+
+    def arrival_of(self, marker: str, after: float) -> float | None:
+        for arrived, text in self.messages:
+            if arrived >= after and marker in text:
+                return arrived
+        return None
+
+    async def close(self) -> None:
+        if self.writer is None:
+            return
+        try:
+            if not self.closed:
+                await asyncio.wait_for(self._send(0x8, struct.pack("!H", 1000)), 2)
+        except (TimeoutError, ConnectionError, OSError):
+            pass
+        if self.task is not None:
+            self.task.cancel()
+        self.writer.close()
+
+
+# --- seeding and the server ----------------------------------------------------------------
+
+
+def seed_review(repository: Repository, *, nodes: int) -> ReviewRound:
+    pr = pull_request_upsert(
+        repository=repository,
+        number=1,
+        base_ref="main",
+        head_ref="feature",
+        head_sha="b" * 40,
+        title="Fan-out bench",
+    )
+    space = space_get_or_create(pull_request=pr)
+    review_round = round_start(space=space, head_sha=pr.head_sha, tier="balanced")
+    streams = [
+        ReviewerStream.objects.create(round=review_round, name=s, agent=s, dimension=s)
+        for s in STREAMS
+    ]
+    for i in range(nodes):
+        payload = node_payload(
+            title=f"Finding {i}",
+            priority=f"P{(i * 7) % 4}",
+            confidence=0.5 + (i % 50) / 100,
+            anchor={"path": f"app/module_{i % 8}.py", "start_line": 10 + i, "end_line": 11 + i},
+        )
+        node = node_record(stream=streams[i % len(streams)], payload=payload).node
+        assert node is not None
+        if i % 7 == 0:
+            node_confirm(node=node, by_agent=STREAMS[(i + 1) % len(STREAMS)])
+    axis_record(
+        review_round=review_round,
+        axis=AxisName.API_CONTRACT,
+        result=AxisResult.UNAVAILABLE,
+        source="deterministic",
+        details={"reason": "no public API found"},
+    )
+    round_finalise(review_round=review_round)
+    return review_round
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    log = open(SCRATCH / "server.log", "wb")  # noqa: SIM115 — closed with the process
+    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    command += ["--access-log", str(SCRATCH / "access.log"), "config.asgi:application"]
+    server = subprocess.Popen(
+        command,
+        cwd=BASE_DIR,
+        env=os.environ.copy(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    log.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"daphne exited with {server.returncode}; see {SCRATCH}/server.log")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return server
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("daphne did not start listening within 30 s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+def flush_redis() -> None:
+    import redis
+
+    assert REDIS_URL.endswith("/15")
+    redis.Redis.from_url(REDIS_URL).flushdb()  # database 15 only
+
+
+# --- the measurement -----------------------------------------------------------------------
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def run(args, port: int, space_id: int, cookie: str, user, node_ids: list[int]) -> dict:
+    path = f"/ws/reviews/{space_id}/"
+    clients = [WsClient(port, path, cookie) for _ in range(args.clients)]
+    gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
+
+    async def open_one(client: WsClient) -> None:
+        async with gate:
+            await asyncio.wait_for(client.connect(), args.timeout)
+            await asyncio.wait_for(client.sync.wait(), args.timeout)
+
+    started = time.perf_counter()
+    outcomes = await asyncio.gather(*(open_one(c) for c in clients), return_exceptions=True)
+    connect_seconds = time.perf_counter() - started
+    failed = [repr(o) for o in outcomes if isinstance(o, BaseException)]
+    live = [c for c, o in zip(clients, outcomes, strict=True) if o is None and not c.closed]
+
+    django_thread = ThreadPoolExecutor(max_workers=1)  # the ORM stays out of the event loop
+    loop = asyncio.get_running_loop()
+
+    def dismiss(pk: int) -> float:
+        node = ReviewNode.objects.select_related("stream", "space").get(pk=pk)
+        began = time.perf_counter()
+        node_dismiss(node=node, user=user, reason="bench")  # group_send runs on commit
+        return time.perf_counter() - began
+
+    delays: list[float] = []
+    per_change = []
+    for pk in node_ids[: args.changes]:
+        marker = f'id="node-{pk}"'
+        t0 = time.perf_counter()
+        service_seconds = await loop.run_in_executor(django_thread, dismiss, pk)
+        deadline = t0 + args.timeout
+        while time.perf_counter() < deadline:
+            if all(c.closed or c.arrival_of(marker, t0) is not None for c in live):
+                break
+            await asyncio.sleep(0.005)
+        arrivals = [a for c in live if (a := c.arrival_of(marker, t0)) is not None]
+        change = sorted(a - t0 for a in arrivals)
+        delays += change
+        per_change.append(
+            {
+                "node": pk,
+                "received": len(change),
+                "service_ms": round(service_seconds * 1000, 1),
+                "first_ms": round(change[0] * 1000, 1) if change else None,
+                "last_ms": round(change[-1] * 1000, 1) if change else None,
+            }
+        )
+        await asyncio.sleep(args.pause)
+    await loop.run_in_executor(django_thread, lambda: connection.close())  # its own connection
+    django_thread.shutdown()
+
+    closed_during = sum(1 for c in live if c.closed)
+    close_codes: dict[str, int] = {}
+    for c in clients:
+        if c.closed:
+            key = str(c.close_code or "no close frame")
+            close_codes[key] = close_codes.get(key, 0) + 1
+    await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+    expected = args.clients * args.changes
+    spreads = [
+        (c["last_ms"] - c["first_ms"]) / max(c["received"] - 1, 1)
+        for c in per_change
+        if c["received"] > 1
+    ]
+    return {
+        "connect": {
+            "clients": args.clients,
+            "connected_and_synced": len(live),
+            "failed": len(failed),
+            "first_failures": failed[:3],
+            "seconds_to_connect_all": round(connect_seconds, 1),
+            "sync_message_bytes": max((c.sync_bytes for c in live), default=0),
+        },
+        "changes": args.changes,
+        "delay_ms": {
+            "p50": round(percentile(delays, 0.5) * 1000, 1) if delays else None,
+            "p95": round(percentile(delays, 0.95) * 1000, 1) if delays else None,
+            "max": round(max(delays) * 1000, 1) if delays else None,
+        },
+        "deliveries": {
+            "expected": expected,
+            "received": len(delays),
+            "missing": expected - len(delays),
+            "missing_on_open_sockets": sum(
+                1
+                for c in live
+                if not c.closed
+                for pk in node_ids[: args.changes]
+                if c.arrival_of(f'id="node-{pk}"', 0) is None
+            ),
+            "clients_closed_by_server_before_sync": args.clients - len(failed) - len(live),
+            "clients_closed_by_server_during_changes": closed_during,
+            "server_close_codes": close_codes,
+        },
+        "server_ms_per_client_per_change": round(sorted(spreads)[len(spreads) // 2], 2)
+        if spreads
+        else None,
+        "per_change": per_change,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--changes", type=int, default=5)
+    parser.add_argument("--nodes", type=int, default=100, help="findings in the review")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per wait")
+    parser.add_argument("--pause", type=float, default=0.5, help="seconds between changes")
+    args = parser.parse_args()
+    assert 0 < args.changes <= args.nodes
+
+    flush_redis()
+    call_command("migrate", verbosity=0)
+    users = get_user_model().objects
+    owner = users.create_user(username="owner@example.com", email="owner@example.com")
+    workspace = workspace_create(name="Bench", owner=owner)
+    member = users.create_user(username="member@example.com", email="member@example.com")
+    Membership.objects.create(workspace=workspace, user=member, role="reviewer")
+    repository = Repository.objects.create(
+        workspace=workspace, kind="github", full_name="acme/bench"
+    )
+    review_round = seed_review(repository, nodes=args.nodes)
+    node_ids = list(
+        ReviewNode.objects.filter(round=review_round, status="open")
+        .order_by("id")
+        .values_list("pk", flat=True)[: args.changes]
+    )
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(member)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    connection.close()  # the server opens the SQLite file now; this thread is done with it
+
+    port = free_port()
+    server = start_server(port)
+    try:
+        result = asyncio.run(run(args, port, review_round.space_id, cookie, member, node_ids))
+    finally:
+        stop_server(server)
+        flush_redis()
+    log = (SCRATCH / "server.log").read_text(errors="replace").splitlines()
+    crashes = [line for line in log if "Exception inside application" in line]
+    layer = settings.CHANNEL_LAYERS["default"]
+    report = {
+        "channel_layer": {
+            "backend": layer["BACKEND"],
+            "capacity": layer.get("CONFIG", {}).get("capacity"),
+            "expiry": layer.get("CONFIG", {}).get("expiry"),
+            "url": REDIS_URL,
+        },
+        "nodes_in_review": args.nodes,
+        **result,
+        "server_errors": {
+            "consumers_crashed": len(crashes),
+            "distinct": sorted(
+                {line.split("Exception inside application: ")[-1] for line in crashes}
+            ),
+            "log": str(SCRATCH / "server.log"),
+        },
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The approval state machine under random sequences of actions (DESIGN.md §3.12)."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from guardrails import rules
+from workspaces.rules import Perm, role_allows
+
+USERS = st.integers(1, 4)
+ROLES = st.sampled_from(["owner", "admin", "approver", "reviewer", "viewer", None])
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class ApprovalMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = START
+        self.approval = rules.Approval(
+            requester_id=1, head_sha="a" * 40, expires_at=START + timedelta(hours=1)
+        )
+        self.head = "a" * 40
+        self.eligible_approvals: set[int] = set()
+        self.executed_at: list[tuple[datetime, str]] = []
+
+    @rule(user=USERS, role=ROLES)
+    def approve(self, user, role):
+        try:
+            after = rules.approve(self.approval, approver_id=user, approver_role=role, now=self.now)
+        except rules.ApprovalError:
+            return
+        assert user != 1 and role_allows(role, Perm.DECIDE_APPROVAL)
+        self.eligible_approvals.add(user)
+        self.approval = after
+
+    @rule(user=USERS, role=ROLES)
+    def deny(self, user, role):
+        with contextlib.suppress(rules.ApprovalError):
+            self.approval = rules.deny(
+                self.approval, approver_id=user, approver_role=role, now=self.now
+            )
+
+    @rule(minutes=st.integers(1, 90))
+    def time_passes(self, minutes):
+        self.now += timedelta(minutes=minutes)
+        self.approval = rules.expire(self.approval, now=self.now)
+
+    @rule()
+    def push(self):
+        self.head = "b" * 40
+
+    @rule()
+    def execute(self):
+        try:
+            rules.check_executable(self.approval, current_head_sha=self.head, now=self.now)
+        except rules.ApprovalError:
+            return
+        self.executed_at.append((self.now, self.head))
+        self.approval = rules.executed(self.approval, ok=True)
+
+    @invariant()
+    def never_self_approved(self):
+        assert 1 not in self.approval.approvers
+
+    @invariant()
+    def executions_are_valid_and_single(self):
+        assert len(self.executed_at) <= 1
+        for when, head in self.executed_at:
+            assert self.eligible_approvals, "executed without an eligible approval"
+            assert head == self.approval.head_sha, "executed after a new head"
+            assert when < self.approval.expires_at, "executed after expiry"
+
+
+ApprovalMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=25, deadline=None
+)
+TestApprovalMachine = ApprovalMachine.TestCase
+
+
+def test_the_requester_cannot_approve_but_may_withdraw():
+    approval = rules.Approval(
+        requester_id=1, head_sha="a" * 40, expires_at=START + timedelta(hours=1)
+    )
+    try:
+        rules.approve(approval, approver_id=1, approver_role="owner", now=START)
+    except rules.ApprovalError as exc:
+        assert "someone else" in str(exc)
+    else:
+        raise AssertionError("self-approval was accepted")
+    assert (
+        rules.deny(approval, approver_id=1, approver_role="reviewer", now=START).status
+        is rules.Status.CANCELLED
+    )
+
+
+def test_two_approvals_when_the_policy_asks_for_two():
+    approval = rules.Approval(
+        requester_id=1,
+        head_sha="a" * 40,
+        expires_at=START + timedelta(hours=1),
+        approvals_required=2,
+    )
+    once = rules.approve(approval, approver_id=2, approver_role="approver", now=START)
+    assert once.status is rules.Status.PENDING
+    twice = rules.approve(once, approver_id=3, approver_role="admin", now=START)
+    assert twice.status is rules.Status.APPROVED
