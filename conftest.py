@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fakes.fixtures",
     "tests.fakes.model_fixtures",
     "tests.celery_support",
+    "tests.publishing_fixtures",
     "tests.e2e.support",
 ]
 

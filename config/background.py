@@ -7,6 +7,7 @@ embedded default there is no broker, so a small thread pool in the server proces
 from __future__ import annotations
 
 import logging
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -14,7 +15,18 @@ from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 
 log = logging.getLogger(__name__)
-_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="quorum-bg")
+_executor: ThreadPoolExecutor | None = None
+_executor_pid: int | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's pool. A forked server process must not inherit its parent's pool, whose
+    threads did not survive the fork (work handed to it would never run)."""
+    global _executor, _executor_pid
+    if _executor is None or _executor_pid != os.getpid():
+        _executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="quorum-bg")
+        _executor_pid = os.getpid()
+    return _executor
 
 
 def _run_in_thread(task: Any, args: tuple, kwargs: dict) -> None:
@@ -31,7 +43,7 @@ def submit_now(task: Any, *args: Any, **kwargs: Any) -> Future | None:
     if settings.REDIS_URL:
         task.apply_async(args=args, kwargs=kwargs)
         return None
-    return _executor.submit(_run_in_thread, task, args, kwargs)
+    return _pool().submit(_run_in_thread, task, args, kwargs)
 
 
 def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:

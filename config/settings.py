@@ -108,7 +108,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+            # redis-py 8 reads with a 5 s socket timeout by default, but channels_redis blocks
+            # on Redis for up to 5 s when a channel is quiet: the read timed out and killed
+            # live consumers (seen in tests/bench/bench_ws_fanout.py). No timeout on reads.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+                "capacity": 1500,
+                "expiry": 60,
+            },
         }
     }
     CACHES = {

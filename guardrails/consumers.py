@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from guardrails.events import approvals_group
 from guardrails.presence import PRESENCE_HEARTBEAT, presence_leave, presence_touch
+from reviews.consumers import csrf_context
 from workspaces.permissions import allows, membership_get
 from workspaces.rules import Perm
 
@@ -71,4 +72,5 @@ class ApprovalsConsumer(AsyncWebsocketConsumer):
     def _render(self) -> str:
         from guardrails.views import inbox_context
 
-        return render_to_string("guardrails/approvals.html#inbox", inbox_context(self.membership))
+        context = {**inbox_context(self.membership), **csrf_context(self.scope)}
+        return render_to_string("guardrails/approvals.html#inbox", context)

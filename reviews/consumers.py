@@ -10,6 +10,7 @@ import logging
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.http import Http404
 from django.template.loader import render_to_string
 
@@ -18,6 +19,14 @@ from reviews.models import ReviewSpace
 from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
+
+
+def csrf_context(scope: dict) -> dict:
+    """Forms rendered for a socket have no request: give {% csrf_token %} the browser's own CSRF
+    cookie (an unmasked secret, which Django accepts), so they can still be posted."""
+    token = scope.get("cookies", {}).get(settings.CSRF_COOKIE_NAME, "")
+    return {"csrf_token": token} if token else {}
+
 
 SECTIONS = ("header", "axes", "cohorts", "findings", "streams")
 
@@ -64,7 +73,7 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
         from reviews.views import review_context
 
         self.space.refresh_from_db(fields=["status", "updated_at"])
-        context = review_context(self.membership, self.space)
+        context = {**review_context(self.membership, self.space), **csrf_context(self.scope)}
         parts = [render_to_string(f"reviews/detail.html#{name}", context) for name in sections]
         if node_id is not None and node_id in context["page"].views:
             context["node"] = context["page"].node(node_id)

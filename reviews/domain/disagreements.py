@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, groupby
 
 from .types import NodeType, NodeView
 
@@ -66,8 +66,10 @@ def find_disagreements(nodes: Iterable[NodeView]) -> list[Disagreement]:
         key=lambda n: (n.path or "", n.start_line or 0, n.end_line or 0, n.id),
     )
     found = []
-    for a, b in combinations(candidates, 2):
-        reasons = disagreement_reasons(a, b)
-        if reasons:
-            found.append(Disagreement(first=a, second=b, reasons=reasons))
+    # Only nodes on the same file can overlap: pair within a file, not across the whole review.
+    for _, same_file in groupby(candidates, key=lambda n: n.path):
+        for a, b in combinations(list(same_file), 2):
+            reasons = disagreement_reasons(a, b)
+            if reasons:
+                found.append(Disagreement(first=a, second=b, reasons=reasons))
     return found

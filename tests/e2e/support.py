@@ -25,9 +25,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 
 def _forget_inherited_connections() -> None:
-    # The child must not use (or close) the parent's database sockets: open its own.
+    # The child must not use (or close) the parent's database sockets or its channel layer
+    # (whose Redis connections belong to the parent's event loops): it opens its own. Nor may
+    # it keep asgiref's shared executor, whose thread did not survive the fork: consumers'
+    # database calls would wait on it forever.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from asgiref.sync import SyncToAsync
+    from channels.layers import channel_layers
+
     for connection in connections.all(initialized_only=True):
         connection.connection = None
+    channel_layers.backends = {}
+    SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
 
 
 @pytest.fixture
