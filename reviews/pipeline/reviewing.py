@@ -209,6 +209,7 @@ def _brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed: bool) 
         else t.Dimension.QUALITY
     )
     brief = build_brief(
+        map_pointers=change_map_pointers(review_round, dimension),
         reviewer=t.ReviewerSpec(dimension),
         what_changed=f"Pull request {pr}: {pr.title}",
         original_request=review_round.original_request or None,
@@ -228,6 +229,24 @@ def _brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed: bool) 
         parts.append(untrusted_block(pr.body, label="pull_request_description"))
     parts.append(untrusted_block(diff_text, label="diff"))
     return "\n\n".join(parts)
+
+
+def change_map_pointers(review_round: ReviewRound, dimension: t.Dimension) -> list[str]:
+    """The shared change map (§3.10), as anchors a finding may cite in `map_anchor`."""
+    stats = review_round.stats or {}
+    pointers = []
+    for cohort in stats.get("cohorts", [])[:12]:
+        radius = cohort.get("blast_radius")
+        reach = f", {radius['definitions']} dependent definitions" if radius else ""
+        symbols = ", ".join(cohort.get("symbols", [])[:6]) or ", ".join(cohort.get("paths", [])[:4])
+        pointers.append(f"map:{cohort['key'][:8]} — {cohort['label']}{reach}: {symbols}")
+    risks = stats.get("classification", {}).get("risks", [])
+    if dimension in (t.Dimension.SECURITY, t.Dimension.ARCHITECTURE, t.Dimension.IMPLEMENTATION):
+        for i, risk in enumerate(risks[:12]):
+            pointers.append(
+                f"map:risk-{i} — high-risk pattern {risk['pattern']} at {risk['where']}"
+            )
+    return pointers
 
 
 def _review_tools(stream: ReviewerStream, root: Path, files: list[ChangedFile]) -> ReviewTools:

@@ -307,8 +307,23 @@ def finalise(review_round: ReviewRound) -> None:
             source="deterministic",
             details=details,
         )
+    model_nodes = [
+        n
+        for n in nodes
+        if n.stream in {s.name for s in streams if s.kind == ReviewerStream.Kind.MODEL}
+    ]
     review_round.stats = {
         **review_round.stats,
+        # §3.10: the share of model findings that cite the shared change map.
+        "context_utilization": round(
+            sum(1 for n in model_nodes if n.map_anchor) / len(model_nodes), 3
+        )
+        if model_nodes
+        else None,
+        "tokens": {
+            "in": sum(s.tokens_in for s in streams),
+            "out": sum(s.tokens_out for s in streams),
+        },
         "panel": _panel_summary(review_round),
         "reviewers_failed": [s.name for s in streams if s.state == ReviewerStream.State.FAILED],
         "prose_only": [

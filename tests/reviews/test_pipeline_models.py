@@ -179,3 +179,21 @@ def test_a_missing_request_is_a_process_block_that_a_person_unblocks(shop, fake_
         assert time.monotonic() < deadline, review_round.streams.get(pk=stream.pk).error
         time.sleep(0.2)
     assert review_round.streams.get(pk=stream.pk).coverage_note.startswith("Examined")
+
+
+def test_the_brief_carries_the_change_map_and_the_round_reports_its_use(shop, fake_model):
+    from tests.fakes.model_server import good_findings
+    from tests.reviews.pipeline_scenarios import sql_finding
+
+    scenario.install(fake_model)
+    review_round = shop(tier="light")
+    key = review_round.stats["cohorts"][0]["key"][:8]
+    assert f"map:{key}" in fake_model.sent_text()  # the reviewer saw the shared map
+    assert review_round.stats["context_utilization"] == 0.0  # and cited none of it
+    citing = good_findings(
+        [sql_finding(map_anchor=f"map:{key}")], path="shop/search.py", name="cites"
+    )
+    scenario.install(fake_model, overrides={"implementation": citing})
+    again = shop(tier="light")  # a second round of the same pull request
+    assert again.stats["context_utilization"] == 1.0
+    assert again.stats["tokens"]["in"] > 0

@@ -85,3 +85,31 @@ def test_bad_sources_fail_with_a_message(no_model, tmp_path):
 
     with pytest.raises(CommandError, match="neither a git repository"):
         call_command("review", str(tmp_path), "--head", "x")
+
+
+def test_a_cancelled_round_stops_and_a_stuck_round_times_out(
+    no_model, sample, workspace, alice, settings
+):
+    from datetime import timedelta
+
+    from reviews.pipeline.runner import advance
+    from reviews.services.requests import review_request
+    from reviews.services.rounds import RoundError, round_cancel
+    from workspaces.models import Repository
+
+    path, base, head = sample
+    settings.QUORUM_LOCAL_REPO_ROOTS = [path.parent]
+    repo = Repository.objects.create(workspace=workspace, kind="local", local_path=str(path))
+    cancelled = review_request(repository=repo, actor=alice, base=base, head=head, queue=False)
+    round_cancel(review_round=cancelled, actor=alice)
+    advance(cancelled.pk, dispatch=lambda kind, object_id: None)
+    cancelled.refresh_from_db()
+    assert cancelled.state == "cancelled" and cancelled.stage == ""
+    with pytest.raises(RoundError, match="nothing to cancel"):
+        round_cancel(review_round=cancelled, actor=alice)
+
+    stuck = review_request(repository=repo, actor=alice, base=base, head=head, queue=False)
+    ReviewRound.objects.filter(pk=stuck.pk).update(created_at=stuck.created_at - timedelta(hours=4))
+    advance(stuck.pk, dispatch=lambda kind, object_id: None)
+    stuck.refresh_from_db()
+    assert stuck.state == "failed" and "timed out" in stuck.error
