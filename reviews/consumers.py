@@ -28,6 +28,9 @@ def csrf_context(scope: dict) -> dict:
     return {"csrf_token": token} if token else {}
 
 
+_CSRF_SLOT = "__quorum_csrf_slot__"
+_shared_renders: dict[tuple, str] = {}
+
 SECTIONS = ("header", "axes", "cohorts", "findings", "streams")
 
 
@@ -69,21 +72,41 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
         return True
 
     @database_sync_to_async
-    def _render(self, sections: tuple[str, ...], node_id: int | None = None) -> str:
-        from reviews.views import review_context
+    def _render(
+        self, sections: tuple[str, ...], node_id: int | None = None, event_id: str = ""
+    ) -> str:
+        """Render the sections for this person. An event's fragments depend only on the role
+        (which buttons show), so every socket of this process with the same role reuses one
+        render; only the CSRF token differs and is put in last. Cohorts (per-person reading
+        progress) are never shared."""
+        key = (
+            (event_id, sections, node_id, self.membership.role)
+            if event_id and "cohorts" not in sections
+            else None
+        )
+        html = _shared_renders.get(key) if key else None
+        if html is None:
+            from reviews.views import review_context
 
-        self.space.refresh_from_db(fields=["status", "updated_at"])
-        context = {**review_context(self.membership, self.space), **csrf_context(self.scope)}
-        parts = [render_to_string(f"reviews/detail.html#{name}", context) for name in sections]
-        if node_id is not None and node_id in context["page"].views:
-            context["node"] = context["page"].node(node_id)
-            context["oob"] = True
-            parts.append(render_to_string("reviews/partials/node.html", context))
-        return "\n".join(parts)
+            self.space.refresh_from_db(fields=["status", "updated_at"])
+            context = {**review_context(self.membership, self.space), "csrf_token": _CSRF_SLOT}
+            parts = [render_to_string(f"reviews/detail.html#{name}", context) for name in sections]
+            if node_id is not None and node_id in context["page"].views:
+                context["node"] = context["page"].node(node_id)
+                context["oob"] = True
+                parts.append(render_to_string("reviews/partials/node.html", context))
+            html = "\n".join(parts)
+            if key:
+                _shared_renders[key] = html
+                while len(_shared_renders) > 64:
+                    _shared_renders.pop(next(iter(_shared_renders)))
+        return html.replace(_CSRF_SLOT, csrf_context(self.scope).get("csrf_token", ""))
 
-    async def _send_sections(self, sections: tuple[str, ...], node_id: int | None = None) -> None:
+    async def _send_sections(
+        self, sections: tuple[str, ...], node_id: int | None = None, event: dict | None = None
+    ) -> None:
         try:
-            html = await self._render(sections, node_id)
+            html = await self._render(sections, node_id, (event or {}).get("event_id", ""))
         except Exception:  # one failed render must not kill the socket
             log.exception("could not render live update for space %s", self.space_id)
             return
@@ -91,16 +114,16 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
 
     # Group events (type "review.x" → method review_x).
     async def review_node_added(self, event: dict) -> None:
-        await self._send_sections(("findings", "header", "streams"))
+        await self._send_sections(("findings", "header", "streams"), event=event)
 
     async def review_node_status(self, event: dict) -> None:
-        await self._send_sections(("header",), node_id=int(event["node_id"]))
+        await self._send_sections(("header",), node_id=int(event["node_id"]), event=event)
 
     async def review_space_status(self, event: dict) -> None:
-        await self._send_sections(("header",))
+        await self._send_sections(("header",), event=event)
 
     async def review_round_started(self, event: dict) -> None:
-        await self._send_sections(SECTIONS)
+        await self._send_sections(SECTIONS, event=event)
 
     async def review_stage(self, event: dict) -> None:
         sections = (
@@ -108,13 +131,13 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
             if event.get("stage") == "reviewers"
             else ("header", "streams")
         )
-        await self._send_sections(sections)
+        await self._send_sections(sections, event=event)
 
     async def review_axis_changed(self, event: dict) -> None:
-        await self._send_sections(("axes", "header"))
+        await self._send_sections(("axes", "header"), event=event)
 
     async def review_verdict(self, event: dict) -> None:
-        await self._send_sections(("header", "axes", "findings"))
+        await self._send_sections(("header", "axes", "findings"), event=event)
 
     async def review_published(self, event: dict) -> None:
-        await self._send_sections(("header",))
+        await self._send_sections(("header",), event=event)
