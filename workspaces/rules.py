@@ -9,6 +9,8 @@ import re
 from enum import StrEnum
 from typing import Any
 
+from reviews.domain.types import Tier
+
 
 class Role(StrEnum):
     OWNER = "owner"
@@ -74,13 +76,6 @@ def check_role_change(
         raise RuleError("Only an owner can grant or take away the owner role.")
     if target_role == Role.OWNER and new_role != Role.OWNER and owners <= 1:
         raise RuleError("The last owner cannot be removed or demoted.")
-
-
-class Tier(StrEnum):
-    LIGHT = "light"
-    BALANCED = "balanced"
-    THOROUGH = "thorough"
-    ADAPTIVE = "adaptive"
 
 
 TIER_HELP = {

@@ -23,7 +23,7 @@ from reviews.pipeline.template import reviewers_for
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
 from reviews.services import codeindex
-from reviews.services.consolidation import round_consolidate
+from reviews.services.consolidation import round_consolidate, round_route_notes, walkthrough
 from reviews.services.spaces import space_transition
 from reviews.services.verdicts import axis_record, round_finalise
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
@@ -166,7 +166,13 @@ def consolidate(review_round: ReviewRound) -> None:
     counts = {
         s.name: {"accepted": s.accepted, "rejected": s.rejected} for s in review_round.streams.all()
     }
-    review_round.stats = {**review_round.stats, "consolidation": summary, "streams": counts}
+    review_round.stats = {
+        **review_round.stats,
+        "consolidation": summary,
+        "streams": counts,
+        "cross_notes": round_route_notes(review_round=review_round),
+        "walkthrough": walkthrough(review_round=review_round),
+    }
     review_round.save(update_fields=["stats"])
 
 

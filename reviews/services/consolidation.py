@@ -67,3 +67,40 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
         "cross_referenced": len(result.cross_referenced),
         "conflicting": len(result.conflicting_fixes),
     }
+
+
+def round_route_notes(*, review_round: ReviewRound) -> dict[str, list[dict]]:
+    """Cross-reviewer notes grouped by the dimension they concern (§3.10): routed, not dropped."""
+    routed: dict[str, list[dict]] = defaultdict(list)
+    for node in (
+        ReviewNode.objects.filter(round=review_round)
+        .select_related("stream")
+        .only("pk", "tags", "stream__agent")
+    ):
+        for note in (node.tags or {}).get("cross_notes", []):
+            routed[note["dimension"]].append(
+                {"from": node.stream.agent, "node": node.pk, "note": note["note"]}
+            )
+    return dict(routed)
+
+
+def walkthrough(*, review_round: ReviewRound) -> str:
+    """The lead's short tour of the change: cohorts in reading order and what was found there.
+    It edits nothing and restates no finding (§3.8)."""
+    cohorts = (review_round.stats or {}).get("cohorts", [])
+    counts: dict[str, int] = defaultdict(int)
+    for path in ReviewNode.objects.filter(
+        round=review_round, duplicate_of__isnull=True
+    ).values_list("path", flat=True):
+        counts[path or ""] += 1
+    lines = []
+    for i, cohort in enumerate(cohorts, start=1):
+        paths = cohort.get("paths", [])
+        found = sum(counts.get(p, 0) for p in paths)
+        lines.append(
+            f"{i}. {', '.join(paths[:4])}{'…' if len(paths) > 4 else ''} — {found} finding(s)"
+        )
+    unanchored = counts.get("", 0)
+    if unanchored:
+        lines.append(f"Plus {unanchored} finding(s) about the change as a whole.")
+    return "\n".join(lines)

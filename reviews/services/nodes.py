@@ -113,6 +113,10 @@ def node_record(
                     "functional_effect": p.triage.functional_effect,
                 },
                 fingerprint=node_fingerprint(view, text),
+                # Observations for other dimensions travel with the node; the lead pass routes them.
+                tags={"cross_notes": [n.model_dump(mode="json") for n in p.cross_notes]}
+                if p.cross_notes
+                else {},
             )
             ReviewerStream.objects.filter(pk=stream.pk).update(accepted=F("accepted") + 1)
             emit(stream.round.space_id, "review.node_added", node_id=node.pk)

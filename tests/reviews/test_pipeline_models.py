@@ -204,3 +204,25 @@ def test_the_brief_carries_the_change_map_and_the_round_reports_its_use(shop, fa
     again = shop(tier="light")  # a second round of the same pull request
     assert again.stats["context_utilization"] == 1.0
     assert again.stats["tokens"]["in"] > 0
+
+
+def test_cross_notes_are_routed_and_the_lead_writes_a_walkthrough(shop, fake_model):
+    from tests.fakes.model_server import good_findings
+    from tests.reviews.pipeline_scenarios import sql_finding
+
+    noted = sql_finding(
+        cross_notes=[
+            {"dimension": "performance", "note": "The LIKE '%term%' scan cannot use an index."}
+        ]
+    )
+    scenario.install(
+        fake_model,
+        overrides={"implementation": good_findings([noted], path="shop/search.py", name="notes")},
+    )
+    review_round = shop(tier="light")
+    routed = review_round.stats["cross_notes"]["performance"]
+    assert routed[0]["from"] == "implementation" and "cannot use an index" in routed[0]["note"]
+    assert (
+        "shop/search.py" in review_round.stats["walkthrough"]
+        and "finding(s)" in review_round.stats["walkthrough"]
+    )
