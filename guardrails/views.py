@@ -21,7 +21,7 @@ from guardrails.audit import chain_name
 from guardrails.models import ApprovalRequest, AuditEvent
 from guardrails.presence import present_approvers
 from guardrails.selectors import audit_chain_verify
-from guardrails.services import approval_decide, policy_for, policy_update
+from guardrails.services import approval_decide, approvals_expire_due, policy_for, policy_update
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
@@ -75,6 +75,9 @@ def _preview(request: ApprovalRequest):
 
 @member_view
 def approvals(request: HttpRequest, membership: Membership) -> HttpResponse:
+    # There is no scheduler: requests past their time are marked expired (and audited) when
+    # someone looks, and refused at decision and execution time regardless.
+    approvals_expire_due()
     return render(request, "guardrails/approvals.html", inbox_context(membership))
 
 

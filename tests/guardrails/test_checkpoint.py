@@ -237,3 +237,16 @@ def test_fifty_concurrent_approve_and_execute_attempts_post_once(
     assert request.status == "executed"
     assert len(fake_github.reviews("acme", "app", 5)) == 1
     assert AuditEvent.objects.filter(action="prPublish.executed").count() == 1
+
+
+def test_opening_the_inbox_marks_overdue_requests_expired(publishable, client_for):
+    space, _, _, vera = publishable
+    request = _pending(publishable)
+    ApprovalRequest.objects.filter(pk=request.pk).update(
+        expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    html = client_for(vera).get(f"/w/{space.workspace.slug}/approvals/").content.decode()
+    assert "Nothing is waiting." in html
+    request.refresh_from_db()
+    assert request.status == "expired"
+    assert AuditEvent.objects.filter(action="approval.expired").exists()
