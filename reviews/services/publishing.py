@@ -9,6 +9,7 @@ resubmitted once with every node folded into the body, so nothing is dropped.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -201,31 +202,17 @@ def publish_review(
             commentable=commentable,
         )
         path = PublishRecord.Path.INLINE
+        commit = review_round.head_sha
+        post = partial(client.create_review, owner, name, pr.number, commit_id=commit)
         try:
-            response = client.create_review(
-                owner,
-                name,
-                pr.number,
-                commit_id=review_round.head_sha,
-                body=plan.body,
-                event=plan.event,
-                comments=plan.api_comments(),
-            )
+            response = post(body=plan.body, event=plan.event, comments=plan.api_comments())
         except GitHubValidationError:
             if not plan.comments:
                 raise
             log.warning("GitHub refused an inline anchor on %s; resubmitting folded", pr)
             plan = fold_everything(plan)
             path = PublishRecord.Path.FOLDED_FALLBACK
-            response = client.create_review(
-                owner,
-                name,
-                pr.number,
-                commit_id=review_round.head_sha,
-                body=plan.body,
-                event=plan.event,
-                comments=[],
-            )
+            response = post(body=plan.body, event=plan.event, comments=[])
     except GitHubError as exc:
         uncertain = getattr(exc, "maybe_applied", False)
         record.state = PublishRecord.State.UNCERTAIN if uncertain else PublishRecord.State.FAILED

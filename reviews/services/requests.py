@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+
 from guardrails.audit import Actor, Target, audit_record
 from reviews.models import ReviewRound
 from reviews.pipeline.dispatch import round_enqueue
@@ -49,7 +51,7 @@ def _github_pull_request(repository: Repository, number: int):
         raise ReviewRequestError(
             f"GitHub could not give {repository}#{number}: {exc}{hint}"
         ) from exc
-    except Exception as exc:  # not configured
+    except ImproperlyConfigured as exc:  # no GitHub token or app on this server
         raise ReviewRequestError(str(exc)) from exc
     return pull_request_upsert(
         repository=repository,
