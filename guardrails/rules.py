@@ -1,6 +1,6 @@
 """The approval rules as a pure state machine (DESIGN.md §3.12). No Django here.
 
-pending → approved | denied | expired | cancelled; approved → executed | failed.
+pending → approved | denied | expired | cancelled; approved → executing → executed | failed.
 - the requester never approves their own request;
 - an approver must hold the approver role (or admin/owner) when deciding;
 - a request past its expiry, or whose pull request moved to a new head, never executes;
@@ -19,6 +19,7 @@ from workspaces.rules import Perm, role_allows
 class Status(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
+    EXECUTING = "executing"
     DENIED = "denied"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
