@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 from pydantic import ConfigDict
 
+from config.safeurl import OptionalWebUrl
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.export import review_json
@@ -58,7 +59,8 @@ class RequestIn(Strict):
 
 class AxisIn(Strict):
     result: Literal["pass", "warn", "fail", "partial", "unavailable"]
-    evidence_url: str = Field(default="", max_length=500)
+    # CI systems send it; it is rendered as a link, so only http(s) is accepted (422).
+    evidence_url: OptionalWebUrl = Field(default="", max_length=500)
     details: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config.safeurl import web_url_or_blank
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import consensus
 from reviews.domain.space_status import SpaceStatus, can_publish
@@ -228,7 +229,8 @@ def publish_review(
     record.path = path
     record.event = plan.event
     record.github_review_id = response.get("id")
-    record.html_url = response.get("html_url", "")
+    # GitHub's answer is still input: the URL becomes a link on our pages.
+    record.html_url = web_url_or_blank(response.get("html_url", ""))
     record.plan = _plan_summary(plan)
     record.posted_at = timezone.now()
     record.save()

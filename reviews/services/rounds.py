@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.safeurl import web_url_problem
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
 from reviews.events import emit
@@ -95,6 +96,8 @@ def axis_submit(
     if axis not in SUBMITTABLE_AXES:
         allowed = ", ".join(a.value for a in SUBMITTABLE_AXES)
         raise RoundError(f"{axis.value} cannot be submitted; submittable axes: {allowed}.")
+    if evidence_url and (problem := web_url_problem(evidence_url)):
+        raise RoundError(f"The evidence URL is refused: {problem}.")
     with transaction.atomic():
         row = axis_record(
             review_round=review_round,

@@ -11,6 +11,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
+from config.safeurl import web_url_or_blank
+
 register = template.Library()
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
@@ -96,6 +98,16 @@ def hunk_rows(path: str, hunk: dict, findings: dict | None = None) -> SafeString
                 )
             )
     return mark_safe("".join(str(r) for r in rows))  # noqa: S308 — built with format_html
+
+
+@register.filter
+def safe_url(url) -> str:
+    """`url|safe_url`: the URL if it is absolute http(s), else "" so no link is rendered.
+
+    Defence in depth: stored URLs are validated on the way in, but a row written by an older
+    release or by hand must still never become a `javascript:` link.
+    """
+    return web_url_or_blank(url)
 
 
 @register.filter
