@@ -13,37 +13,69 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class PlanComment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    line: int
+    side: str
+    body: str
+    start_line: int | None = None
+    start_side: str | None = None
+
+
+class PlanDocument(BaseModel):
+    """What GitHub would receive; its digest is what the approval binds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: str
+    body: str
+    comments: list[PlanComment]
+
+
 class PrPublishPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     space: int
     round: int
     head_sha: str = Field(min_length=7, max_length=40)
+    github_head: str = Field(min_length=7, max_length=40)
     selection: str = Field(pattern="^(all_open|consensus)$")
     event: str = Field(pattern="^(APPROVE|REQUEST_CHANGES|COMMENT)$")
     approve_on_ship: bool
+    plan_digest: str = Field(pattern="^[0-9a-f]{64}$")
+    plan: PlanDocument
+
+
+def _space(payload: dict[str, Any]):
+    from reviews.models import ReviewSpace
+
+    return ReviewSpace.objects.select_related("pull_request__repository").get(pk=payload["space"])
 
 
 def _publish(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
-    from reviews.models import ReviewSpace
-    from reviews.services.publishing import publish_preview, publish_review
+    from reviews.services.publishing import publish_review
+    from reviews.sources.publish_plan import document_digest
 
-    space = ReviewSpace.objects.get(pk=payload["space"])
-    # The approval covers exactly this payload: if triage since then changed the GitHub event,
-    # what would be posted is no longer what was approved.
-    now = publish_preview(
-        space=space, selection=payload["selection"], approve_on_ship=payload["approve_on_ship"]
-    )
-    if now.event != payload["event"]:
-        raise RuntimeError(
-            f"The review changed since it was approved: it would now post {now.event}, "
-            f"not {payload['event']}. Request publishing again."
+    # The stored plan must still be the one its digest names, and publish_review recomputes the
+    # plan against GitHub and refuses unless it has that same digest and the same PR head.
+    if document_digest(payload["plan"]) != payload["plan_digest"]:
+        raise ActionRefused("The stored publish plan does not match its digest.")
+    space = _space(payload)
+    latest = space.rounds.order_by("-number").values_list("number", flat=True).first()
+    if latest != payload["round"]:
+        raise ActionRefused(
+            f"Round {payload['round']} was approved but round {latest} is now current: "
+            "request publishing again."
         )
     record = publish_review(
         space=space,
         selection=payload["selection"],
         approve_on_ship=payload["approve_on_ship"],
         actor=requester,
+        expected_digest=payload["plan_digest"],
+        expected_head=payload["github_head"],
     )
     if record.state != record.State.POSTED:
         raise RuntimeError(record.error or f"publishing ended {record.state}")
@@ -55,11 +87,74 @@ def _publish(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
 
 
 def _current_head(payload: dict[str, Any]) -> str:
+    """The PR's head as GitHub reports it now (not as our last webhook said)."""
+    from reviews.services.github import github_client
+
+    space = _space(payload)
+    pr = space.pull_request
+    owner, name = pr.repository.full_name.split("/", 1)
+    with github_client() as client:
+        return str((client.get_pull(owner, name, pr.number).get("head") or {}).get("sha") or "")
+
+
+def _publish_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
+    """(workspace id, target type, target id) the payload acts on."""
     from reviews.models import ReviewSpace
 
-    space = ReviewSpace.objects.select_related("pull_request").get(pk=payload["space"])
-    latest = space.rounds.order_by("-number").first()
-    return latest.head_sha if latest else ""
+    workspace_id = (
+        ReviewSpace.objects.filter(pk=payload["space"])
+        .values_list("workspace_id", flat=True)
+        .first()
+    )
+    return workspace_id, "reviewspace", str(payload["space"])
+
+
+class PolicySettingModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str = Field(pattern="^(allow|require_approval|deny)$")
+    approvals_required: int = Field(ge=1, le=5)
+    expires_after_minutes: int = Field(ge=5, le=7 * 24 * 60)
+
+
+class PolicyChangePayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: int
+    action_class: str = Field(max_length=50)
+    head_sha: str = Field(pattern="^[0-9a-f]{40}$")  # digest of the setting it replaces
+    before: PolicySettingModel
+    after: PolicySettingModel
+
+
+def _policy_now(payload: dict[str, Any]) -> str:
+    from guardrails.services import _policy_setting, policy_digest, policy_for
+    from workspaces.models import Workspace
+
+    workspace = Workspace.objects.get(pk=payload["workspace"])
+    return policy_digest(_policy_setting(policy_for(workspace, payload["action_class"])))
+
+
+def _policy_change(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
+    from guardrails.services import policy_apply
+    from workspaces.models import Workspace
+
+    policy_apply(
+        workspace=Workspace.objects.get(pk=payload["workspace"]),
+        action=payload["action_class"],
+        before=payload["before"],
+        after=payload["after"],
+        actor=requester,
+    )
+    return {"action_class": payload["action_class"], "policy": payload["after"]}
+
+
+def _policy_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
+    return payload["workspace"], "actionpolicy", payload["action_class"]
+
+
+class ActionRefused(Exception):
+    """The executor will not run this payload; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +164,14 @@ class ActionClass:
     payload: type[BaseModel]
     execute: Callable[[dict[str, Any], Any], dict[str, Any]]
     current_head: Callable[[dict[str, Any]], str]
+    # (workspace id, target type, target id) of what the payload would change.
+    scope: Callable[[dict[str, Any]], tuple[int | None, str, str]]
     description: str
+    # Who may decide its requests, and whether anyone must be present to ask.
+    decide_perm: str = "decide_approval"
+    needs_presence: bool = True
+    # Fixed policy: not configurable per workspace (loosening itself needs a second person).
+    fixed_policy: str | None = None
 
 
 REGISTRY: dict[str, ActionClass] = {
@@ -79,7 +181,21 @@ REGISTRY: dict[str, ActionClass] = {
         payload=PrPublishPayload,
         execute=_publish,
         current_head=_current_head,
+        scope=_publish_scope,
         description="Publish a review to GitHub",
+    ),
+    "policyChange": ActionClass(
+        name="policyChange",
+        mutating=True,
+        payload=PolicyChangePayload,
+        execute=_policy_change,
+        current_head=_policy_now,
+        scope=_policy_scope,
+        description="Loosen a guardrail policy",
+        decide_perm="manage_rules",
+        # A settings change can wait in the inbox: nothing is lost while nobody is there.
+        needs_presence=False,
+        fixed_policy="require_approval",
     ),
 }
 

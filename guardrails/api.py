@@ -10,9 +10,9 @@ from pydantic import ConfigDict
 
 from guardrails.audit import Target
 from guardrails.models import ApprovalRequest, AuditEvent
-from guardrails.services import approval_decide, checkpoint
+from guardrails.services import approval_decide, approval_withdraw, checkpoint
 from reviews.selectors import space_get_for_user
-from reviews.services.publishing import PublishError, publish_preview
+from reviews.services.publishing import PublishError, publish_plan_current
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm, RuleError
 
@@ -87,25 +87,19 @@ def publish_request(request, slug: str, space_id: int, body: PublishIn):
     if space.status != "awaiting_approval":
         raise RuleError("A review can be published only while it is awaiting approval.")
     try:
-        plan = publish_preview(
+        current = publish_plan_current(
             space=space, selection=body.selection, approve_on_ship=body.approve_on_ship
         )
     except PublishError as exc:
         raise RuleError(str(exc)) from exc
-    review_round = space.rounds.order_by("-number").first()
     result = checkpoint(
         action="prPublish",
         actor=request.user,
         workspace=membership.workspace,
         target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload={
-            "space": space.pk,
-            "round": review_round.number,
-            "head_sha": review_round.head_sha,
-            "selection": body.selection,
-            "event": plan.event,
-            "approve_on_ship": body.approve_on_ship,
-        },
+        payload=current.payload(
+            space=space, selection=body.selection, approve_on_ship=body.approve_on_ship
+        ),
         http_request=request,
     )
     if result.outcome == "refused":
@@ -143,6 +137,14 @@ def approval_decision(
         http_request=request,
     )
     return _approval(decided)
+
+
+@router.post("/{slug}/approvals/{request_id}/withdraw", response=ApprovalOut)
+def approval_withdraw_route(request, slug: str, request_id: int):
+    """The requester takes back their own request; no approver role is needed for that."""
+    membership = membership_get(user=request.user, slug=slug)
+    approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    return _approval(approval_withdraw(request=approval, actor=request.user, http_request=request))
 
 
 @router.get("/{slug}/audit", response=list[AuditOut])

@@ -61,15 +61,24 @@ def _open_check(approval: Approval, now: datetime) -> None:
 
 
 def approve(
-    approval: Approval, *, approver_id: int, approver_role: str | None, now: datetime
+    approval: Approval,
+    *,
+    approver_id: int,
+    approver_role: str | None,
+    now: datetime,
+    required_perm: Perm = Perm.DECIDE_APPROVAL,
 ) -> Approval:
     _open_check(approval, now)
     if approval.status is not Status.PENDING:
         raise ApprovalError(f"The request is already {approval.status.value}.")
     if approver_id == approval.requester_id:
         raise ApprovalError("You asked for this: someone else has to approve it.")
-    if not role_allows(approver_role, Perm.DECIDE_APPROVAL):
-        raise ApprovalError("Approving needs the approver role (or admin or owner).")
+    if not role_allows(approver_role, required_perm):
+        raise ApprovalError(
+            "Approving needs the approver role (or admin or owner)."
+            if required_perm is Perm.DECIDE_APPROVAL
+            else "Approving this needs the admin or owner role."
+        )
     if approver_id in approval.approvers:
         raise ApprovalError("You already approved this request.")
     approvers = approval.approvers | {approver_id}
@@ -98,6 +107,46 @@ def expire(approval: Approval, *, now: datetime) -> Approval:
     if approval.status in (Status.PENDING, Status.APPROVED) and now >= approval.expires_at:
         return replace(approval, status=Status.EXPIRED)
     return approval
+
+
+def withdraw(approval: Approval, *, requester_id: int, now: datetime) -> Approval:
+    """The requester may take back their own open request, whatever their role is now."""
+    if requester_id != approval.requester_id:
+        raise ApprovalError("Only the person who asked can withdraw a request.")
+    if approval.status not in (Status.PENDING, Status.APPROVED):
+        raise ApprovalError(f"The request is {approval.status.value}: nothing to withdraw.")
+    return replace(approval, status=Status.CANCELLED)
+
+
+def start_execution(approval: Approval) -> Approval:
+    """approved → executing: the one transition that lets a run begin."""
+    if approval.status is not Status.APPROVED:
+        raise ApprovalError(f"The request is {approval.status.value}, not approved.")
+    return replace(approval, status=Status.EXECUTING)
+
+
+# Policies ordered from the strictest: a change towards `allow` loosens.
+_POLICY_STRENGTH = {Policy.DENY: 2, Policy.REQUIRE_APPROVAL: 1, Policy.ALLOW: 0}
+
+
+@dataclass(frozen=True)
+class PolicySetting:
+    policy: Policy
+    approvals_required: int
+    expires_after_minutes: int
+
+
+def loosens(before: PolicySetting, after: PolicySetting) -> bool:
+    """Whether `after` lets something through that `before` would not: a weaker policy, fewer
+    approvals or a longer-lived request. Tightening never needs a second person."""
+    if _POLICY_STRENGTH[after.policy] != _POLICY_STRENGTH[before.policy]:
+        return _POLICY_STRENGTH[after.policy] < _POLICY_STRENGTH[before.policy]
+    if after.policy is not Policy.REQUIRE_APPROVAL:
+        return False  # allow and deny ignore the approval settings
+    return (
+        after.approvals_required < before.approvals_required
+        or after.expires_after_minutes > before.expires_after_minutes
+    )
 
 
 def check_executable(approval: Approval, *, current_head_sha: str, now: datetime) -> None:

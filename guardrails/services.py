@@ -23,7 +23,7 @@ from guardrails.audit import SYSTEM, Actor, Target, audit_record
 from guardrails.models import ActionPolicy, ApprovalDecision, ApprovalRequest, Execution
 from guardrails.presence import present_approvers
 from workspaces.models import Membership, Workspace
-from workspaces.rules import RuleError
+from workspaces.rules import Perm, RuleError
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,9 @@ def payload_hash(action: str, payload: dict[str, Any]) -> str:
 
 
 def policy_for(workspace: Workspace, action: str) -> ActionPolicy:
+    spec = action_class(action)
+    if spec.fixed_policy is not None:
+        return ActionPolicy(workspace=workspace, action_class=action, policy=spec.fixed_policy)
     policy = ActionPolicy.objects.filter(workspace=workspace, action_class=action).first()
     if policy is not None:
         return policy
@@ -126,27 +129,13 @@ def checkpoint(
             request=http_request,
         )
         return CheckpointResult("refused", reason)
+    digest = payload_hash(action, clean)
     if policy.policy == rules.Policy.ALLOW:
-        audit_record(
-            action="checkpoint.allowed",
-            actor=who,
-            workspace=workspace,
-            target=target,
-            payload=base,
-            request=http_request,
-        )
-        result = spec.execute(clean, actor)
-        audit_record(
-            action=f"{action}.executed",
-            actor=who,
-            workspace=workspace,
-            target=target,
-            payload={**base, "result": result},
-            request=http_request,
-        )
-        return CheckpointResult("allowed", result=result)
+        return _run_allowed(spec, clean, digest, actor, workspace, target, http_request)
     # require_approval: fail closed when nobody but the requester could approve right now.
-    if not present_approvers(workspace_id=workspace.pk, exclude_user_id=actor.pk):
+    if spec.needs_presence and not present_approvers(
+        workspace_id=workspace.pk, exclude_user_id=actor.pk
+    ):
         audit_record(
             action="checkpoint.refused",
             actor=who,
@@ -156,7 +145,6 @@ def checkpoint(
             request=http_request,
         )
         return CheckpointResult("refused", NO_APPROVER)
-    digest = payload_hash(action, clean)
     with transaction.atomic():
         existing = ApprovalRequest.objects.filter(
             workspace=workspace,
@@ -181,6 +169,70 @@ def checkpoint(
         _audit(request, "approval.requested", who, http_request, payload=clean)
         transaction.on_commit(lambda: _notify(request, "requested"))
     return CheckpointResult("pending", "Waiting for an approver.", request)
+
+
+def _run_allowed(
+    spec: Any,
+    clean: dict[str, Any],
+    digest: str,
+    actor: Any,
+    workspace: Workspace,
+    target: Target,
+    http_request: Any,
+) -> CheckpointResult:
+    """`allow` skips the second person, not the record: requested and executed events carry the
+    payload hash, and a stale head refuses exactly as it would for an approved request."""
+    who = Actor.of(actor)
+    base = {"action_class": spec.name, "payload_hash": digest, "policy": rules.Policy.ALLOW.value}
+    audit_record(
+        action="checkpoint.allowed",
+        actor=who,
+        workspace=workspace,
+        target=target,
+        payload={**base, "payload": clean, "head_sha": clean.get("head_sha", "")},
+        request=http_request,
+    )
+    reason = _stale_reason(spec, clean, clean.get("head_sha", ""))
+    if reason is None:
+        try:
+            result = spec.execute(clean, actor)
+        except Exception as exc:
+            log.warning("allowed %s refused or failed: %s", spec.name, exc)
+            reason = str(exc)[:500]
+    if reason is not None:
+        audit_record(
+            action=f"{spec.name}.failed",
+            actor=who,
+            workspace=workspace,
+            target=target,
+            payload={**base, "reason": reason},
+            request=http_request,
+        )
+        return CheckpointResult("refused", reason)
+    audit_record(
+        action=f"{spec.name}.executed",
+        actor=who,
+        workspace=workspace,
+        target=target,
+        payload={**base, "result": result},
+        request=http_request,
+    )
+    return CheckpointResult("allowed", result=result)
+
+
+def _stale_reason(spec: Any, payload: dict[str, Any], bound_head: str) -> str | None:
+    """Why the payload's subject is no longer what was asked about, or None."""
+    try:
+        current = spec.current_head(payload)
+    except Exception as exc:
+        return f"Could not confirm the current state before executing: {exc}"[:500]
+    if current != bound_head:
+        return (
+            "The subject changed since the request was made "
+            f"(now {current[:10] or 'unknown'}, asked about {bound_head[:10]}): the approval is "
+            "stale. Request it again."
+        )
+    return None
 
 
 def approval_decide(
@@ -216,9 +268,19 @@ def approval_decide(
             _set_status(locked, rules.Status.EXPIRED, "approval.expired", SYSTEM)
             error = "The request has expired."
         else:
-            step = rules.approve if decision == "approve" else rules.deny
             try:
-                after = step(machine, approver_id=approver.pk, approver_role=role, now=now)
+                if decision == "approve":
+                    after = rules.approve(
+                        machine,
+                        approver_id=approver.pk,
+                        approver_role=role,
+                        now=now,
+                        required_perm=Perm(action_class(locked.action_class).decide_perm),
+                    )
+                else:
+                    after = rules.deny(
+                        machine, approver_id=approver.pk, approver_role=role, now=now
+                    )
                 with transaction.atomic():
                     ApprovalDecision.objects.create(
                         request=locked, approver=approver, decision=decision, reason=reason
@@ -282,8 +344,30 @@ def _queue_execution(request_id: int) -> None:
     submit_now(approval_execute_task, request_id)
 
 
+def _binding_error(request: ApprovalRequest, spec: Any) -> str | None:
+    """Why the stored request no longer binds what was approved, or None."""
+    if payload_hash(request.action_class, request.payload) != request.payload_hash:
+        return "The stored payload does not match the approved hash: it was altered."
+    try:
+        clean = spec.payload.model_validate(request.payload).model_dump()
+    except ValidationError:
+        return "The stored payload is no longer a valid payload for this action."
+    if clean != request.payload:
+        return "The stored payload is not in its validated form."
+    workspace_id, target_type, target_id = spec.scope(request.payload)
+    if (workspace_id, target_type, target_id) != (
+        request.workspace_id,
+        request.target_type,
+        request.target_id,
+    ):
+        return "The payload acts on something other than the request's target in its workspace."
+    return None
+
+
 def approval_execute(*, request_id: int) -> ApprovalRequest:
-    """Run an approved request exactly once; stale, expired or already-run requests refuse."""
+    """Run an approved request exactly once. Before anything runs, the stored payload must still
+    hash to what was approved and act on the request's own target, and the subject (the PR head
+    on GitHub, the policy) must be unchanged; a refusal says why and is audited."""
     now = timezone.now()
     with transaction.atomic():
         locked = (
@@ -292,33 +376,40 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
             .get(pk=request_id)
         )
         if locked.status != rules.Status.APPROVED:
-            # Already executed, failed or expired: a redelivery or a double click does nothing.
+            # Executing, executed, failed or expired: a redelivery or a double click does nothing.
             return locked
         spec = action_class(locked.action_class)
+        machine = _machine(locked)
         try:
-            rules.check_executable(
-                _machine(locked), current_head_sha=spec.current_head(locked.payload), now=now
-            )
+            rules.check_executable(machine, current_head_sha=locked.head_sha, now=now)
+            rules.start_execution(machine)
+            Execution.objects.create(request=locked)
         except rules.ApprovalError as exc:
+            expired = now >= locked.expires_at
             locked.error = str(exc)
-            status = rules.Status.EXPIRED if "expired" in str(exc) else rules.Status.FAILED
             _set_status(
                 locked,
-                status,
-                "approval.stale" if "stale" in str(exc) else f"approval.{status.value}",
+                rules.Status.EXPIRED if expired else rules.Status.FAILED,
+                "approval.expired" if expired else "approval.failed",
                 SYSTEM,
                 reason=str(exc),
             )
             return locked
-        try:
-            with transaction.atomic():
-                Execution.objects.create(request=locked)
-        except IntegrityError:
-            return locked
+        locked.status = rules.Status.EXECUTING.value
+        locked.save(update_fields=["status"])
+    # Outside the lock: the checks below call GitHub. Nobody else can start: we are executing.
+    refusal = _binding_error(locked, spec) or _stale_reason(spec, locked.payload, locked.head_sha)
+    if refusal is not None:
+        with transaction.atomic():
+            locked.error, locked.executed_at = refusal, timezone.now()
+            _set_status(
+                locked, rules.Status.FAILED, "approval.refused_at_execution", SYSTEM, reason=refusal
+            )
+        return locked
     try:
         result = spec.execute(locked.payload, locked.requester)
     except Exception as exc:
-        log.exception("approved request %s failed to execute", request_id)
+        log.warning("approved request %s did not execute: %s", request_id, exc)
         with transaction.atomic():
             locked.error, locked.executed_at = str(exc)[:2000], timezone.now()
             _set_status(
@@ -341,6 +432,27 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
     return locked
 
 
+def approval_withdraw(
+    *, request: ApprovalRequest, actor: Any, http_request: Any = None
+) -> ApprovalRequest:
+    """The requester takes back their own open request; no role is needed to do that."""
+    with transaction.atomic():
+        locked = (
+            ApprovalRequest.objects.select_for_update(of=("self",))
+            .select_related("workspace", "requester")
+            .get(pk=request.pk)
+        )
+        try:
+            rules.withdraw(_machine(locked), requester_id=actor.pk, now=timezone.now())
+        except rules.ApprovalError as exc:
+            raise RuleError(str(exc)) from exc
+        locked.decided_at = timezone.now()
+        _set_status(
+            locked, rules.Status.CANCELLED, "approval.withdrawn", Actor.of(actor), http_request
+        )
+    return locked
+
+
 def approvals_expire_due() -> int:
     now = timezone.now()
     expired = 0
@@ -353,6 +465,36 @@ def approvals_expire_due() -> int:
     return expired
 
 
+def _policy_setting(policy: ActionPolicy) -> dict[str, Any]:
+    return {
+        "policy": policy.policy,
+        "approvals_required": policy.approvals_required,
+        "expires_after_minutes": policy.expires_after_minutes,
+    }
+
+
+def _as_rule(setting: dict[str, Any]) -> rules.PolicySetting:
+    return rules.PolicySetting(
+        rules.Policy(setting["policy"]),
+        setting["approvals_required"],
+        setting["expires_after_minutes"],
+    )
+
+
+def policy_digest(setting: dict[str, Any]) -> str:
+    """A 40-hex fingerprint of a policy setting: the 'head' a policyChange request binds."""
+    canonical = json.dumps(setting, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(canonical.encode(), usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class PolicyUpdate:
+    policy: ActionPolicy
+    applied: bool
+    request: ApprovalRequest | None = None
+    reason: str = ""
+
+
 def policy_update(
     *,
     workspace: Workspace,
@@ -362,42 +504,74 @@ def policy_update(
     expires_after_minutes: int,
     actor: Any,
     http_request: Any = None,
-) -> ActionPolicy:
-    action_class(action)
+) -> PolicyUpdate:
+    """Tightening applies at once; loosening becomes a policyChange request that another admin or
+    owner must approve, so no single person can switch a guardrail off."""
+    spec = action_class(action)
+    if spec.fixed_policy is not None:
+        raise RuleError(f"The policy of {action} is fixed and cannot be changed.")
     if policy not in rules.Policy.__members__.values():
         raise RuleError(f"Unknown policy {policy!r}; use allow, require_approval or deny.")
     if not 1 <= approvals_required <= 5:
         raise RuleError("Approvals required must be between 1 and 5.")
     if not 5 <= expires_after_minutes <= 7 * 24 * 60:
         raise RuleError("Requests must expire after 5 minutes to 7 days.")
-    with transaction.atomic():
-        current = policy_for(workspace, action)
-        before = {
-            "policy": current.policy,
-            "approvals_required": current.approvals_required,
-            "expires_after_minutes": current.expires_after_minutes,
-        }
-        row, _ = ActionPolicy.objects.update_or_create(
+    current = policy_for(workspace, action)
+    before = _policy_setting(current)
+    after = {
+        "policy": policy,
+        "approvals_required": approvals_required,
+        "expires_after_minutes": expires_after_minutes,
+    }
+    if before == after:
+        return PolicyUpdate(current, applied=False, reason="Nothing changed.")
+    if not rules.loosens(_as_rule(before), _as_rule(after)):
+        row = policy_apply(
             workspace=workspace,
-            action_class=action,
-            defaults={
-                "policy": policy,
-                "approvals_required": approvals_required,
-                "expires_after_minutes": expires_after_minutes,
-            },
+            action=action,
+            before=before,
+            after=after,
+            actor=actor,
+            http_request=http_request,
         )
-        after = {
-            "policy": policy,
-            "approvals_required": approvals_required,
-            "expires_after_minutes": expires_after_minutes,
-        }
-        if before != after:
-            audit_record(
-                action="guardrails.policy_changed",
-                actor=Actor.of(actor),
-                workspace=workspace,
-                target=Target("actionpolicy", action, action),
-                payload={"before": before, "after": after},
-                request=http_request,
-            )
+        return PolicyUpdate(row, applied=True)
+    result = checkpoint(
+        action="policyChange",
+        actor=actor,
+        workspace=workspace,
+        target=Target("actionpolicy", action, action),
+        payload={
+            "workspace": workspace.pk,
+            "action_class": action,
+            "head_sha": policy_digest(before),
+            "before": before,
+            "after": after,
+        },
+        http_request=http_request,
+    )
+    return PolicyUpdate(current, applied=False, request=result.request, reason=result.reason)
+
+
+def policy_apply(
+    *,
+    workspace: Workspace,
+    action: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    actor: Any,
+    http_request: Any = None,
+) -> ActionPolicy:
+    """Write a policy setting (the tightening path, or an approved policyChange)."""
+    with transaction.atomic():
+        row, _ = ActionPolicy.objects.update_or_create(
+            workspace=workspace, action_class=action, defaults=after
+        )
+        audit_record(
+            action="guardrails.policy_changed",
+            actor=Actor.of(actor),
+            workspace=workspace,
+            target=Target("actionpolicy", action, action),
+            payload={"before": before, "after": after},
+            request=http_request,
+        )
     return row

@@ -9,6 +9,11 @@ urlpatterns = [
     path(
         "w/<slug:slug>/approvals/<int:request_id>/decide/", views.approval_decision, name="decide"
     ),
+    path(
+        "w/<slug:slug>/approvals/<int:request_id>/withdraw/",
+        views.approval_withdraw_view,
+        name="withdraw",
+    ),
     path("w/<slug:slug>/audit/", views.audit, name="audit"),
     path("w/<slug:slug>/audit/export.<str:fmt>", views.audit_export, name="audit_export"),
     path("w/<slug:slug>/settings/guardrails/", views.guardrail_settings, name="settings"),

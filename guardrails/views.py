@@ -21,7 +21,13 @@ from guardrails.audit import chain_name
 from guardrails.models import ApprovalRequest, AuditEvent
 from guardrails.presence import present_approvers
 from guardrails.selectors import audit_chain_verify
-from guardrails.services import approval_decide, approvals_expire_due, policy_for, policy_update
+from guardrails.services import (
+    approval_decide,
+    approval_withdraw,
+    approvals_expire_due,
+    policy_for,
+    policy_update,
+)
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
@@ -54,23 +60,11 @@ def inbox_context(membership: Membership) -> dict:
     }
 
 
-def _preview(request: ApprovalRequest):
-    if request.action_class != "prPublish":
-        return None
-    from reviews.models import ReviewSpace
-    from reviews.services.publishing import PublishError, publish_preview
-
-    space = ReviewSpace.objects.filter(pk=request.payload["space"]).first()
-    if space is None:
-        return None
-    try:
-        return publish_preview(
-            space=space,
-            selection=request.payload["selection"],
-            approve_on_ship=request.payload["approve_on_ship"],
-        )
-    except PublishError:
-        return None
+def _preview(request: ApprovalRequest) -> dict | None:
+    """What was asked, exactly as it would run: the stored plan, not a fresh computation."""
+    if request.action_class == "prPublish":
+        return request.payload.get("plan")
+    return None
 
 
 @member_view
@@ -102,6 +96,22 @@ def approval_decision(
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Request #{approval.pk}: {request.POST.get('decision')}d.")
+    return redirect("guardrails:approvals", membership.workspace.slug)
+
+
+@member_view
+@require_POST
+def approval_withdraw_view(
+    request: HttpRequest, membership: Membership, request_id: int
+) -> HttpResponse:
+    """The requester takes their own request back; the service checks it is theirs."""
+    approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    try:
+        approval_withdraw(request=approval, actor=request.user, http_request=request)
+    except RuleError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Request #{approval.pk} withdrawn.")
     return redirect("guardrails:approvals", membership.workspace.slug)
 
 
@@ -223,7 +233,7 @@ def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResp
             membership, Perm.MANAGE_RULES, attempted="change guardrail policies", request=request
         )
         try:
-            policy_update(
+            outcome = policy_update(
                 workspace=ws,
                 action=request.POST.get("action_class", ""),
                 policy=request.POST.get("policy", ""),
@@ -235,9 +245,20 @@ def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResp
         except (RuleError, ValueError) as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, "Policy saved.")
+            if outcome.applied:
+                messages.success(request, "Policy saved.")
+            elif outcome.request is not None:
+                messages.success(
+                    request,
+                    f"Loosening a guardrail needs a second admin or owner: request "
+                    f"#{outcome.request.pk} is waiting in the approvals inbox.",
+                )
+            else:
+                messages.info(request, outcome.reason or "Nothing changed.")
         return redirect("guardrails:settings", ws.slug)
-    policies = [(spec, policy_for(ws, name)) for name, spec in REGISTRY.items()]
+    policies = [
+        (spec, policy_for(ws, name)) for name, spec in REGISTRY.items() if spec.fixed_policy is None
+    ]
     context = {
         "workspace": ws,
         "membership": membership,

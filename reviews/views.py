@@ -20,7 +20,7 @@ from reviews.models import CohortProgress, ReviewNode, ReviewSpace
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
-from reviews.services.publishing import PublishError, publish_preview
+from reviews.services.publishing import PublishError, publish_plan_current
 from reviews.services.requests import ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, round_cancel, round_supply_request
 from workspaces.models import Membership
@@ -244,17 +244,11 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
 def _publish_payload(
     space: ReviewSpace, *, selection: str, approve_on_ship: bool
 ) -> tuple[dict, object]:
-    plan = publish_preview(space=space, selection=selection, approve_on_ship=approve_on_ship)
-    review_round = space.rounds.order_by("-number").first()
-    payload = {
-        "space": space.pk,
-        "round": review_round.number,
-        "head_sha": review_round.head_sha,
-        "selection": selection,
-        "event": plan.event,
-        "approve_on_ship": approve_on_ship,
-    }
-    return payload, plan
+    current = publish_plan_current(
+        space=space, selection=selection, approve_on_ship=approve_on_ship
+    )
+    payload = current.payload(space=space, selection=selection, approve_on_ship=approve_on_ship)
+    return payload, current.plan
 
 
 @member_view
@@ -272,6 +266,14 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
     if request.method == "POST":
         require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
+        seen = request.POST.get("plan_digest", "")
+        if seen and seen != payload["plan_digest"]:
+            messages.error(
+                request,
+                "The review changed while you were reading the preview: check it again, then "
+                "request publishing.",
+            )
+            return redirect("reviews:publish", membership.workspace.slug, space.pk)
         result = checkpoint(
             action="prPublish",
             actor=request.user,

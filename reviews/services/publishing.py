@@ -9,6 +9,7 @@ resubmitted once with every node folded into the body, so nothing is dropped.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -35,6 +36,8 @@ from reviews.sources.publish_plan import (
     PublishPlan,
     build_publish_plan,
     fold_everything,
+    plan_digest,
+    plan_document,
 )
 
 log = logging.getLogger(__name__)
@@ -97,21 +100,81 @@ def _current_commentable(
     return CommentableLines.from_files(parse_unified_diff(text))
 
 
-def publish_preview(*, space: ReviewSpace, selection: str, approve_on_ship: bool) -> PublishPlan:
-    """What a publish would post, computed from the round's own diff (no call to GitHub): the
-    approver sees it before deciding; the real publish re-checks against the current diff."""
+@dataclass(frozen=True)
+class CurrentPlan:
+    """What a publish would post right now, against the PR as GitHub reports it."""
+
+    plan: PublishPlan
+    round_number: int
+    head_sha: str  # the round's head: what the reviewers read
+    github_head: str  # the PR's head on GitHub when the plan was computed
+
+    def payload(self, *, space: ReviewSpace, selection: str, approve_on_ship: bool) -> dict:
+        """The prPublish payload an approval binds: the plan itself, its digest, the heads."""
+        return {
+            "space": space.pk,
+            "round": self.round_number,
+            "head_sha": self.head_sha,
+            "github_head": self.github_head,
+            "selection": selection,
+            "event": self.plan.event,
+            "approve_on_ship": approve_on_ship,
+            "plan_digest": plan_digest(self.plan),
+            "plan": plan_document(self.plan),
+        }
+
+
+def _publishable_round(space: ReviewSpace) -> tuple[ReviewRound, Any]:
     review_round = space.rounds.order_by("-number").first()
     verdict = getattr(review_round, "verdict", None) if review_round else None
     if verdict is None:
         raise PublishError("This review has no verdict yet.")
-    commentable = CommentableLines.from_files(parse_unified_diff(review_round.diff))
-    return build_publish_plan(
+    pr = space.pull_request
+    if pr.number is None or pr.repository.kind != "github":
+        raise PublishError("Only GitHub pull requests can be published.")
+    return review_round, verdict
+
+
+def publish_plan_current(
+    *,
+    space: ReviewSpace,
+    selection: str,
+    approve_on_ship: bool,
+    client: GitHubClient | None = None,
+) -> CurrentPlan:
+    """Ask GitHub for the PR's head and diff, and plan the review from the current findings.
+    A PR that moved past the reviewed commit cannot be published: it needs a new round."""
+    if selection not in SELECTIONS:
+        raise PublishError(f"Unknown selection {selection!r}; use all_open or consensus.")
+    space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
+        pk=space.pk
+    )
+    review_round, verdict = _publishable_round(space)
+    pr = space.pull_request
+    owner, name = pr.repository.full_name.split("/", 1)
+    own_client = client is None
+    try:
+        client = client or github_client()
+        github_head = str((client.get_pull(owner, name, pr.number).get("head") or {}).get("sha"))
+        if github_head != review_round.head_sha:
+            raise PublishError(
+                f"The pull request's head on GitHub is now {github_head[:10]}, not the reviewed "
+                f"{review_round.head_sha[:10]}: a new review round is needed before publishing."
+            )
+        commentable = _current_commentable(client, owner, name, pr.number)
+    except GitHubError as exc:
+        raise PublishError(f"GitHub could not be asked about {pr}: {exc}") from exc
+    finally:
+        if own_client and client is not None:
+            client.close()
+    plan = build_publish_plan(
         nodes=_node_records(review_round),
         verdict=verdict.level.capitalize(),
         selection=selection,
         approve_on_ship=approve_on_ship,
         commentable=commentable,
     )
+    return CurrentPlan(plan, review_round.number, review_round.head_sha, github_head)
 
 
 def _plan_summary(plan: PublishPlan) -> dict[str, Any]:
@@ -161,8 +224,13 @@ def publish_review(
     actor: Any,
     client: GitHubClient | None = None,
     request: Any = None,
+    expected_digest: str | None = None,
+    expected_head: str | None = None,
 ) -> PublishRecord:
-    """Post the round's review to GitHub once; a repeated call returns the first result."""
+    """Post the round's review to GitHub once; a repeated call returns the first result.
+
+    With `expected_digest`/`expected_head` (what an approval bound), the plan is recomputed
+    against GitHub now and nothing is posted unless it is exactly what was approved."""
     if selection not in SELECTIONS:
         raise PublishError(f"Unknown selection {selection!r}; use all_open or consensus.")
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
@@ -172,13 +240,23 @@ def publish_review(
         raise PublishError(
             f"A review can be published only while awaiting approval (now {space.status})."
         )
-    review_round = space.rounds.order_by("-number").first()
-    verdict = getattr(review_round, "verdict", None) if review_round else None
-    if verdict is None:
-        raise PublishError("This review has no verdict yet.")
+    review_round, verdict = _publishable_round(space)
     pr = space.pull_request
-    if pr.number is None or pr.repository.kind != "github":
-        raise PublishError("Only GitHub pull requests can be published.")
+    bound = None
+    if expected_digest is not None or expected_head is not None:
+        bound = publish_plan_current(
+            space=space, selection=selection, approve_on_ship=approve_on_ship, client=client
+        )
+        if expected_head is not None and bound.github_head != expected_head:
+            raise PublishError(
+                f"The pull request's head moved on GitHub to {bound.github_head[:10]} since the "
+                "approval: request publishing again."
+            )
+        if expected_digest is not None and plan_digest(bound.plan) != expected_digest:
+            raise PublishError(
+                "What would be posted changed since it was approved (findings triaged or the "
+                "diff moved): request publishing again."
+            )
 
     record, ours = _claim(
         space=space,
@@ -194,14 +272,16 @@ def publish_review(
     own_client = client is None
     client = client or github_client()
     try:
-        commentable = _current_commentable(client, owner, name, pr.number)
-        plan = build_publish_plan(
-            nodes=_node_records(review_round),
-            verdict=verdict.level.capitalize(),
-            selection=selection,
-            approve_on_ship=approve_on_ship,
-            commentable=commentable,
-        )
+        if bound is not None:
+            plan = bound.plan  # exactly the approved plan, checked above
+        else:
+            plan = build_publish_plan(
+                nodes=_node_records(review_round),
+                verdict=verdict.level.capitalize(),
+                selection=selection,
+                approve_on_ship=approve_on_ship,
+                commentable=_current_commentable(client, owner, name, pr.number),
+            )
         path = PublishRecord.Path.INLINE
         commit = review_round.head_sha
         post = partial(client.create_review, owner, name, pr.number, commit_id=commit)

@@ -7,6 +7,8 @@ GitHub will accept the anchor; everything else folded into the body, so nothing 
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -118,6 +120,23 @@ class PublishPlan:
 
     def api_comments(self) -> list[dict[str, Any]]:
         return [c.to_api() for c in self.comments]
+
+
+def plan_document(plan: PublishPlan) -> dict[str, Any]:
+    """Exactly what GitHub receives: the event, the body and each inline comment (every key
+    present, so the document survives validation unchanged and hashes the same)."""
+    comments = [{"start_line": None, "start_side": None, **c} for c in plan.api_comments()]
+    return {"event": plan.event, "body": plan.body, "comments": comments}
+
+
+def document_digest(document: dict[str, Any]) -> str:
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def plan_digest(plan: PublishPlan) -> str:
+    """The digest an approval binds: any change to what would be posted changes it."""
+    return document_digest(plan_document(plan))
 
 
 def review_event(verdict: str, *, approve_on_ship: bool) -> str:

@@ -23,7 +23,7 @@ from guardrails.services import (
     checkpoint,
     policy_update,
 )
-from reviews.services.publishing import publish_preview
+from reviews.services.publishing import publish_plan_current
 from reviews.services.spaces import (
     round_start,
 )
@@ -33,20 +33,13 @@ BASE = "".join(f"v{i} = {i}\n" for i in range(1, 31))
 
 
 def _ask(space, review_round, actor):
-    event = publish_preview(space=space, selection="all_open", approve_on_ship=True).event
+    current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
     return checkpoint(
         action="prPublish",
         actor=actor,
         workspace=space.workspace,
         target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload={
-            "space": space.pk,
-            "round": review_round.number,
-            "head_sha": review_round.head_sha,
-            "selection": "all_open",
-            "event": event,
-            "approve_on_ship": True,
-        },
+        payload=current.payload(space=space, selection="all_open", approve_on_ship=True),
     )
 
 
@@ -146,16 +139,16 @@ def test_approval_executes_once_and_posts_one_review(
     assert actions == ["approval.requested", "approval.approved"]
 
 
-def test_a_new_push_makes_an_approved_request_stale(publishable, fake_github):
+def test_a_new_round_makes_an_approved_request_stale(publishable, fake_github):
     space, review_round, bob, vera = publishable
     request = _pending(publishable)
     approval_decide(request=request, approver=vera, decision="approve")
     round_start(space=space, head_sha="f" * 40, tier="light")
     approval_execute(request_id=request.pk)
     request.refresh_from_db()
-    assert request.status == "failed" and "stale" in request.error
+    assert request.status == "failed" and "round 2 is now current" in request.error
     assert fake_github.reviews("acme", "app", 5) == []
-    assert AuditEvent.objects.filter(action="approval.stale").exists()
+    assert AuditEvent.objects.filter(action="approval.failed").exists()
 
 
 def test_an_expired_request_never_executes(publishable, fake_github):
@@ -171,9 +164,9 @@ def test_an_expired_request_never_executes(publishable, fake_github):
     assert fake_github.reviews("acme", "app", 5) == []
 
 
-def test_policies_allow_or_deny_and_are_audited(publishable, alice, fake_github):
+def test_policies_allow_or_deny_and_are_audited(publishable, alice, fake_github, member_factory):
     space, review_round, bob, _ = publishable
-    policy_update(
+    outcome = policy_update(
         workspace=space.workspace,
         action="prPublish",
         policy="deny",
@@ -181,8 +174,9 @@ def test_policies_allow_or_deny_and_are_audited(publishable, alice, fake_github)
         expires_after_minutes=60,
         actor=alice,
     )
+    assert outcome.applied  # tightening needs nobody else
     assert _ask(space, review_round, bob).outcome == "refused"
-    policy_update(
+    outcome = policy_update(
         workspace=space.workspace,
         action="prPublish",
         policy="allow",
@@ -190,11 +184,16 @@ def test_policies_allow_or_deny_and_are_audited(publishable, alice, fake_github)
         expires_after_minutes=60,
         actor=alice,
     )
+    assert not outcome.applied and outcome.request.action_class == "policyChange"
+    assert ActionPolicy.objects.get().policy == "deny"
+    admin = member_factory(space.workspace, "admin", "adam@example.com")
+    approval_decide(request=outcome.request, approver=admin, decision="approve")
+    approval_execute(request_id=outcome.request.pk)
+    assert ActionPolicy.objects.get().policy == "allow"
     assert _ask(space, review_round, bob).outcome == "allowed"
     assert len(fake_github.reviews("acme", "app", 5)) == 1
     changes = AuditEvent.objects.filter(action="guardrails.policy_changed").order_by("seq")
     assert [c.payload["after"]["policy"] for c in changes] == ["deny", "allow"]
-    assert ActionPolicy.objects.get().policy == "allow"
 
 
 @pytest.mark.postgres
