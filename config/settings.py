@@ -229,6 +229,12 @@ QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 120, minimum=3)
 QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=True)
+# The audit chain's HMAC key (README "Audit trail"; QUORUM_AUDIT_KEY_FILE works too). It is
+# never stored in the database. Unset, a key derived from SECRET_KEY is used, and a server with
+# DEBUG off logs a warning at start-up: rotating SECRET_KEY would orphan the existing chains.
+QUORUM_AUDIT_KEY = envsecret("QUORUM_AUDIT_KEY")
+if QUORUM_AUDIT_KEY and len(QUORUM_AUDIT_KEY) < 32:
+    raise ImproperlyConfigured("QUORUM_AUDIT_KEY must be at least 32 characters long.")
 
 LOGGING = {
     "version": 1,

@@ -1,21 +1,33 @@
-"""The one way to write an audit event (DESIGN.md §3.12)."""
+"""The one way to write an audit event: appended to its workspace's keyed hash chain."""
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from guardrails.chain import GENESIS, canonical_json, entry_hash
+from guardrails.chain import (
+    GENESIS,
+    Head,
+    canonical_json,
+    entry_hash,
+    head_is_sealed,
+    head_mac,
+    key_id,
+)
+from guardrails.keys import audit_key
 from guardrails.models import AuditChainHead, AuditEvent
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
     from workspaces.models import Workspace
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,10 +82,18 @@ def audit_record(
     # Round-trip through JSON so what is hashed now is exactly what the database returns later.
     clean_payload = json.loads(canonical_json(payload or {}))
     chain = chain_name(workspace)
+    key = audit_key()
     with transaction.atomic():
-        AuditChainHead.objects.get_or_create(chain=chain, defaults={"last_hash": GENESIS})
+        AuditChainHead.objects.get_or_create(
+            chain=chain,
+            defaults={
+                "last_hash": GENESIS,
+                "mac": head_mac(key, chain=chain, seq=0, last_hash=GENESIS, legacy_seq=0),
+            },
+        )
         # Serialise writers of this chain: two events can never claim the same predecessor.
         head = AuditChainHead.objects.select_for_update().get(chain=chain)
+        sealed = head_is_sealed(_head_of(head), key)
         event = AuditEvent(
             chain=chain,
             seq=head.seq + 1,
@@ -90,10 +110,26 @@ def audit_record(
             ip=ip,
             user_agent=user_agent,
             prev_hash=head.last_hash,
+            key_id=key_id(key),
         )
-        event.hash = entry_hash(event.prev_hash, event.content())
+        event.hash = entry_hash(event.prev_hash, event.content(), key)
         event.save()
         head.seq = event.seq
         head.last_hash = event.hash
-        head.save(update_fields=["seq", "last_hash"])
+        if sealed:
+            head.mac = head_mac(
+                key, chain=chain, seq=head.seq, last_hash=head.last_hash, legacy_seq=head.legacy_seq
+            )
+        else:
+            # Resealing would launder whatever changed the head: it stays unsealed, and
+            # verification keeps reporting it, until someone looks.
+            log.error(
+                "audit chain %s: head row is not sealed by the audit key; left unsealed", chain
+            )
+            head.mac = ""
+        head.save(update_fields=["seq", "last_hash", "mac"])
     return event
+
+
+def _head_of(row: AuditChainHead) -> Head:
+    return Head(row.chain, row.seq, row.last_hash, row.legacy_seq, row.mac)

@@ -7,7 +7,7 @@ from guardrails import rules
 
 
 class AppendOnlyError(RuntimeError):
-    """Audit events are never changed or removed once written (DESIGN.md §3.12)."""
+    """Audit events are never changed or removed once written."""
 
 
 class AuditEventQuerySet(models.QuerySet):
@@ -19,14 +19,39 @@ class AuditEventQuerySet(models.QuerySet):
 
 
 class AuditChainHead(models.Model):
-    """The tip of one hash chain; locked with SELECT … FOR UPDATE so writers cannot fork it."""
+    """The tip of one hash chain; locked with SELECT … FOR UPDATE so writers cannot fork it.
+
+    `mac` seals (chain, seq, last_hash, legacy_seq) with the audit key, so a rewound head (to
+    hide a deleted tail) or a widened unkeyed range shows without the key. The application role
+    may update this row; it cannot delete it (README "Audit trail").
+    """
 
     chain = models.CharField(max_length=64, unique=True)
     seq = models.PositiveBigIntegerField(default=0)
     last_hash = models.CharField(max_length=64)
+    # Entries 1..legacy_seq predate the keyed chain and are plain SHA-256.
+    legacy_seq = models.PositiveBigIntegerField(default=0)
+    mac = models.CharField(max_length=64, blank=True, default="")
 
     def __str__(self) -> str:
         return f"{self.chain}@{self.seq}"
+
+
+class AuditVerification(models.Model):
+    """The last verified prefix of a chain, so the audit page only walks newer entries.
+
+    A separate row, not fields on the head: the head is locked by every writer and the page
+    must not queue behind them. `mac` seals the checkpoint with the audit key.
+    """
+
+    chain = models.CharField(max_length=64, unique=True)
+    seq = models.PositiveBigIntegerField()
+    hash = models.CharField(max_length=64)
+    mac = models.CharField(max_length=64)
+    verified_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.chain} verified to #{self.seq}"
 
 
 class AuditEvent(models.Model):
@@ -57,6 +82,9 @@ class AuditEvent(models.Model):
     user_agent = models.CharField(max_length=300, blank=True)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
+    # Which key HMAC'd this entry (a fingerprint, not the key); empty for the plain SHA-256
+    # entries written before the chain was keyed.
+    key_id = models.CharField(max_length=16, blank=True, default="")
 
     objects = AuditEventQuerySet.as_manager()
 

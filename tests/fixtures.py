@@ -13,21 +13,26 @@ PASSWORD = "correct-horse-battery-staple"
 _seq = itertools.count(1)
 
 
+AUDIT_TRUNCATE_TRIGGER = "guardrails_auditevent_no_truncate"
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """Let the test database's between-tests flush TRUNCATE the append-only audit table.
+    """Let the between-tests flush TRUNCATE the append-only audit table.
 
-    Only the throw-away test database gets this setting; tests of the TRUNCATE refusal turn it
-    off again inside their transaction.
+    On the throw-away test database only, the suite's connection (the tables' owner) disables
+    the TRUNCATE trigger. The application role cannot do the same in production: it does not
+    own the table (tests/guardrails/test_audit_grants.py). The row triggers refusing UPDATE and
+    DELETE stay on; tests of the TRUNCATE refusal enable its trigger inside their transaction.
     """
     from django.db import connection
 
     with django_db_blocker.unblock():
         if connection.vendor == "postgresql":
-            name = connection.ops.quote_name(connection.settings_dict["NAME"])
             with connection.cursor() as cursor:
-                cursor.execute(f"ALTER DATABASE {name} SET quorum.audit_allow_truncate = 'on'")
-                cursor.execute("SET quorum.audit_allow_truncate = 'on'")
+                cursor.execute(
+                    f"ALTER TABLE guardrails_auditevent DISABLE TRIGGER {AUDIT_TRUNCATE_TRIGGER}"
+                )
     yield
 
 

@@ -1,10 +1,10 @@
 """On PostgreSQL the database itself refuses UPDATE, DELETE and TRUNCATE of audit events.
 
-The trigger stops every application path (ORM, raw SQL, admin). TRUNCATE is let through only
-when the session sets `quorum.audit_allow_truncate = on`, which the test suite does to flush
-its database between transactional tests; production code never sets it. For protection
-against a hostile database user, also run the application as a role that does not own the
-table (README: "Hardening the audit table").
+The trigger stops every application path (ORM, raw SQL, admin). The first version of this
+function had a session-setting escape for TRUNCATE; it has been removed here and migration 0005
+replaces the function on databases that ran the old one. For protection against a hostile
+database user, run the application as a role that does not own the table (README "Audit
+trail").
 """
 
 from django.db import migrations
@@ -12,9 +12,6 @@ from django.db import migrations
 FORWARD = """
 CREATE OR REPLACE FUNCTION guardrails_audit_refuse() RETURNS trigger AS $$
 BEGIN
-    IF TG_OP = 'TRUNCATE' AND current_setting('quorum.audit_allow_truncate', true) = 'on' THEN
-        RETURN NULL;
-    END IF;
     RAISE EXCEPTION 'audit events are append-only: % refused', TG_OP
         USING ERRCODE = 'insufficient_privilege';
 END
