@@ -39,9 +39,20 @@ def _run_in_thread(task: Any, args: tuple, kwargs: dict) -> None:
         connections.close_all()
 
 
+class QueueUnavailable(Exception):
+    """The broker did not take the task. Work whose rows are already committed is not lost:
+    the pipeline's sweeper finds it in the database and queues it again."""
+
+
 def submit_now(task: Any, *args: Any, **kwargs: Any) -> Future | None:
     if settings.REDIS_URL:
-        task.apply_async(args=args, kwargs=kwargs)
+        from kombu.exceptions import OperationalError as BrokerError
+        from redis.exceptions import RedisError
+
+        try:
+            task.apply_async(args=args, kwargs=kwargs)
+        except (BrokerError, RedisError, OSError) as exc:
+            raise QueueUnavailable(f"the task queue is unavailable: {exc}") from exc
         return None
     return _pool().submit(_run_in_thread, task, args, kwargs)
 

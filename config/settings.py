@@ -134,8 +134,24 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A message a dead worker held comes back after this long. Steps renew their own lease while
 # they run, so a redelivered duplicate of a live step finds it taken and does nothing.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": envint("QUORUM_CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
+    "visibility_timeout": envint("QUORUM_CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1),
+    # A broker that is down must fail a publish quickly (the web answers 503, the sweeper
+    # retries) rather than hang a request; keepalive notices a half-open socket.
+    "socket_connect_timeout": 5,
+    "socket_keepalive": True,
 }
+# Workers reconnect to a restarted broker for as long as it takes (not 100 tries); a publish
+# gives up after about a second: the rows it was for stay queued for the sweeper.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 3,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+# A lost broker connection does not stop running steps: they hold their own leases and finish.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_DEFAULT_QUEUE = envstr("QUORUM_CELERY_QUEUE", "quorum")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_IGNORE_RESULT = True
@@ -227,6 +243,9 @@ QUORUM_LLM_MODEL = envstr("QUORUM_LLM_MODEL")
 # lapses; a round still unfinished after the timeout fails with a clear message.
 QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 120, minimum=3)
 QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
+# How often a worker (or the embedded server) looks for stalled rounds: a lost task, a broker
+# restart, a dead worker. 0 turns the sweeper off. See docs/durability.md.
+QUORUM_SWEEP_SECONDS = envint("QUORUM_SWEEP_SECONDS", 15, minimum=0)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=True)
 # The audit chain's HMAC key (README "Audit trail"; QUORUM_AUDIT_KEY_FILE works too). It is

@@ -15,7 +15,7 @@ from reviews.export import review_json
 from reviews.models import ReviewNode
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
-from reviews.services.requests import ReviewRequestError, review_request
+from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, axis_submit, round_supply_request
 from workspaces.models import Repository
 from workspaces.permissions import membership_get, require
@@ -112,8 +112,10 @@ def review_get(request, slug: str, space_id: int):
     return review_json(review_page(space=space))
 
 
-@router.post("/{slug}/reviews", response={202: dict})
+@router.post("/{slug}/reviews", response={202: dict, 503: dict})
 def review_start(request, slug: str, body: ReviewStart):
+    """202 when queued. 503 when the task queue is down: the round exists (ids in the body)
+    and starts by itself once the queue is back; asking again returns the same round."""
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.START_REVIEW, attempted="start reviews", request=request)
     repository = get_object_or_404(Repository, pk=body.repository, workspace=membership.workspace)
@@ -130,6 +132,17 @@ def review_start(request, slug: str, body: ReviewStart):
         )
     except ReviewRequestError as exc:
         raise _errors(exc) from exc
+    except ReviewQueuedError as exc:
+        queued = exc.review_round
+        return Status(
+            503,
+            {
+                "detail": str(exc),
+                "space": queued.space_id,
+                "round": queued.number,
+                "state": queued.state,
+            },
+        )
     return Status(
         202,
         {"space": review_round.space_id, "round": review_round.number, "state": review_round.state},

@@ -1,6 +1,21 @@
 from django.apps import AppConfig
+from django.core.signals import request_started
+
+
+def _sweep_when_serving(sender, **kwargs) -> None:
+    # Only a real ASGI server (not the test client) starts the embedded sweeper; in the full
+    # stack the Celery workers sweep and this does nothing.
+    from django.core.handlers.asgi import ASGIHandler
+
+    if isinstance(sender, type) and issubclass(sender, ASGIHandler):
+        from reviews.pipeline.sweeper import start_embedded_sweeper
+
+        start_embedded_sweeper()
 
 
 class ReviewsConfig(AppConfig):
     name = "reviews"
     verbose_name = "Reviews"
+
+    def ready(self) -> None:
+        request_started.connect(_sweep_when_serving, dispatch_uid="reviews-embedded-sweeper")

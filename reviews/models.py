@@ -98,6 +98,9 @@ class ReviewRound(models.Model):
     # reads the same change without asking git or GitHub again.
     diff = models.TextField(blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
+    # Who holds the lease: a coordinator renews and releases only its own claim, never one a
+    # second coordinator took after the first lost the database for longer than the lease.
+    lease_token = models.CharField(max_length=32, blank=True)
     # accepted/rejected per stream, filtered by the panel, reviewers failed, redactions, …
     stats = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
@@ -437,3 +440,16 @@ class CohortProgress(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} read {self.cohort_key[:10]}"
+
+
+class PipelineSweep(models.Model):
+    """One row: when the next sweep for stalled rounds is due. Workers take the turn with one
+    conditional UPDATE, so the cluster sweeps once per interval without Redis or a lock holder."""
+
+    name = models.CharField(max_length=20, unique=True)
+    next_at = models.DateTimeField()
+    last_swept_at = models.DateTimeField(null=True, blank=True)
+    last_dispatched = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"sweep {self.name} due {self.next_at:%H:%M:%S}"

@@ -21,7 +21,7 @@ from reviews.reporting import report_markdown
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
 from reviews.services.publishing import PublishError, publish_plan_current
-from reviews.services.requests import ReviewRequestError, review_request
+from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, round_cancel, round_supply_request
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
@@ -56,6 +56,7 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     if request.method == "POST":
         require(membership, Perm.START_REVIEW, attempted="start reviews", request=request)
         form = NewReviewForm(request.POST, workspace=ws)
+        status = 400
         if form.is_valid():
             try:
                 review_round = review_request(
@@ -63,12 +64,16 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
                 )
             except ReviewRequestError as exc:
                 form.add_error(None, str(exc))
+            except ReviewQueuedError as exc:
+                # The round exists and starts by itself later: say so, with the status that
+                # tells a script to try again, and keep the page usable.
+                form.add_error(None, str(exc))
+                status = 503
             else:
                 messages.success(
                     request, "Review started: findings appear here as reviewers report them."
                 )
                 return redirect("reviews:detail", ws.slug, review_round.space_id)
-        status = 400
     filters = {
         "status": request.GET.get("status", ""),
         "verdict": request.GET.get("verdict", ""),

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from reviews.domain.briefs import build_brief
 from reviews.domain.consensus import ConsensusError
 from reviews.domain.panel import LensVerdict
 from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
+from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.services.nodes import node_confirm, node_panel_apply, node_record
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
@@ -249,30 +251,55 @@ def change_map_pointers(review_round: ReviewRound, dimension: t.Dimension) -> li
     return pointers
 
 
-def _review_tools(stream: ReviewerStream, root: Path, files: list[ChangedFile]) -> ReviewTools:
+def _review_tools(
+    stream: ReviewerStream, root: Path, files: list[ChangedFile], lost: list[BaseException]
+) -> ReviewTools:
+    """The reviewer's tools. Their writes survive a database blip (reconnect, write again); if
+    the database stays away, the error is kept in `lost` and the run is void: the model would
+    otherwise be told "tool failed, continue" and the finding would silently be missing."""
     counter, text = line_counter(root), file_text(root)
 
+    def durable(call: Callable[[], Any], what: str) -> Any:
+        try:
+            return retry_db(call, what=f"{stream.name}: {what}")
+        except CONNECTION_ERRORS as exc:
+            lost.append(exc)
+            raise
+
     def add_review_node(payload: dict) -> str:
-        result = node_record(stream=stream, payload=payload, file_lines=counter, file_text=text)
+        result = durable(
+            lambda: node_record(stream=stream, payload=payload, file_lines=counter, file_text=text),
+            "add_review_node",
+        )
         if result.node is None:
             why = result.rejection
             return f"Rejected, no finding was recorded: {why}. Correct the payload and call again."
         return f"Recorded finding {result.node.pk}."
 
     def confirm_review_node(node_id: str, reasoning: str | None = None) -> str:
-        node = ReviewNode.objects.filter(
-            round=stream.round, pk=int(node_id) if str(node_id).isdigit() else -1
-        ).first()
-        if node is None:
-            return f"There is no finding {node_id} in this review."
-        try:
-            node_confirm(node=node, by_agent=stream.agent, reason=reasoning or "")
-        except ConsensusError as exc:
-            return f"Refused: {exc}"
-        return f"Confirmed finding {node.pk}."
+        def confirm() -> str:
+            node = ReviewNode.objects.filter(
+                round=stream.round, pk=int(node_id) if str(node_id).isdigit() else -1
+            ).first()
+            if node is None:
+                return f"There is no finding {node_id} in this review."
+            try:
+                node_confirm(node=node, by_agent=stream.agent, reason=reasoning or "")
+            except ConsensusError as exc:
+                return f"Refused: {exc}"
+            return f"Confirmed finding {node.pk}."
+
+        return durable(confirm, "confirm_review_node")
 
     def list_review_nodes() -> str:
-        rows = ReviewNode.objects.filter(round=stream.round).select_related("stream").order_by("id")
+        rows = durable(
+            lambda: list(
+                ReviewNode.objects.filter(round=stream.round)
+                .select_related("stream")
+                .order_by("id")
+            ),
+            "list_review_nodes",
+        )
         return json.dumps(
             [
                 {
@@ -288,10 +315,13 @@ def _review_tools(stream: ReviewerStream, root: Path, files: list[ChangedFile]) 
         )
 
     def _note(kind: str, **fields: Any) -> str:
-        current = ReviewerStream.objects.get(pk=stream.pk)
-        ReviewerStream.objects.filter(pk=stream.pk).update(
-            notes=[*current.notes, {"kind": kind, **fields}]
-        )
+        def write() -> None:
+            current = ReviewerStream.objects.get(pk=stream.pk)
+            ReviewerStream.objects.filter(pk=stream.pk).update(
+                notes=[*current.notes, {"kind": kind, **fields}]
+            )
+
+        durable(write, kind)
         return f"{kind.capitalize()} noted for the people reading this review."
 
     return ReviewTools(
@@ -351,6 +381,7 @@ def _run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     )
     runtime = ModelRuntime(model)
     last_error = ""
+    lost: list[BaseException] = []
     for attempt, narrowed in ((1, False), (2, True)):
         _reset_stream(stream)
         try:
@@ -360,20 +391,29 @@ def _run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
                     profile, memory_hints=_memory_hints(stream), narrowed=narrowed
                 ),
                 user_prompt=_brief(stream, files, narrowed=narrowed),
-                tools=_review_tools(stream, root, files),
+                tools=_review_tools(stream, root, files, lost),
                 name=stream.name,
             )
         except ModelRunError as exc:
+            if lost:
+                raise lost[0] from exc
             last_error = f"attempt {attempt}: {exc}"
             continue
-        ReviewerStream.objects.filter(pk=stream.pk).update(
-            state=ReviewerStream.State.DONE,
-            tokens_in=outcome.usage.input_tokens,
-            tokens_out=outcome.usage.output_tokens,
-            refused_calls=outcome.refused_calls,
-            redactions=outcome.redactions,
-            coverage_note=_coverage_note(outcome.output),
-            error="",
+        if lost:  # a finding or note could not be written: this run is not the reviewer's
+            raise lost[0]
+        # The model's work is done: a blip now reconnects rather than paying for the run again.
+        done = {
+            "state": ReviewerStream.State.DONE,
+            "tokens_in": outcome.usage.input_tokens,
+            "tokens_out": outcome.usage.output_tokens,
+            "refused_calls": outcome.refused_calls,
+            "redactions": outcome.redactions,
+            "coverage_note": _coverage_note(outcome.output),
+            "error": "",
+        }
+        retry_db(
+            partial(ReviewerStream.objects.filter(pk=stream.pk).update, **done),
+            what=f"{stream.name}: recording the run",
         )
         return {"state": "done", "attempt": attempt}
     ReviewerStream.objects.filter(pk=stream.pk).update(
@@ -469,7 +509,9 @@ def verify_node(node: ReviewNode, review_round: ReviewRound) -> dict[str, Any]:
             if not isinstance(outcome, BaseException)
             else (None, None, f"abstained: {outcome}")
         )
-    outcome = node_panel_apply(node=node, answers=answers)
+    outcome = retry_db(
+        lambda: node_panel_apply(node=node, answers=answers), what=f"panel on node {node.pk}"
+    )
     return {"status": outcome.status.value}
 
 

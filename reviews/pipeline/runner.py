@@ -4,24 +4,31 @@ Progress lives in the database: `ReviewRound.stage` and `stats["done_stages"]` f
 `PipelineStep` rows for fan-out stages. `advance` is safe to call any number of times from any
 process: it takes a short lease on the round, moves it as far as it can, and lets go. Steps run
 in their own tasks (one per reviewer, one per panel finding) and call `advance` when they end.
+
+Faults: a lost database connection is retried (reviews/pipeline/faults.py) and never fails a
+round; a task the broker did not take is found again by `recover`, which the sweeper
+(reviews/pipeline/sweeper.py) runs every few seconds. docs/durability.md tells the whole story.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from reviews.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import stages
+from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
 
 log = logging.getLogger(__name__)
@@ -31,12 +38,24 @@ OPEN_STATES = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
 TERMINAL_STEP_STATES = (PipelineStep.State.DONE, PipelineStep.State.FAILED)
 
 
-def celery_dispatch(kind: str, object_id: int) -> None:
-    """Queue work after commit: Celery in the full stack, a server thread when embedded."""
+def queue_dispatch(kind: str, object_id: int) -> None:
+    """Queue work after commit: Celery in the full stack, a server thread when embedded.
+    Raises QueueUnavailable when the broker is down."""
     from config.background import enqueue
     from reviews.pipeline.tasks import pipeline_advance_task, pipeline_step_task
 
     enqueue(pipeline_advance_task if kind == "advance" else pipeline_step_task, object_id)
+
+
+def celery_dispatch(kind: str, object_id: int) -> None:
+    """`queue_dispatch` for work already recorded in rows: if the broker is down, the rows stay
+    as they are and the sweeper queues them again once it is back."""
+    from config.background import QueueUnavailable
+
+    try:
+        queue_dispatch(kind, object_id)
+    except QueueUnavailable as exc:
+        log.warning("%s %s not queued (%s); the sweeper will queue it", kind, object_id, exc)
 
 
 def _lease() -> timedelta:
@@ -48,26 +67,60 @@ def _lease() -> timedelta:
 
 def advance(round_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
     for _ in range(3):
-        if not _claim_round(round_id):
+        token = _claim_round(round_id)
+        if token is None:
             return
         try:
-            while _move(round_id, dispatch):
-                pass
+            # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
+            # sweeper would hand the round to a second coordinator meanwhile.
+            with _heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
+                while _move(round_id, dispatch):
+                    pass
         finally:
-            ReviewRound.objects.filter(pk=round_id).update(lease_until=None)
+            _release_round(round_id, token)
         # A step that ended while we held the lease found it taken and left: look once more.
         if not _stage_complete(round_id):
             return
 
 
-def _claim_round(round_id: int) -> bool:
+def advance_surviving(round_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
+    """`advance` through database blips; past the retries the sweeper resumes the round."""
+    try:
+        retry_db(lambda: advance(round_id, dispatch=dispatch), what=f"round {round_id}")
+    except CONNECTION_ERRORS as exc:
+        log.error(
+            "round %s: the database is still unreachable (%s); left to the sweeper", round_id, exc
+        )
+
+
+def _claim_round(round_id: int) -> str | None:
     now = timezone.now()
-    return (
+    token = uuid.uuid4().hex
+    claimed = (
         ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + _lease())
-        == 1
+        .update(lease_until=now + _lease(), lease_token=token)
     )
+    return token if claimed == 1 else None
+
+
+def _renew_round(round_id: int, token: str) -> None:
+    ReviewRound.objects.filter(pk=round_id, lease_token=token).update(
+        lease_until=timezone.now() + _lease()
+    )
+
+
+def _release_round(round_id: int, token: str) -> None:
+    try:
+        retry_db(
+            lambda: ReviewRound.objects.filter(pk=round_id, lease_token=token).update(
+                lease_until=None, lease_token=""
+            ),
+            what=f"releasing round {round_id}",
+            delays=(0.5, 1.0, 2.0),
+        )
+    except CONNECTION_ERRORS:
+        log.warning("round %s: lease not released; it lapses by itself", round_id)
 
 
 def _stage(name: str) -> Stage:
@@ -136,6 +189,8 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
 def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
     try:
         stages.INLINE[stage.name](review_round)
+    except CONNECTION_ERRORS:
+        raise  # the database blipped: not the round's fault; the caller runs the stage again
     except Exception as exc:
         log.exception("stage %s of round %s failed", stage.name, review_round.pk)
         stages.round_fail(review_round, f"The {stage.name} stage failed: {exc}")
@@ -156,8 +211,10 @@ def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) 
         | Q(state=PipelineStep.State.PENDING, updated_at__lt=now - _lease())
     )
     for step in stale:
+        # updated_at restarts the clock: a step waiting behind others in the queue is sent again
+        # once per lease, not on every look.
         PipelineStep.objects.filter(pk=step.pk, state=step.state).update(
-            state=PipelineStep.State.PENDING
+            state=PipelineStep.State.PENDING, updated_at=now
         )
         dispatch("step", step.pk)
 
@@ -166,7 +223,47 @@ def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) 
 
 
 def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
-    """Run one fan-out step once; a redelivered or duplicate task finds it taken and leaves."""
+    """Run one fan-out step once; a redelivered or duplicate task finds it taken and leaves.
+    A lost database connection propagates (the claim handed back) for the caller to retry."""
+    attempt = _claim_step(step_id)
+    if attempt is None:
+        return
+    step = PipelineStep.objects.select_related("round__space__workspace", "stream", "node").get(
+        pk=step_id
+    )
+    if step.round.state not in OPEN_STATES:
+        _finish(step, attempt, PipelineStep.State.FAILED, error=f"round {step.round.state}")
+        return
+    try:
+        with _heartbeat(partial(_renew_step, step_id, attempt), f"lease-{step_id}"):
+            result = stages.STEP_RUNNERS[step.stage](step)
+    except CONNECTION_ERRORS:
+        _release_step(step_id, attempt)
+        raise
+    except Exception as exc:
+        log.exception("step %s failed", step)
+        finished = _finish(
+            step, attempt, PipelineStep.State.FAILED, error=str(exc) or type(exc).__name__
+        )
+    else:
+        finished = _finish(step, attempt, PipelineStep.State.DONE, result=result or {})
+    if finished:
+        dispatch("advance", step.round_id)
+
+
+def run_step_surviving(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
+    """`run_step` through database blips: the step starts over (its runner resets what an
+    unfinished attempt wrote); past the retries its lease lapses and the sweeper re-runs it."""
+    try:
+        retry_db(lambda: run_step(step_id, dispatch=dispatch), what=f"step {step_id}")
+    except CONNECTION_ERRORS as exc:
+        log.error(
+            "step %s: the database is still unreachable (%s); left to the sweeper", step_id, exc
+        )
+
+
+def _claim_step(step_id: int) -> int | None:
+    """Take the step; the attempt number is the claim's token."""
     now = timezone.now()
     claimed = (
         PipelineStep.objects.filter(pk=step_id)
@@ -179,39 +276,49 @@ def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
         )
     )
     if claimed != 1:
-        return
-    step = PipelineStep.objects.select_related("round__space__workspace", "stream", "node").get(
-        pk=step_id
-    )
-    if step.round.state not in OPEN_STATES:
-        _finish(step, PipelineStep.State.FAILED, error=f"round {step.round.state}")
-        return
+        return None
+    return PipelineStep.objects.values_list("attempts", flat=True).get(pk=step_id)
+
+
+def _renew_step(step_id: int, attempt: int) -> None:
+    PipelineStep.objects.filter(
+        pk=step_id, state=PipelineStep.State.RUNNING, attempts=attempt
+    ).update(lease_until=timezone.now() + _lease())
+
+
+def _release_step(step_id: int, attempt: int) -> None:
+    """Hand the claim back so a retry (here or on another worker) can take it at once."""
     try:
-        with _heartbeat(step.pk):
-            result = stages.STEP_RUNNERS[step.stage](step)
-    except Exception as exc:
-        log.exception("step %s failed", step)
-        _finish(step, PipelineStep.State.FAILED, error=str(exc) or type(exc).__name__)
-    else:
-        _finish(step, PipelineStep.State.DONE, result=result or {})
-    dispatch("advance", step.round_id)
+        retry_db(
+            lambda: PipelineStep.objects.filter(
+                pk=step_id, state=PipelineStep.State.RUNNING, attempts=attempt
+            ).update(state=PipelineStep.State.PENDING, lease_until=None, updated_at=timezone.now()),
+            what=f"releasing step {step_id}",
+            delays=(0.5, 1.0, 2.0),
+        )
+    except CONNECTION_ERRORS:
+        log.warning("step %s: claim not handed back; its lease lapses by itself", step_id)
 
 
 @contextmanager
-def _heartbeat(step_id: int):
-    """Renew the step's lease while it runs: only a step whose worker died goes stale."""
+def _heartbeat(renew: Callable[[], None], name: str):
+    """Renew a lease while work runs: only work whose worker died goes stale. A beat that
+    loses the database reconnects on the next one instead of dying (which would let the lease
+    lapse under a live worker and start a duplicate)."""
     stop = threading.Event()
 
     def beat() -> None:
         try:
             while not stop.wait(settings.QUORUM_STEP_LEASE_SECONDS / 3):
-                PipelineStep.objects.filter(pk=step_id, state=PipelineStep.State.RUNNING).update(
-                    lease_until=timezone.now() + _lease()
-                )
+                try:
+                    renew()
+                except CONNECTION_ERRORS as exc:
+                    log.warning("%s: lease not renewed (%s); trying again", name, exc)
+                    reset_connection()
         finally:
             connections.close_all()
 
-    thread = threading.Thread(target=beat, name=f"lease-{step_id}", daemon=True)
+    thread = threading.Thread(target=beat, name=name, daemon=True)
     thread.start()
     try:
         yield
@@ -220,16 +327,50 @@ def _heartbeat(step_id: int):
         thread.join()
 
 
-def _finish(step: PipelineStep, state: str, *, error: str = "", result: dict | None = None) -> None:
-    with transaction.atomic():
-        PipelineStep.objects.filter(pk=step.pk).update(
-            state=state, error=error[:2000], result=result or {}, lease_until=None
-        )
+def _finish(
+    step: PipelineStep, attempt: int, state: str, *, error: str = "", result: dict | None = None
+) -> bool:
+    """Record the outcome if the claim is still ours; False when another run took the step over
+    (its lease lapsed while the database was away): that run records its own outcome."""
+
+    def write() -> int:
+        with transaction.atomic():
+            return PipelineStep.objects.filter(
+                pk=step.pk, state=PipelineStep.State.RUNNING, attempts=attempt
+            ).update(state=state, error=error[:2000], result=result or {}, lease_until=None)
+
+    if retry_db(write, what=f"finishing step {step.pk}") == 1:
+        return True
+    log.warning("step %s was taken over by another run; its outcome is that run's", step.pk)
+    return False
 
 
-def recover(*, dispatch: Dispatch = celery_dispatch) -> int:
-    """Restart what a dead worker left: open rounds go back to their coordinator."""
-    rounds = list(ReviewRound.objects.filter(state__in=OPEN_STATES).values_list("pk", flat=True))
+def stalled_rounds() -> list[int]:
+    """Open rounds nobody is moving: no live coordinator lease, and either a step that went
+    stale (its worker died, or its task never reached a worker) or no live step at all (the
+    coordinator's own task was lost, or never queued because the broker was down)."""
+    now = timezone.now()
+    lease = _lease()
+    open_steps = PipelineStep.objects.filter(round=OuterRef("pk")).exclude(
+        state__in=TERMINAL_STEP_STATES
+    )
+    live = Q(state=PipelineStep.State.RUNNING, lease_until__gte=now) | Q(
+        state=PipelineStep.State.PENDING, updated_at__gte=now - lease
+    )
+    return list(
+        ReviewRound.objects.filter(state__in=OPEN_STATES)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .filter(Exists(open_steps.exclude(live)) | ~Exists(open_steps.filter(live)))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def recover(*, dispatch: Dispatch = queue_dispatch) -> int:
+    """Hand every stalled round back to a coordinator, whose `_recover_steps` re-sends its
+    stale steps. Idempotent: the leases make a duplicate harmless. The default dispatch raises
+    when the broker is down, so a sweep stops at the first refusal and the next one retries."""
+    rounds = stalled_rounds()
     for round_id in rounds:
         dispatch("advance", round_id)
     return len(rounds)

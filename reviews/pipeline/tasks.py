@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 
 
 @shared_task(name="reviews.pipeline_advance", acks_late=True)
 def pipeline_advance_task(round_id: int) -> None:
-    from reviews.pipeline.runner import advance
+    from reviews.pipeline.runner import advance_surviving
 
-    advance(round_id)
+    advance_surviving(round_id)
 
 
 @shared_task(name="reviews.pipeline_step", acks_late=True)
 def pipeline_step_task(step_id: int) -> None:
-    from reviews.pipeline.runner import run_step
+    from reviews.pipeline.runner import run_step_surviving
 
-    run_step(step_id)
+    run_step_surviving(step_id)
 
 
 @shared_task(name="reviews.pipeline_recover")
@@ -28,9 +28,19 @@ def pipeline_recover_task() -> int:
 
 
 @worker_ready.connect
-def _recover_on_start(sender=None, **kwargs) -> None:
-    # A worker that starts picks up what a killed one left (leases make this safe to repeat).
-    pipeline_recover_task.delay()
+def _sweep_while_running(sender=None, **kwargs) -> None:
+    # Sweeps at once (what a killed worker left) and then every QUORUM_SWEEP_SECONDS (what a
+    # lost message, a broker restart or a database blip left). Runs in the worker's main process.
+    from reviews.pipeline.sweeper import start_sweeper
+
+    start_sweeper()
+
+
+@worker_shutdown.connect
+def _stop_sweeping(sender=None, **kwargs) -> None:
+    from reviews.pipeline.sweeper import stop_sweeper
+
+    stop_sweeper()
 
 
 @shared_task(name="reviews.requirements_rerun", acks_late=True)

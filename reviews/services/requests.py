@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from config.background import QueueUnavailable
 from guardrails.audit import Actor, Target, audit_record
 from reviews.models import ReviewRound
 from reviews.pipeline.dispatch import round_enqueue
@@ -18,6 +19,18 @@ from workspaces.models import Repository
 
 class ReviewRequestError(Exception):
     """The review cannot start; the message is for the person who asked."""
+
+
+class ReviewQueuedError(Exception):
+    """The round is recorded but the task queue did not take it: the sweeper starts it once the
+    queue is back (reviews/pipeline/sweeper.py). The message is for the person who asked."""
+
+    def __init__(self, review_round: ReviewRound) -> None:
+        super().__init__(
+            "The task queue is unavailable right now; the review is queued and will start "
+            "when it returns."
+        )
+        self.review_round = review_round
 
 
 def _local_pull_request(repository: Repository, base: str, head: str):
@@ -103,5 +116,8 @@ def review_request(
         request=request,
     )
     if queue:
-        round_enqueue(review_round)
+        try:
+            round_enqueue(review_round)
+        except QueueUnavailable as exc:
+            raise ReviewQueuedError(review_round) from exc
     return review_round
