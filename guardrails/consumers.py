@@ -13,11 +13,12 @@ from django.template.loader import render_to_string
 from guardrails.events import approvals_group
 from guardrails.presence import PRESENCE_HEARTBEAT, presence_leave, presence_touch
 from reviews.consumers import csrf_context
+from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import allows, membership_get
 from workspaces.rules import Perm
 
 
-class ApprovalsConsumer(AsyncWebsocketConsumer):
+class ApprovalsConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.membership = await self._membership()
         if self.membership is None:
@@ -25,6 +26,7 @@ class ApprovalsConsumer(AsyncWebsocketConsumer):
             return
         self.group = approvals_group(self.membership.workspace_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join_user_group()
         await self.accept()
         self.heartbeat = None
         if allows(self.membership, Perm.DECIDE_APPROVAL):
@@ -41,16 +43,20 @@ class ApprovalsConsumer(AsyncWebsocketConsumer):
                 await self.heartbeat
         await database_sync_to_async(presence_leave)(channel_name=self.channel_name)
         await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.leave_user_group()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Decisions go through the POST endpoints, never through the socket."""
 
     async def approvals_changed(self, event: dict) -> None:
-        await self.send(text_data=await self._render())
+        if await self.may_send():
+            await self.send(text_data=await self._render())
 
     async def _beat(self) -> None:
         while True:
             await asyncio.sleep(PRESENCE_HEARTBEAT)
+            if not await self.may_send(fresh=True):
+                return  # a removed approver stops counting as present
             await self._touch()
 
     async def _touch(self) -> None:

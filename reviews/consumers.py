@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 
 from reviews.events import space_group
 from reviews.models import ReviewSpace
+from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ _shared_renders: dict[tuple, str] = {}
 SECTIONS = ("header", "axes", "cohorts", "findings", "streams")
 
 
-class ReviewSpaceConsumer(AsyncWebsocketConsumer):
+class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.space_id = int(self.scope["url_route"]["kwargs"]["space_id"])
         allowed = await self._authorize()
@@ -42,6 +43,7 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         await self.channel_layer.group_add(space_group(self.space_id), self.channel_name)
+        await self.join_user_group()
         await self.accept()
         # A (re)connect may have missed events: bring the whole page up to date at once.
         await self._send_sections(SECTIONS)
@@ -49,6 +51,7 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if getattr(self, "membership", None) is not None:
             await self.channel_layer.group_discard(space_group(self.space_id), self.channel_name)
+            await self.leave_user_group()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the page over the socket."""
@@ -105,6 +108,8 @@ class ReviewSpaceConsumer(AsyncWebsocketConsumer):
     async def _send_sections(
         self, sections: tuple[str, ...], node_id: int | None = None, event: dict | None = None
     ) -> None:
+        if not await self.may_send():
+            return
         try:
             html = await self._render(sections, node_id, (event or {}).get("event_id", ""))
         except Exception:  # one failed render must not kill the socket

@@ -15,6 +15,7 @@ from django.utils.text import slugify
 from guardrails.audit import Actor, Target, audit_record
 from workspaces import rules
 from workspaces.defaults import DEFAULT_REVIEWERS
+from workspaces.live_access import access_changed
 from workspaces.models import (
     ApiToken,
     Invitation,
@@ -151,6 +152,7 @@ def member_change_role(
             return target
         target.role = role
         target.save(update_fields=["role"])
+        access_changed(target.user_id)
         audit_record(
             action="members.role_changed",
             actor=Actor.of(actor.user),
@@ -170,6 +172,7 @@ def member_remove(*, actor: Membership, membership: Membership, request: Any = N
             actor_role=actor.role, target_role=target.role, new_role=None, owners=owners
         )
         target.delete()
+        access_changed(target.user_id)
         audit_record(
             action="members.removed",
             actor=Actor.of(actor.user),

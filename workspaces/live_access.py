@@ -1,0 +1,115 @@
+"""Open sockets follow permissions: a socket's right to receive is re-checked, not remembered.
+
+Every socket joins its user's group. Removing a member, changing a role or logging out sends
+`access.changed` to that group after commit, and each socket re-checks membership and session
+at once and closes if either is gone (a role change closes too: the page reconnects and renders
+for the new role). Independently, every event is checked before it is sent, with the answer
+reused for at most a second, so a missed signal cannot leak more than that.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.db import transaction
+
+from workspaces.models import Membership
+
+log = logging.getLogger(__name__)
+
+RECHECK_SECONDS = 1.0
+CLOSE_REVOKED = 4403
+
+
+def user_group(user_id: int) -> str:
+    return f"user-{user_id}"
+
+
+def access_changed(user_id: int, *, ended_session: str = "") -> None:
+    """Tell every open socket of this user to re-check its access once the change commits.
+    `ended_session` names a session being logged out: Django sends the logout signal before it
+    deletes the session, so its sockets close on the name rather than on a re-check."""
+    message = {"type": "access.changed", "ended_session": ended_session}
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            async_to_sync(layer.group_send)(user_group(user_id), message)
+        except Exception:  # the per-event check still closes the socket within a second
+            log.exception("could not signal an access change for user %s", user_id)
+
+    transaction.on_commit(send)
+
+
+def close_sockets_on_logout(sender, request, user, **kwargs) -> None:
+    if user is not None:
+        session = getattr(request, "session", None)
+        access_changed(user.pk, ended_session=getattr(session, "session_key", "") or "")
+
+
+def _session_valid(session, user) -> bool:
+    """The socket's login session still exists and still names this user with this password."""
+    if session is None or not session.session_key:
+        return False
+    store = session.__class__(session.session_key)
+    data = store.load()
+    if str(data.get(SESSION_KEY)) != str(user.pk) or BACKEND_SESSION_KEY not in data:
+        return False
+    stored_hash = data.get(HASH_SESSION_KEY)
+    return stored_hash is None or stored_hash == user.get_session_auth_hash()
+
+
+class LiveAccessMixin:
+    """For AsyncWebsocketConsumer subclasses holding `self.membership` once connected."""
+
+    _checked_at: float = 0.0
+    _allowed: bool = True
+
+    async def join_user_group(self) -> None:
+        await self.channel_layer.group_add(user_group(self.membership.user_id), self.channel_name)
+
+    async def leave_user_group(self) -> None:
+        if getattr(self, "membership", None) is not None:
+            await self.channel_layer.group_discard(
+                user_group(self.membership.user_id), self.channel_name
+            )
+
+    @database_sync_to_async
+    def _still_allowed(self) -> bool:
+        m = self.membership
+        role = (
+            Membership.objects.filter(workspace_id=m.workspace_id, user_id=m.user_id)
+            .values_list("role", flat=True)
+            .first()
+        )
+        if role != m.role:
+            return False
+        return _session_valid(self.scope.get("session"), m.user)
+
+    async def may_send(self, *, fresh: bool = False) -> bool:
+        """Whether this socket may still receive; closes it when not."""
+        if not self._allowed:
+            return False
+        now = time.monotonic()
+        if fresh or now - self._checked_at >= RECHECK_SECONDS:
+            self._allowed = await self._still_allowed()
+            self._checked_at = now
+            if not self._allowed:
+                await self.close(code=CLOSE_REVOKED)
+        return self._allowed
+
+    async def access_changed(self, event: dict) -> None:
+        session = self.scope.get("session")
+        ended = event.get("ended_session")
+        if ended and session is not None and session.session_key == ended:
+            self._allowed = False
+            await self.close(code=CLOSE_REVOKED)
+            return
+        await self.may_send(fresh=True)
