@@ -1,0 +1,294 @@
+"""Reviews survive infrastructure faults: a Redis restart mid-review, PostgreSQL connections
+killed mid-review, a review started while Redis is down.
+
+Celery workers are real processes (tests/celery_support.py). The broker of the Redis tests is a
+private redis-server on 127.0.0.1:16390-16399 that the test stops and starts; nothing else uses
+it. Sweep interval and leases are shortened through the workers' environment.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+from django.db import connection
+
+from config.celery import app as celery_app
+from reviews.models import PipelineStep, PipelineSweep, ReviewRound
+from reviews.pipeline.runner import run_inline, stalled_rounds
+from reviews.pipeline.sweeper import Sweeper, sweep_once, take_turn
+from reviews.sample_repo import create_sample_repository
+from reviews.services.requests import review_request
+from tests.reviews import pipeline_scenarios as scenario
+from tests.reviews.test_pipeline_celery import _node_set, _wait_finished
+from workspaces.models import Repository
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
+
+PORTS = range(16390, 16400)
+FAST = {
+    "QUORUM_SWEEP_SECONDS": "1",
+    "QUORUM_STEP_LEASE_SECONDS": "3",
+    "QUORUM_CELERY_VISIBILITY_TIMEOUT": "5",
+}
+
+
+class PrivateRedis:
+    """A redis-server of our own, without persistence: a restart loses every queued message."""
+
+    def __init__(self, port: int, workdir) -> None:
+        self.port, self.workdir, self.process = port, workdir, None
+        self.url = f"redis://127.0.0.1:{port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--dir", str(self.workdir)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(self.url, socket_timeout=1).ping()
+                return
+            except redis.RedisError:
+                assert time.monotonic() < deadline, "private redis-server did not start"
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()  # a crash, not a shutdown
+            self.process.wait()
+
+
+def _free_port() -> int:
+    for port in PORTS:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 16390-16399")
+
+
+@pytest.fixture
+def shop(settings, tmp_path, workspace, alice, fake_model):
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    scenario.model_settings(settings, fake_model)
+    base, head = create_sample_repository(tmp_path / "shop")
+    repo = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str((tmp_path / "shop").resolve())
+    )
+    return repo, base, head, alice
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    server = PrivateRedis(_free_port(), tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def broker(private_redis):
+    """This process publishes to the private Redis too (the web side of the fault)."""
+    previous = celery_app.conf.broker_url
+
+    def point(url: str) -> None:
+        celery_app.conf.broker_url = url
+        celery_app._pool = None
+        celery_app.amqp._producer_pool = None
+
+    point(private_redis.url)
+    yield private_redis
+    point(previous)
+
+
+def _wait_reviewing(review_round: ReviewRound) -> None:
+    deadline = time.monotonic() + 60
+    while (
+        not ReviewRound.objects.filter(pk=review_round.pk, stage="reviewers").exists()
+        or not review_round.steps.filter(state="running").exists()
+    ):
+        assert time.monotonic() < deadline, "the reviewer stage never started"
+        time.sleep(0.1)
+
+
+def _reference(shop, fake_model) -> list[tuple]:
+    repo, base, head, alice = shop
+    scenario.install(fake_model)
+    done = run_inline(
+        review_request(
+            repository=repo, actor=alice, base=base, head=head, tier="thorough", queue=False
+        ).pk
+    )
+    return _node_set(done)
+
+
+def _second_repository(repo: Repository) -> Repository:
+    return Repository.objects.create(
+        workspace=repo.workspace, kind="local", local_path=repo.local_path + "/."
+    )
+
+
+# -- faults mid-review, with real workers ---------------------------------------------------------
+
+
+def test_a_redis_restart_mid_review_loses_and_duplicates_nothing(
+    shop, fake_model, worker_factory, broker
+):
+    repo, base, head, alice = shop
+    expected = _reference(shop, fake_model)
+    scenario.install(fake_model, latency=1.0)
+    worker_factory(REDIS_URL=broker.url, **FAST)
+    review_round = review_request(
+        repository=_second_repository(repo), actor=alice, base=base, head=head, tier="thorough"
+    )
+    _wait_reviewing(review_round)
+
+    broker.stop()  # every queued step message dies with it
+    time.sleep(5)
+    assert ReviewRound.objects.get(pk=review_round.pk).state in ("pending", "running")
+    broker.start()
+    back = time.monotonic()
+
+    finished = _wait_finished(review_round.pk, timeout=60)
+    print(f"finished {time.monotonic() - back:.1f} s after Redis returned")
+    assert finished.state == "finished", finished.error
+    assert _node_set(finished) == expected
+    assert PipelineSweep.objects.get().last_swept_at is not None
+
+
+def test_database_connections_killed_mid_review_lose_and_duplicate_nothing(
+    shop, fake_model, worker_factory
+):
+    repo, base, head, alice = shop
+    expected = _reference(shop, fake_model)
+    scenario.install(fake_model, latency=1.0)
+    worker_factory(**FAST)
+    review_round = review_request(
+        repository=_second_repository(repo), actor=alice, base=base, head=head, tier="thorough"
+    )
+    _wait_reviewing(review_round)
+
+    killed = 0
+    for _ in range(2):  # twice: a reconnect must survive a second blip too
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                [connection.settings_dict["NAME"]],
+            )
+            killed += cursor.fetchone()[0]
+        time.sleep(1.5)
+    assert killed >= 2  # the workers' step and lease connections were there to kill
+    back = time.monotonic()
+
+    finished = _wait_finished(review_round.pk, timeout=60)
+    print(f"finished {time.monotonic() - back:.1f} s after {killed} connections were killed")
+    assert finished.state == "finished", finished.error
+    assert _node_set(finished) == expected
+    assert not finished.steps.exclude(state="done").exists()
+
+
+# -- starting a review while Redis is down ---------------------------------------------------------
+
+
+def test_a_review_started_while_redis_is_down_answers_503_and_starts_when_it_returns(
+    shop, broker, client_for, settings
+):
+    repo, base, head, alice = shop
+    settings.QUORUM_SWEEP_SECONDS = 1
+    broker.stop()
+    client = client_for(alice)
+    api = f"/api/v1/workspaces/{repo.workspace.slug}/reviews"
+    body = {"repository": repo.pk, "base": base, "head": head}
+
+    started = time.monotonic()
+    response = client.post(api, body, content_type="application/json")
+    assert response.status_code == 503, response.content
+    assert time.monotonic() - started < 10  # a dead broker fails fast, it does not hang
+    data = response.json()
+    assert "task queue is unavailable" in data["detail"] and "will start" in data["detail"]
+    assert data["state"] == "pending"
+    # Asking again (a script retrying) finds the same round: no orphan, no duplicate.
+    again = client.post(api, body, content_type="application/json")
+    assert again.status_code == 503 and again.json()["round"] == data["round"]
+    page = client.post(
+        f"/w/{repo.workspace.slug}/reviews/", {"repository": repo.pk, "base": base, "head": head}
+    )
+    assert page.status_code == 503
+    assert b"the review is queued and will start when it returns" in page.content
+    assert list(ReviewRound.objects.values_list("state", flat=True)) == ["pending"]
+    round_id = ReviewRound.objects.get().pk
+    assert stalled_rounds() == [round_id]
+
+    # The sweeper meets the dead broker, says so, and keeps ticking.
+    sweeper = Sweeper(interval=0.3).start()
+    try:
+        time.sleep(1)
+        assert sweeper._thread.is_alive()
+        broker.start()
+        queue = celery_app.conf.task_default_queue
+        deadline = time.monotonic() + 10
+        while not redis.Redis.from_url(broker.url).llen(queue):
+            assert time.monotonic() < deadline, "the sweeper never queued the round"
+            time.sleep(0.1)
+    finally:
+        sweeper.stop()
+    assert ReviewRound.objects.get().state == "pending"  # queued; a worker would now start it
+
+
+# -- the sweeper's choices, without workers --------------------------------------------------------
+
+
+def test_one_sweep_per_interval_across_processes_unless_a_process_just_started(db):
+    assert take_turn(60)
+    assert not take_turn(60)  # another worker, same interval: not its turn
+    assert take_turn(60, force=True)  # a worker that just started recovers at once
+    PipelineSweep.objects.update(next_at=PipelineSweep.objects.get().next_at.replace(year=2000))
+    assert sweep_once(interval=60) == 0
+
+
+def test_only_rounds_that_nobody_moves_are_stalled(review_factory, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.QUORUM_STEP_LEASE_SECONDS = 60
+    now = timezone.now()
+
+    def round_with(*steps, lease=None):
+        review_round = review_factory()  # a workspace (and so a space) of its own
+        ReviewRound.objects.filter(pk=review_round.pk).update(lease_until=lease)
+        for index, (state, lease_until, age) in enumerate(steps):
+            step = PipelineStep.objects.create(
+                round=review_round, stage="reviewers", key=f"s{index}", state=state
+            )
+            PipelineStep.objects.filter(pk=step.pk).update(
+                lease_until=lease_until, updated_at=now - timedelta(seconds=age)
+            )
+        return review_round.pk
+
+    later, earlier = now + timedelta(seconds=30), now - timedelta(seconds=1)
+    never_queued = round_with()
+    coordinator_alive = round_with(lease=later)
+    steps_alive = round_with(("running", later, 0), ("pending", None, 5), ("done", None, 500))
+    worker_died = round_with(("running", earlier, 0), ("done", None, 500))
+    message_lost = round_with(("running", later, 0), ("pending", None, 500))
+    all_done_advance_lost = round_with(("done", None, 500))
+    finished = round_with()
+    ReviewRound.objects.filter(pk=finished).update(state="finished")
+
+    stalled = set(stalled_rounds())
+    assert {never_queued, worker_died, message_lost, all_done_advance_lost} <= stalled
+    assert not stalled & {coordinator_alive, steps_alive, finished}
