@@ -247,7 +247,12 @@ QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, 
 # restart, a dead worker. 0 turns the sweeper off. See docs/durability.md.
 QUORUM_SWEEP_SECONDS = envint("QUORUM_SWEEP_SECONDS", 15, minimum=0)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
-QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=True)
+# Tenancy: a shared server is closed by default (the operator opens sign-up and workspace
+# creation, grants local roots per workspace); the single-user embedded default is open.
+QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=EMBEDDED)
+QUORUM_OPEN_WORKSPACES = envbool("QUORUM_OPEN_WORKSPACES", default=EMBEDDED)
+QUORUM_SHARED_LOCAL_ROOTS = envbool("QUORUM_SHARED_LOCAL_ROOTS", default=EMBEDDED)
+QUORUM_INVITATION_DAYS = envint("QUORUM_INVITATION_DAYS", 7, minimum=1)
 # The audit chain's HMAC key (README "Audit trail"; QUORUM_AUDIT_KEY_FILE works too). It is
 # never stored in the database. Unset, a key derived from SECRET_KEY is used, and a server with
 # DEBUG off logs a warning at start-up: rotating SECRET_KEY would orphan the existing chains.

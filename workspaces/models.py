@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 
 from workspaces import rules
 
@@ -55,8 +58,17 @@ class Membership(models.Model):
         return rules.role_allows(self.role, perm)
 
 
+def _invitation_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def _invitation_expiry():
+    return timezone.now() + timedelta(days=settings.QUORUM_INVITATION_DAYS)
+
+
 class Invitation(models.Model):
-    """A pending membership for an email with no account yet; accepted at sign-up."""
+    """A pending membership. It becomes one only when a signed-in user whose verified address is
+    this email accepts the signed link sent there; the nonce makes each link single-use."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
     email = models.EmailField()
@@ -64,6 +76,8 @@ class Invitation(models.Model):
     invited_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
+    nonce = models.CharField(max_length=32, default=_invitation_nonce)
+    expires_at = models.DateTimeField(default=_invitation_expiry)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -164,6 +178,69 @@ class Repository(models.Model):
             "base_branch": self.base_branch,
             "auto_review": self.auto_review,
         }
+
+
+class GitHubInstallation(models.Model):
+    """A GitHub App installation bound to one workspace by a server operator: the workspace may
+    connect that installation's repositories and receives their webhooks, and nobody else does."""
+
+    installation_id = models.PositiveBigIntegerField(unique=True)
+    account_login = models.CharField(max_length=100, blank=True)
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="github_installations"
+    )
+    bound_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"installation {self.installation_id} ({self.account_login}) → {self.workspace}"
+
+
+class RepositoryGrant(models.Model):
+    """With a server-wide token every repository looks reachable, so a server operator grants
+    each workspace the repositories it may connect."""
+
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="repository_grants"
+    )
+    full_name = models.CharField(max_length=141)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "full_name"], name="repository_grant_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.full_name} → {self.workspace}"
+
+
+class LocalRootGrant(models.Model):
+    """A directory on the server under which this workspace may connect local repositories."""
+
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="local_root_grants"
+    )
+    path = models.CharField(max_length=1024)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "path"], name="local_root_grant_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} → {self.workspace}"
 
 
 class ApiToken(models.Model):

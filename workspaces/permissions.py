@@ -45,3 +45,13 @@ def require(membership: Membership, perm: Perm, *, attempted: str, request: Any 
     raise PermissionDenied(
         f"Your role ({membership.role}) cannot {attempted}: it needs {needed} or above."
     )
+
+
+def may_create_workspace(user: Any) -> bool:
+    """A shared server is closed unless its operator opens it; operators (staff) always may."""
+    from django.conf import settings
+
+    return bool(
+        getattr(user, "is_authenticated", False)
+        and (settings.QUORUM_OPEN_WORKSPACES or user.is_staff)
+    )

@@ -8,19 +8,25 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core import signing
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
 
-from guardrails.audit import Actor, Target, audit_record
+from guardrails.audit import SYSTEM, Actor, Target, audit_record
 from workspaces import rules
 from workspaces.defaults import DEFAULT_REVIEWERS
 from workspaces.live_access import access_changed
 from workspaces.models import (
     ApiToken,
+    GitHubInstallation,
     Invitation,
+    LocalRootGrant,
     Membership,
     Repository,
+    RepositoryGrant,
     ReviewerConfig,
     Workspace,
 )
@@ -101,41 +107,114 @@ def _owner_count_locked(workspace: Workspace) -> int:
     return len(list(owners))
 
 
-def member_invite(
-    *, actor: Membership, email: str, role: str, request: Any = None
-) -> Membership | Invitation:
+INVITATION_SALT = "quorum.invitation"
+
+
+def invitation_link_token(invitation: Invitation) -> str:
+    return signing.dumps({"i": invitation.pk, "n": invitation.nonce}, salt=INVITATION_SALT)
+
+
+def _send_invitation(invitation: Invitation, request: Any) -> None:
+    path = reverse("workspaces:invitation_accept", args=[invitation_link_token(invitation)])
+    link = request.build_absolute_uri(path) if request is not None else path
+    inviter = invitation.invited_by.email if invitation.invited_by else "An administrator"
+    send_mail(
+        subject=f"You are invited to {invitation.workspace.name} on Quorum",
+        message=(
+            f"{inviter} invited {invitation.email} to the workspace "
+            f"{invitation.workspace.name} as {invitation.role}.\n\n"
+            f"Accept it here (sign in with this address first; it must be verified):\n{link}\n\n"
+            f"The link works once and expires on {invitation.expires_at:%Y-%m-%d %H:%M} UTC."
+        ),
+        from_email=None,
+        recipient_list=[invitation.email],
+    )
+
+
+def member_invite(*, actor: Membership, email: str, role: str, request: Any = None) -> Invitation:
+    """Invite an address, whether or not it has an account: nothing is granted until the
+    verified owner of the address accepts the signed link sent to it."""
     workspace = actor.workspace
     email = User.objects.normalize_email(email.strip()).lower()
     if "@" not in email:
         raise RuleError(f"{email!r} is not an email address.")
     rules.check_role_change(actor_role=actor.role, target_role=role, new_role=role, owners=2)
     with transaction.atomic():
-        user = User.objects.filter(email__iexact=email).first()
-        if user is not None:
-            if Membership.objects.filter(workspace=workspace, user=user).exists():
-                raise RuleError(f"{email} is already a member.")
-            result: Membership | Invitation = Membership.objects.create(
-                workspace=workspace, user=user, role=role
-            )
-            action = "members.added"
-        else:
-            try:
-                with transaction.atomic():
-                    result = Invitation.objects.create(
-                        workspace=workspace, email=email, role=role, invited_by=actor.user
-                    )
-            except IntegrityError:
-                raise RuleError(f"{email} has already been invited.") from None
-            action = "members.invited"
+        if Membership.objects.filter(workspace=workspace, user__email__iexact=email).exists():
+            raise RuleError(f"{email} is already a member.")
+        try:
+            with transaction.atomic():
+                invitation = Invitation.objects.create(
+                    workspace=workspace, email=email, role=role, invited_by=actor.user
+                )
+        except IntegrityError:
+            raise RuleError(f"{email} has already been invited.") from None
         audit_record(
-            action=action,
+            action="members.invited",
             actor=Actor.of(actor.user),
             workspace=workspace,
             target=Target("user", email, email),
-            payload={"email": email, "role": role},
+            payload={"email": email, "role": role, "expires_at": invitation.expires_at.isoformat()},
             request=request,
         )
-    return result
+        transaction.on_commit(lambda: _send_invitation(invitation, request))
+    return invitation
+
+
+def invitation_from_token(token: str) -> Invitation:
+    """The invitation a link names, if the link is genuine, unused and unexpired."""
+    try:
+        data = signing.loads(
+            token, salt=INVITATION_SALT, max_age=settings.QUORUM_INVITATION_DAYS * 86400
+        )
+        invitation = Invitation.objects.select_related("workspace").get(pk=int(data["i"]))
+    except (signing.BadSignature, KeyError, TypeError, ValueError, Invitation.DoesNotExist):
+        raise RuleError("This invitation link is not valid (used, revoked or mistyped).") from None
+    if not secrets.compare_digest(str(data.get("n", "")), invitation.nonce):
+        raise RuleError("This invitation link is not valid (used, revoked or mistyped).")
+    if invitation.expires_at <= timezone.now():
+        raise RuleError("This invitation has expired: ask for a new one.")
+    return invitation
+
+
+def invitation_check_recipient(invitation: Invitation, user: Any) -> None:
+    """Only the signed-in owner of the invited address, verified, may accept."""
+    from allauth.account.models import EmailAddress
+
+    if not getattr(user, "is_authenticated", False):
+        raise RuleError("Sign in to accept the invitation.")
+    owns = EmailAddress.objects.filter(user=user, email__iexact=invitation.email)
+    if not owns.exists() and user.email.lower() != invitation.email.lower():
+        raise RuleError(
+            f"This invitation is for {invitation.email}; you are signed in as {user.email}."
+        )
+    if not owns.filter(verified=True).exists():
+        raise RuleError(
+            f"Verify {invitation.email} first (a confirmation link was sent when you signed up; "
+            "you can send it again from your account's email page), then open this link again."
+        )
+
+
+def invitation_accept(*, token: str, user: Any, request: Any = None) -> Membership:
+    with transaction.atomic():
+        invitation = invitation_from_token(token)
+        invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
+        invitation_check_recipient(invitation, user)
+        if Membership.objects.filter(workspace=invitation.workspace, user=user).exists():
+            raise RuleError(f"You are already a member of {invitation.workspace.name}.")
+        membership = Membership.objects.create(
+            workspace=invitation.workspace, user=user, role=invitation.role
+        )
+        invitation.delete()  # single use
+        audit_record(
+            action="members.invitation_accepted",
+            actor=Actor.of(user),
+            workspace=invitation.workspace,
+            target=Target("user", str(user.pk), user.email),
+            payload={"email": invitation.email, "role": invitation.role},
+            request=request,
+        )
+    return membership
 
 
 def member_change_role(
@@ -194,27 +273,6 @@ def invitation_revoke(*, actor: Membership, invitation: Invitation, request: Any
             payload={"email": invitation.email, "role": invitation.role},
             request=request,
         )
-
-
-def invitations_accept(*, user: Any) -> list[Membership]:
-    """Turn the invitations addressed to a new account's email into memberships."""
-    created = []
-    with transaction.atomic():
-        for inv in Invitation.objects.select_for_update().filter(email__iexact=user.email):
-            membership, new = Membership.objects.get_or_create(
-                workspace=inv.workspace, user=user, defaults={"role": inv.role}
-            )
-            inv.delete()
-            if new:
-                created.append(membership)
-                audit_record(
-                    action="members.invitation_accepted",
-                    actor=Actor.of(user),
-                    workspace=inv.workspace,
-                    target=Target("user", str(user.pk), user.email),
-                    payload={"role": inv.role},
-                )
-    return created
 
 
 # Reviewer configs ---------------------------------------------------------------------------
@@ -324,8 +382,20 @@ def reviewer_config_delete(*, config: ReviewerConfig, actor: Any, request: Any =
 # Repositories -------------------------------------------------------------------------------
 
 
-def resolve_local_repository(path: str) -> Path:
-    """Resolve `path` (symlinks included) and insist it lies under an allowed root."""
+def _local_roots(workspace: Workspace) -> list[Path]:
+    """Where this workspace may connect local repositories: the roots a server operator granted
+    it, within the server-wide fence QUORUM_LOCAL_REPO_ROOTS. A single-tenant install
+    (QUORUM_SHARED_LOCAL_ROOTS, the embedded default) grants the whole fence to everyone."""
+    fence = [Path(root).resolve() for root in settings.QUORUM_LOCAL_REPO_ROOTS]
+    if settings.QUORUM_SHARED_LOCAL_ROOTS:
+        return fence
+    granted = [Path(p) for p in workspace.local_root_grants.values_list("path", flat=True)]
+    return [g for g in granted if any(g == f or g.is_relative_to(f) for f in fence)]
+
+
+def resolve_local_repository(path: str, workspace: Workspace) -> Path:
+    """Resolve `path` (symlinks included) and insist it lies under a root granted to
+    `workspace`."""
     if not path or "\x00" in path:
         raise RuleError("Give the absolute path of a git repository on the server.")
     candidate = Path(path)
@@ -335,16 +405,52 @@ def resolve_local_repository(path: str) -> Path:
         resolved = candidate.resolve(strict=True)
     except (OSError, RuntimeError):
         raise RuleError(f"{path} does not exist on the server.") from None
-    roots = [Path(root).resolve() for root in settings.QUORUM_LOCAL_REPO_ROOTS]
+    roots = _local_roots(workspace)
     if not any(resolved == root or resolved.is_relative_to(root) for root in roots):
-        allowed = ", ".join(str(r) for r in roots) or "(none configured)"
+        allowed = ", ".join(str(r) for r in roots) or "(none granted to this workspace)"
         raise RuleError(
-            f"{path} is outside the directories allowed for local repositories: {allowed}. "
-            "An administrator of the server sets them with QUORUM_LOCAL_REPO_ROOTS."
+            f"{path} is outside the directories this workspace may use: {allowed}. "
+            "A server operator grants directories per workspace "
+            "(manage.py tenancy grant-local-root)."
         )
     if not resolved.is_dir() or not ((resolved / ".git").exists() or (resolved / "HEAD").is_file()):
         raise RuleError(f"{path} is not a git repository.")
     return resolved
+
+
+def check_github_access(workspace: Workspace, full_name: str) -> None:
+    """Refuse unless `workspace` can prove access to `full_name`: with a GitHub App, the
+    repository's installation is bound to this workspace; with a server-wide token, a server
+    operator granted the repository to this workspace."""
+    from reviews.services.github import (
+        github_app_mode,
+        github_configured,
+        repository_installation,
+    )
+    from reviews.sources.github_client import GitHubError
+
+    if github_app_mode():
+        try:
+            installation_id, account = repository_installation(full_name)
+        except GitHubError as exc:
+            raise RuleError(
+                f"The Quorum GitHub App is not installed on {full_name} ({exc})."
+            ) from exc
+        if not workspace.github_installations.filter(installation_id=installation_id).exists():
+            raise RuleError(
+                f"{full_name} belongs to the GitHub App installation on {account or 'an account'} "
+                f"(#{installation_id}), which is not bound to this workspace. A server operator "
+                "binds installations to workspaces (manage.py tenancy bind-installation)."
+            )
+    elif github_configured():
+        if not workspace.repository_grants.filter(full_name__iexact=full_name).exists():
+            raise RuleError(
+                f"{full_name} has not been granted to this workspace. With a server-wide GitHub "
+                "token a server operator grants each repository (manage.py tenancy "
+                "grant-repository)."
+            )
+    else:
+        raise RuleError("GitHub is not configured on this server: nothing can be connected.")
 
 
 def repository_connect(
@@ -360,8 +466,9 @@ def repository_connect(
     branch = rules.clean_branch(base_branch or "main")
     if kind == Repository.Kind.GITHUB:
         fields = {"full_name": rules.clean_github_name(name)}
+        check_github_access(workspace, fields["full_name"])
     elif kind == Repository.Kind.LOCAL:
-        fields = {"local_path": str(resolve_local_repository(name))}
+        fields = {"local_path": str(resolve_local_repository(name, workspace))}
     else:
         raise RuleError(f"Unknown repository kind {kind!r}; use github or local.")
     with transaction.atomic():
@@ -379,6 +486,108 @@ def repository_connect(
             request=request,
         )
     return repo
+
+
+# Server operator grants (tenancy) -------------------------------------------------------------
+
+
+def _operator_audit(action: str, workspace: Workspace, actor: Any, target: Target, **payload):
+    audit_record(
+        action=action,
+        actor=Actor.of(actor) if actor else SYSTEM,
+        workspace=workspace,
+        target=target,
+        payload=payload,
+    )
+
+
+def installation_bind(
+    *, workspace: Workspace, installation_id: int, account_login: str = "", actor: Any = None
+) -> GitHubInstallation:
+    """Bind a GitHub App installation to one workspace (a server operator's act)."""
+    with transaction.atomic():
+        existing = GitHubInstallation.objects.filter(installation_id=installation_id).first()
+        if existing is not None and existing.workspace_id != workspace.pk:
+            raise RuleError(
+                f"Installation {installation_id} is bound to another workspace; unbind it first."
+            )
+        row, _ = GitHubInstallation.objects.update_or_create(
+            installation_id=installation_id,
+            defaults={
+                "workspace": workspace,
+                "account_login": account_login,
+                "bound_by": actor if getattr(actor, "pk", None) else None,
+            },
+        )
+        _operator_audit(
+            "tenancy.installation_bound",
+            workspace,
+            actor,
+            Target("githubinstallation", str(installation_id), account_login),
+            installation_id=installation_id,
+            account=account_login,
+        )
+    return row
+
+
+def installation_unbind(*, installation_id: int, actor: Any = None) -> None:
+    with transaction.atomic():
+        row = GitHubInstallation.objects.select_related("workspace").get(
+            installation_id=installation_id
+        )
+        row.delete()
+        _operator_audit(
+            "tenancy.installation_unbound",
+            row.workspace,
+            actor,
+            Target("githubinstallation", str(installation_id), row.account_login),
+            installation_id=installation_id,
+        )
+
+
+def repository_grant(*, workspace: Workspace, full_name: str, actor: Any = None) -> RepositoryGrant:
+    name = rules.clean_github_name(full_name)
+    with transaction.atomic():
+        row, _ = RepositoryGrant.objects.get_or_create(
+            workspace=workspace,
+            full_name=name,
+            defaults={"granted_by": actor if getattr(actor, "pk", None) else None},
+        )
+        _operator_audit(
+            "tenancy.repository_granted",
+            workspace,
+            actor,
+            Target("repositorygrant", name, name),
+            full_name=name,
+        )
+    return row
+
+
+def local_root_grant(*, workspace: Workspace, path: str, actor: Any = None) -> LocalRootGrant:
+    try:
+        resolved = Path(path).resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise RuleError(f"{path} does not exist on the server.") from None
+    fence = [Path(root).resolve() for root in settings.QUORUM_LOCAL_REPO_ROOTS]
+    if not resolved.is_dir() or not any(resolved == f or resolved.is_relative_to(f) for f in fence):
+        raise RuleError(
+            f"{path} must be a directory under QUORUM_LOCAL_REPO_ROOTS "
+            f"({', '.join(map(str, fence)) or 'none'})."
+        )
+    with transaction.atomic():
+        row, _ = LocalRootGrant.objects.get_or_create(
+            workspace=workspace,
+            path=str(resolved),
+            defaults={"granted_by": actor if getattr(actor, "pk", None) else None},
+        )
+        _operator_audit(
+            "tenancy.local_root_granted",
+            workspace,
+            actor,
+            Target("localrootgrant", str(row.pk), str(resolved)),
+            path=str(resolved),
+        )
+    return row
 
 
 def repository_update(

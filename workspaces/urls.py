@@ -6,6 +6,7 @@ app_name = "workspaces"
 
 urlpatterns = [
     path("new/", views.workspace_create, name="create"),
+    path("invitations/<str:token>/", views.invitation_accept, name="invitation_accept"),
     path("w/<slug:slug>/settings/", views.general, name="general"),
     path("w/<slug:slug>/settings/members/", views.members, name="members"),
     path("w/<slug:slug>/settings/members/<int:member_id>/", views.member_change, name="member"),

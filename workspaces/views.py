@@ -24,7 +24,7 @@ from workspaces.forms import (
     few_shots_from,
 )
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
-from workspaces.permissions import allows, membership_get, require
+from workspaces.permissions import allows, may_create_workspace, membership_get, require
 from workspaces.rules import Perm, RuleError
 
 
@@ -59,6 +59,8 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def workspace_create(request: HttpRequest) -> HttpResponse:
+    if not may_create_workspace(request.user):
+        return render(request, "workspaces/closed.html", status=403)
     form = WorkspaceCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -71,6 +73,28 @@ def workspace_create(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Workspace {ws.name} created.")
             return redirect("workspaces:general", ws.slug)
     return render(request, "workspaces/create.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
+    """Show an invitation to the signed-in user and let its verified recipient accept it."""
+    error, invitation = "", None
+    try:
+        invitation = services.invitation_from_token(token)
+        services.invitation_check_recipient(invitation, request.user)
+    except RuleError as exc:
+        error = str(exc)
+    if request.method == "POST" and not error:
+        try:
+            membership = services.invitation_accept(token=token, user=request.user, request=request)
+        except RuleError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Welcome to {membership.workspace.name}.")
+            return redirect("reviews:list", membership.workspace.slug)
+    context = {"invitation": invitation, "error": error}
+    return render(request, "workspaces/invitation.html", context, status=400 if error else 200)
 
 
 @member_view
@@ -132,7 +156,11 @@ def members(request: HttpRequest, membership: Membership) -> HttpResponse:
             except RuleError as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, f"{form.cleaned_data['email']} invited.")
+                messages.success(
+                    request,
+                    f"{form.cleaned_data['email']} invited: a single-use link was sent to the "
+                    "address. Nothing is granted until its verified owner accepts it.",
+                )
                 return redirect("workspaces:members", ws.slug)
         status = 400
     context = _ctx(

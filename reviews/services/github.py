@@ -35,3 +35,16 @@ def github_client() -> GitHubClient:
     return GitHubClient(
         auth, base_url=settings.GITHUB_API_URL, git_url=settings.GITHUB_GIT_URL or None
     )
+
+
+def github_app_mode() -> bool:
+    """An app identity: repositories are reached through installations, which bind tenants."""
+    return bool(settings.GITHUB_APP_ID and settings.GITHUB_APP_PRIVATE_KEY_PATH)
+
+
+def repository_installation(full_name: str) -> tuple[int, str]:
+    """(installation id, account login) of the app's installation on `owner/name`."""
+    owner, name = full_name.split("/", 1)
+    with github_client() as client:
+        found = client.repository_installation(owner, name)
+    return int(found["id"]), str((found.get("account") or {}).get("login") or "")

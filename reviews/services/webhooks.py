@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from reviews.models import ReviewRound, WebhookDelivery
+from reviews.services.github import github_app_mode
 from reviews.services.spaces import pull_request_upsert, round_start, space_get_or_create
 from reviews.sources.webhooks import WebhookPayloadError, parse_pull_request_event
 from workspaces.models import Repository
@@ -35,9 +36,7 @@ def webhook_receive(*, delivery_id: str, event: str, payload: Any) -> tuple[str,
         return _done(delivery, f"ignored: action {parsed.action}"), []
     full_name = f"{parsed.owner}/{parsed.repo}"
     repositories = list(
-        Repository.objects.select_related("workspace").filter(
-            kind=Repository.Kind.GITHUB, full_name__iexact=full_name, auto_review=True
-        )
+        tenant_repositories(full_name, parsed.installation_id).filter(auto_review=True)
     )
     if not repositories:
         log.info(
@@ -69,6 +68,20 @@ def webhook_receive(*, delivery_id: str, event: str, payload: Any) -> tuple[str,
             )
         outcome = _done(delivery, f"queued {len(rounds)} round(s) for {full_name}#{parsed.number}")
     return outcome, rounds
+
+
+def tenant_repositories(full_name: str, installation_id: int | None):
+    """The connected copies of `full_name` a delivery may reach: with a GitHub App only in the
+    workspace its installation is bound to; with a server-wide token only where a server
+    operator still grants the repository."""
+    repos = Repository.objects.select_related("workspace").filter(
+        kind=Repository.Kind.GITHUB, full_name__iexact=full_name
+    )
+    if github_app_mode():
+        if installation_id is None:
+            return repos.none()
+        return repos.filter(workspace__github_installations__installation_id=installation_id)
+    return repos.filter(workspace__repository_grants__full_name__iexact=full_name).distinct()
 
 
 def _done(delivery: WebhookDelivery, outcome: str) -> str:

@@ -120,6 +120,12 @@ class GitHubApp:
         claims = {"iat": now - 60, "exp": now + 9 * 60, "iss": self.app_id}
         return jwt.encode(claims, self._private_key, algorithm="RS256")
 
+    def installation_of(self, client: GitHubClient, owner: str, repo: str) -> dict[str, Any]:
+        """The installation of this app on `owner/repo` (404 when the app is not installed)."""
+        return client._request(
+            "GET", f"/repos/{_name(owner)}/{_name(repo)}/installation", token=self.app_jwt()
+        ).json()
+
     def token_for(self, client: GitHubClient, owner: str, repo: str) -> str:
         with self._lock:
             installation = self._installations.get((owner, repo))
@@ -211,6 +217,12 @@ class GitHubClient:
         self.close()
 
     # -- public API ------------------------------------------------------------------------
+
+    def repository_installation(self, owner: str, repo: str) -> dict[str, Any]:
+        """The app's installation on `owner/repo`; only an app identity can ask."""
+        if not isinstance(self._auth, GitHubApp):
+            raise GitHubAuthError("only a GitHub App identity has installations")
+        return self._auth.installation_of(self, owner, repo)
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
         return self._repo_call("GET", owner, repo, f"/pulls/{_number(number)}").json()

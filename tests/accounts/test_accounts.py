@@ -8,7 +8,8 @@ from django.core.cache import cache
 from tests.fixtures import PASSWORD
 
 
-def test_it_signs_up_and_logs_in_with_an_email(db, client):
+def test_it_signs_up_and_logs_in_with_an_email(db, client, settings):
+    settings.QUORUM_OPEN_SIGNUP = settings.QUORUM_OPEN_WORKSPACES = True
     response = client.post(
         "/accounts/signup/",
         {
@@ -47,7 +48,8 @@ def test_github_login_is_absent_unless_configured(db, client):
     assert "GitHub" not in html
 
 
-def test_creating_a_workspace_makes_the_creator_its_owner(alice, client_for):
+def test_creating_a_workspace_makes_the_creator_its_owner(alice, client_for, settings):
+    settings.QUORUM_OPEN_WORKSPACES = True
     client = client_for(alice)
     response = client.post("/new/", {"name": "Rocket Science"})
     assert response.status_code == 302

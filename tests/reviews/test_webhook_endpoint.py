@@ -9,7 +9,7 @@ import pytest
 
 from reviews.models import PullRequest, ReviewRound, WebhookDelivery
 from tests.fakes.github_server import pull_request_payload, sign
-from workspaces.models import Repository
+from workspaces.models import Repository, RepositoryGrant
 
 SECRET = "It's a Secret to Everybody"
 
@@ -35,6 +35,7 @@ def hook(settings, fake_github, git_repo_factory, workspace):
     Repository.objects.create(
         workspace=workspace, kind="github", full_name="acme/web", auto_review=True
     )
+    RepositoryGrant.objects.create(workspace=workspace, full_name="acme/web")
     return fake_github, repo
 
 

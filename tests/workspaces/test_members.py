@@ -17,31 +17,6 @@ def owner_membership(workspace, alice):
     )
 
 
-def test_it_adds_an_existing_account_at_once(owner_membership, user_factory, workspace):
-    bob = user_factory("bob@example.com")
-    services.member_invite(actor=owner_membership, email="Bob@Example.com", role="reviewer")
-    assert Membership.objects.get(workspace=workspace, user=bob).role == "reviewer"
-    event = AuditEvent.objects.get(workspace=workspace, action="members.added")
-    assert event.payload == {"email": "bob@example.com", "role": "reviewer"}
-
-
-def test_it_keeps_an_invitation_until_sign_up(owner_membership, workspace, client):
-    services.member_invite(actor=owner_membership, email="dana@example.com", role="approver")
-    assert Invitation.objects.filter(workspace=workspace, email="dana@example.com").exists()
-    response = client.post(
-        "/accounts/signup/",
-        {
-            "email": "dana@example.com",
-            "password1": "a-long-pass-phrase",
-            "password2": "a-long-pass-phrase",
-        },
-    )
-    assert response.status_code == 302
-    membership = Membership.objects.get(workspace=workspace, user__email="dana@example.com")
-    assert membership.role == "approver"
-    assert not Invitation.objects.exists()
-
-
 def test_it_refuses_the_last_owner_being_demoted_or_removed(owner_membership):
     with pytest.raises(RuleError, match="last owner"):
         services.member_change_role(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from guardrails.models import AuditEvent
+from workspaces.services import repository_grant
 
 ROLES = ["owner", "admin", "approver", "reviewer", "viewer"]
 MANAGERS = {"owner", "admin"}
@@ -62,7 +63,11 @@ def test_it_allows_rule_changes_only_to_owners_and_admins(as_role, workspace, ro
         ("post", "repositories", {"kind": "github", "name": "acme/web"}),
     ],
 )
-def test_it_applies_the_same_rules_to_the_api(as_role, workspace, role, method, path, body):
+def test_it_applies_the_same_rules_to_the_api(
+    as_role, workspace, role, method, path, body, settings
+):
+    settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = "ghp_server", ""
+    repository_grant(workspace=workspace, full_name="acme/web")  # an operator's grant
     client = as_role(role)
     url = f"/api/v1/workspaces/{workspace.slug}/{path}"
     response = getattr(client, method)(url, body, content_type="application/json")

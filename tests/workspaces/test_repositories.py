@@ -8,14 +8,25 @@ import pytest
 
 from guardrails.models import AuditEvent
 from workspaces.models import Repository
+from workspaces.services import local_root_grant, repository_grant
 
 
 @pytest.fixture
-def repo_roots(tmp_path, settings):
+def repo_roots(tmp_path, settings, workspace):
+    """A server fence with one directory granted to the workspace by an operator."""
     allowed = tmp_path / "allowed"
     allowed.mkdir()
-    settings.QUORUM_LOCAL_REPO_ROOTS = [allowed]
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_SHARED_LOCAL_ROOTS = False
+    local_root_grant(workspace=workspace, path=str(allowed))
     return allowed
+
+
+@pytest.fixture(autouse=True)
+def github_token(settings, workspace):
+    """A server-wide token setup in which the operator granted acme/web to the workspace."""
+    settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = "ghp_server", ""
+    repository_grant(workspace=workspace, full_name="acme/web")
 
 
 def _git_init(path):
@@ -92,7 +103,7 @@ def test_it_refuses_a_directory_that_is_not_a_repository(workspace, alice, clien
 
 def test_the_page_updates_and_disconnects(workspace, alice, client_for):
     client = client_for(alice)
-    _connect(client, workspace, kind="github", name="acme/api")
+    _connect(client, workspace, kind="github", name="acme/web")
     repo = Repository.objects.get()
     url = f"/w/{workspace.slug}/settings/repositories/{repo.pk}/"
     client.post(url, {"action": "update", "base_branch": "develop", "auto_review": "on"})

@@ -69,6 +69,8 @@ class Command(BaseCommand):
         base, head = create_sample_repository(path)
         repo = Repository.objects.filter(workspace=workspace, local_path=str(path)).first()
         if repo is None:
+            # The demo runs as the server's operator: it grants its own workspace the root.
+            services.local_root_grant(workspace=workspace, path=str(root))
             repo = services.repository_connect(
                 workspace=workspace, actor=owner, kind="local", name=str(path)
             )
