@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -109,3 +109,51 @@ def test_two_approvals_when_the_policy_asks_for_two():
     assert once.status is rules.Status.PENDING
     twice = rules.approve(once, approver_id=3, approver_role="admin", now=START)
     assert twice.status is rules.Status.APPROVED
+
+
+SETTINGS = st.builds(
+    rules.PolicySetting,
+    st.sampled_from(list(rules.Policy)),
+    st.integers(1, 5),
+    st.integers(5, 7 * 24 * 60),
+)
+
+
+@given(SETTINGS)
+def test_keeping_a_policy_never_loosens_it(setting):
+    assert not rules.loosens(setting, setting)
+
+
+@given(SETTINGS, SETTINGS)
+def test_a_change_and_its_reverse_never_both_loosen(a, b):
+    assert not (rules.loosens(a, b) and rules.loosens(b, a))
+
+
+@given(SETTINGS, SETTINGS)
+def test_any_move_towards_allow_loosens_and_any_move_away_does_not(a, b):
+    strength = {rules.Policy.ALLOW: 0, rules.Policy.REQUIRE_APPROVAL: 1, rules.Policy.DENY: 2}
+    if strength[b.policy] < strength[a.policy]:
+        assert rules.loosens(a, b)
+    elif strength[b.policy] > strength[a.policy]:
+        assert not rules.loosens(a, b)
+
+
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(5, 600), st.integers(5, 600))
+def test_fewer_approvals_or_longer_expiry_loosens_require_approval(n1, n2, e1, e2):
+    before = rules.PolicySetting(rules.Policy.REQUIRE_APPROVAL, n1, e1)
+    after = rules.PolicySetting(rules.Policy.REQUIRE_APPROVAL, n2, e2)
+    assert rules.loosens(before, after) == (n2 < n1 or e2 > e1)
+
+
+@given(st.sampled_from(list(rules.Status)), USERS)
+def test_only_the_requester_withdraws_and_only_an_open_request(status, who):
+    approval = rules.Approval(
+        requester_id=1, head_sha="a" * 40, expires_at=START + timedelta(hours=1), status=status
+    )
+    allowed = who == 1 and status in (rules.Status.PENDING, rules.Status.APPROVED)
+    try:
+        after = rules.withdraw(approval, requester_id=who, now=START)
+    except rules.ApprovalError:
+        assert not allowed
+    else:
+        assert allowed and after.status is rules.Status.CANCELLED
