@@ -13,11 +13,15 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from config.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa: E402
 from config.websockets import websocket_urlpatterns  # noqa: E402
+
+# Bodies over a path's cap are refused before they are buffered (config/bodylimit.py).
+install_daphne_guard()
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": BodyLimitMiddleware(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -64,3 +65,25 @@ def envchoice(name: str, default: str, choices: set[str]) -> str:
         allowed = ", ".join(sorted(choices))
         raise ImproperlyConfigured(f"{name}={value!r} must be one of: {allowed}")
     return value
+
+
+def envproxyheader(name: str) -> tuple[str, str] | None:
+    """NAME as Django's SECURE_PROXY_SSL_HEADER: the header a TLS proxy sets on https requests.
+
+    "HTTP_X_FORWARDED_PROTO" or "X-Forwarded-Proto" mean that header with the value "https";
+    "X-Forwarded-Ssl=on" names the value too. Unset or empty: no proxy header is trusted.
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    header, sep, value = raw.partition("=")
+    header = header.strip().upper().replace("-", "_")
+    if not header.startswith("HTTP_"):
+        header = f"HTTP_{header}"
+    value = value.strip() if sep else "https"
+    if not re.fullmatch(r"HTTP_[A-Z0-9_]+", header) or not value:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} must name a request header, e.g. HTTP_X_FORWARDED_PROTO "
+            "(its value must then be https) or X-Forwarded-Ssl=on"
+        )
+    return header, value

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
-from config.env import envbool, envchoice, envint, envlist, envsecret, envstr
+from config.env import envbool, envchoice, envint, envlist, envproxyheader, envsecret, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("QUORUM_VAR_DIR", str(BASE_DIR / "var")))
@@ -52,6 +53,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "config.bodylimit.body_limit_middleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -74,6 +77,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "workspaces.context_processors.navigation",
@@ -222,6 +226,30 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# HTTPS (README "HTTPS, security headers and request limits"). Off by default because Quorum cannot know
+# whether TLS ends at a proxy; `manage.py check --deploy` says which ones a server still lacks.
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", default=False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # health checks probe over plain HTTP
+SECURE_PROXY_SSL_HEADER = envproxyheader("SECURE_PROXY_SSL_HEADER")
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", default=False)
+# Content Security Policy (docs/security.md): scripts only from this origin and with
+# the per-response nonce; styles may be inline because Mermaid writes <style> into its SVGs.
+# 'self' covers same-origin ws:/wss: for the live-update socket (CSP level 3).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    # "Sign in with GitHub" posts here and is redirected to GitHub; form-action covers that.
+    "form-action": [CSP.SELF, *(["https://github.com"] if GITHUB_OAUTH_CLIENT_ID else [])],
+    "frame-ancestors": [CSP.NONE],
+}
 
 # Quorum (DESIGN.md §4)
 QUORUM_WORKTREE_ROOT = Path(envstr("QUORUM_WORKTREE_ROOT", str(VAR_DIR / "worktrees")))
@@ -253,6 +281,15 @@ QUORUM_OPEN_SIGNUP = envbool("QUORUM_OPEN_SIGNUP", default=EMBEDDED)
 QUORUM_OPEN_WORKSPACES = envbool("QUORUM_OPEN_WORKSPACES", default=EMBEDDED)
 QUORUM_SHARED_LOCAL_ROOTS = envbool("QUORUM_SHARED_LOCAL_ROOTS", default=EMBEDDED)
 QUORUM_INVITATION_DAYS = envint("QUORUM_INVITATION_DAYS", 7, minimum=1)
+# Request body caps in bytes (config/bodylimit.py): 413 before the body is buffered. GitHub
+# sends webhook payloads of at most 25 MB.
+QUORUM_MAX_WEBHOOK_BODY = envint("QUORUM_MAX_WEBHOOK_BODY", 25 * 1024 * 1024, minimum=1024)
+QUORUM_MAX_API_BODY = envint("QUORUM_MAX_API_BODY", 10 * 1024 * 1024, minimum=1024)
+QUORUM_MAX_FORM_BODY = envint("QUORUM_MAX_FORM_BODY", 1024 * 1024, minimum=1024)
+# Django's own in-memory limit must not refuse (with a 400) what a path's cap allows.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(
+    QUORUM_MAX_WEBHOOK_BODY, QUORUM_MAX_API_BODY, QUORUM_MAX_FORM_BODY
+)
 # The audit chain's HMAC key (README "Audit trail"; QUORUM_AUDIT_KEY_FILE works too). It is
 # never stored in the database. Unset, a key derived from SECRET_KEY is used, and a server with
 # DEBUG off logs a warning at start-up: rotating SECRET_KEY would orphan the existing chains.
