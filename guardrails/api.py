@@ -6,8 +6,8 @@ from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
-from pydantic import ConfigDict
 
+from config.api_types import ErrorOut, Filter, Id, Input, Limit, Offset, Slug, Text, responses
 from guardrails.audit import Target
 from guardrails.models import ApprovalRequest, AuditEvent
 from guardrails.services import approval_decide, approval_withdraw, checkpoint
@@ -19,18 +19,14 @@ from workspaces.rules import Perm, RuleError
 router = Router(tags=["guardrails"])
 
 
-class Strict(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PublishIn(Strict):
+class PublishIn(Input):
     # §3.11: the API publishes only peer-confirmed findings and never approves unless asked.
     selection: Literal["all_open", "consensus"] = "consensus"
     approve_on_ship: bool = False
 
 
-class DecisionIn(Strict):
-    reason: str = Field(default="", max_length=2000)
+class DecisionIn(Input):
+    reason: Text = Field(default="", max_length=2000)
 
 
 class ApprovalOut(Schema):
@@ -78,9 +74,10 @@ def _approval(r: ApprovalRequest) -> dict:
 
 
 @router.post(
-    "/{slug}/reviews/{space_id}/publish-requests", response={200: dict, 202: dict, 409: dict}
+    "/{slug}/reviews/{space_id}/publish-requests",
+    response=responses({200: dict, 202: dict, 409: ErrorOut}, 400, 403, 404, 413, 422, 503),
 )
-def publish_request(request, slug: str, space_id: int, body: PublishIn):
+def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
     space = space_get_for_user(space_id=space_id, workspace_slug=slug)
@@ -109,8 +106,8 @@ def publish_request(request, slug: str, space_id: int, body: PublishIn):
     return Status(200, {"detail": "executed", "result": result.result})
 
 
-@router.get("/{slug}/approvals", response=list[ApprovalOut])
-def approval_list(request, slug: str, status: str = ""):
+@router.get("/{slug}/approvals", response=responses({200: list[ApprovalOut]}, 404, 422))
+def approval_list(request, slug: Slug, status: Filter = ""):
     membership = membership_get(user=request.user, slug=slug)
     rows = ApprovalRequest.objects.filter(workspace=membership.workspace).select_related(
         "requester"
@@ -120,9 +117,25 @@ def approval_list(request, slug: str, status: str = ""):
     return [_approval(r) for r in rows[:200]]
 
 
-@router.post("/{slug}/approvals/{request_id}/{decision}", response=ApprovalOut)
+# Registered before the {decision} route: URL patterns match in order, and "withdraw" would
+# be taken there for a decision (a 422).
+@router.post(
+    "/{slug}/approvals/{request_id}/withdraw",
+    response=responses({200: ApprovalOut}, 400, 403, 404, 422),
+)
+def approval_withdraw_route(request, slug: Slug, request_id: Id):
+    """The requester takes back their own request; no approver role is needed for that."""
+    membership = membership_get(user=request.user, slug=slug)
+    approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    return _approval(approval_withdraw(request=approval, actor=request.user, http_request=request))
+
+
+@router.post(
+    "/{slug}/approvals/{request_id}/{decision}",
+    response=responses({200: ApprovalOut}, 400, 403, 404, 409, 413, 422, 503),
+)
 def approval_decision(
-    request, slug: str, request_id: int, decision: Literal["approve", "deny"], body: DecisionIn
+    request, slug: Slug, request_id: Id, decision: Literal["approve", "deny"], body: DecisionIn
 ):
     membership = membership_get(user=request.user, slug=slug)
     require(
@@ -139,23 +152,15 @@ def approval_decision(
     return _approval(decided)
 
 
-@router.post("/{slug}/approvals/{request_id}/withdraw", response=ApprovalOut)
-def approval_withdraw_route(request, slug: str, request_id: int):
-    """The requester takes back their own request; no approver role is needed for that."""
-    membership = membership_get(user=request.user, slug=slug)
-    approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
-    return _approval(approval_withdraw(request=approval, actor=request.user, http_request=request))
-
-
-@router.get("/{slug}/audit", response=list[AuditOut])
+@router.get("/{slug}/audit", response=responses({200: list[AuditOut]}, 403, 404, 422))
 def audit_list(
     request,
-    slug: str,
-    action: str = "",
-    actor: str = "",
-    target: str = "",
-    limit: int = 100,
-    offset: int = 0,
+    slug: Slug,
+    action: Filter = "",
+    actor: Filter = "",
+    target: Filter = "",
+    limit: Limit = 100,
+    offset: Offset = 0,
 ):
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.VIEW_AUDIT, attempted="read the audit trail", request=request)
@@ -166,7 +171,6 @@ def audit_list(
         events = events.filter(actor_label__icontains=actor)
     if target:
         events = events.filter(target_id=target)
-    limit = max(1, min(limit, 1000))
     return [
         {
             "seq": e.seq,

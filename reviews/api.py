@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
-from pydantic import ConfigDict
 
+from config.api_types import (
+    MAX_INT,
+    WEB_URL_PATTERN,
+    BodyId,
+    Filter,
+    Id,
+    Input,
+    Int,
+    JsonObject,
+    Slug,
+    Text,
+    responses,
+)
 from config.safeurl import OptionalWebUrl
 from reviews.domain import consensus
 from reviews.domain import types as t
@@ -24,10 +36,6 @@ from workspaces.rules import Perm, RuleError
 router = Router(tags=["reviews"])
 
 
-class Strict(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-
 class ReviewSummary(Schema):
     id: int
     pull_request: str
@@ -40,28 +48,28 @@ class ReviewSummary(Schema):
     open_by_priority: dict[str, int]
 
 
-class ReviewStart(Strict):
-    repository: int
-    number: int | None = Field(default=None, ge=1)
-    base: str = ""
-    head: str = ""
-    original_request: str = ""
+class ReviewStart(Input):
+    repository: BodyId
+    number: Int | None = Field(default=None, ge=1, le=MAX_INT)
+    base: Text = Field(default="", max_length=255)
+    head: Text = Field(default="", max_length=255)
+    original_request: Text = Field(default="", max_length=20000)
     tier: Literal["light", "balanced", "thorough", "adaptive"] | None = None
 
 
-class NodeAction(Strict):
-    reason: str = Field(default="", max_length=2000)
+class NodeAction(Input):
+    reason: Text = Field(default="", max_length=2000)
 
 
-class RequestIn(Strict):
-    original_request: str = Field(min_length=1, max_length=20000)
+class RequestIn(Input):
+    original_request: Text = Field(min_length=1, max_length=20000)
 
 
-class AxisIn(Strict):
+class AxisIn(Input):
     result: Literal["pass", "warn", "fail", "partial", "unavailable"]
     # CI systems send it; it is rendered as a link, so only http(s) is accepted (422).
-    evidence_url: OptionalWebUrl = Field(default="", max_length=500)
-    details: dict[str, Any] = Field(default_factory=dict)
+    evidence_url: OptionalWebUrl = Field(default="", max_length=500, pattern=WEB_URL_PATTERN)
+    details: JsonObject = Field(default_factory=dict)
 
 
 def _space(request, slug: str, space_id: int, perm: Perm = Perm.VIEW, attempted: str = ""):
@@ -75,9 +83,9 @@ def _errors(exc: Exception) -> RuleError:
     return RuleError(str(exc))
 
 
-@router.get("/{slug}/reviews", response=list[ReviewSummary])
+@router.get("/{slug}/reviews", response=responses({200: list[ReviewSummary]}, 404, 422))
 def review_list(
-    request, slug: str, status: str = "", verdict: str = "", repository: int | None = None
+    request, slug: Slug, status: Filter = "", verdict: Filter = "", repository: Id | None = None
 ):
     membership = membership_get(user=request.user, slug=slug)
     spaces = spaces_for_list(
@@ -105,15 +113,19 @@ def review_list(
 
 
 @router.get(
-    "/{slug}/reviews/{space_id}", response=dict, summary="One review, schema quorum.review/v1"
+    "/{slug}/reviews/{space_id}",
+    response=responses({200: dict}, 404, 422),
+    summary="One review, schema quorum.review/v1",
 )
-def review_get(request, slug: str, space_id: int):
+def review_get(request, slug: Slug, space_id: Id):
     _, space = _space(request, slug, space_id)
     return review_json(review_page(space=space))
 
 
-@router.post("/{slug}/reviews", response={202: dict, 503: dict})
-def review_start(request, slug: str, body: ReviewStart):
+@router.post(
+    "/{slug}/reviews", response=responses({202: dict, 503: dict}, 400, 403, 404, 413, 422, 503)
+)
+def review_start(request, slug: Slug, body: ReviewStart):
     """202 when queued. 503 when the task queue is down: the round exists (ids in the body)
     and starts by itself once the queue is back; asking again returns the same round."""
     membership = membership_get(user=request.user, slug=slug)
@@ -149,12 +161,15 @@ def review_start(request, slug: str, body: ReviewStart):
     )
 
 
-@router.post("/{slug}/reviews/{space_id}/nodes/{node_id}/{action}", response=dict)
+@router.post(
+    "/{slug}/reviews/{space_id}/nodes/{node_id}/{action}",
+    response=responses({200: dict}, 400, 403, 404, 413, 422),
+)
 def node_act(
     request,
-    slug: str,
-    space_id: int,
-    node_id: int,
+    slug: Slug,
+    space_id: Id,
+    node_id: Id,
     action: Literal["resolve", "dismiss", "reopen"],
     body: NodeAction,
 ):
@@ -174,8 +189,11 @@ def node_act(
     return {"id": node.pk, "status": node.status}
 
 
-@router.post("/{slug}/reviews/{space_id}/requirements", response={202: dict})
-def supply_request(request, slug: str, space_id: int, body: RequestIn):
+@router.post(
+    "/{slug}/reviews/{space_id}/requirements",
+    response=responses({202: dict}, 400, 403, 404, 413, 422, 503),
+)
+def supply_request(request, slug: Slug, space_id: Id, body: RequestIn):
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "supply the original request")
     review_round = space.rounds.order_by("-number").first()
     if review_round is None:
@@ -192,11 +210,14 @@ def supply_request(request, slug: str, space_id: int, body: RequestIn):
     return Status(202, {"rerun": stream.name if stream else None})
 
 
-@router.post("/{slug}/reviews/{space_id}/axes/{axis}", response={201: dict})
+@router.post(
+    "/{slug}/reviews/{space_id}/axes/{axis}",
+    response=responses({201: dict}, 400, 403, 404, 413, 422),
+)
 def submit_axis(
     request,
-    slug: str,
-    space_id: int,
+    slug: Slug,
+    space_id: Id,
     axis: Literal["visual", "performance", "apiContract"],
     body: AxisIn,
 ):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
-from pydantic import ConfigDict
 
+from config.api_types import Id, Input, ReviewerKey, Slug, Text, responses
 from workspaces import services
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import membership_get, require
@@ -18,10 +18,6 @@ router = Router(tags=["workspaces"])
 TierName = Literal["light", "balanced", "thorough", "adaptive"]
 RoleName = Literal["owner", "admin", "approver", "reviewer", "viewer"]
 AxisName = Literal["visual", "apiContract", "performance"]
-
-
-class Strict(Schema):
-    model_config = ConfigDict(extra="forbid")
 
 
 class WorkspaceOut(Schema):
@@ -35,19 +31,19 @@ class RulesOut(Schema):
     gated_axes: list[str]
 
 
-class RulesIn(Strict):
+class RulesIn(Input):
     tier: TierName
     gated_axes: list[AxisName] = Field(default_factory=list)
 
 
-class FewShot(Strict):
-    excerpt: str = Field(min_length=1)
-    good: str = Field(min_length=1)
-    bad: str = ""
+class FewShot(Input):
+    excerpt: Text = Field(min_length=1, max_length=20000)
+    good: Text = Field(min_length=1, max_length=2000)
+    bad: Text = Field(default="", max_length=2000)
 
 
-class Criterion(Strict):
-    name: str = Field(min_length=1)
+class Criterion(Input):
+    name: Text = Field(min_length=1, max_length=200)
     weight: float = Field(gt=0, le=10)
 
 
@@ -68,25 +64,27 @@ class ReviewerOut(Schema):
     calibration_stale: bool
 
 
-class ReviewerPatch(Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+class ReviewerPatch(Input):
+    name: Text | None = Field(default=None, min_length=1, max_length=100)
     base_agent: (
         Literal["implementation", "quality", "architecture", "requirements", "combined"] | None
     ) = None
-    brief: str | None = None
+    brief: Text | None = Field(default=None, max_length=20000)
     enabled: bool | None = None
     model_provider: Literal["", "openai", "anthropic"] | None = None
-    model_name: str | None = Field(default=None, max_length=200)
-    instructions: str | None = None
-    anti_patterns: list[str] | None = None
-    criteria: list[Criterion] | None = None
-    few_shots: list[FewShot] | None = None
-    calibrated_model: str | None = Field(default=None, max_length=220)
+    model_name: Text | None = Field(default=None, max_length=200)
+    instructions: Text | None = Field(default=None, max_length=20000)
+    anti_patterns: list[Annotated[Text, Field(max_length=200)]] | None = Field(
+        default=None, max_length=100
+    )
+    criteria: list[Criterion] | None = Field(default=None, max_length=100)
+    few_shots: list[FewShot] | None = Field(default=None, max_length=50)
+    calibrated_model: Text | None = Field(default=None, max_length=220)
 
 
 class ReviewerCreate(ReviewerPatch):
-    key: str = Field(min_length=1, max_length=50)
-    name: str = Field(min_length=1, max_length=100)
+    key: ReviewerKey
+    name: Text = Field(min_length=1, max_length=100)
     base_agent: Literal["implementation", "quality", "architecture", "requirements", "combined"]
 
 
@@ -103,12 +101,12 @@ class InvitationOut(Schema):
     pending: bool = True
 
 
-class InviteIn(Strict):
-    email: str = Field(min_length=3, max_length=254)
+class InviteIn(Input):
+    email: Text = Field(min_length=3, max_length=254)
     role: RoleName
 
 
-class RoleIn(Strict):
+class RoleIn(Input):
     role: RoleName
 
 
@@ -120,15 +118,15 @@ class RepositoryOut(Schema):
     auto_review: bool
 
 
-class RepositoryIn(Strict):
+class RepositoryIn(Input):
     kind: Literal["github", "local"]
-    name: str = Field(min_length=1, max_length=1024)
-    base_branch: str = "main"
+    name: Text = Field(min_length=1, max_length=1024)
+    base_branch: Text = Field(default="main", min_length=1, max_length=200)
     auto_review: bool = False
 
 
-class RepositoryPatch(Strict):
-    base_branch: str | None = None
+class RepositoryPatch(Input):
+    base_branch: Text | None = Field(default=None, min_length=1, max_length=200)
     auto_review: bool | None = None
 
 
@@ -155,19 +153,19 @@ def _dump(schema: Schema) -> dict:
     return schema.model_dump(exclude_unset=True, mode="json")
 
 
-@router.get("", response=list[WorkspaceOut])
+@router.get("", response=responses({200: list[WorkspaceOut]}))
 def workspace_list(request):
     rows = Membership.objects.filter(user=request.user).select_related("workspace")
     return [{"slug": m.workspace.slug, "name": m.workspace.name, "role": m.role} for m in rows]
 
 
-@router.get("/{slug}/rules", response=RulesOut)
-def rules_get(request, slug: str):
+@router.get("/{slug}/rules", response=responses({200: RulesOut}, 404, 422))
+def rules_get(request, slug: Slug):
     return _member(request, slug).workspace
 
 
-@router.put("/{slug}/rules", response=RulesOut)
-def rules_put(request, slug: str, body: RulesIn):
+@router.put("/{slug}/rules", response=responses({200: RulesOut}, 400, 403, 404, 413, 422))
+def rules_put(request, slug: Slug, body: RulesIn):
     m = _member(request, slug)
     require(m, Perm.MANAGE_RULES, attempted="change the workspace rules", request=request)
     return services.rules_update(
@@ -179,22 +177,22 @@ def rules_put(request, slug: str, body: RulesIn):
     )
 
 
-@router.get("/{slug}/reviewers", response=list[ReviewerOut])
-def reviewer_list(request, slug: str):
+@router.get("/{slug}/reviewers", response=responses({200: list[ReviewerOut]}, 404, 422))
+def reviewer_list(request, slug: Slug):
     return [_reviewer_out(c) for c in _member(request, slug).workspace.reviewers.all()]
 
 
-@router.get("/{slug}/reviewers/{key}", response=ReviewerOut)
-def reviewer_get(request, slug: str, key: str):
+@router.get("/{slug}/reviewers/{key}", response=responses({200: ReviewerOut}, 404, 422))
+def reviewer_get(request, slug: Slug, key: ReviewerKey):
     m = _member(request, slug)
     return _reviewer_out(get_object_or_404(ReviewerConfig, workspace=m.workspace, key=key))
 
 
-@router.post("/{slug}/reviewers", response={201: ReviewerOut})
-def reviewer_create(request, slug: str, body: ReviewerCreate):
+@router.post("/{slug}/reviewers", response=responses({201: ReviewerOut}, 400, 403, 404, 413, 422))
+def reviewer_create(request, slug: Slug, body: ReviewerCreate):
     m = _member(request, slug)
     require(m, Perm.MANAGE_REVIEWERS, attempted="add reviewers", request=request)
-    data = _dump(body)
+    data = {k: v for k, v in _dump(body).items() if v is not None}  # null: the default
     key = data.pop("key")
     cfg = services.reviewer_config_create(
         workspace=m.workspace, actor=request.user, key=key, data=data, request=request
@@ -202,8 +200,10 @@ def reviewer_create(request, slug: str, body: ReviewerCreate):
     return Status(201, _reviewer_out(cfg))
 
 
-@router.patch("/{slug}/reviewers/{key}", response=ReviewerOut)
-def reviewer_patch(request, slug: str, key: str, body: ReviewerPatch):
+@router.patch(
+    "/{slug}/reviewers/{key}", response=responses({200: ReviewerOut}, 400, 403, 404, 413, 422)
+)
+def reviewer_patch(request, slug: Slug, key: ReviewerKey, body: ReviewerPatch):
     m = _member(request, slug)
     require(m, Perm.MANAGE_REVIEWERS, attempted="change reviewer configs", request=request)
     cfg = get_object_or_404(ReviewerConfig, workspace=m.workspace, key=key)
@@ -213,8 +213,8 @@ def reviewer_patch(request, slug: str, key: str, body: ReviewerPatch):
     )
 
 
-@router.delete("/{slug}/reviewers/{key}", response={204: None})
-def reviewer_delete(request, slug: str, key: str):
+@router.delete("/{slug}/reviewers/{key}", response=responses({204: None}, 400, 403, 404, 422))
+def reviewer_delete(request, slug: Slug, key: ReviewerKey):
     m = _member(request, slug)
     require(m, Perm.MANAGE_REVIEWERS, attempted="delete reviewers", request=request)
     cfg = get_object_or_404(ReviewerConfig, workspace=m.workspace, key=key)
@@ -222,8 +222,8 @@ def reviewer_delete(request, slug: str, key: str):
     return Status(204, None)
 
 
-@router.get("/{slug}/members", response=list[MemberOut | InvitationOut])
-def member_list(request, slug: str):
+@router.get("/{slug}/members", response=responses({200: list[MemberOut | InvitationOut]}, 404, 422))
+def member_list(request, slug: Slug):
     ws = _member(request, slug).workspace
     members = [
         {"id": m.pk, "email": m.user.email, "role": m.role}
@@ -236,8 +236,10 @@ def member_list(request, slug: str):
     return members + invitations
 
 
-@router.post("/{slug}/members", response={201: MemberOut | InvitationOut})
-def member_invite(request, slug: str, body: InviteIn):
+@router.post(
+    "/{slug}/members", response=responses({201: MemberOut | InvitationOut}, 400, 403, 404, 413, 422)
+)
+def member_invite(request, slug: Slug, body: InviteIn):
     m = _member(request, slug)
     require(m, Perm.MANAGE_MEMBERS, attempted="invite members", request=request)
     result = services.member_invite(actor=m, email=body.email, role=body.role, request=request)
@@ -247,8 +249,10 @@ def member_invite(request, slug: str, body: InviteIn):
     return Status(201, {"id": result.pk, "email": result.user.email, "role": result.role})
 
 
-@router.patch("/{slug}/members/{member_id}", response=MemberOut)
-def member_role(request, slug: str, member_id: int, body: RoleIn):
+@router.patch(
+    "/{slug}/members/{member_id}", response=responses({200: MemberOut}, 400, 403, 404, 413, 422)
+)
+def member_role(request, slug: Slug, member_id: Id, body: RoleIn):
     m = _member(request, slug)
     require(m, Perm.MANAGE_MEMBERS, attempted="change members", request=request)
     target = get_object_or_404(
@@ -260,8 +264,8 @@ def member_role(request, slug: str, member_id: int, body: RoleIn):
     return {"id": target.pk, "email": target.user.email, "role": target.role}
 
 
-@router.delete("/{slug}/members/{member_id}", response={204: None})
-def member_remove(request, slug: str, member_id: int):
+@router.delete("/{slug}/members/{member_id}", response=responses({204: None}, 400, 403, 404, 422))
+def member_remove(request, slug: Slug, member_id: Id):
     m = _member(request, slug)
     require(m, Perm.MANAGE_MEMBERS, attempted="remove members", request=request)
     target = get_object_or_404(
@@ -271,13 +275,15 @@ def member_remove(request, slug: str, member_id: int):
     return Status(204, None)
 
 
-@router.get("/{slug}/repositories", response=list[RepositoryOut])
-def repository_list(request, slug: str):
+@router.get("/{slug}/repositories", response=responses({200: list[RepositoryOut]}, 404, 422))
+def repository_list(request, slug: Slug):
     return [_repo_out(r) for r in _member(request, slug).workspace.repositories.all()]
 
 
-@router.post("/{slug}/repositories", response={201: RepositoryOut})
-def repository_connect(request, slug: str, body: RepositoryIn):
+@router.post(
+    "/{slug}/repositories", response=responses({201: RepositoryOut}, 400, 403, 404, 413, 422)
+)
+def repository_connect(request, slug: Slug, body: RepositoryIn):
     m = _member(request, slug)
     require(m, Perm.MANAGE_REPOSITORIES, attempted="connect repositories", request=request)
     repo = services.repository_connect(
@@ -286,8 +292,11 @@ def repository_connect(request, slug: str, body: RepositoryIn):
     return Status(201, _repo_out(repo))
 
 
-@router.patch("/{slug}/repositories/{repo_id}", response=RepositoryOut)
-def repository_patch(request, slug: str, repo_id: int, body: RepositoryPatch):
+@router.patch(
+    "/{slug}/repositories/{repo_id}",
+    response=responses({200: RepositoryOut}, 400, 403, 404, 413, 422),
+)
+def repository_patch(request, slug: Slug, repo_id: Id, body: RepositoryPatch):
     m = _member(request, slug)
     require(m, Perm.MANAGE_REPOSITORIES, attempted="change repositories", request=request)
     repo = get_object_or_404(Repository, pk=repo_id, workspace=m.workspace)
@@ -297,8 +306,10 @@ def repository_patch(request, slug: str, repo_id: int, body: RepositoryPatch):
     return _repo_out(repo)
 
 
-@router.delete("/{slug}/repositories/{repo_id}", response={204: None})
-def repository_delete(request, slug: str, repo_id: int):
+@router.delete(
+    "/{slug}/repositories/{repo_id}", response=responses({204: None}, 400, 403, 404, 422)
+)
+def repository_delete(request, slug: Slug, repo_id: Id):
     m = _member(request, slug)
     require(m, Perm.MANAGE_REPOSITORIES, attempted="remove repositories", request=request)
     repo = get_object_or_404(Repository, pk=repo_id, workspace=m.workspace)
