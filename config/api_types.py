@@ -86,9 +86,14 @@ def _integral(value: Any) -> Any:
 # writes ge/le instead of minimum/maximum into the parameter's schema.)
 Id = Annotated[int, Field(ge=1, le=MAX_BIGINT)]
 
-# Integers in request bodies; parameters arrive as text and are parsed as usual.
-Int = Annotated[int, BeforeValidator(_integral)]
-BodyId = Annotated[Int, Field(ge=1, le=MAX_BIGINT)]
+
+def body_int(*, ge: int, le: int) -> Any:
+    """A bounded integer in a request body (parameters arrive as text and parse as usual).
+    The bounds come before the validator: after it, pydantic leaves them out of the schema."""
+    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_integral)]
+
+
+BodyId = body_int(ge=1, le=MAX_BIGINT)
 Slug = Annotated[str, Field(min_length=1, max_length=50, pattern=r"^[-a-zA-Z0-9_]+$")]
 # The form reviewer_config_create stores a key in (slugify), so the key sent is the key kept.
 ReviewerKey = Annotated[

@@ -14,10 +14,10 @@ from config.api_types import (
     Filter,
     Id,
     Input,
-    Int,
     JsonObject,
     Slug,
     Text,
+    body_int,
     responses,
 )
 from config.safeurl import OptionalWebUrl
@@ -35,6 +35,8 @@ from workspaces.rules import Perm, RuleError
 
 router = Router(tags=["reviews"])
 
+PullNumber = body_int(ge=1, le=MAX_INT)
+
 
 class ReviewSummary(Schema):
     id: int
@@ -50,7 +52,7 @@ class ReviewSummary(Schema):
 
 class ReviewStart(Input):
     repository: BodyId
-    number: Int | None = Field(default=None, ge=1, le=MAX_INT)
+    number: PullNumber | None = None
     base: Text = Field(default="", max_length=255)
     head: Text = Field(default="", max_length=255)
     original_request: Text = Field(default="", max_length=20000)
@@ -68,7 +70,7 @@ class RequestIn(Input):
 class AxisIn(Input):
     result: Literal["pass", "warn", "fail", "partial", "unavailable"]
     # CI systems send it; it is rendered as a link, so only http(s) is accepted (422).
-    evidence_url: OptionalWebUrl = Field(default="", max_length=500, pattern=WEB_URL_PATTERN)
+    evidence_url: OptionalWebUrl = Field(default="", max_length=200, pattern=WEB_URL_PATTERN)
     details: JsonObject = Field(default_factory=dict)
 
 
