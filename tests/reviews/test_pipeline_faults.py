@@ -157,7 +157,15 @@ def test_a_redis_restart_mid_review_loses_and_duplicates_nothing(
 
     broker.stop()  # every queued step message dies with it
     time.sleep(5)
+    # Stay down until the steps that were running have ended: their "advance" cannot be
+    # published, so once Redis is back nothing moves this round unless the sweeper does.
+    deadline = time.monotonic() + 30
+    while review_round.steps.filter(state="running").exists():
+        assert time.monotonic() < deadline, "a step kept running through the outage"
+        time.sleep(0.2)
+    time.sleep(2)  # the last step's "advance" is still retrying its publish for about a second
     assert ReviewRound.objects.get(pk=review_round.pk).state in ("pending", "running")
+    assert review_round.steps.filter(state="pending").exists()  # lost with the messages
     broker.start()
     back = time.monotonic()
 
