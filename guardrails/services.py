@@ -338,10 +338,28 @@ def _set_status(
 
 
 def _queue_execution(request_id: int) -> None:
-    from config.background import submit_now
+    from config.background import QueueUnavailable, submit_now
     from guardrails.tasks import approval_execute_task
 
-    submit_now(approval_execute_task, request_id)
+    try:
+        submit_now(approval_execute_task, request_id)
+    except QueueUnavailable as exc:
+        # The decision is committed; the sweeper runs the request once the queue is back.
+        log.warning("approved request %s waits for the task queue: %s", request_id, exc)
+
+
+def approvals_resume(*, older_than_seconds: int = 30) -> int:
+    """Execute approved requests whose execution was never started (a lost queue message):
+    called by the pipeline sweeper. approval_execute runs each at most once whatever happens."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    waiting = list(
+        ApprovalRequest.objects.filter(
+            status=rules.Status.APPROVED, decided_at__lte=cutoff, expires_at__gt=timezone.now()
+        ).values_list("pk", flat=True)
+    )
+    for request_id in waiting:
+        approval_execute(request_id=request_id)
+    return len(waiting)
 
 
 def _binding_error(request: ApprovalRequest, spec: Any) -> str | None:

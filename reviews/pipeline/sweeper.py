@@ -49,6 +49,10 @@ def sweep_once(*, force: bool = False, interval: float | None = None) -> int | N
         return None
     dispatched = recover()
     PipelineSweep.objects.filter(name=TURN).update(last_dispatched=dispatched)
+    # Approved publish requests whose execution message was lost (e.g. Redis was down).
+    from guardrails.services import approvals_resume
+
+    approvals_resume()
     if dispatched:
         log.info("sweeper: %s stalled round(s) handed back to a coordinator", dispatched)
     return dispatched
@@ -112,3 +116,10 @@ def stop_sweeper() -> None:
         if _sweeper is not None and _sweeper_pid == os.getpid():
             _sweeper.stop()
         _sweeper = None
+
+
+def start_embedded_sweeper() -> Sweeper | None:
+    """The embedded server sweeps for itself; in the full stack the Celery workers do."""
+    if settings.REDIS_URL:
+        return None
+    return start_sweeper()

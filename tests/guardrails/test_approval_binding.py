@@ -237,3 +237,22 @@ def test_the_guardrail_settings_page_turns_loosening_into_a_request(publishable,
     )
     assert "needs a second admin or owner" in response.content.decode()
     assert ApprovalRequest.objects.get().action_class == "policyChange"
+
+
+def test_an_approved_request_whose_message_was_lost_is_run_by_the_sweeper(publishable, fake_github):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from guardrails.services import approvals_resume
+
+    request = _approved(publishable)  # approved; its execution message never arrived
+    assert approvals_resume() == 0  # too recent: the message may still be on its way
+    ApprovalRequest.objects.filter(pk=request.pk).update(
+        decided_at=timezone.now() - timedelta(minutes=1)
+    )
+    assert approvals_resume() == 1
+    request.refresh_from_db()
+    assert request.status == "executed"
+    assert len(fake_github.reviews("acme", "app", 5)) == 1
+    assert approvals_resume() == 0
