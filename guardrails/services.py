@@ -115,6 +115,8 @@ def checkpoint(
         clean = spec.payload.model_validate(payload).model_dump()
     except ValidationError as exc:
         raise RuleError(f"Invalid {action} payload: {exc.errors()[0]['msg']}") from exc
+    if spec.scope(clean) != (workspace.pk, target.type, target.id):
+        raise RuleError(f"The {action} payload does not act on {target.label} in this workspace.")
     policy = policy_for(workspace, action)
     who = Actor.of(actor)
     base = {"action_class": action, "payload": clean, "policy": policy.policy}

@@ -256,3 +256,24 @@ def test_an_approved_request_whose_message_was_lost_is_run_by_the_sweeper(publis
     assert request.status == "executed"
     assert len(fake_github.reviews("acme", "app", 5)) == 1
     assert approvals_resume() == 0
+
+
+def test_a_request_naming_another_workspaces_space_is_refused_at_the_checkpoint(
+    publishable, review_factory
+):
+    space, review_round, bob, vera = publishable
+    elsewhere = review_factory()
+    current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
+    payload = {
+        **current.payload(space=space, selection="all_open", approve_on_ship=True),
+        "space": elsewhere.space_id,
+    }
+    with pytest.raises(RuleError, match="does not act on"):
+        checkpoint(
+            action="prPublish",
+            actor=bob,
+            workspace=space.workspace,
+            target=Target("reviewspace", str(space.pk), str(space.pull_request)),
+            payload=payload,
+        )
+    assert not ApprovalRequest.objects.exists()
