@@ -113,7 +113,9 @@ def test_starting_a_review_from_the_form_and_watching_findings_arrive(
     space = ReviewSpace.objects.get()
     initial = page.locator("article.node").count()
     page.wait_for_function(
-        f"document.querySelectorAll('article.node').length > {initial}", timeout=60000
+        # A function, not an expression string: Playwright evals strings, which the CSP forbids.
+        f"() => document.querySelectorAll('article.node').length > {initial}",
+        timeout=60000,
     )
     page.wait_for_selector("ol.ladder li.current:has-text('Awaiting approval')", timeout=90000)
     assert page.evaluate("window.__loadedOnce") is True  # live updates, no reload
