@@ -226,8 +226,8 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-# HTTPS (README "HTTPS, security headers and request limits"). Off by default because Quorum cannot know
-# whether TLS ends at a proxy; `manage.py check --deploy` says which ones a server still lacks.
+# HTTPS switches (README "HTTPS, security headers and request limits"), off by default: Quorum
+# cannot know whether TLS ends at a proxy. `manage.py check --deploy` says what a server lacks.
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", default=False)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # health checks probe over plain HTTP
 SECURE_PROXY_SSL_HEADER = envproxyheader("SECURE_PROXY_SSL_HEADER")
