@@ -9,6 +9,7 @@ and clients (and schemathesis) see the same bounds the server enforces.
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any
 
 from django.http import HttpRequest
@@ -68,10 +69,30 @@ class _KeysWithoutNul:
         return out
 
 
+MAX_JSON_DEPTH = 32
+
+
+def _bounded_depth(value: Any) -> Any:
+    # Checked before the recursive validation: past pydantic's recursion limit, its error
+    # lists every branch at every level (2 MB for a 200-level body of a few hundred bytes).
+    level = [value]
+    for _ in range(MAX_JSON_DEPTH + 1):
+        level = [
+            child
+            for node in level
+            if isinstance(node, dict | list)
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return value
+    raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+
 # Free-form JSON (e.g. an axis result's details) with storable text at every level: jsonb
-# refuses \u0000 in keys and values alike. Depth and size are bounded by the body-size cap.
-type JsonValue = Text | int | float | bool | list[JsonValue] | JsonObject | None
-type JsonObject = Annotated[dict[str, JsonValue], AfterValidator(_keys_storable), _KeysWithoutNul()]
+# refuses \u0000 in keys and values alike. Size is bounded by the body-size cap.
+type JsonValue = Text | int | float | bool | list[JsonValue] | JsonMap | None
+type JsonMap = Annotated[dict[str, JsonValue], AfterValidator(_keys_storable), _KeysWithoutNul()]
+JsonObject = Annotated[JsonMap, BeforeValidator(_bounded_depth)]
 
 
 def _integral(value: Any) -> Any:
@@ -173,11 +194,19 @@ def responses(ok: dict[int, Any], *errors: int) -> dict[int, Any]:
 
 
 class JSONParser(Parser):
-    """The default parser, minus Python's NaN/Infinity extensions to JSON."""
+    """The default parser, minus Python's NaN/Infinity extensions to JSON (and 1e400, which
+    Python reads as infinity): the body is refused as unparseable (400)."""
 
     def parse_body(self, request: HttpRequest) -> Any:
-        return json.loads(request.body, parse_constant=_refuse_constant)
+        return json.loads(request.body, parse_constant=_refuse_constant, parse_float=_finite)
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range")
+    return value
