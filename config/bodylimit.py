@@ -15,6 +15,7 @@ Three layers share one pure rule, `body_cap(path)`:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from io import BytesIO
@@ -66,7 +67,9 @@ def declared_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
 
 
 def refusal_body(cap: int) -> bytes:
-    return f"Request body too large: at most {cap} bytes are accepted here.\n".encode()
+    """JSON like every other API error ({"detail": ...}); readable as text in a browser too."""
+    detail = f"Request body too large: at most {cap} bytes are accepted here."
+    return json.dumps({"detail": detail}).encode() + b"\n"
 
 
 class _BodyTooLarge(Exception):
@@ -125,7 +128,7 @@ async def _send_413(send: Send, cap: int) -> None:
             "type": "http.response.start",
             "status": 413,
             "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
                 (b"connection", b"close"),
             ],
@@ -141,7 +144,7 @@ def body_limit_middleware(get_response):
         cap = body_cap(request.path_info, BodyCaps.from_settings())
         raw = request.META.get("CONTENT_LENGTH", "")
         if raw.strip().isdigit() and int(raw) > cap:
-            return HttpResponse(refusal_body(cap), status=413, content_type="text/plain")
+            return HttpResponse(refusal_body(cap), status=413, content_type="application/json")
         return get_response(request)
 
     return middleware
@@ -202,7 +205,7 @@ def install_daphne_guard() -> None:
             body = refusal_body(self._cap or 0)
             head = (
                 "HTTP/1.1 413 Content Too Large\r\n"
-                "Content-Type: text/plain; charset=utf-8\r\n"
+                "Content-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n"
                 "Connection: close\r\n\r\n"
             ).encode()

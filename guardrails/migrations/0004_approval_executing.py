@@ -4,15 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('guardrails', '0003_approvals'),
+        ("guardrails", "0003_approvals"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='approvalrequest',
-            name='status',
-            field=models.CharField(choices=[('pending', 'pending'), ('approved', 'approved'), ('executing', 'executing'), ('denied', 'denied'), ('expired', 'expired'), ('cancelled', 'cancelled'), ('executed', 'executed'), ('failed', 'failed')], default='pending', max_length=12),
+            model_name="approvalrequest",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("pending", "pending"),
+                    ("approved", "approved"),
+                    ("executing", "executing"),
+                    ("denied", "denied"),
+                    ("expired", "expired"),
+                    ("cancelled", "cancelled"),
+                    ("executed", "executed"),
+                    ("failed", "failed"),
+                ],
+                default="pending",
+                max_length=12,
+            ),
         ),
     ]

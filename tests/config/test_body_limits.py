@@ -105,6 +105,7 @@ def test_django_answers_413_by_content_length_per_path(client, settings):
     settings.QUORUM_MAX_FORM_BODY = 1024
     refused = client.post("/accounts/login/", {"login": "x" * 2000, "password": "y"})
     assert refused.status_code == 413
+    assert "at most 1024 bytes" in refused.json()["detail"]  # the API's error shape
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE >= settings.QUORUM_MAX_WEBHOOK_BODY
 
 
