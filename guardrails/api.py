@@ -8,11 +8,10 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
 from config.api_types import ErrorOut, Filter, Id, Input, Limit, Offset, Slug, Text, responses
-from guardrails.audit import Target
 from guardrails.models import ApprovalRequest, AuditEvent
-from guardrails.services import approval_decide, approval_withdraw, checkpoint
+from guardrails.services import approval_decide, approval_withdraw
 from reviews.selectors import space_get_for_user
-from reviews.services.publishing import PublishError, publish_plan_current
+from reviews.services import publishing
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm, RuleError
 
@@ -81,24 +80,16 @@ def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
     space = space_get_for_user(space_id=space_id, workspace_slug=slug)
-    if space.status != "awaiting_approval":
-        raise RuleError("A review can be published only while it is awaiting approval.")
     try:
-        current = publish_plan_current(
-            space=space, selection=body.selection, approve_on_ship=body.approve_on_ship
+        result = publishing.publish_request(
+            space=space,
+            selection=body.selection,
+            approve_on_ship=body.approve_on_ship,
+            actor=request.user,
+            http_request=request,
         )
-    except PublishError as exc:
+    except publishing.PublishError as exc:
         raise RuleError(str(exc)) from exc
-    result = checkpoint(
-        action="prPublish",
-        actor=request.user,
-        workspace=membership.workspace,
-        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload=current.payload(
-            space=space, selection=body.selection, approve_on_ship=body.approve_on_ship
-        ),
-        http_request=request,
-    )
     if result.outcome == "refused":
         return Status(409, {"detail": result.reason})
     if result.outcome == "pending":

@@ -9,9 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from guardrails.audit import Target
 from guardrails.models import ApprovalRequest
-from guardrails.services import checkpoint
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import LADDER
@@ -20,7 +18,7 @@ from reviews.models import CohortProgress, ReviewNode, ReviewSpace
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
-from reviews.services.publishing import PublishError, publish_plan_current
+from reviews.services.publishing import PublishError, publish_plan_current, publish_request
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, round_cancel, round_supply_request
 from workspaces.models import Membership
@@ -246,16 +244,6 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
 
-def _publish_payload(
-    space: ReviewSpace, *, selection: str, approve_on_ship: bool
-) -> tuple[dict, object]:
-    current = publish_plan_current(
-        space=space, selection=selection, approve_on_ship=approve_on_ship
-    )
-    payload = current.payload(space=space, selection=selection, approve_on_ship=approve_on_ship)
-    return payload, current.plan
-
-
 @member_view
 @require_http_methods(["GET", "POST"])
 def publish(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
@@ -264,29 +252,20 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
     if space.status != "awaiting_approval":
         messages.error(request, "A review can be published only while it is awaiting approval.")
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
-    try:
-        payload, plan = _publish_payload(space, selection="all_open", approve_on_ship=True)
-    except PublishError as exc:
-        messages.error(request, str(exc))
-        return redirect("reviews:detail", membership.workspace.slug, space.pk)
     if request.method == "POST":
         require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
-        seen = request.POST.get("plan_digest", "")
-        if seen and seen != payload["plan_digest"]:
-            messages.error(
-                request,
-                "The review changed while you were reading the preview: check it again, then "
-                "request publishing.",
+        try:
+            result = publish_request(
+                space=space,
+                selection="all_open",
+                approve_on_ship=True,
+                actor=request.user,
+                seen_digest=request.POST.get("plan_digest", ""),
+                http_request=request,
             )
+        except PublishError as exc:
+            messages.error(request, str(exc))
             return redirect("reviews:publish", membership.workspace.slug, space.pk)
-        result = checkpoint(
-            action="prPublish",
-            actor=request.user,
-            workspace=membership.workspace,
-            target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-            payload=payload,
-            http_request=request,
-        )
         if result.outcome == "refused":
             messages.error(request, result.reason)
         elif result.outcome == "pending":
@@ -296,6 +275,13 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
         else:
             messages.success(request, "Published to GitHub.")
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
+    try:
+        current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
+    except PublishError as exc:
+        messages.error(request, str(exc))
+        return redirect("reviews:detail", membership.workspace.slug, space.pk)
+    payload = current.payload(space=space, selection="all_open", approve_on_ship=True)
+    plan = current.plan
     context = {
         "workspace": membership.workspace,
         "membership": membership,

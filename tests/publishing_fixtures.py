@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reviews.domain.space_status import SpaceStatus
+from reviews.models import ReviewRound
 from reviews.services.nodes import node_record
 from reviews.services.spaces import (
     pull_request_upsert,
@@ -50,6 +51,8 @@ def publishable(fake_github, git_repo_factory, settings, workspace, alice, membe
         file_lines={"calc.py": 30},
     )
     round_finalise(review_round=review_round)
+    # The pipeline ran to its end (as it would have): a worker's sweeper must not resume it.
+    ReviewRound.objects.filter(pk=review_round.pk).update(state=ReviewRound.State.FINISHED)
     for status in (SpaceStatus.IN_PROGRESS, SpaceStatus.AWAITING_APPROVAL):
         space_transition(space=space, to=status)
     bob = member_factory(workspace, "reviewer", "bob@example.com")

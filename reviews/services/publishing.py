@@ -177,6 +177,43 @@ def publish_plan_current(
     return CurrentPlan(plan, review_round.number, review_round.head_sha, github_head)
 
 
+def publish_request(
+    *,
+    space: ReviewSpace,
+    selection: str,
+    approve_on_ship: bool,
+    actor: Any,
+    seen_digest: str = "",
+    http_request: Any = None,
+) -> Any:
+    """The one way to ask for a publish: plan against GitHub now, then the guardrails
+    checkpoint with that exact plan. `seen_digest` (the preview a person read) must still be
+    what would be posted. Returns the checkpoint's result."""
+    from guardrails.audit import Target
+    from guardrails.services import checkpoint
+
+    space = ReviewSpace.objects.select_related("workspace", "pull_request").get(pk=space.pk)
+    if space.status != SpaceStatus.AWAITING_APPROVAL:
+        raise PublishError("A review can be published only while it is awaiting approval.")
+    current = publish_plan_current(
+        space=space, selection=selection, approve_on_ship=approve_on_ship
+    )
+    payload = current.payload(space=space, selection=selection, approve_on_ship=approve_on_ship)
+    if seen_digest and seen_digest != payload["plan_digest"]:
+        raise PublishError(
+            "The review changed while you were reading the preview: check it again, then "
+            "request publishing."
+        )
+    return checkpoint(
+        action="prPublish",
+        actor=actor,
+        workspace=space.workspace,
+        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
+        payload=payload,
+        http_request=http_request,
+    )
+
+
 def _plan_summary(plan: PublishPlan) -> dict[str, Any]:
     return {
         "inline": plan.inline_ids,

@@ -17,25 +17,23 @@ from guardrails.services import (
 )
 from reviews.models import ReviewNode
 from reviews.services.nodes import node_dismiss
-from reviews.services.publishing import publish_plan_current
+from reviews.services.publishing import publish_plan_current, publish_request
 from tests.publishing_fixtures import BASE
 from workspaces.rules import RuleError
 
 
-def _approved(publishable):
+def _requested(publishable):
     space, review_round, bob, vera = publishable
     presence_touch(channel_name="vera", workspace_id=space.workspace_id, user_id=vera.pk)
-    current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
-    result = checkpoint(
-        action="prPublish",
-        actor=bob,
-        workspace=space.workspace,
-        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload=current.payload(space=space, selection="all_open", approve_on_ship=True),
-    )
+    result = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
     assert result.outcome == "pending"
-    approval_decide(request=result.request, approver=vera, decision="approve")
     return result.request
+
+
+def _approved(publishable):
+    request = _requested(publishable)
+    approval_decide(request=request, approver=publishable[3], decision="approve")
+    return request
 
 
 def _refused(request, fake_github, reason: str) -> None:
@@ -120,15 +118,7 @@ def test_an_executing_request_is_left_alone_by_a_concurrent_execute(publishable,
 
 def test_the_requester_withdraws_whatever_their_role(publishable, member_factory):
     space, review_round, bob, vera = publishable
-    presence_touch(channel_name="vera", workspace_id=space.workspace_id, user_id=vera.pk)
-    current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
-    request = checkpoint(
-        action="prPublish",
-        actor=bob,
-        workspace=space.workspace,
-        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload=current.payload(space=space, selection="all_open", approve_on_ship=True),
-    ).request
+    request = _requested(publishable)
     with pytest.raises(RuleError, match="Only the person who asked"):
         approval_withdraw(request=request, actor=vera)
     approval_withdraw(request=request, actor=bob)  # bob is a reviewer, not an approver
@@ -177,20 +167,12 @@ def test_allow_needs_a_second_admin(publishable, alice, member_factory, fake_git
     assert request.status == "executed"
     assert ActionPolicy.objects.get(workspace=ws).policy == "allow"
     # The allow path still records the request with its hash and checks GitHub's head.
-    current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
-    payload = current.payload(space=space, selection="all_open", approve_on_ship=True)
-    result = checkpoint(
-        action="prPublish",
-        actor=bob,
-        workspace=ws,
-        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload=payload,
-    )
+    result = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
     assert result.outcome == "allowed"
     allowed = AuditEvent.objects.get(action="checkpoint.allowed")
     executed = AuditEvent.objects.get(action="prPublish.executed")
     assert allowed.payload["payload_hash"] == executed.payload["payload_hash"]
-    assert allowed.payload["payload_hash"] == payload_hash("prPublish", payload)
+    assert allowed.payload["payload_hash"] == payload_hash("prPublish", allowed.payload["payload"])
 
 
 def test_a_policy_changed_meanwhile_makes_a_loosening_request_stale(

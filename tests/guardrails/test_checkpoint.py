@@ -13,17 +13,15 @@ from django.test import Client
 from django.utils import timezone
 
 from config.asgi import application
-from guardrails.audit import Target
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent, Execution
 from guardrails.presence import presence_touch
 from guardrails.services import (
     NO_APPROVER,
     approval_decide,
     approval_execute,
-    checkpoint,
     policy_update,
 )
-from reviews.services.publishing import publish_plan_current
+from reviews.services.publishing import publish_request
 from reviews.services.spaces import (
     round_start,
 )
@@ -33,14 +31,7 @@ BASE = "".join(f"v{i} = {i}\n" for i in range(1, 31))
 
 
 def _ask(space, review_round, actor):
-    current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
-    return checkpoint(
-        action="prPublish",
-        actor=actor,
-        workspace=space.workspace,
-        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload=current.payload(space=space, selection="all_open", approve_on_ship=True),
-    )
+    return publish_request(space=space, selection="all_open", approve_on_ship=True, actor=actor)
 
 
 def test_with_no_approver_connected_the_request_is_refused_and_audited(publishable):
