@@ -16,7 +16,9 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from config.celery import app as celery_app
+from reviews.sample_repo import create_sample_repository
 from tests.reviews import pipeline_scenarios as scenario
+from workspaces.models import Repository
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,3 +92,15 @@ def worker_factory(queue, tmp_path, fake_model):
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@pytest.fixture
+def shop(settings, tmp_path, workspace, alice, fake_model):
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    scenario.model_settings(settings, fake_model)
+    base, head = create_sample_repository(tmp_path / "shop")
+    repo = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str((tmp_path / "shop").resolve())
+    )
+    return repo, base, head, alice

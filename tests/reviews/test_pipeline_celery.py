@@ -14,24 +14,11 @@ import pytest
 
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import create_sample_repository
 from reviews.services.requests import review_request
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def shop(settings, tmp_path, workspace, alice, fake_model):
-    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
-    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    scenario.model_settings(settings, fake_model)
-    base, head = create_sample_repository(tmp_path / "shop")
-    repo = Repository.objects.create(
-        workspace=workspace, kind="local", local_path=str((tmp_path / "shop").resolve())
-    )
-    return repo, base, head, alice
 
 
 def _wait_finished(round_id: int, timeout: float = 180) -> ReviewRound:

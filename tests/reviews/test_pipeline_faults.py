@@ -20,7 +20,6 @@ from config.celery import app as celery_app
 from reviews.models import PipelineStep, PipelineSweep, ReviewRound
 from reviews.pipeline.runner import run_inline, stalled_rounds
 from reviews.pipeline.sweeper import Sweeper, sweep_once, take_turn
-from reviews.sample_repo import create_sample_repository
 from reviews.services.requests import review_request
 from tests.reviews import pipeline_scenarios as scenario
 from tests.reviews.test_pipeline_celery import _node_set, _wait_finished
@@ -76,18 +75,6 @@ def _free_port() -> int:
                 continue
             return port
     raise RuntimeError("no free port in 16390-16399")
-
-
-@pytest.fixture
-def shop(settings, tmp_path, workspace, alice, fake_model):
-    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
-    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    scenario.model_settings(settings, fake_model)
-    base, head = create_sample_repository(tmp_path / "shop")
-    repo = Repository.objects.create(
-        workspace=workspace, kind="local", local_path=str((tmp_path / "shop").resolve())
-    )
-    return repo, base, head, alice
 
 
 @pytest.fixture
