@@ -172,7 +172,7 @@ def node_act(
     slug: Slug,
     space_id: Id,
     node_id: Id,
-    action: Literal["resolve", "dismiss", "reopen"],
+    action: Literal["confirm", "resolve", "dismiss", "reopen"],
     body: NodeAction,
 ):
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, f"{action} findings")
@@ -180,6 +180,7 @@ def node_act(
         ReviewNode.objects.select_related("stream", "space"), pk=node_id, space=space
     )
     act = {
+        "confirm": node_services.node_confirm_by_person,
         "resolve": node_services.node_resolve,
         "dismiss": node_services.node_dismiss,
         "reopen": node_services.node_reopen,

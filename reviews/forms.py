@@ -35,6 +35,11 @@ class NewReviewForm(forms.Form):
 
 class NodeActionForm(forms.Form):
     action = forms.ChoiceField(
-        choices=[("resolve", "resolve"), ("dismiss", "dismiss"), ("reopen", "reopen")]
+        choices=[
+            ("confirm", "confirm"),
+            ("resolve", "resolve"),
+            ("dismiss", "dismiss"),
+            ("reopen", "reopen"),
+        ]
     )
     reason = forms.CharField(max_length=2000, required=False)

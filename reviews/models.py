@@ -304,12 +304,39 @@ class Verdict(models.Model):
     round = models.OneToOneField(ReviewRound, on_delete=models.CASCADE, related_name="verdict")
     level = models.CharField(max_length=5, choices=_choices(t.VerdictLevel))
     rule = models.CharField(max_length=300)
-    confidence = models.FloatField()
+    # Null when the level rests on missing data (a gated axis nobody computed).
+    confidence = models.FloatField(null=True, blank=True)
     contributing = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
+        if self.confidence is None:
+            return f"{self.level} (missing data)"
         return f"{self.level} ({self.confidence:.2f})"
+
+
+class VerdictChange(models.Model):
+    """One change of a round's verdict after a decision: old → new, why, and who decided."""
+
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="verdict_changes")
+    old_level = models.CharField(max_length=5, choices=_choices(t.VerdictLevel))
+    new_level = models.CharField(max_length=5, choices=_choices(t.VerdictLevel))
+    old_rule = models.CharField(max_length=300)
+    new_rule = models.CharField(max_length=300)
+    old_confidence = models.FloatField(null=True, blank=True)
+    new_confidence = models.FloatField(null=True, blank=True)
+    reason = models.CharField(max_length=300)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["round", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.old_level} → {self.new_level} ({self.reason})"
 
 
 class MemoryFact(models.Model):

@@ -14,19 +14,21 @@ from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import LADDER
 from reviews.forms import NewReviewForm, NodeActionForm
-from reviews.models import CohortProgress, ReviewNode, ReviewSpace
+from reviews.models import CohortProgress, ReviewNode, ReviewSpace, VerdictChange
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
 from reviews.services.publishing import PublishError, publish_plan_current, publish_request
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, round_cancel, round_supply_request
+from reviews.sources.publish_plan import review_event
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm
 from workspaces.views import is_htmx, member_view
 
 NODE_ACTIONS = {
+    "confirm": node_services.node_confirm_by_person,
     "resolve": node_services.node_resolve,
     "dismiss": node_services.node_dismiss,
     "reopen": node_services.node_reopen,
@@ -115,6 +117,16 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         )
     )
     blocked = [s for s in page.streams if s.error.startswith("process block")]
+    # What a publish would post now follows the current verdict (the preview page plans it in
+    # full against GitHub); the header says it so a decision's effect shows at once.
+    publish_event = (
+        review_event(page.verdict.level.capitalize(), approve_on_ship=True) if page.verdict else ""
+    )
+    verdict_changes = (
+        list(VerdictChange.objects.filter(round=page.round).order_by("-id")[:5])
+        if page.round
+        else []
+    )
     return {
         "workspace": membership.workspace,
         "membership": membership,
@@ -138,6 +150,8 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         "below_nodes": [n for n in page.nodes if n.pk not in main_ids],
         "priorities": [p.value for p in t.Priority],
         "can_triage": allows(membership, Perm.TRIAGE_NODES),
+        "publish_event": publish_event,
+        "verdict_changes": verdict_changes,
     }
 
 

@@ -4,8 +4,9 @@ Who may do what:
 - an *agent* may only `confirm`, and only a node written by another agent. Identity is the agent
   behind a stream, never the stream's name: the same agent writing under a second stream name is
   still the author (§3.3 "an agent can never confirm its own node").
-- a *person* may `resolve`, `dismiss` and `reopen`, but cannot confirm: consensus means a peer
-  reviewer agreed, and a person's judgement is recorded by resolving or dismissing instead.
+- a *person* may `resolve`, `dismiss` and `reopen`, and may `confirm` as a peer: a person is
+  never the author of an agent's node, so a person's confirmation is always someone else's.
+  It is recorded under the identity `person:<user id>`, which no agent can carry.
 
 The service layer calls `apply_action` under its row lock; the finaliser and the publisher
 re-check with `peer_confirmers` (§3.3 enforces the rule in three independent places).
@@ -94,16 +95,12 @@ def is_peer(*, author_agent: str, confirmer_agent: str) -> bool:
 
 
 def confirm(*, status: NodeStatus, author_agent: str, by: Actor) -> NodeStatus:
-    """A peer agent confirms a node → consensus_ready.
+    """A peer (another agent, or a person) confirms a node → consensus_ready.
 
     Confirming a node that is already consensus_ready is a no-op for a second peer (the service
     still records the confirmation); the self-confirmation check runs first regardless.
     """
-    if by.kind is not ActorKind.AGENT:
-        raise ConsensusError(
-            "consensus needs a peer reviewer agent; a person resolves or dismisses instead"
-        )
-    if not is_peer(author_agent=author_agent, confirmer_agent=by.identity):
+    if not is_peer(author_agent=author_agent, confirmer_agent=person_identity(by)):
         raise SelfConfirmationError(
             f"agent {by.identity!r} cannot confirm a node written by agent {author_agent!r}: "
             "confirmation must come from a peer"
@@ -112,6 +109,17 @@ def confirm(*, status: NodeStatus, author_agent: str, by: Actor) -> NodeStatus:
         return status
     check_transition(status, NodeStatus.CONSENSUS_READY)
     return NodeStatus.CONSENSUS_READY
+
+
+def person_identity(actor: Actor) -> str:
+    """The confirmer identity stored for an actor: an agent's own name, `person:<id>` for a
+    person (the prefix keeps a person and an agent of the same name apart)."""
+    if actor.kind is ActorKind.PERSON:
+        return f"{PERSON_PREFIX}{actor.identity.strip()}" if actor.identity.strip() else ""
+    return actor.identity
+
+
+PERSON_PREFIX = "person:"
 
 
 def resolve(*, status: NodeStatus, by: Actor) -> NodeStatus:

@@ -62,8 +62,7 @@ def render_report(report: ReportInput) -> str:
     )
     parts = [
         f"# Review: {state}",
-        f"**Verdict:** {state} — {report.verdict.rule} "
-        f"(confidence {report.verdict.confidence:.2f})",
+        f"**Verdict:** {state} — {report.verdict.rule} ({_confidence(report.verdict)})",
         _reviewers(report.reviewers),
         _issues(issues),
         _disagreements(report.arbitrations),
@@ -71,6 +70,12 @@ def render_report(report: ReportInput) -> str:
         _summary(issues, report.panel),
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def _confidence(verdict: Verdict) -> str:
+    if verdict.confidence is None:
+        return "no confidence stated: decided by missing data"
+    return f"confidence {verdict.confidence:.2f}"
 
 
 def _section(title: str, lines: list[str]) -> str:

@@ -9,9 +9,18 @@ gated axes may only make it stricter (§3.6).
 
 Confidence: over the contributing nodes (those matching the deciding rule),
 `mean x (1 - population standard deviation)`. Confidences lie in [0, 1] so the standard
-deviation is at most 0.5: agreement keeps the mean, divergence lowers it (§3.7). A verdict that
-no node decides — Ship with no P0/P1, or a level forced by a deterministic axis — has
-confidence 1.0: nothing argues against it, and axis results are computed, not guessed.
+deviation is at most 0.5: agreement keeps the mean, divergence lowers it (§3.7). Ship with no
+P0/P1, or a Block forced by a failed axis, has confidence 1.0: nothing argues against it, and a
+failed axis is computed, not guessed. A level forced by a gated axis that is `unavailable` or
+`partial` has no confidence (None): it rests on missing data, so no number would be honest.
+
+The rule names what decided the verdict: the top finding's title and place, with the peers
+who confirmed it. Only peer confirmations count (`consensus.peer_confirmers`): a confirmation
+row whose author is the node's own author is ignored here too, the third place that enforces
+"never one's own confirmation" beside the confirmation service and the publisher.
+
+Every recomputation (a person resolves, dismisses, confirms, decides a disagreement, an axis is
+submitted) goes through `finalise`, the function the pipeline's last stage uses.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from dataclasses import dataclass
 from statistics import fmean, pstdev
 
 from .axes import axis_floor
+from .consensus import PERSON_PREFIX, peer_confirmers
 from .types import AxisName, AxisResult, NodeView, Priority, VerdictLevel
 
 BLOCK_CONFIDENCE = 0.7
@@ -30,8 +40,16 @@ BLOCK_CONFIDENCE = 0.7
 class Verdict:
     level: VerdictLevel
     rule: str
-    confidence: float
+    confidence: float | None  # None: decided by missing data, no confidence to state
     contributing: tuple[str, ...] = ()
+
+    def same_as(self, other: Verdict | None) -> bool:
+        """Nothing a reader sees would change (level, rule and confidence are equal)."""
+        return other is not None and (self.level, self.rule, self.confidence) == (
+            other.level,
+            other.rule,
+            other.confidence,
+        )
 
 
 def counted_nodes(nodes: Iterable[NodeView]) -> list[NodeView]:
@@ -75,7 +93,12 @@ def finalise(
     floor = axis_floor(axes or {}, gated=gated)
     if floor is None or floor.level.strictness <= verdict.level.strictness:
         return verdict
-    return Verdict(floor.level, floor.rule, 1.0)
+    if floor.level is VerdictLevel.BLOCK:
+        return Verdict(floor.level, floor.rule, 1.0)
+    rule = floor.rule
+    if "un-gate" not in rule:  # say what would clear a gate that is waiting for evidence
+        rule += ": submit it from CI or un-gate it in settings"
+    return Verdict(floor.level, rule, None)
 
 
 def _is_p0(node: NodeView) -> bool:
@@ -86,13 +109,22 @@ def _ranked(nodes: Iterable[NodeView]) -> list[NodeView]:
     return sorted(nodes, key=lambda n: (n.priority.rank, -n.confidence, n.path or "", n.id))
 
 
+def _title(node: NodeView) -> str:
+    text = " ".join(node.title.split())
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
 def _decided(level: VerdictLevel, nodes: list[NodeView]) -> Verdict:
     top = nodes[0]
     if _is_p0(top):
         qualifier = "" if level is VerdictLevel.BLOCK else f" (below {BLOCK_CONFIDENCE})"
-        rule = f"P0 at {top.confidence:.2f} confidence{qualifier} in {top.location}"
+        rule = f"P0 at {top.confidence:.2f}{qualifier}: {_title(top)} ({top.location})"
     else:
-        rule = f"{top.priority} in {top.location}"
+        rule = f"{top.priority}: {_title(top)} ({top.location})"
+    if peers := peer_confirmers(top):
+        # People are named by role, not by id: the rule is posted to GitHub.
+        names = sorted({"a person" if p.startswith(PERSON_PREFIX) else p for p in peers})
+        rule += f", confirmed by {', '.join(names)}"
     if len(nodes) > 1:
         rule += f" (and {len(nodes) - 1} more)"
     return Verdict(

@@ -44,12 +44,20 @@ def _stop_sweeping(sender=None, **kwargs) -> None:
 
 
 @shared_task(name="reviews.requirements_rerun", acks_late=True)
-def requirements_rerun_task(stream_id: int) -> None:
-    """Re-run only the requirements reviewer once its request arrived, then decide again."""
+def requirements_rerun_task(stream_id: int, actor_id: int | None = None) -> None:
+    """Re-run only the requirements reviewer once its request arrived, then decide again
+    (the change is recorded as the doing of the person who supplied the request)."""
+    from django.contrib.auth import get_user_model
+
     from reviews.models import ReviewerStream
     from reviews.pipeline.reviewing import run_stream
     from reviews.services.verdicts import round_finalise
 
     stream = ReviewerStream.objects.select_related("round").get(pk=stream_id)
     run_stream(stream)
-    round_finalise(review_round=stream.round)
+    actor = get_user_model().objects.filter(pk=actor_id).first() if actor_id else None
+    round_finalise(
+        review_round=stream.round,
+        reason="requirements reviewer ran with the supplied request",
+        actor=actor,
+    )

@@ -1,7 +1,8 @@
 """Recording findings and every change of a node's status (DESIGN.md §3.2, §3.3).
 
-This module is the only writer of ReviewNode.status. Agents confirm; people resolve, dismiss
-and reopen. Each person's action is audited; a dismissal also writes a suppression hint.
+This module is the only writer of ReviewNode.status. Agents confirm; people confirm, resolve,
+dismiss and reopen. Each person's action is audited; a dismissal also writes a suppression hint.
+Every status change of a round that already has a verdict decides it again (verdict_follow).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from reviews.domain.types import NodeStatus
 from reviews.events import emit
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode
 from reviews.selectors import node_view
+from reviews.services.verdicts import verdict_follow
 
 #: Reasons kept per stream for the UI; the count is exact, the list is a sample.
 MAX_KEPT_REASONS = 20
@@ -131,11 +133,31 @@ def _locked(node: ReviewNode) -> ReviewNode:
     )
 
 
-def _set_status(node: ReviewNode, status: NodeStatus) -> None:
-    if node.status != status.value:
-        node.status = status.value
-        node.save(update_fields=["status", "updated_at"])
-        emit(node.space_id, "review.node_status", node_id=node.pk, status=status.value)
+def _set_status(
+    node: ReviewNode, status: NodeStatus, *, reason: str = "", follow: bool = True
+) -> bool:
+    """The one write of a node's status. The round's verdict follows in the same transaction
+    (`follow=False`: the caller calls `_follow` itself, after its own audit event)."""
+    if node.status == status.value:
+        return False
+    before = node.status
+    node.status = status.value
+    node.save(update_fields=["status", "updated_at"])
+    emit(node.space_id, "review.node_status", node_id=node.pk, status=status.value)
+    if follow:
+        _follow(node, reason or f"{before} → {status.value}")
+    return True
+
+
+def _follow(node: ReviewNode, why: str, *, actor: Any = None, request: Any = None) -> None:
+    """Decide the verdict of the node's round again after a decision on the node (a priority
+    or type change included), recording who and why."""
+    verdict_follow(
+        review_round=node.round,
+        reason=f"{node.priority} #{node.pk} {node.title[:120]}: {why}",
+        actor=actor,
+        request=request,
+    )
 
 
 def node_confirm(
@@ -152,11 +174,21 @@ def node_confirm(
         NodeConfirmation.objects.get_or_create(
             node=locked, agent=by_agent, lens=lens, defaults={"verdict": "real", "reason": reason}
         )
-        _set_status(locked, new_status)
+        _set_status(locked, new_status, reason=f"confirmed by {by_agent}")
     return locked
 
 
+def node_confirm_by_person(
+    *, node: ReviewNode, user: Any, reason: str = "", request: Any = None
+) -> ReviewNode:
+    """A person confirms a node as a peer (§3.3): recorded under `person:<id>`, audited."""
+    return _person_action(
+        consensus.Action.CONFIRM, node=node, user=user, reason=reason, request=request
+    )
+
+
 _AUDIT_ACTION = {
+    consensus.Action.CONFIRM: "node.confirmed",
     consensus.Action.RESOLVE: "node.resolved",
     consensus.Action.DISMISS: "node.dismissed",
     consensus.Action.REOPEN: "node.reopened",
@@ -169,13 +201,18 @@ def _person_action(
     with transaction.atomic():
         locked = _locked(node)
         before = locked.status
+        person = consensus.Actor.person(str(user.pk))
         new_status = consensus.apply_action(
-            action,
-            status=NodeStatus(before),
-            author_agent=locked.stream.agent,
-            by=consensus.Actor.person(str(user.pk)),
+            action, status=NodeStatus(before), author_agent=locked.stream.agent, by=person
         )
-        _set_status(locked, new_status)
+        if action is consensus.Action.CONFIRM:
+            NodeConfirmation.objects.get_or_create(
+                node=locked,
+                agent=consensus.person_identity(person),
+                lens=NodeConfirmation.Lens.PEER,
+                defaults={"verdict": "real", "reason": reason},
+            )
+        _set_status(locked, new_status, follow=False)
         space = locked.space
         if action is consensus.Action.DISMISS:
             fact = consensus.suppression_fact_for_dismissal(
@@ -211,6 +248,12 @@ def _person_action(
             },
             request=request,
         )
+        # After the node's own audit event, so the trail reads decision, then verdict. A second
+        # confirmation changes no status but names a new peer: it is decided again too.
+        why = f"{_AUDIT_ACTION[action].split('.')[1]} by a person" + (
+            f" ({reason.strip()[:100]})" if reason.strip() else ""
+        )
+        _follow(locked, why, actor=user, request=request)
     return locked
 
 

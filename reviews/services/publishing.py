@@ -173,6 +173,7 @@ def publish_plan_current(
         selection=selection,
         approve_on_ship=approve_on_ship,
         commentable=commentable,
+        rule=verdict.rule,
     )
     return CurrentPlan(plan, review_round.number, review_round.head_sha, github_head)
 
@@ -318,6 +319,7 @@ def publish_review(
                 selection=selection,
                 approve_on_ship=approve_on_ship,
                 commentable=_current_commentable(client, owner, name, pr.number),
+                rule=verdict.rule,
             )
         path = PublishRecord.Path.INLINE
         commit = review_round.head_sha

@@ -12,7 +12,7 @@ from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
 from reviews.events import emit
 from reviews.models import ReviewerStream, ReviewRound
-from reviews.services.verdicts import axis_record, round_finalise
+from reviews.services.verdicts import axis_record, verdict_follow
 
 SUBMITTABLE_AXES = (t.AxisName.VISUAL, t.AxisName.PERFORMANCE, t.AxisName.API_CONTRACT)
 
@@ -74,11 +74,17 @@ def round_supply_request(
                 state=ReviewerStream.State.PENDING, error=""
             )
         _audit(review_round, actor, "review.request_supplied", request, rerun=stream is not None)
+        verdict_follow(
+            review_round=review_round,
+            reason="original request supplied",
+            actor=actor,
+            request=request,
+        )
     if stream is not None:
         from config.background import enqueue
         from reviews.pipeline.tasks import requirements_rerun_task
 
-        enqueue(requirements_rerun_task, stream.pk)
+        enqueue(requirements_rerun_task, stream.pk, actor_id=getattr(actor, "pk", None))
     return stream
 
 
@@ -118,5 +124,10 @@ def axis_submit(
             evidence=evidence_url,
         )
         if review_round.state == ReviewRound.State.FINISHED:
-            round_finalise(review_round=review_round)
+            verdict_follow(
+                review_round=review_round,
+                reason=f"axis {axis.value} submitted: {result.value}",
+                actor=actor,
+                request=request,
+            )
     return row

@@ -1,4 +1,4 @@
-"""Axes and the verdict of a round (DESIGN.md §3.6, §3.7)."""
+"""Axes and the verdict of a round (DESIGN.md §3.6, §3.7); the verdict follows decisions."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ from typing import Any
 
 from django.db import transaction
 
+from guardrails.audit import SYSTEM, Target, audit_record
+from guardrails.audit import Actor as AuditActor
 from reviews.domain import types as t
+from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import finalise
 from reviews.events import emit
-from reviews.models import AxisResult, ReviewNode, ReviewRound, Verdict
+from reviews.models import AxisResult, ReviewNode, ReviewRound, Verdict, VerdictChange
 from reviews.selectors import node_view
 
 
@@ -40,9 +43,21 @@ def axis_record(
     return row
 
 
-def round_finalise(*, review_round: ReviewRound) -> Verdict:
-    """Decide Ship/Hold/Block from the nodes of EVERY stream of the round, then the axes."""
+def round_finalise(
+    *,
+    review_round: ReviewRound,
+    reason: str = "review finished",
+    actor: Any = None,
+    request: Any = None,
+) -> Verdict:
+    """Decide Ship/Hold/Block from the nodes of EVERY stream of the round, then the axes.
+
+    The one place a verdict is decided, at the end of the pipeline and after every decision
+    (`verdict_follow`). A change of an existing verdict is recorded (VerdictChange and an audit
+    event: old → new, `reason`, `actor`; None is the system) and pushed live."""
     with transaction.atomic():
+        # Lock the round: two decisions at once must not both read the same old verdict.
+        ReviewRound.objects.select_for_update().filter(pk=review_round.pk).first()
         nodes = list(
             ReviewNode.objects.filter(round=review_round)
             .select_related("stream")
@@ -55,14 +70,80 @@ def round_finalise(*, review_round: ReviewRound) -> Verdict:
         }
         gated = [t.AxisName(a) for a in review_round.space.workspace.gated_axes or []]
         decided = finalise(views, axes=axes, gated=gated)
+        decided = DomainVerdict(
+            decided.level, decided.rule[:300], decided.confidence, decided.contributing
+        )
+        previous = Verdict.objects.filter(round=review_round).first()
+        old = (
+            DomainVerdict(t.VerdictLevel(previous.level), previous.rule, previous.confidence)
+            if previous is not None
+            else None
+        )
         verdict, _ = Verdict.objects.update_or_create(
             round=review_round,
             defaults={
                 "level": decided.level.value,
-                "rule": decided.rule[:300],
+                "rule": decided.rule,
                 "confidence": decided.confidence,
                 "contributing": list(decided.contributing),
             },
         )
-        emit(review_round.space_id, "review.verdict", level=decided.level.value)
+        if old is not None and not decided.same_as(old):
+            _record_change(review_round, old, decided, reason=reason, actor=actor, request=request)
+        emit(
+            review_round.space_id,
+            "review.verdict",
+            level=decided.level.value,
+            previous=old.level.value if old else None,
+        )
     return verdict
+
+
+def verdict_follow(
+    *, review_round: ReviewRound, reason: str, actor: Any = None, request: Any = None
+) -> Verdict | None:
+    """Decide the verdict again after a decision, once the round has one. While the pipeline
+    still runs there is nothing to follow: its last stage decides with the same rules."""
+    if not Verdict.objects.filter(round=review_round).exists():
+        return None
+    return round_finalise(review_round=review_round, reason=reason, actor=actor, request=request)
+
+
+def _record_change(
+    review_round: ReviewRound,
+    old: DomainVerdict,
+    new: DomainVerdict,
+    *,
+    reason: str,
+    actor: Any,
+    request: Any,
+) -> None:
+    who = AuditActor.of(actor) if actor is not None else SYSTEM
+    VerdictChange.objects.create(
+        round=review_round,
+        old_level=old.level.value,
+        new_level=new.level.value,
+        old_rule=old.rule[:300],
+        new_rule=new.rule[:300],
+        old_confidence=old.confidence,
+        new_confidence=new.confidence,
+        reason=reason[:300],
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        actor_label=who.label,
+    )
+    space = review_round.space
+    audit_record(
+        action="verdict.changed",
+        actor=who,
+        workspace=space.workspace,
+        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
+        payload={
+            "round": review_round.number,
+            "before": old.level.value,
+            "after": new.level.value,
+            "before_rule": old.rule,
+            "after_rule": new.rule,
+            "reason": reason,
+        },
+        request=request,
+    )

@@ -105,6 +105,7 @@ class PublishPlan:
     comments: tuple[InlineComment, ...]
     folded: tuple[FoldedNode, ...]
     skipped: tuple[SkippedNode, ...]
+    rule: str = ""  # what decided the verdict, said in the body
 
     @property
     def inline_ids(self) -> list[int | str]:
@@ -155,6 +156,7 @@ def build_publish_plan(
     selection: Selection,
     approve_on_ship: bool,
     commentable: CommentableLines,
+    rule: str = "",
 ) -> PublishPlan:
     if selection not in ("all_open", "consensus"):
         raise ValueError(f"unknown selection {selection!r}")
@@ -188,8 +190,10 @@ def build_publish_plan(
                 rank=rank,
             )
         )
-    body = _review_body(verdict, len(comments), folded)
-    return PublishPlan(verdict, event, body, tuple(comments), tuple(folded), tuple(skipped))
+    body = _review_body(verdict, len(comments), folded, rule=rule)
+    return PublishPlan(
+        verdict, event, body, tuple(comments), tuple(folded), tuple(skipped), rule=rule
+    )
 
 
 def fold_everything(plan: PublishPlan) -> PublishPlan:
@@ -198,7 +202,8 @@ def fold_everything(plan: PublishPlan) -> PublishPlan:
         FoldedNode(c.node_id, FoldReason.REJECTED, c.folded_text, c.rank) for c in plan.comments
     ]
     folded = tuple(sorted([*plan.folded, *moved], key=lambda f: f.rank))
-    return replace(plan, comments=(), folded=folded, body=_review_body(plan.verdict, 0, folded))
+    body = _review_body(plan.verdict, 0, folded, rule=plan.rule)
+    return replace(plan, comments=(), folded=folded, body=body)
 
 
 # -- selection and anchors -------------------------------------------------------------------
@@ -291,9 +296,13 @@ def _folded_text(node: NodeRecord) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _review_body(verdict: str, inline_count: int, folded: Sequence[FoldedNode]) -> str:
+def _review_body(
+    verdict: str, inline_count: int, folded: Sequence[FoldedNode], rule: str = ""
+) -> str:
     total = inline_count + len(folded)
     lines = [f"## Quorum review: {verdict}", ""]
+    if rule.strip():
+        lines += [f"**Why {verdict}:** {_one_line(rule)}", ""]
     if total == 0:
         lines.append("No open findings to report.")
     else:

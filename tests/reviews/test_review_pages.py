@@ -66,7 +66,7 @@ def test_the_review_page_shows_verdict_axes_findings_and_threshold(
         .get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/")
         .content.decode()
     )
-    assert "✖ Block" in html and "Why:" in html and "P0 at 0.90 confidence" in html
+    assert "✖ Block" in html and "Why:" in html and "P0 at 0.90: Finding 0" in html
     assert "apiContract" in html and "unavailable" in html and "no public API found" in html
     # light tier: P0-P1 in the main list, P2-P3 grouped below and counted.
     main, below = html.split('class="below-threshold"')

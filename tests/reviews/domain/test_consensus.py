@@ -85,10 +85,13 @@ def test_it_refuses_self_confirmation_under_another_stream_name() -> None:
         confirm(status=NodeStatus.OPEN, author_agent=AUTHOR, by=Actor.agent(AUTHOR))
 
 
-def test_it_refuses_confirmation_by_a_person_or_an_anonymous_agent() -> None:
-    """People do not create consensus; an empty identity is nobody's peer."""
-    with pytest.raises(ConsensusError, match="peer reviewer agent"):
-        confirm(status=NodeStatus.OPEN, author_agent=AUTHOR, by=ALICE)
+def test_it_lets_a_person_confirm_as_a_peer_but_not_an_anonymous_agent() -> None:
+    """A person is never the author of an agent's node; an empty identity is nobody's peer."""
+    assert confirm(status=NodeStatus.OPEN, author_agent=AUTHOR, by=ALICE) is (
+        NodeStatus.CONSENSUS_READY
+    )
+    with pytest.raises(SelfConfirmationError):
+        confirm(status=NodeStatus.OPEN, author_agent=AUTHOR, by=Actor.person(" "))
     with pytest.raises(SelfConfirmationError):
         confirm(status=NodeStatus.OPEN, author_agent=AUTHOR, by=Actor.agent("  "))
     with pytest.raises(SelfConfirmationError):
@@ -120,6 +123,7 @@ def test_it_lists_the_actions_an_actor_may_take() -> None:
     """Buttons and tool refusals come from the same rules."""
     assert actions_allowed(status=NodeStatus.OPEN, author_agent=AUTHOR, by=PEER) == {Action.CONFIRM}
     assert actions_allowed(status=NodeStatus.OPEN, author_agent=AUTHOR, by=ALICE) == {
+        Action.CONFIRM,
         Action.RESOLVE,
         Action.DISMISS,
     }
@@ -148,7 +152,7 @@ def test_it_never_lets_an_author_confirm_its_own_node(
     steps: list[tuple[Action, Actor]],
 ) -> None:
     """Whatever sequence of actions runs, the author's confirm always fails, and a node only
-    reaches consensus_ready through a peer agent's confirmation."""
+    reaches consensus_ready through a peer's confirmation (another agent or a person)."""
     status = NodeStatus.OPEN
     for action, actor in steps:
         before = status

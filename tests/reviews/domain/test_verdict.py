@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +17,7 @@ def _node(id: str, priority: Priority, confidence: float = 0.9, **kw: object) ->
     base: dict[str, object] = dict(
         id=id,
         agent="impl",
+        title=f"Finding {id}",
         type=NodeType.BUG,
         priority=priority,
         confidence=confidence,
@@ -31,9 +34,9 @@ def _node(id: str, priority: Priority, confidence: float = 0.9, **kw: object) ->
     [
         ([], V.SHIP, "no open P0 or P1 finding"),
         ([_node("a", Priority.P2), _node("b", Priority.P3)], V.SHIP, "no open P0 or P1"),
-        ([_node("a", Priority.P1)], V.HOLD, "P1 in reviews/auth.py:42"),
-        ([_node("a", Priority.P0, 0.69)], V.HOLD, "P0 at 0.69 confidence (below 0.7)"),
-        ([_node("a", Priority.P0, 0.82)], V.BLOCK, "P0 at 0.82 confidence in reviews/auth.py:42"),
+        ([_node("a", Priority.P1)], V.HOLD, "P1: Finding a (reviews/auth.py:42)"),
+        ([_node("a", Priority.P0, 0.69)], V.HOLD, "P0 at 0.69 (below 0.7): Finding a"),
+        ([_node("a", Priority.P0, 0.82)], V.BLOCK, "P0 at 0.82: Finding a (reviews/auth.py:42)"),
         ([_node("a", Priority.P0, 0.7), _node("b", Priority.P1)], V.BLOCK, "P0 at 0.70"),
         (
             [
@@ -41,7 +44,7 @@ def _node(id: str, priority: Priority, confidence: float = 0.9, **kw: object) ->
                 _node("b", Priority.P0, 0.95, start_line=7, end_line=9),
             ],
             V.BLOCK,
-            "P0 at 0.95 confidence in reviews/auth.py:7-9 (and 1 more)",
+            "P0 at 0.95: Finding b (reviews/auth.py:7-9) (and 1 more)",
         ),
     ],
 )
@@ -92,9 +95,15 @@ def test_it_derives_confidence_from_the_spread_of_contributing_confidences() -> 
     ],
 )
 def test_it_lets_gated_axes_tighten_the_verdict(result: AxisResult, level: V, rule: str) -> None:
-    """fail → Block, partial/unavailable → at least Hold, pass/warn clear the gate."""
+    """fail → Block, partial/unavailable → at least Hold, pass/warn clear the gate. A level
+    forced by missing data says what would clear it and states no confidence (never 1.00)."""
     verdict = finalise([], axes={AxisName.API_CONTRACT: result}, gated={AxisName.API_CONTRACT})
-    assert (verdict.level, verdict.rule) == (level, rule)
+    assert verdict.level is level and verdict.rule.startswith(rule)
+    if result in (AxisResult.PARTIAL, AxisResult.UNAVAILABLE):
+        assert verdict.rule.endswith(": submit it from CI or un-gate it in settings")
+        assert verdict.confidence is None
+    else:
+        assert verdict.confidence == 1.0
 
 
 def test_it_treats_a_missing_gated_axis_as_unavailable_and_ignores_ungated_ones() -> None:
@@ -189,7 +198,35 @@ def test_it_is_never_made_stricter_by_removing_an_axis_failure(
 def test_it_only_tightens_through_axes_and_keeps_confidence_in_range(
     nodes: list[NodeView], axes: dict, gated: set
 ) -> None:
-    """Axes never make a verdict more lenient than the nodes alone; confidence ∈ [0, 1]."""
+    """Axes never make a verdict more lenient than the nodes alone; confidence ∈ [0, 1], or
+    None exactly when a gated axis without evidence forced the level."""
     verdict = finalise(nodes, axes=axes, gated=gated)
     assert verdict.level.strictness >= node_verdict(nodes).level.strictness
-    assert 0.0 <= verdict.confidence <= 1.0
+    if verdict.confidence is None:
+        assert verdict.level is V.HOLD and "un-gate" in verdict.rule
+    else:
+        assert 0.0 <= verdict.confidence <= 1.0
+
+
+def test_it_ignores_a_self_confirmation_and_names_peer_confirmers() -> None:
+    """The finaliser's own check: the author's confirmation counts for nothing; a peer's and a
+    person's are named in the rule (a person by role, never by id)."""
+    self_confirmed = _node("a", Priority.P0, 0.9, confirmed_by=("impl",))
+    assert "confirmed" not in finalise([self_confirmed]).rule
+    peer = _node("a", Priority.P0, 0.9, confirmed_by=("impl", "security", "person:7"))
+    assert finalise([peer]).rule.endswith(", confirmed by a person, security")
+
+
+@settings(max_examples=150, deadline=None)
+@given(nodes_strategy, st.sets(st.sampled_from(["impl", "security", "person:1"])))
+def test_only_peer_confirmations_change_what_the_finaliser_says(
+    nodes: list[NodeView], confirmers: set[str]
+) -> None:
+    """Adding the author's own confirmation to every node changes nothing at all."""
+    with_self = [replace(n, confirmed_by=(*n.confirmed_by, n.agent)) for n in nodes]
+    assert finalise(with_self) == finalise(nodes)
+    peers = confirmers - {"impl"}
+    confirmed = [replace(n, confirmed_by=tuple(confirmers)) for n in nodes]
+    verdict = finalise(confirmed)
+    assert verdict.level is finalise(nodes).level
+    assert ("confirmed by" in verdict.rule) == bool(peers and verdict.contributing)
