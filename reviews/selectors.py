@@ -57,6 +57,9 @@ def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = N
         hot_path=flags.get("hot_path", False),
         critical_path=flags.get("critical_path", False),
         functional_effect=flags.get("functional_effect", True),
+        defect_classes=tuple(node.tags["defect_classes"])
+        if "defect_classes" in (node.tags or {})
+        else None,
     )
 
 

@@ -3,13 +3,16 @@
 The lead pass edits, it does not re-enumerate: `consolidate` takes every node of the round and
 returns the same nodes, some rewritten, none added or dropped.
 
-"Same location": both anchored on the same file and side with overlapping lines, or both
-unanchored (a PR-wide remark). "Same issue": same triage category and title words with a
-Jaccard similarity of at least `SIMILARITY_THRESHOLD`. (An equal content fingerprint implies
-both, since the fingerprint hashes path, category and the same title words — so it adds
-nothing here.) Titles with no meaningful words never match: better two cards than a wrong merge.
+"Same location" and "same issue" are the matching rule of `matching.py`: overlapping lines of
+the same file (or both unanchored), and the same defect class (rule family, CWE, or words such as
+"SQL injection") or the same category with similar titles. It applies across every stream —
+model reviewers, analyzers, the follow-up reviewer, CI — since the lead pass sees all the nodes
+of the round. Titles with no meaningful words and no class never match: better two cards than a
+wrong merge.
 
-Rules, applied to active nodes only (resolved/dismissed ones pass through untouched):
+Rules, applied to active nodes only (resolved/dismissed ones pass through untouched, and an
+active duplicate of a closed canonical node stays with it: a finding a person or the panel closed
+must not come back as a fresh card through its duplicates):
 - same location + same issue → one canonical node; the others are demoted duplicates
   (`duplicate_of`). Groups are the connected components of that relation, so the result does
   not depend on the order in which pairs are met. The canonical is the first by the total order
@@ -35,10 +38,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from itertools import combinations
 
-from .fingerprints import title_tokens
+from . import matching
+from .matching import SIMILARITY_THRESHOLD, defect_classes, same_issue, same_location
 from .types import Category, NodeView, Priority, Severity, severity_for_priority
 
-SIMILARITY_THRESHOLD = 0.5
+__all__ = ["SIMILARITY_THRESHOLD", "consolidate", "same_issue", "same_location", "similarity"]
 
 Pair = tuple[str, str]
 
@@ -75,22 +79,7 @@ def apply_severity_floors(node: NodeView) -> NodeView:
     return replace(node, priority=floor, severity=severity)
 
 
-def similarity(a: str, b: str) -> float:
-    """Jaccard similarity of two titles' normalised words (0 when either has none)."""
-    ta, tb = title_tokens(a), title_tokens(b)
-    if not ta or not tb:
-        return 0.0
-    return len(ta & tb) / len(ta | tb)
-
-
-def same_location(a: NodeView, b: NodeView) -> bool:
-    if not a.anchored and not b.anchored:
-        return True
-    return a.overlaps(b)
-
-
-def same_issue(a: NodeView, b: NodeView) -> bool:
-    return a.category == b.category and similarity(a.title, b.title) >= SIMILARITY_THRESHOLD
+similarity = matching.title_similarity
 
 
 def rank_key(node: NodeView) -> tuple[int, float, int, str, str]:
@@ -105,8 +94,17 @@ def consolidate(nodes: Iterable[NodeView]) -> Consolidation:
     ids = [n.id for n in all_nodes]
     if len(set(ids)) != len(ids):
         raise ValueError("node ids must be unique")
-    passive = [n for n in all_nodes if not n.active]
-    active = sorted((apply_severity_floors(n) for n in all_nodes if n.active), key=lambda n: n.id)
+    # Freeze what each node is about before any text is rewritten (idempotence).
+    all_nodes = [
+        replace(n, defect_classes=tuple(sorted(defect_classes(n)))) if n.active else n
+        for n in all_nodes
+    ]
+    closed = {n.id for n in all_nodes if not n.active and n.duplicate_of is None}
+    passive = [n for n in all_nodes if not n.active or n.duplicate_of in closed]
+    active = sorted(
+        (apply_severity_floors(n) for n in all_nodes if n.active and n.duplicate_of not in closed),
+        key=lambda n: n.id,
+    )
 
     components = _components(active)
     out: list[NodeView] = list(passive)

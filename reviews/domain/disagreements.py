@@ -1,31 +1,47 @@
-"""Disagreements between reviewers (DESIGN.md §3.3).
+"""Disagreements between reviewers (DESIGN.md §3.3), one per conflict.
 
-Two active nodes disagree when different agents (identity, not stream name) anchored them on the
-same file with overlapping lines, and either their priorities are two or more levels apart or
-one calls it a bug while the other calls it a suggestion. They are shown above the findings,
-where a person's judgement is worth most, so the output order is fixed: by path, first line,
-then node ids — whatever order the nodes arrive in.
+Two positions disagree when different reviewers hold them on the same file with overlapping
+lines, and either their priorities are two or more levels apart or one calls it a bug while the
+other calls it a suggestion.
 
-Demoted duplicates take part: when two reviewers flag the same defect at P0 and P3, the merge
-keeps P0, but the gap is still a disagreement a person should see.
+Disagreements are between *canonical* findings only: after the lead pass every defect is one
+canonical node, and its demoted duplicates are the positions of the other reviewers who found
+it. So a location (a cluster of canonical nodes with overlapping lines) yields at most one
+disagreement, however many reviewers repeated the defect: its two sides are the two positions
+that disagree most, each with every reviewer who holds it — "architecture, implementation,
+security say P0 bug; bandit says P2 bug". When two reviewers flag the same defect at P0 and P3,
+the merge keeps P0, but the gap is still a disagreement a person should see; deciding it sets
+every node of the location to the chosen position, which is how the entry goes away.
+
+They are shown above the findings, where a person's judgement is worth most, so the output order
+is fixed: by path, first line, then node ids — whatever order the nodes arrive in.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import combinations, groupby
+from itertools import combinations
 
-from .types import NodeType, NodeView
+from .types import NodeType, NodeView, Priority
 
 PRIORITY_GAP = 2
+
+Position = tuple[Priority, NodeType]
 
 
 @dataclass(frozen=True, slots=True)
 class Disagreement:
-    first: NodeView
+    first: NodeView  # a node holding the stricter side's position
     second: NodeView
     reasons: tuple[str, ...]
+    first_reviewers: tuple[str, ...] = ()
+    second_reviewers: tuple[str, ...] = ()
+    # The canonical nodes of the location, and every node (canonical or duplicate) a decision
+    # moves: together they identify the conflict.
+    canonical_ids: tuple[str, ...] = ()
+    node_ids: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:
@@ -37,39 +53,116 @@ class Disagreement:
         return (self.first.id, self.second.id)
 
     @property
+    def key(self) -> str:
+        """The location's first canonical node: what a person's decision refers to."""
+        return self.canonical_ids[0] if self.canonical_ids else self.first.id
+
+    @property
     def summary(self) -> str:
+        first = ", ".join(self.first_reviewers or (self.first.agent,))
+        second = ", ".join(self.second_reviewers or (self.second.agent,))
         return (
-            f"{self.first.agent} ({self.first.priority} {self.first.type}) vs "
-            f"{self.second.agent} ({self.second.priority} {self.second.type}) at "
+            f"{first} ({self.first.priority} {self.first.type}) vs "
+            f"{second} ({self.second.priority} {self.second.type}) at "
             f"{self.first.location}: {'; '.join(self.reasons)}"
         )
+
+
+def _position_reasons(a: Position, b: Position) -> tuple[str, ...]:
+    reasons = []
+    gap = abs(a[0].rank - b[0].rank)
+    if gap >= PRIORITY_GAP:
+        high, low = sorted((a[0], b[0]), key=lambda p: p.rank)
+        reasons.append(f"priorities {gap} levels apart ({high} vs {low})")
+    if {a[1], b[1]} == {NodeType.BUG, NodeType.SUGGESTION}:
+        reasons.append("one says bug, the other suggestion")
+    return tuple(reasons)
 
 
 def disagreement_reasons(a: NodeView, b: NodeView) -> tuple[str, ...]:
     """Why `a` and `b` disagree; empty when they do not (or cannot) disagree."""
     if a.agent == b.agent or not a.overlaps(b):
         return ()
-    reasons = []
-    gap = abs(a.priority.rank - b.priority.rank)
-    if gap >= PRIORITY_GAP:
-        high, low = sorted((a.priority, b.priority), key=lambda p: p.rank)
-        reasons.append(f"priorities {gap} levels apart ({high} vs {low})")
-    if {a.type, b.type} == {NodeType.BUG, NodeType.SUGGESTION}:
-        reasons.append("one says bug, the other suggestion")
-    return tuple(reasons)
+    return _position_reasons((a.priority, a.type), (b.priority, b.type))
+
+
+def _strictness(position: Position) -> tuple[int, int]:
+    return (position[0].rank, 0 if position[1] is NodeType.BUG else 1)
 
 
 def find_disagreements(nodes: Iterable[NodeView]) -> list[Disagreement]:
-    """Every disagreeing pair among active anchored nodes, in a deterministic order."""
-    candidates = sorted(
-        (n for n in nodes if n.active and n.anchored),
+    """At most one disagreement per location of active canonical findings, in a fixed order."""
+    active = [n for n in nodes if n.active and n.anchored]
+    canonicals = sorted(
+        (n for n in active if n.duplicate_of is None),
         key=lambda n: (n.path or "", n.start_line or 0, n.end_line or 0, n.id),
     )
+    canonical_ids = {n.id for n in canonicals}
+    members: dict[str, list[NodeView]] = {n.id: [n] for n in canonicals}
+    for node in active:
+        if node.duplicate_of in canonical_ids:
+            members[node.duplicate_of].append(node)
+
     found = []
-    # Only nodes on the same file can overlap: pair within a file, not across the whole review.
-    for _, same_file in groupby(candidates, key=lambda n: n.path):
-        for a, b in combinations(list(same_file), 2):
-            reasons = disagreement_reasons(a, b)
-            if reasons:
-                found.append(Disagreement(first=a, second=b, reasons=reasons))
+    for cluster in _locations(canonicals):
+        holders: dict[Position, list[NodeView]] = defaultdict(list)
+        for canonical in cluster:
+            for node in members[canonical.id]:
+                holders[(node.priority, node.type)].append(node)
+        best: tuple | None = None
+        for a, b in combinations(sorted(holders, key=_strictness), 2):
+            reasons = _position_reasons(a, b)
+            agents_a = {n.agent for n in holders[a]}
+            agents_b = {n.agent for n in holders[b]}
+            if not reasons or agents_a == agents_b:
+                continue  # one reviewer contradicting only itself is not a disagreement
+            rank = (-abs(a[0].rank - b[0].rank), -len(reasons), _strictness(a), _strictness(b))
+            if best is None or rank < best[0]:
+                best = (rank, a, b, reasons)
+        if best is None:
+            continue
+        _, a, b, reasons = best
+        found.append(
+            Disagreement(
+                first=_representative(holders[a]),
+                second=_representative(holders[b]),
+                reasons=reasons,
+                first_reviewers=tuple(sorted({n.agent for n in holders[a]})),
+                second_reviewers=tuple(sorted({n.agent for n in holders[b]})),
+                canonical_ids=tuple(sorted((c.id for c in cluster), key=_id_order)),
+                node_ids=tuple(
+                    sorted((n.id for c in cluster for n in members[c.id]), key=_id_order)
+                ),
+            )
+        )
+    found.sort(key=lambda d: (d.path, d.first.start_line or 0, min(d.ids), max(d.ids)))
     return found
+
+
+def _id_order(node_id: str) -> tuple[int, str]:
+    # Stored ids are integers: "9" before "10".
+    return (int(node_id), node_id) if node_id.isdigit() else (0, node_id)
+
+
+def _representative(holders: list[NodeView]) -> NodeView:
+    """The canonical node when it holds the position, else the first duplicate by id."""
+    return min(holders, key=lambda n: (n.duplicate_of is not None, _id_order(n.id)))
+
+
+def _locations(canonicals: list[NodeView]) -> list[list[NodeView]]:
+    """Clusters of canonical nodes whose lines overlap (transitively), in input order."""
+    parent = list(range(len(canonicals)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in combinations(range(len(canonicals)), 2):
+        if canonicals[i].overlaps(canonicals[j]):
+            parent[find(i)] = find(j)
+    groups: dict[int, list[NodeView]] = defaultdict(list)
+    for i, node in enumerate(canonicals):
+        groups[find(i)].append(node)
+    return sorted(groups.values(), key=lambda g: min(canonicals.index(n) for n in g))

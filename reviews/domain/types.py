@@ -240,6 +240,8 @@ class NodeView:
     hot_path: bool = False
     critical_path: bool = False
     functional_effect: bool = True
+    # Frozen by the lead pass (reviews/domain/matching.py): what defect the node is about.
+    defect_classes: tuple[str, ...] | None = None
 
     @property
     def anchored(self) -> bool:

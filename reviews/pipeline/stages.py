@@ -273,6 +273,11 @@ def create_followup_steps(review_round: ReviewRound) -> list[PipelineStep]:
 
 def finalise(review_round: ReviewRound) -> None:
     facts = review_round.stats.get("facts", {})
+    if facts.get("followup"):
+        # The follow-up reviewer's findings are merged with the others' as well.
+        summary = round_consolidate(review_round=review_round)
+        review_round.stats = {**review_round.stats, "consolidation": summary}
+        review_round.save(update_fields=["stats"])
     streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
     nodes = [
         node_view(n, [])

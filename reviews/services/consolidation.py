@@ -13,7 +13,10 @@ from reviews.selectors import node_view
 
 def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
     """Merge duplicates into canonical nodes crediting every reviewer; tag co-located,
-    cross-referenced and conflicting findings; apply severity floors. Idempotent."""
+    cross-referenced and conflicting findings; apply severity floors. Idempotent.
+
+    Every node of the round takes part, whatever stream recorded it — model reviewers,
+    analyzers, the follow-up reviewer, CI — so it runs again before the verdict."""
     with transaction.atomic():
         nodes = {
             str(n.pk): n
@@ -41,6 +44,8 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
                 if k not in ("co_located", "cross_referenced", "conflicting")
             }
             tags.update({k: sorted(v) for k, v in links[view.id].items()})
+            if view.defect_classes is not None:
+                tags["defect_classes"] = list(view.defect_classes)
             duplicate_of = int(view.duplicate_of) if view.duplicate_of else None
             changes = {
                 "duplicate_of_id": duplicate_of,

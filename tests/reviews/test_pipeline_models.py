@@ -85,8 +85,11 @@ def test_a_thorough_review_merges_duplicates_confirms_through_the_panel_and_bloc
     canonical = sql.get(duplicate_of__isnull=True)
     from reviews.selectors import node_view
 
-    assert sorted(node_view(canonical).reviewers) == ["implementation", "security"]
+    # bandit's B608 on the same line is the same defect: merged, credited.
+    assert sorted(node_view(canonical).reviewers) == ["bandit", "implementation", "security"]
     assert sql.get(duplicate_of__isnull=False).duplicate_of_id == canonical.pk
+    b608 = ReviewNode.objects.get(round=review_round, title__startswith="B608")
+    assert b608.duplicate_of_id == canonical.pk
     lenses = set(NodeConfirmation.objects.filter(node=canonical).values_list("agent", flat=True))
     assert {"lens-reachability", "lens-false_positive", "lens-severity"} <= lenses
     assert canonical.status == "consensus_ready" and canonical.tags["panel"] == "confirmed"

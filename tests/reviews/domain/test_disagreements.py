@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,7 +63,8 @@ def test_it_skips_closed_nodes() -> None:
 
 
 def test_it_orders_by_path_line_and_ids() -> None:
-    """Output order is by path, first line and id, regardless of input order."""
+    """Output order is by path, first line and id, regardless of input order; one entry per
+    location (overlapping lines), between its most distant positions."""
     nodes = [
         _node("z", "impl", Priority.P0, path="b.py"),
         _node("y", "q", Priority.P3, path="b.py"),
@@ -70,7 +73,8 @@ def test_it_orders_by_path_line_and_ids() -> None:
         _node("v", "arch", Priority.P3, path="a.py", start_line=1, end_line=60),
     ]
     found = find_disagreements(nodes)
-    assert [d.ids for d in found] == [("v", "x"), ("x", "w"), ("y", "z")]
+    assert [d.ids for d in found] == [("x", "v"), ("z", "y")]
+    assert found[0].canonical_ids == ("v", "w", "x")
 
 
 nodes_strategy = st.lists(
@@ -98,4 +102,29 @@ def test_it_is_deterministic_whatever_the_input_order(nodes: list[NodeView], rnd
     rnd.shuffle(shuffled)
     assert find_disagreements(shuffled) == find_disagreements(nodes)
     for d in find_disagreements(nodes):
-        assert d.first.agent != d.second.agent and d.first.overlaps(d.second)
+        assert set(d.first_reviewers) != set(d.second_reviewers)
+        assert d.first.path == d.second.path and d.reasons
+    # At most one per location: no two entries share a canonical node.
+    seen = [c for d in find_disagreements(nodes) for c in d.canonical_ids]
+    assert len(seen) == len(set(seen))
+
+
+def test_duplicates_give_one_entry_with_each_side_and_its_reviewers() -> None:
+    """Three reviewers say P0, bandit P2, all merged into one canonical: one entry, not one
+    per pair of duplicates."""
+    nodes = [
+        _node("1", "implementation", Priority.P0, credited_agents=("arch", "sec", "bandit")),
+        _node("2", "arch", Priority.P0, duplicate_of="1"),
+        _node("3", "sec", Priority.P0, duplicate_of="1"),
+        _node("4", "bandit", Priority.P2, duplicate_of="1"),
+        _node("5", "ruff", Priority.P1, path="app/other.py"),
+    ]
+    [found] = find_disagreements(nodes)
+    assert found.first_reviewers == ("arch", "implementation", "sec")
+    assert found.second_reviewers == ("bandit",)
+    assert found.ids == ("1", "4") and found.key == "1"
+    assert found.node_ids == ("1", "2", "3", "4")
+    assert found.summary.startswith("arch, implementation, sec (P0 bug) vs bandit (P2 bug)")
+    # Duplicates of a closed canonical node disagree with nobody.
+    closed = replace(nodes[0], status=NodeStatus.RESOLVED)
+    assert find_disagreements([closed, *nodes[1:]]) == []

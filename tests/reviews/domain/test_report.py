@@ -129,10 +129,11 @@ def test_it_names_the_angle_a_failed_reviewer_did_not_cover() -> None:
 
 
 def test_it_shows_disagreements_with_their_arbitration() -> None:
-    """The P0 vs P2 pair on the same line is listed with the rule that decided it."""
+    """One entry for the line (its widest gap, P0 vs P3), with the rule that decided it."""
     report = _report()
     section = report.split("## Disagreements")[1].split("## Positive notes")[0]
-    assert "impl (P0 bug) vs quality (P2 suggestion) at app/auth.py:42" in section
+    assert "impl (P0 bug) vs arch (P3 bug) at app/auth.py:42" in section
+    assert section.count("\n- ") == 1
     assert "Arbitration (critical finding wins) → BLOCKED" in section
 
 
