@@ -33,7 +33,7 @@ _ADVISORY_BREAKAGES = frozenset({griffe.BreakageKind.ATTRIBUTE_CHANGED_VALUE})
 
 @dataclass(frozen=True, slots=True)
 class ApiChange:
-    severity: str  # "breaking" | "additive"
+    severity: str  # "breaking" | "advisory" (a value changed) | "additive"
     where: str  # dotted path of the object
     message: str
 
@@ -133,7 +133,7 @@ def _breaking(
 ) -> list[ApiChange]:
     out = []
     for breakage in griffe.find_breaking_changes(old, new):  # type: ignore[arg-type]
-        severity = "additive" if breakage.kind in _ADVISORY_BREAKAGES else "breaking"
+        severity = "advisory" if breakage.kind in _ADVISORY_BREAKAGES else "breaking"
         detail = breakage.kind.value
         if breakage.kind.name.startswith("PARAMETER") and breakage.old_value is not None:
             detail += f" ({getattr(breakage.old_value, 'name', breakage.old_value)})"

@@ -8,9 +8,10 @@ never turns a gate green: an axis nothing could compute is `unavailable`, never 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
-from reviews.domain.axes import deterministic_axis_result
+from reviews.domain.axes import CLEARS_GATE, deterministic_axis_result
 from reviews.domain.types import AxisName, AxisResult, Category, NodeView
 from reviews.index.api_openapi import (
     UnreadableDocument,
@@ -19,6 +20,7 @@ from reviews.index.api_openapi import (
     load_document,
 )
 from reviews.index.api_python import ApiChange, compare_python_api
+from reviews.index.api_surface import SURFACE_LANGUAGES, compare_exported
 from reviews.index.cohorts import Cohort
 from reviews.index.limits import is_test_path, language_for
 
@@ -31,19 +33,115 @@ TEST_GAP_CAVEAT = (
 )
 
 
+#: Code the axis cannot read an API from, by suffix, named in the details (Java and Rust are
+#: indexed for cohorts, but their exported surface is not compared).
+UNCHECKED_LANGUAGES: dict[str, str] = {
+    ".java": "Java",
+    ".kt": "Kotlin",
+    ".kts": "Kotlin",
+    ".scala": "Scala",
+    ".rs": "Rust",
+    ".rb": "Ruby",
+    ".php": "PHP",
+    ".cs": "C#",
+    ".fs": "F#",
+    ".c": "C",
+    ".h": "C/C++",
+    ".cc": "C++",
+    ".cpp": "C++",
+    ".cxx": "C++",
+    ".hpp": "C++",
+    ".m": "Objective-C",
+    ".swift": "Swift",
+    ".dart": "Dart",
+    ".ex": "Elixir",
+    ".exs": "Elixir",
+    ".erl": "Erlang",
+    ".hs": "Haskell",
+    ".lua": "Lua",
+    ".pl": "Perl",
+    ".pm": "Perl",
+    ".r": "R",
+    ".clj": "Clojure",
+    ".vue": "Vue",
+    ".svelte": "Svelte",
+    ".proto": "Protocol Buffers",
+    ".graphql": "GraphQL",
+    ".gql": "GraphQL",
+}
+_CHECKED_NAMES = {
+    "python": "Python",
+    "javascript": "JavaScript",
+    "typescript": "TypeScript",
+    "tsx": "TypeScript",
+    "go": "Go",
+}
+
+
 def contract_file(path: str) -> bool:
     """What `compute_api_contract` reads from each commit (`files_at_commit(include=…)`)."""
-    return path.endswith((".py", ".pyi")) or is_openapi_path(path)
+    return (
+        path.endswith((".py", ".pyi"))
+        or is_openapi_path(path)
+        or language_for(path) in SURFACE_LANGUAGES
+    )
+
+
+def changed_language(path: str) -> tuple[str, bool] | None:
+    """(language, whether the axis reads its API) for a source file; None for anything else
+    (documentation, configuration, data), which has no API of its own."""
+    if is_openapi_path(path):
+        return "OpenAPI", True
+    if path.endswith(".pyi"):
+        return "Python", True
+    language = language_for(path)
+    if language in _CHECKED_NAMES:
+        return _CHECKED_NAMES[language], True
+    name = UNCHECKED_LANGUAGES.get(PurePosixPath(path).suffix.lower())
+    return (name, False) if name else None
+
+
+def clearing_steps(axis: AxisName, result: AxisResult) -> list[dict[str, str]]:
+    """What would clear a gate this result holds (pass and warn clear it): structured, so the
+    page, the report and the posted review can say why a verdict is held and what to do."""
+    if result in CLEARS_GATE:
+        return []
+    steps = []
+    if result is AxisResult.FAIL and axis is AxisName.API_CONTRACT:
+        steps.append(
+            {"action": "fix", "label": "restore the removed or changed public API in the change"}
+        )
+    steps.append(
+        {
+            "action": "submit",
+            "label": f"submit {axis} from CI",
+            "api": f"POST /api/v1/workspaces/<workspace>/reviews/<review>/axes/{axis}",
+        }
+    )
+    steps.append(
+        {
+            "action": "ungate",
+            "label": f"un-gate {axis} in Settings → Workspace rules",
+            "setting": "gated_axes",
+        }
+    )
+    return steps
 
 
 def compute_api_contract(
-    *, base_files: Mapping[str, str], head_files: Mapping[str, str]
+    *,
+    base_files: Mapping[str, str],
+    head_files: Mapping[str, str],
+    changed: Iterable[str] | None = None,
 ) -> AxisOutcome:
-    """Public Python API (griffe) and OpenAPI documents, base vs head.
+    """Public Python API (griffe), exported TS/JS and Go surface, OpenAPI documents: base vs
+    head. `changed` is the change's paths (default: the files whose text differs).
 
-    fail: something a client relies on was removed or changed; warn: only additions;
-    pass: compared and unchanged; partial: something could not be read (and nothing broke);
-    unavailable: neither a Python package nor an OpenAPI document exists on either side.
+    fail: something a client relies on was removed or changed; unavailable: a changed file is
+    in a language the axis cannot read (the details name it), or there is nothing to compare;
+    partial: something could not be read (and nothing broke); warn: only a value changed;
+    pass: every changed file is in a language the axis reads and no public name or signature
+    was removed or changed (additions are listed; they break no caller).
     """
     changes: list[dict[str, str]] = []
     errors: list[str] = []
@@ -54,6 +152,12 @@ def compute_api_contract(
         checked.append("python: " + ", ".join(python.packages))
         changes.extend(_tagged("python", c) for c in python.changes)
         errors.extend(python.errors)
+
+    surface = compare_exported(base_files, head_files)
+    for module in surface.modules:
+        checked.append(f"exports: {module}")
+    changes.extend(_tagged("exports", c) for c in surface.changes)
+    errors.extend(surface.errors)
 
     documents = sorted(p for p in {*base_files, *head_files} if is_openapi_path(p))
     for path in documents:
@@ -75,18 +179,61 @@ def compute_api_contract(
             _tagged("openapi", c, document=path) for c in diff_documents(old_doc, new_doc)
         )
 
-    details: dict[str, Any] = {"checked": checked, "changes": changes, "errors": errors}
-    if not checked:
-        details["reason"] = "no Python package and no OpenAPI document in either commit"
-        return AxisResult.UNAVAILABLE, details
+    if changed is None:
+        changed = [p for p in {*base_files, *head_files} if base_files.get(p) != head_files.get(p)]
+    languages: dict[str, list[str]] = {}
+    unchecked: dict[str, list[str]] = {}
+    for path in sorted(set(changed)):
+        found = changed_language(path)
+        if found is not None:
+            (languages if found[1] else unchecked).setdefault(found[0], []).append(path)
+
+    details: dict[str, Any] = {
+        "checked": checked,
+        "changes": changes,
+        "errors": errors,
+        "languages": sorted(languages),
+        "unchecked_languages": sorted(unchecked),
+        "unchecked_files": {name: paths[:20] for name, paths in sorted(unchecked.items())},
+    }
+    result = _contract_result(changes, errors, unchecked, checked, languages)
+    if result is AxisResult.UNAVAILABLE:
+        details["reason"] = (
+            "changed files in languages whose API the axis cannot read: "
+            + ", ".join(sorted(unchecked))
+            if unchecked
+            else "no Python package, TypeScript/JavaScript or Go module, or OpenAPI document "
+            "in either commit"
+        )
+    elif result is AxisResult.PASS:
+        touched = sum(len(p) for p in languages.values())
+        added = sum(1 for c in changes if c["severity"] == "additive")
+        details["evidence"] = (
+            f"{touched} changed source file(s), all in languages the axis reads "
+            f"({', '.join(sorted(languages)) or 'none'}); no public name or signature was "
+            f"removed or changed" + (f"; {added} addition(s)" if added else "")
+        )
+    details["to_clear"] = clearing_steps(AxisName.API_CONTRACT, result)
+    return result, details
+
+
+def _contract_result(
+    changes: list[dict[str, str]],
+    errors: list[str],
+    unchecked: Mapping[str, list[str]],
+    checked: list[str],
+    languages: Mapping[str, list[str]],
+) -> AxisResult:
     severities = {c["severity"] for c in changes}
     if "breaking" in severities:
-        return AxisResult.FAIL, details
+        return AxisResult.FAIL  # a known break stands whatever else could not be read
+    if unchecked or (not checked and not languages):
+        return AxisResult.UNAVAILABLE
     if errors:
-        return AxisResult.PARTIAL, details
-    if "additive" in severities:
-        return AxisResult.WARN, details
-    return AxisResult.PASS, details
+        return AxisResult.PARTIAL
+    if "advisory" in severities:
+        return AxisResult.WARN
+    return AxisResult.PASS
 
 
 def _tagged(source: str, change: ApiChange, *, document: str | None = None) -> dict[str, str]:
@@ -130,7 +277,8 @@ def compute_submitted(axis: AxisName, submitted: AxisResult | None = None) -> Ax
     enumeration only), so they are `unavailable` unless a result was submitted."""
     result = deterministic_axis_result(submitted)
     if submitted is None:
-        return result, {"reason": f"no {axis} result was submitted; nothing computes it"}
+        reason = f"no {axis} result was submitted; nothing computes it"
+        return result, {"reason": reason, "to_clear": clearing_steps(axis, result)}
     return result, {"source": "submitted"}
 
 

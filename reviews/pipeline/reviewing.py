@@ -31,6 +31,7 @@ from reviews.domain import types as t
 from reviews.domain.briefs import build_brief
 from reviews.domain.consensus import ConsensusError
 from reviews.domain.panel import LensVerdict
+from reviews.index.axes_compute import clearing_steps
 from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.services.nodes import node_confirm, node_panel_apply, node_record
@@ -539,5 +540,6 @@ def deterministic_axes(review_round: ReviewRound) -> list[tuple[t.AxisName, t.Ax
         ),
     ):
         if axis.value not in submitted:
-            out.append((axis, t.AxisResult.UNAVAILABLE, {"reason": reason}))
+            steps = clearing_steps(axis, t.AxisResult.UNAVAILABLE)
+            out.append((axis, t.AxisResult.UNAVAILABLE, {"reason": reason, "to_clear": steps}))
     return out

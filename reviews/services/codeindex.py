@@ -1,14 +1,17 @@
 """Code index, cohorts and deterministic axes for a round (DESIGN.md §3.5, §3.6).
 
 Local repositories: the index is built at the base commit (or reused from an earlier round)
-and updated for the changed files only. GitHub repositories: the round's worktree holds the
-head only, so the index is built there (and reused for the same head).
+and updated for the changed files only. GitHub repositories: the index is built in the round's
+worktree at the head (and reused for the same head); the API contract fetches the base into
+that worktree and compares the merge base with the head, as for a local repository.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
 
 from reviews.domain import types as t
 from reviews.index import (
@@ -20,11 +23,18 @@ from reviews.index import (
     files_in_directory,
     update_index,
 )
-from reviews.index.axes_compute import compute_api_contract, compute_test_gap, contract_file
+from reviews.index.axes_compute import (
+    clearing_steps,
+    compute_api_contract,
+    compute_test_gap,
+    contract_file,
+)
 from reviews.index.cohorts import Cohort, cohorts_to_json
 from reviews.models import CodeIndexRecord, ReviewRound
+from reviews.services.worktrees import round_remote_merge_base
 from reviews.sources.diffs import parse_unified_diff
 from reviews.sources.git_local import GitError, LocalGitSource
+from reviews.sources.github_errors import GitHubError
 from workspaces.models import Repository
 
 log = logging.getLogger(__name__)
@@ -91,19 +101,31 @@ def cohorts_json(cohorts: tuple[Cohort, ...]) -> list[dict[str, Any]]:
 
 
 def api_contract(review_round: ReviewRound) -> tuple[t.AxisResult, dict[str, Any]]:
+    """Base (the merge base, as the pull request's diff) vs head, for local repositories and
+    GitHub pull requests alike; GitHub rounds fetch the base into the round's checkout."""
     repository = review_round.space.pull_request.repository
-    if repository.kind != Repository.Kind.LOCAL:
-        reason = "the base commit is not checked out for GitHub rounds; submit a result from CI"
-        return t.AxisResult.UNAVAILABLE, {"reason": reason}
-    source = LocalGitSource(repository.local_path)
-    base_ref = review_round.base_sha or review_round.space.pull_request.base_ref
+    files = parse_unified_diff(review_round.diff)
+    changed = {p for f in files for p in (f.old_path, f.new_path) if p}
     try:
-        merge_base = source.merge_base(base_ref, review_round.head_sha)
+        if repository.kind == Repository.Kind.LOCAL:
+            source = LocalGitSource(repository.local_path)
+            base_ref = review_round.base_sha or review_round.space.pull_request.base_ref
+            merge_base = source.merge_base(base_ref, review_round.head_sha)
+        else:
+            worktree, merge_base = round_remote_merge_base(review_round=review_round)
+            source = LocalGitSource(worktree)
         base_files = files_at_commit(source, merge_base, include=contract_file)
         head_files = files_at_commit(source, review_round.head_sha, include=contract_file)
-    except GitError as exc:
-        return t.AxisResult.UNAVAILABLE, {"reason": f"could not read the commits: {exc}"}
-    return compute_api_contract(base_files=base_files, head_files=head_files)
+    except (GitError, GitHubError, ImproperlyConfigured, ValueError) as exc:
+        reason = f"could not read the base and head commits: {exc}"
+        return t.AxisResult.UNAVAILABLE, {
+            "reason": reason,
+            "to_clear": clearing_steps(t.AxisName.API_CONTRACT, t.AxisResult.UNAVAILABLE),
+        }
+    result, details = compute_api_contract(
+        base_files=base_files, head_files=head_files, changed=changed
+    )
+    return result, {**details, "base": merge_base, "head": review_round.head_sha}
 
 
 def test_gap(cohorts: tuple[Cohort, ...], findings) -> tuple[t.AxisResult, dict[str, Any]]:

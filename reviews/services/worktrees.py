@@ -40,6 +40,27 @@ def round_worktree(*, review_round: ReviewRound) -> Path:
     )
 
 
+def round_remote_merge_base(*, review_round: ReviewRound) -> tuple[Path, str]:
+    """A GitHub round's checkout with its base fetched too: (checkout, merge base of the base
+    and head commits). The merge base is what GitHub diffs a pull request against."""
+    space = review_round.space
+    repo = space.pull_request.repository
+    base_sha = review_round.base_sha or space.pull_request.base_sha
+    path = round_worktree(review_round=review_round)
+    owner, name = repo.full_name.split("/", 1)
+    with github_client() as client:
+        remote = client.git_remote(owner, name)
+    merge_base = worktree_manager().ensure_remote_base(
+        space.pk,
+        review_round.number,
+        url=remote.url,
+        base_sha=base_sha,
+        head_sha=review_round.head_sha,
+        auth_header=remote.auth_header,
+    )
+    return path, merge_base
+
+
 def worktrees_release_after_commit(*, space_id: int, round_numbers: list[int]) -> None:
     """Remove checkouts of superseded or completed rounds once the change is committed."""
 

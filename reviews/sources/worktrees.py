@@ -124,14 +124,74 @@ class WorktreeManager:
                 shutil.rmtree(staging, ignore_errors=True)
             return path
 
+    def ensure_remote_base(
+        self,
+        space_id: int | str,
+        round_number: int,
+        *,
+        url: str,
+        base_sha: str,
+        head_sha: str,
+        auth_header: str | None = None,
+    ) -> str:
+        """Fetch `base_sha` into the round's checkout of `head_sha` (made by `ensure_remote`)
+        and deepen both until their merge base is there; returns the merge base, which is what
+        a pull request's diff is taken against. The checked-out files stay at the head."""
+        _check_sha(base_sha)
+        _check_sha(head_sha)
+        _check_url(url)
+        path = self.path_for(space_id, round_number)
+        with self._lock(path):
+            if not self._is_checkout_of(path, head_sha):
+                raise GitNotFound(f"no checkout of {head_sha} for this round")
+            env = _auth_env(auth_header)
+            if not self._has_commit(path, base_sha):
+                self._fetch(path, ["--depth=1", url, base_sha], env)
+            # Shallow histories first, then the whole history: most branches are young.
+            for deepen in ("--deepen=50", "--deepen=500", "--unshallow"):
+                merge_base = self._merge_base(path, base_sha, head_sha)
+                if merge_base is not None:
+                    return merge_base
+                if not (path / ".git" / "shallow").exists():
+                    break
+                self._fetch(path, [deepen, url, base_sha, head_sha], env)
+            merge_base = self._merge_base(path, base_sha, head_sha)
+            if merge_base is None:
+                raise GitNotFound(f"no merge base between {base_sha} and {head_sha}")
+            return merge_base
+
+    def _fetch(self, path: Path, args: list[str], env: dict[str, str]) -> None:
+        run_git(
+            ["fetch", "--quiet", "--no-tags", *args],
+            cwd=path,
+            env=env,
+            timeout=self._fetch_timeout,
+            git=self._git,
+        )
+
+    def _has_commit(self, path: Path, sha: str) -> bool:
+        proc = run_git(
+            ["cat-file", "-e", f"{sha}^{{commit}}"],
+            cwd=path,
+            timeout=self._timeout,
+            git=self._git,
+            check=False,
+        )
+        return proc.returncode == 0
+
+    def _merge_base(self, path: Path, base_sha: str, head_sha: str) -> str | None:
+        proc = run_git(
+            ["merge-base", base_sha, head_sha],
+            cwd=path,
+            timeout=self._timeout,
+            git=self._git,
+            check=False,
+        )
+        out = proc.stdout.decode("ascii", "replace").strip()
+        return out if proc.returncode == 0 and _SHA.fullmatch(out) else None
+
     def _fetch_into(self, target: Path, url: str, sha: str, auth_header: str | None) -> None:
-        env: dict[str, str] = {}
-        if auth_header:
-            env = {
-                "GIT_CONFIG_COUNT": "1",
-                "GIT_CONFIG_KEY_0": "http.extraHeader",
-                "GIT_CONFIG_VALUE_0": auth_header,
-            }
+        env = _auth_env(auth_header)
         run_git(["init", "--quiet", str(target)], timeout=self._timeout, git=self._git)
         run_git(
             ["fetch", "--quiet", "--no-tags", "--depth=1", url, sha],
@@ -236,3 +296,13 @@ def _check_url(url: str) -> None:
     if parts.username or parts.password:
         # Credentials in a URL end up in logs and error messages; use auth_header instead.
         raise UnsafePath("remote URL must not carry credentials")
+
+
+def _auth_env(auth_header: str | None) -> dict[str, str]:
+    if not auth_header:
+        return {}
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.extraHeader",
+        "GIT_CONFIG_VALUE_0": auth_header,
+    }

@@ -49,8 +49,9 @@ def test_it_fails_api_contract_on_a_new_required_parameter():
     assert any(w == "lib.core.Engine.start" for w, _ in _changes(details))
 
 
-def test_it_warns_on_an_added_optional_parameter_and_new_public_name():
-    """Additions only: a new optional parameter and a new public function → warn."""
+def test_it_passes_an_added_optional_parameter_and_new_public_name_listing_them():
+    """Additions only (a new optional parameter, a new public function) break no caller: pass,
+    with the additions listed as evidence."""
     head = {
         **LIB,
         "lib/__init__.py": LIB["lib/__init__.py"].replace(
@@ -59,11 +60,12 @@ def test_it_warns_on_an_added_optional_parameter_and_new_public_name():
         "lib/core.py": LIB["lib/core.py"] + "\n\ndef extra():\n    return 1\n",
     }
     result, details = compute_api_contract(base_files=LIB, head_files=head)
-    assert result is AxisResult.WARN
+    assert result is AxisResult.PASS
     assert _changes(details) == {
         ("lib.api", "optional parameter 'c' added"),
         ("lib.core.extra", "public function added"),
     }
+    assert "2 addition(s)" in details["evidence"] and details["to_clear"] == []
 
 
 def test_it_passes_an_internal_refactor():
@@ -133,14 +135,14 @@ def test_it_fails_api_contract_on_a_removed_openapi_operation():
 
 
 def test_it_judges_openapi_parameters_bodies_and_responses():
-    """Optional additions warn; a new required body field, a removed or retyped response
+    """Optional additions pass; a new required body field, a removed or retyped response
     field fail — including through a $ref."""
     additive = json.loads(json.dumps(OPENAPI))
     additive["paths"]["/items"]["get"]["parameters"].append(
         {"name": "cursor", "in": "query", "schema": {"type": "string"}}
     )
     result, details = compute_api_contract(base_files=_api(OPENAPI), head_files=_api(additive))
-    assert result is AxisResult.WARN
+    assert result is AxisResult.PASS
     assert _changes(details) == {("GET /items", "optional query parameter 'cursor' added")}
 
     breaking = json.loads(json.dumps(OPENAPI))
@@ -160,8 +162,9 @@ def test_it_judges_openapi_parameters_bodies_and_responses():
 
 
 def test_it_reads_yaml_openapi_when_pyyaml_is_there_and_is_unavailable_without_any_api():
-    """YAML documents are compared like JSON; a repository with neither a package nor a
-    document gets `unavailable` with a reason, never `pass`."""
+    """YAML documents are compared like JSON; a change in a language whose API the axis
+    cannot read gets `unavailable` naming the language, never `pass`, and says what would
+    clear the gate."""
     yaml = __import__("yaml")
     head = json.loads(json.dumps(OPENAPI))
     del head["paths"]["/items"]["get"]
@@ -171,10 +174,13 @@ def test_it_reads_yaml_openapi_when_pyyaml_is_there_and_is_unavailable_without_a
     )
     assert result is AxisResult.FAIL
     result, details = compute_api_contract(
-        base_files={"web/app.js": "x()"}, head_files={"web/app.js": "y()"}
+        base_files={}, head_files={}, changed=["src/Main.java", "lib/x.rs", "README.md"]
     )
     assert result is AxisResult.UNAVAILABLE
-    assert "no Python package and no OpenAPI document" in details["reason"]
+    assert details["unchecked_languages"] == ["Java", "Rust"]
+    assert "Java, Rust" in details["reason"]
+    assert [s["action"] for s in details["to_clear"]] == ["submit", "ungate"]
+    assert details["to_clear"][1]["label"] == "un-gate apiContract in Settings → Workspace rules"
 
 
 def test_it_compares_the_api_of_two_commits_read_from_git(git_repo_factory):

@@ -147,3 +147,44 @@ def test_it_refuses_a_root_prefix_sibling(tmp_path):
     (tmp_path / "root-evil").mkdir()
     with pytest.raises(UnsafePath):
         safe_join(root, "../root-evil/file")
+
+
+def test_it_fetches_the_base_and_deepens_until_the_merge_base_is_there(
+    tmp_path, fake_github, git_repo_factory
+):
+    """A pull request's base is fetched into the round's checkout and both histories are
+    deepened until their merge base is found — here 60 commits back on the feature branch,
+    beyond the first deepening, while the base branch moved on after the branch point. The
+    checked-out files stay at the head and the token stays out of the git directory."""
+    repo = git_repo_factory("deep")
+    fork = repo.commit("base", {"app.py": "print(1)\n"}, branch="main")
+    for i in range(60):
+        repo.commit(f"feature {i}", {"app.py": f"print({i})\n"}, branch="feature")
+    repo.commit("main moves on", {"other.py": "X = 2\n"}, branch="main")
+    fake_github.add_token("ghp_secret_token_2", login="quorum")
+    fake_github.add_repo("acme", "deep", repo.path)
+    client = GitHubClient(StaticToken("ghp_secret_token_2"), base_url=fake_github.base_url)
+    remote = client.git_remote("acme", "deep")
+    manager = WorktreeManager(tmp_path / "wt")
+    head, base = repo.sha("feature"), repo.sha("main")
+    path = manager.ensure_remote(3, 1, url=remote.url, sha=head, auth_header=remote.auth_header)
+    merge_base = manager.ensure_remote_base(
+        3, 1, url=remote.url, base_sha=base, head_sha=head, auth_header=remote.auth_header
+    )
+    assert merge_base == fork
+    assert repo.git("-C", str(path), "rev-parse", "HEAD").strip() == head
+    assert (path / "app.py").read_text() == "print(59)\n" and not (path / "other.py").exists()
+    assert repo.git("-C", str(path), "show", f"{base}:other.py") == "X = 2\n"
+    for folder, _, files in os.walk(path / ".git"):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as handle:
+                assert b"ghp_secret_token_2" not in handle.read(), name
+    # Asked again, nothing more is fetched: the merge base is already there.
+    fetches = len(fake_github.requests)
+    assert (
+        manager.ensure_remote_base(
+            3, 1, url=remote.url, base_sha=base, head_sha=head, auth_header=remote.auth_header
+        )
+        == fork
+    )
+    assert len(fake_github.requests) == fetches

@@ -1,0 +1,436 @@
+"""The exported surface of TypeScript/JavaScript modules and Go packages, and its comparison.
+
+Read with the same tree-sitter grammars as the code index. What counts as exported:
+- TypeScript/JavaScript: a module is a file; its surface is what `export` declares (functions,
+  classes and their non-private methods, interfaces, types, enums, variables, `export { … }`
+  lists, `export * from`, the default export) and CommonJS `module.exports`/`exports.x`. Test
+  files and vendored trees are nobody's API.
+- Go: a package is a directory; its surface is every capitalised top-level name (functions,
+  types, constants, variables), the exported methods and struct fields of exported types.
+  `package main`, `_test.go` files, `internal/` and `testdata/` trees cannot be imported.
+
+Signatures are kept as parameter types (names do not matter to a caller) and the result type.
+The comparison (`compare_surfaces`) is pure: removed or changed exports break callers; new
+exports and new optional trailing parameters are additions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import tree_sitter as ts
+
+from reviews.index.api_python import ApiChange
+from reviews.index.limits import is_test_path, language_for, skip_reason_for_path
+from reviews.index.treesitter_parse import _parser
+
+JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+SURFACE_LANGUAGES = JS_LANGUAGES | {"go"}
+_GO_NOT_IMPORTABLE = frozenset({"internal", "testdata"})
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """One exported name. `params`: one normalised type per parameter, `?` suffix when
+    optional, `...` prefix when variadic; None for things that are not callable."""
+
+    kind: str
+    params: tuple[str, ...] | None = None
+    returns: str = ""
+
+    @property
+    def signature(self) -> str:
+        if self.params is None:
+            return self.returns
+        tail = f" -> {self.returns}" if self.returns else ""
+        return f"({', '.join(self.params)}){tail}"
+
+
+#: where → export; `where` is `path:Name` (JS/TS module) or `dir:Name` (Go package).
+Surface = Mapping[str, Export]
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceReport:
+    modules: tuple[str, ...]  # modules/packages that have a surface on either side
+    changes: tuple[ApiChange, ...]
+    errors: tuple[str, ...] = field(default=())
+
+
+# -- the pure comparison ---------------------------------------------------------------------
+
+
+def compare_surfaces(base: Surface, head: Surface) -> tuple[ApiChange, ...]:
+    """Removed or changed exports are breaking; new ones and new optional trailing parameters
+    are additive. A surface compared with itself has no changes."""
+    out: list[ApiChange] = []
+    for where in sorted(base.keys() - head.keys()):
+        out.append(ApiChange("breaking", where, f"exported {base[where].kind} removed"))
+    for where in sorted(head.keys() - base.keys()):
+        out.append(ApiChange("additive", where, f"exported {head[where].kind} added"))
+    for where in sorted(base.keys() & head.keys()):
+        old, new = base[where], head[where]
+        if old == new:
+            continue
+        if old.kind != new.kind:
+            out.append(ApiChange("breaking", where, f"changed from {old.kind} to {new.kind}"))
+        elif _extends(old, new):
+            out.append(ApiChange("additive", where, "optional parameter added"))
+        else:
+            message = f"signature changed from {old.signature} to {new.signature}"
+            out.append(ApiChange("breaking", where, message))
+    return tuple(out)
+
+
+def _extends(old: Export, new: Export) -> bool:
+    if old.params is None or new.params is None or old.returns != new.returns:
+        return False
+    count = len(old.params)
+    extra = new.params[count:]
+    return (
+        len(new.params) > count
+        and new.params[:count] == old.params
+        and all(p.endswith("?") or p.startswith("...") for p in extra)
+    )
+
+
+# -- reading a surface -----------------------------------------------------------------------
+
+
+def surface_file(path: str) -> bool:
+    """Files whose exports are read: TS/JS and Go source outside tests and vendored trees."""
+    language = language_for(path)
+    if language not in SURFACE_LANGUAGES or skip_reason_for_path(path) is not None:
+        return False
+    if is_test_path(path) or path.endswith("_test.go"):
+        return False
+    parts = PurePosixPath(path).parts[:-1]
+    return not (language == "go" and any(p in _GO_NOT_IMPORTABLE for p in parts))
+
+
+def exported_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str]]:
+    """(surface, errors) of every TS/JS module and Go package in `files`."""
+    surface: dict[str, Export] = {}
+    errors: list[str] = []
+    for path in sorted(p for p in files if surface_file(p)):
+        language = language_for(path)
+        tree = _parser(language).parse(files[path].encode("utf-8", "replace"))
+        if tree.root_node.has_error:
+            errors.append(f"{path}: syntax errors, exports may be incomplete")
+        if language == "go":
+            found = _go_exports(tree.root_node)
+            if found is None:  # package main: not importable
+                continue
+            owner = PurePosixPath(path).parent.as_posix()
+            owner = "" if owner == "." else owner
+        else:
+            found = _js_exports(tree.root_node, typed=language != "javascript")
+            owner = path
+        for name, export in found.items():
+            surface[f"{owner}:{name}"] = export
+    return surface, errors
+
+
+def surface_owner(where: str) -> str:
+    return where.rpartition(":")[0]
+
+
+def compare_exported(base_files: Mapping[str, str], head_files: Mapping[str, str]) -> SurfaceReport:
+    base, base_errors = exported_surface(base_files)
+    head, head_errors = exported_surface(head_files)
+    modules = sorted({surface_owner(w) or "." for w in (*base, *head)})
+    return SurfaceReport(
+        modules=tuple(modules),
+        changes=compare_surfaces(base, head),
+        errors=tuple(dict.fromkeys([*base_errors, *head_errors])),
+    )
+
+
+def _text(node: ts.Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return " ".join(node.text.decode("utf-8", "replace").split())
+
+
+# -- Go --------------------------------------------------------------------------------------
+
+
+def _exported_go(name: str) -> bool:
+    return name[:1].isupper()
+
+
+def _go_exports(root: ts.Node) -> dict[str, Export] | None:
+    out: dict[str, Export] = {}
+    for node in root.named_children:
+        kind = node.type
+        if kind == "package_clause":
+            if _text(node.named_children[0] if node.named_children else None) == "main":
+                return None
+        elif kind == "function_declaration":
+            name = _text(node.child_by_field_name("name"))
+            if _exported_go(name):
+                out[name] = _go_callable("function", node)
+        elif kind == "method_declaration":
+            receiver = node.child_by_field_name("receiver")
+            param = receiver.named_children[0] if receiver and receiver.named_children else None
+            owner = _text(param.child_by_field_name("type")) if param else ""
+            owner = owner.lstrip("*").split("[", 1)[0]
+            name = _text(node.child_by_field_name("name"))
+            if _exported_go(owner) and _exported_go(name):
+                out[f"{owner}.{name}"] = _go_callable("method", node)
+        elif kind == "type_declaration":
+            for spec in node.named_children:
+                if spec.type in ("type_spec", "type_alias"):
+                    out.update(_go_type(spec))
+        elif kind in ("const_declaration", "var_declaration"):
+            what = "constant" if kind == "const_declaration" else "variable"
+            for spec in node.named_children:
+                typ = _text(spec.child_by_field_name("type"))
+                for ident in spec.children_by_field_name("name"):
+                    if _exported_go(_text(ident)):
+                        out[_text(ident)] = Export(what, None, typ)
+    return out
+
+
+def _go_callable(kind: str, node: ts.Node) -> Export:
+    params: list[str] = []
+    for param in (node.child_by_field_name("parameters") or node).named_children:
+        if param.type not in ("parameter_declaration", "variadic_parameter_declaration"):
+            continue
+        typ = _text(param.child_by_field_name("type"))
+        if param.type == "variadic_parameter_declaration":
+            typ = f"...{typ}"
+        params.extend([typ] * max(1, len(param.children_by_field_name("name"))))
+    result = node.child_by_field_name("result")
+    if result is not None and result.type == "parameter_list":
+        types = [
+            _text(p.child_by_field_name("type"))
+            for p in result.named_children
+            for _ in range(max(1, len(p.children_by_field_name("name"))))
+        ]
+        returns = f"({', '.join(types)})" if len(types) > 1 else "".join(types)
+    else:
+        returns = _text(result)
+    return Export(kind, tuple(params), returns)
+
+
+def _go_type(spec: ts.Node) -> dict[str, Export]:
+    name = _text(spec.child_by_field_name("name"))
+    if not _exported_go(name):
+        return {}
+    body = spec.child_by_field_name("type")
+    out: dict[str, Export] = {}
+    if body is not None and body.type == "struct_type":
+        out[name] = Export("struct")
+        fields = next((c for c in body.named_children if c.type == "field_declaration_list"), None)
+        for decl in fields.named_children if fields is not None else ():
+            typ = _text(decl.child_by_field_name("type"))
+            for ident in decl.children_by_field_name("name"):
+                if _exported_go(_text(ident)):
+                    out[f"{name}.{_text(ident)}"] = Export("field", None, typ)
+    elif body is not None and body.type == "interface_type":
+        out[name] = Export("interface")
+        for member in body.named_children:
+            if member.type == "method_elem":
+                method = _text(member.child_by_field_name("name"))
+                if _exported_go(method):
+                    out[f"{name}.{method}"] = _go_callable("method", member)
+    else:
+        out[name] = Export("type", None, _text(body))
+    return out
+
+
+# -- TypeScript / JavaScript -----------------------------------------------------------------
+
+_FUNCTION_VALUES = ("arrow_function", "function_expression", "function", "generator_function")
+
+
+def _js_exports(root: ts.Node, *, typed: bool) -> dict[str, Export]:
+    local: dict[str, Export] = {}  # top-level declarations, for `export { a }`
+    out: dict[str, Export] = {}
+    for node in root.named_children:
+        if node.type == "export_statement":
+            _js_export_statement(node, out, local, typed=typed)
+        elif node.type == "expression_statement":
+            _js_commonjs(node.named_children[0] if node.named_children else None, out, typed)
+        else:
+            local.update(_js_declaration(node, typed))
+    # `export { a, b as c }` may come before the declarations it names.
+    for name, export in list(out.items()):
+        if export.kind != "pending":
+            continue
+        out.pop(name)
+        target = export.returns
+        members = {k: v for k, v in local.items() if k == target or k.startswith(target + ".")}
+        for member, found in members.items():
+            out[name + member[len(target) :]] = found
+        if not members:
+            out[name] = Export("binding")
+    return out
+
+
+def _js_export_statement(
+    node: ts.Node, out: dict[str, Export], local: dict[str, Export], *, typed: bool
+) -> None:
+    source = node.child_by_field_name("source")
+    declaration = node.child_by_field_name("declaration")
+    value = node.child_by_field_name("value")
+    is_default = any(c.type == "default" for c in node.children)
+    clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+    if clause is not None:
+        for spec in clause.named_children:
+            if spec.type != "export_specifier":
+                continue
+            name = _text(spec.child_by_field_name("name"))
+            alias = _text(spec.child_by_field_name("alias")) or name
+            if source is not None:
+                out[alias] = Export("re-export", None, f"{name} from {_text(source)}")
+            else:
+                out[alias] = Export("pending", None, name)
+        return
+    if source is not None:  # export * from './x' (or export * as ns from)
+        out[f"* from {_text(source)}"] = Export("re-export")
+        return
+    if declaration is not None:
+        found = _js_declaration(declaration, typed)
+        if is_default:
+            found = {"default" + k[len(k.split(".")[0]) :]: v for k, v in found.items()}
+        out.update(found)
+        return
+    if is_default:
+        target = value if value is not None else (node.named_children or [None])[-1]
+        if target is not None and target.type in (*_FUNCTION_VALUES, "function_declaration"):
+            out["default"] = _js_callable("function", target, typed)
+        else:
+            out["default"] = Export("value")
+
+
+def _js_declaration(node: ts.Node, typed: bool) -> dict[str, Export]:
+    kind = node.type
+    name = _text(node.child_by_field_name("name"))
+    if kind in ("function_declaration", "generator_function_declaration", "function_signature"):
+        return {name or "default": _js_callable("function", node, typed)}
+    if kind in ("class_declaration", "abstract_class_declaration", "class"):
+        return _js_class(name or "default", node, typed)
+    if kind == "interface_declaration":
+        return {name: Export("interface")}
+    if kind == "type_alias_declaration":
+        return {name: Export("type", None, _text(node.child_by_field_name("value")))}
+    if kind == "enum_declaration":
+        return {name: Export("enum", None, _text(node.child_by_field_name("body")))}
+    if kind in ("lexical_declaration", "variable_declaration"):
+        out: dict[str, Export] = {}
+        for declarator in node.named_children:
+            if declarator.type != "variable_declarator":
+                continue
+            ident = declarator.child_by_field_name("name")
+            if ident is None or ident.type != "identifier":
+                continue
+            value = declarator.child_by_field_name("value")
+            if value is not None and value.type in _FUNCTION_VALUES:
+                out[_text(ident)] = _js_callable("function", value, typed)
+            elif value is not None and value.type == "class":
+                out.update(_js_class(_text(ident), value, typed))
+            else:
+                annotation = _annotation(declarator.child_by_field_name("type"))
+                out[_text(ident)] = Export("variable", None, annotation)
+        return out
+    return {}
+
+
+def _js_class(name: str, node: ts.Node, typed: bool) -> dict[str, Export]:
+    out = {name: Export("class")}
+    body = node.child_by_field_name("body")
+    for member in body.named_children if body is not None else ():
+        if member.type not in (
+            "method_definition",
+            "method_signature",
+            "abstract_method_signature",
+        ):
+            continue
+        modifier = next(
+            (c for c in member.named_children if c.type == "accessibility_modifier"), None
+        )
+        method = _text(member.child_by_field_name("name"))
+        if _text(modifier) in ("private", "protected") or method.startswith("#"):
+            continue
+        out[f"{name}.{method}"] = _js_callable("method", member, typed)
+    return out
+
+
+def _js_callable(kind: str, node: ts.Node, typed: bool) -> Export:
+    params_node = node.child_by_field_name("parameters") or node.child_by_field_name("parameter")
+    params: list[str] = []
+    if params_node is not None and params_node.type == "identifier":  # x => …
+        params.append(_param_type(None, typed))
+    for param in params_node.named_children if params_node is not None else ():
+        params.append(_js_param(param, typed))
+    returns = _annotation(node.child_by_field_name("return_type")) if typed else ""
+    return Export(kind, tuple(params), returns)
+
+
+def _js_param(param: ts.Node, typed: bool) -> str:
+    kind = param.type
+    pattern = param.child_by_field_name("pattern")
+    annotation = param.child_by_field_name("type")
+    if kind == "optional_parameter":
+        return _param_type(annotation, typed) + "?"
+    if kind == "required_parameter":
+        typ = _param_type(annotation, typed)
+        if pattern is not None and pattern.type == "rest_pattern":
+            return "..." + typ
+        return typ + "?" if param.child_by_field_name("value") is not None else typ
+    if kind == "assignment_pattern":
+        return _param_type(None, typed) + "?"
+    if kind == "rest_pattern":
+        return "..." + _param_type(None, typed)
+    return _param_type(None, typed)
+
+
+def _param_type(annotation: ts.Node | None, typed: bool) -> str:
+    if not typed:
+        return "_"  # plain JavaScript: only arity and optionality are visible
+    return _annotation(annotation) or "any"
+
+
+def _annotation(node: ts.Node | None) -> str:
+    text = _text(node)
+    return text[1:].strip() if text.startswith(":") else text
+
+
+def _js_commonjs(node: ts.Node | None, out: dict[str, Export], typed: bool) -> None:
+    if node is None or node.type != "assignment_expression":
+        return
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    target = _text(left)
+    if target == "module.exports" and right is not None and right.type == "object":
+        for prop in right.named_children:
+            if prop.type == "shorthand_property_identifier":
+                out[_text(prop)] = Export("binding")
+            elif prop.type == "pair":
+                value = prop.child_by_field_name("value")
+                callable_ = value is not None and value.type in _FUNCTION_VALUES
+                key = _text(prop.child_by_field_name("key"))
+                out[key] = _js_callable("function", value, typed) if callable_ else Export("value")
+            elif prop.type == "method_definition":
+                out[_text(prop.child_by_field_name("name"))] = _js_callable("function", prop, typed)
+    elif target == "module.exports":
+        callable_ = right is not None and right.type in _FUNCTION_VALUES
+        out["default"] = _js_callable("function", right, typed) if callable_ else Export("value")
+    elif target.startswith(("exports.", "module.exports.")):
+        name = target.rpartition(".")[2]
+        callable_ = right is not None and right.type in _FUNCTION_VALUES
+        out[name] = _js_callable("function", right, typed) if callable_ else Export("value")
+
+
+__all__ = [
+    "Export",
+    "Surface",
+    "SurfaceReport",
+    "compare_exported",
+    "compare_surfaces",
+    "exported_surface",
+    "surface_file",
+]
