@@ -196,3 +196,7 @@ def test_a_pr_touching_a_language_the_axis_cannot_read_is_unavailable_and_says_s
     assert [s["action"] for s in axis.details["to_clear"]] == ["submit", "ungate"]
     assert review_round.verdict.level == "hold"
     assert "apiContract" in review_round.verdict.rule
+    # Axes nothing computes say the same, should a workspace gate them.
+    visual = review_round.axes.get(axis="visual")
+    assert visual.result == "unavailable"
+    assert [s["action"] for s in visual.details["to_clear"]] == ["submit", "ungate"]
