@@ -63,6 +63,11 @@ class NodeAction(Input):
     reason: Text = Field(default="", max_length=2000)
 
 
+class DecisionIn(Input):
+    decision: Literal["first", "second", "dismiss"]
+    reason: Text = Field(default="", max_length=2000)
+
+
 class RequestIn(Input):
     original_request: Text = Field(min_length=1, max_length=20000)
 
@@ -179,6 +184,8 @@ def node_act(
     node = get_object_or_404(
         ReviewNode.objects.select_related("stream", "space"), pk=node_id, space=space
     )
+    if node.duplicate_of_id is not None:
+        raise RuleError(f"#{node.pk} is a duplicate: act on #{node.duplicate_of_id}.")
     act = {
         "confirm": node_services.node_confirm_by_person,
         "resolve": node_services.node_resolve,
@@ -190,6 +197,38 @@ def node_act(
     except consensus.ConsensusError as exc:
         raise _errors(exc) from exc
     return {"id": node.pk, "status": node.status}
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/disagreements/{node_id}/decide",
+    response=responses({200: dict}, 400, 403, 404, 413, 422),
+)
+def disagreement_decide(request, slug: Slug, space_id: Id, node_id: Id, body: DecisionIn):
+    """Settle the disagreement whose key (its location's first canonical node) is `node_id`:
+    every node there takes the `first` or `second` side's priority and type, or the disputed
+    findings are dismissed with the reason."""
+    _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide disagreements")
+    review_round = space.rounds.order_by("-number").first()
+    if review_round is None:
+        raise RuleError("This review has no round yet.")
+    try:
+        changed = node_services.disagreement_decide(
+            review_round=review_round,
+            key=str(node_id),
+            decision=body.decision,
+            user=request.user,
+            reason=body.reason,
+            request=request,
+        )
+    except (node_services.DisagreementError, consensus.ConsensusError) as exc:
+        raise _errors(exc) from exc
+    return {
+        "decision": body.decision,
+        "nodes": [
+            {"id": n.pk, "priority": n.priority, "type": n.type, "status": n.status}
+            for n in changed
+        ],
+    }
 
 
 @router.post(

@@ -32,7 +32,7 @@ def csrf_context(scope: dict) -> dict:
 _CSRF_SLOT = "__quorum_csrf_slot__"
 _shared_renders: dict[tuple, str] = {}
 
-SECTIONS = ("header", "axes", "cohorts", "findings", "streams")
+SECTIONS = ("header", "axes", "disagreements", "cohorts", "findings", "streams")
 
 
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
@@ -94,7 +94,9 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
             self.space.refresh_from_db(fields=["status", "updated_at"])
             context = {**review_context(self.membership, self.space), "csrf_token": _CSRF_SLOT}
             parts = [render_to_string(f"reviews/detail.html#{name}", context) for name in sections]
-            if node_id is not None and node_id in context["page"].views:
+            views = context["page"].views
+            # A duplicate has no card of its own to swap: its canonical's card speaks for it.
+            if node_id is not None and node_id in views and views[node_id].duplicate_of is None:
                 context["node"] = context["page"].node(node_id)
                 context["oob"] = True
                 parts.append(render_to_string("reviews/partials/node.html", context))
@@ -122,7 +124,12 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         await self._send_sections(("findings", "header", "streams"), event=event)
 
     async def review_node_status(self, event: dict) -> None:
-        await self._send_sections(("header",), node_id=int(event["node_id"]), event=event)
+        await self._send_sections(
+            ("header", "disagreements"), node_id=int(event["node_id"]), event=event
+        )
+
+    async def review_disagreement_decided(self, event: dict) -> None:
+        await self._send_sections(("header", "disagreements", "findings"), event=event)
 
     async def review_space_status(self, event: dict) -> None:
         await self._send_sections(("header",), event=event)

@@ -139,7 +139,10 @@ def review_page(*, space: ReviewSpace) -> ReviewPage:
         verdict=verdict,
         delta=delta,
         disagreements=find_disagreements(node_views),
-        display=split_for_display(node_views, t.Tier(current.tier)),
+        # A demoted duplicate is part of its canonical finding's card, never a card itself.
+        display=split_for_display(
+            [v for v in node_views if v.duplicate_of is None], t.Tier(current.tier)
+        ),
     )
 
 

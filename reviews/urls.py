@@ -14,6 +14,11 @@ urlpatterns = [
         name="node_action",
     ),
     path(
+        "w/<slug:slug>/reviews/<int:space_id>/disagreements/<int:node_id>/decide/",
+        views.disagreement_decide,
+        name="disagreement_decide",
+    ),
+    path(
         "w/<slug:slug>/reviews/<int:space_id>/cohorts/<str:key>/read/",
         views.cohort_read,
         name="cohort_read",

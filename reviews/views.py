@@ -36,8 +36,9 @@ NODE_ACTIONS = {
 
 
 def node_actions_for(membership: Membership, view: t.NodeView) -> list[str]:
-    """Which buttons this person sees on a node: role first, then the status rules."""
-    if not allows(membership, Perm.TRIAGE_NODES):
+    """Which buttons this person sees on a node: role first, then the status rules. A demoted
+    duplicate has none: it is decided with its canonical finding."""
+    if not allows(membership, Perm.TRIAGE_NODES) or view.duplicate_of is not None:
         return []
     allowed = consensus.actions_allowed(
         status=view.status,
@@ -106,6 +107,7 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
     page = review_page(space=space)
     actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
     main_ids = {int(v.id) for v in page.display.main} if page.display else set()
+    cards = [n for n in page.nodes if n.duplicate_of_id is None]
     cohorts = (page.round.stats.get("cohorts", []) if page.round else []) or []
     findings_at: dict[tuple[str, int], list] = {}
     for node in page.nodes:
@@ -146,8 +148,9 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         .first(),
         "ladder": [(s.value, s.value.replace("_", " ")) for s in LADDER],
         "node_actions": actions,
-        "main_nodes": [n for n in page.nodes if n.pk in main_ids],
-        "below_nodes": [n for n in page.nodes if n.pk not in main_ids],
+        "main_nodes": [n for n in cards if n.pk in main_ids],
+        "below_nodes": [n for n in cards if n.pk not in main_ids],
+        "finding_count": len(cards),
         "priorities": [p.value for p in t.Priority],
         "can_triage": allows(membership, Perm.TRIAGE_NODES),
         "publish_event": publish_event,
@@ -187,6 +190,8 @@ def node_action(
     )
     if not form.is_valid():
         return HttpResponse("Unknown action.", status=400)
+    if node.duplicate_of_id is not None:
+        return HttpResponse("A duplicate is decided with its canonical finding.", status=409)
     try:
         NODE_ACTIONS[form.cleaned_data["action"]](
             node=node, user=request.user, reason=form.cleaned_data["reason"], request=request
@@ -201,6 +206,35 @@ def node_action(
         context["node"] = context["page"].node(node.pk)
         return render(request, "reviews/partials/node.html", context)
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
+
+
+@member_view
+@require_POST
+def disagreement_decide(
+    request: HttpRequest, membership: Membership, space_id: int, node_id: int
+) -> HttpResponse:
+    """A person settles a disagreement: one side's priority and type, or dismiss with a reason."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.TRIAGE_NODES, attempted="decide disagreements", request=request)
+    review_round = space.rounds.order_by("-number").first()
+    if review_round is None:
+        return HttpResponse("No round.", status=404)
+    try:
+        node_services.disagreement_decide(
+            review_round=review_round,
+            key=str(node_id),
+            decision=request.POST.get("decision", ""),
+            user=request.user,
+            reason=request.POST.get("reason", "")[:2000],
+            request=request,
+        )
+    except (node_services.DisagreementError, consensus.ConsensusError) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Disagreement decided.")
+    return redirect(
+        f"{reverse('reviews:detail', args=[membership.workspace.slug, space.pk])}#disagreements"
+    )
 
 
 @member_view

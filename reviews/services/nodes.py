@@ -337,3 +337,126 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
             consensus.check_transition(NodeStatus(locked.status), NodeStatus.DISMISSED)
             _set_status(locked, NodeStatus.DISMISSED)
     return outcome
+
+
+# -- disagreements ---------------------------------------------------------------------------
+
+
+class DisagreementError(Exception):
+    """The disagreement is gone (already decided, a finding closed) or the decision is bad."""
+
+
+DISAGREEMENT_DECISIONS = ("first", "second", "dismiss")
+
+
+def disagreement_decide(
+    *,
+    review_round: Any,
+    key: str,
+    decision: str,
+    user: Any,
+    reason: str = "",
+    request: Any = None,
+) -> list[ReviewNode]:
+    """A person decides a disagreement (§3.3) of the round, named by its `key`.
+
+    `first`/`second`: every node of the location — canonical findings and the duplicates that
+    hold the reviewers' positions — takes that side's priority and type, so the conflict is
+    settled rather than hidden. `dismiss`: the disputed canonical findings are dismissed with
+    the reason (the ordinary dismissal: audited, remembered as a suppression). Either way the
+    decision is audited and the verdict decided again. Returns the nodes changed."""
+    from reviews.domain.disagreements import find_disagreements
+    from reviews.domain.types import NodeType, severity_for_priority
+
+    if decision not in DISAGREEMENT_DECISIONS:
+        raise DisagreementError(f"Unknown decision {decision!r}.")
+    reason = reason.strip()
+    if decision == "dismiss" and not reason:
+        raise DisagreementError("Say why the findings are dismissed.")
+    with transaction.atomic():
+        nodes = {
+            str(n.pk): n
+            for n in ReviewNode.objects.filter(round=review_round)
+            .select_related("stream", "space__workspace")
+            .select_for_update(of=("self",))
+            .order_by("pk")
+        }
+        found = next(
+            (
+                d
+                for d in find_disagreements(node_view(n, []) for n in nodes.values())
+                if d.key == str(key)
+            ),
+            None,
+        )
+        if found is None:
+            raise DisagreementError("This disagreement is already decided or no longer open.")
+        canonical = nodes[found.key]
+        sides = {
+            "first": (found.first, found.first_reviewers),
+            "second": (found.second, found.second_reviewers),
+        }
+        payload: dict[str, Any] = {
+            "space": canonical.space_id,
+            "decision": decision,
+            "reason": reason,
+            "location": found.first.location,
+            "sides": {
+                name: {
+                    "priority": view.priority.value,
+                    "type": view.type.value,
+                    "reviewers": list(reviewers),
+                }
+                for name, (view, reviewers) in sides.items()
+            },
+            "nodes": [int(i) for i in found.node_ids],
+        }
+        changed: list[ReviewNode] = []
+        if decision == "dismiss":
+            audit_record(
+                action="disagreement.decided",
+                actor=AuditActor.of(user),
+                workspace=canonical.space.workspace,
+                target=Target("reviewnode", found.key, f"{canonical.priority} {canonical.title}"),
+                payload=payload,
+                request=request,
+            )
+            for node_id in found.canonical_ids:
+                changed.append(
+                    node_dismiss(
+                        node=nodes[node_id],
+                        user=user,
+                        reason=f"disagreement decided: {reason}",
+                        request=request,
+                    )
+                )
+            return changed
+        view, reviewers = sides[decision]
+        for node_id in found.node_ids:
+            node = nodes[node_id]
+            if (node.priority, node.type) == (view.priority.value, view.type.value):
+                continue
+            node.priority, node.type = view.priority.value, NodeType(view.type).value
+            node.severity = severity_for_priority(view.priority).value
+            node.tags = {
+                **(node.tags or {}),
+                "decided": {"by": user.pk, "side": list(reviewers), "reason": reason},
+            }
+            node.save(update_fields=["priority", "type", "severity", "tags", "updated_at"])
+            changed.append(node)
+        audit_record(
+            action="disagreement.decided",
+            actor=AuditActor.of(user),
+            workspace=canonical.space.workspace,
+            target=Target("reviewnode", found.key, f"{canonical.priority} {canonical.title}"),
+            payload=payload,
+            request=request,
+        )
+        emit(canonical.space_id, "review.disagreement_decided", node_id=canonical.pk)
+        _follow(
+            canonical,
+            f"disagreement decided for {', '.join(reviewers)}: {view.priority} {view.type}",
+            actor=user,
+            request=request,
+        )
+    return changed
