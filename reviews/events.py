@@ -17,8 +17,21 @@ def space_group(space_id: int) -> str:
     return f"review-space-{space_id}"
 
 
+def list_group(workspace_id: int) -> str:
+    return f"review-list-{workspace_id}"
+
+
+def emit_list_row(workspace_id: int, space_id: int) -> None:
+    """The reviews list of the workspace re-renders this space's row (its verdict moved)."""
+    _send_on_commit(list_group(workspace_id), "reviews.row", space_id=space_id)
+
+
 def emit(space_id: int, event_type: str, **data: Any) -> None:
     """Queue `event_type` for the space's group once the current transaction commits."""
+    _send_on_commit(space_group(space_id), event_type, **data)
+
+
+def _send_on_commit(group: str, event_type: str, **data: Any) -> None:
 
     # One id per event lets every socket of a process share the render of the same update.
     message = {"type": event_type, "event_id": uuid.uuid4().hex, **data}
@@ -28,8 +41,8 @@ def emit(space_id: int, event_type: str, **data: Any) -> None:
         if layer is None:
             return
         try:
-            async_to_sync(layer.group_send)(space_group(space_id), message)
+            async_to_sync(layer.group_send)(group, message)
         except Exception:  # a dropped live update must never undo or fail a committed change
-            log.exception("could not send %s for space %s", event_type, space_id)
+            log.exception("could not send %s to %s", event_type, group)
 
     transaction.on_commit(send)

@@ -11,7 +11,7 @@ from guardrails.audit import Actor as AuditActor
 from reviews.domain import types as t
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import finalise
-from reviews.events import emit
+from reviews.events import emit, emit_list_row
 from reviews.models import AxisResult, ReviewNode, ReviewRound, Verdict, VerdictChange
 from reviews.selectors import node_view
 
@@ -96,6 +96,8 @@ def round_finalise(
             level=decided.level.value,
             previous=old.level.value if old else None,
         )
+        # The reviews list shows the verdict and the open counts: its row follows too.
+        emit_list_row(review_round.space.workspace_id, review_round.space_id)
     return verdict
 
 

@@ -38,6 +38,12 @@ def block_review(publishable, workspace):
     return space, bob
 
 
+_SOCKET_OPEN = (
+    "() => document.querySelector('[ws-connect]')['htmx-internal-data']"
+    "?.webSocket?.socket?.readyState === 1"
+)
+
+
 def _verdict_row(page) -> str:
     return " ".join(page.locator("#review-header .verdict-row").inner_text().split())
 
@@ -52,6 +58,12 @@ def test_resolving_and_dismissing_every_p0_p1_moves_the_verdict_live(
     watcher.evaluate("window.__loadedOnce = true")
     watcher.wait_for_selector("#review-header >> text=Block")
     assert "Publishing now would post REQUEST_CHANGES" in _verdict_row(watcher)
+    # The reviews list, open in a second tab and never reloaded either.
+    listing = watcher.context.new_page()
+    listing.goto(f"{asgi_server}/w/{workspace.slug}/reviews/")
+    listing.evaluate("window.__loadedOnce = true")
+    listing.wait_for_function(_SOCKET_OPEN, timeout=5000)
+    assert "✖ Block" in listing.locator(f"#space-row-{space.pk}").inner_text()
 
     bob = login(browser, asgi_server, "bob@example.com")
     bob.goto(url)
@@ -75,6 +87,10 @@ def test_resolving_and_dismissing_every_p0_p1_moves_the_verdict_live(
             timeout=5000,
         )
     watcher.wait_for_selector("#review-header >> text=no open P0 or P1 finding", timeout=5000)
+    listing.wait_for_selector(f"#space-row-{space.pk} >> text=Ship", timeout=5000)
+    live_row = " ".join(listing.locator(f"#space-row-{space.pk}").inner_text().split())
+    assert "P0 0" in live_row and "P1 0" in live_row
+    assert listing.evaluate("window.__loadedOnce") is True
     live = _verdict_row(watcher)
     assert "✓ Ship" in live and "Publishing now would post APPROVE" in live
     assert watcher.evaluate("window.__loadedOnce") is True
@@ -86,8 +102,8 @@ def test_resolving_and_dismissing_every_p0_p1_moves_the_verdict_live(
     assert _verdict_row(fresh) == live
 
     fresh.goto(f"{asgi_server}/w/{workspace.slug}/reviews/")
-    row = fresh.locator("table.reviews tbody tr").first.inner_text()
-    assert "✓ Ship" in row and "P0 0" in row and "P1 0" in row
+    row = " ".join(fresh.locator(f"#space-row-{space.pk}").inner_text().split())
+    assert "✓ Ship" in row and row == live_row
 
     fresh.goto(f"{url}publish/")
     preview = fresh.locator("#preview-title + p").inner_text()

@@ -1,0 +1,61 @@
+"""The reviews list over a websocket: a row is re-rendered when its verdict moves.
+
+Read-only like the review page's socket; membership is re-checked before every send.
+"""
+
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.http import Http404
+from django.template.loader import render_to_string
+
+from reviews.events import list_group
+from reviews.selectors import spaces_for_list
+from workspaces.live_access import LiveAccessMixin
+from workspaces.permissions import membership_get
+
+
+class ReviewListConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.membership = await self._membership()
+        if self.membership is None:
+            await self.close(code=4403)
+            return
+        self.group = list_group(self.membership.workspace_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join_user_group()
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "membership", None) is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.leave_user_group()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Nothing is accepted from the page over the socket."""
+
+    async def reviews_row(self, event: dict) -> None:
+        if not await self.may_send():
+            return
+        html = await self._row(int(event["space_id"]))
+        if html:
+            await self.send(text_data=html)
+
+    @database_sync_to_async
+    def _membership(self):
+        try:
+            return membership_get(
+                user=self.scope.get("user"), slug=self.scope["url_route"]["kwargs"]["slug"]
+            )
+        except Http404:
+            return None
+
+    @database_sync_to_async
+    def _row(self, space_id: int) -> str:
+        # Scoped to the member's workspace: another workspace's space id renders nothing.
+        row = spaces_for_list(workspace_id=self.membership.workspace_id).filter(pk=space_id).first()
+        if row is None:
+            return ""
+        context = {"s": row, "workspace": self.membership.workspace, "oob": True}
+        return render_to_string("reviews/partials/list_row.html", context)
