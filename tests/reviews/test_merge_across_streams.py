@@ -213,3 +213,34 @@ def test_a_person_decides_the_disagreement(reviewed, client_for, alice, member_f
         content_type="application/json",
     )
     assert api.status_code in (400, 404), api.content
+
+
+def test_dismissing_a_disagreement_dismisses_its_findings_through_the_api(reviewed, client_for):
+    space = reviewed.space
+    [sql] = _at(_active_canonical(reviewed), SQL_LINE)
+    owner = client_for(space.workspace.memberships.get(role="owner").user)
+    url = (
+        f"/api/v1/workspaces/{space.workspace.slug}/reviews/{space.pk}/disagreements/{sql.pk}"
+        "/decide"
+    )
+    assert str(sql.pk) in {str(c) for c in reviewed.verdict.contributing}  # a P0 decides it
+    refused = owner.post(url, {"decision": "dismiss"}, content_type="application/json")
+    assert refused.status_code == 400 and "why" in refused.json()["detail"]
+    response = owner.post(
+        url, {"decision": "dismiss", "reason": "test fixture"}, content_type="application/json"
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["nodes"] == [
+        {"id": sql.pk, "priority": "P0", "type": "bug", "status": "dismissed"}
+    ]
+    sql.refresh_from_db()
+    assert sql.status == "dismissed"
+    assert AuditEvent.objects.filter(action="node.dismissed", target_id=str(sql.pk)).exists()
+    # The verdict was decided again without it (nor any of its duplicates).
+    reviewed.verdict.refresh_from_db()
+    merged = {str(sql.pk), *(str(d.pk) for d in sql.duplicates.all())}
+    assert not merged & {str(c) for c in reviewed.verdict.contributing}
+    # Its duplicates went with it: no card, no disagreement, nothing to publish for the line.
+    page = review_page(space=space)
+    assert not any(d.key == str(sql.pk) for d in page.disagreements)
+    assert not _at(_active_canonical(reviewed), SQL_LINE)
