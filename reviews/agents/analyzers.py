@@ -25,6 +25,11 @@ Decisions:
 - Bandit mapping: category security; priority from severity (HIGH → P1, MEDIUM → P2, LOW → P3),
   raised to P0 when severity and confidence are both HIGH; confidence from bandit's confidence
   (HIGH 0.9, MEDIUM 0.7, LOW 0.4); type bug for HIGH/MEDIUM severity, recommendation for LOW.
+  Then the floor of the finding's defect class (reviews/domain/severity_floors.py,
+  docs/analyzer-severities.md) raises the priority: injections, unsafe deserialization,
+  credentials, disabled TLS verification and weak cryptography are at least P1, and an
+  injection whose input visibly comes from a request in the change is P0. A credential rule's
+  message never quotes the value it found.
 - Triage severity always follows the priority (`severity_for_priority`), effort is small.
 - `fix.replacement_lines` only when ruff offers a *safe* fix whose edits all stay on the one
   anchored line and leave exactly one line: that is a one-click suggestion a person can trust
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,6 +49,14 @@ from pathlib import Path
 from typing import Any
 
 from reviews.domain.nodes import Accepted, parse_node_payload
+from reviews.domain.severity_floors import (
+    DefectClass,
+    Taint,
+    classify,
+    floor_for,
+    raise_to_floor,
+    request_input,
+)
 from reviews.domain.types import (
     AxisName,
     Category,
@@ -361,6 +375,13 @@ def run_bandit(
             return AnalyzerResult("bandit", dims, error=_stderr("bandit", proc))
         results.extend(report.get("results") or [])
 
+    change_lines = [
+        line.text
+        for changed in changed_files
+        for hunk in changed.hunks
+        for line in hunk.lines
+        if line.kind == "+"
+    ]
     raw: list[dict[str, Any]] = []
     for item in results:
         path = _relative(root, str(item.get("filename", "")))
@@ -371,26 +392,75 @@ def run_bandit(
         # A multi-line statement counts as changed when any of its lines is added.
         if not any(n in targets[path] for n in span):
             continue
-        raw.append(_bandit_payload(path, item, min(*span, line), max(*span, line)))
+        start, end = min(*span, line), max(*span, line)
+        defect = classify(str(item.get("test_id") or ""), _cwe(item))
+        taint = None
+        if defect is not None:
+            taint = request_input(
+                _source_lines(root, path),
+                start,
+                end,
+                added=targets[path],
+                change_lines=change_lines,
+            )
+        raw.append(_bandit_payload(path, item, start, end, defect=defect, taint=taint))
     return _validated("bandit", dims, raw, root, paths)
 
 
-def _bandit_payload(path: str, item: Mapping[str, Any], start: int, end: int) -> dict[str, Any]:
+def _cwe(item: Mapping[str, Any]) -> int | None:
+    cwe = (item.get("issue_cwe") or {}).get("id")
+    return cwe if isinstance(cwe, int) else None
+
+
+def _source_lines(root: Path, path: str) -> list[str]:
+    try:
+        return safe_join(root, path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except (OSError, UnsafePath):
+        return []
+
+
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+
+
+def _bandit_payload(
+    path: str,
+    item: Mapping[str, Any],
+    start: int,
+    end: int,
+    *,
+    defect: DefectClass | None = None,
+    taint: Taint | None = None,
+) -> dict[str, Any]:
     test_id = str(item.get("test_id") or "bandit")
     test_name = str(item.get("test_name") or "")
     severity = str(item.get("issue_severity") or "LOW")
     confidence_word = str(item.get("issue_confidence") or "LOW")
     text = str(item.get("issue_text") or test_name or test_id).strip()
-    node_type, priority, confidence = bandit_mapping(severity, confidence_word)
-    cwe = (item.get("issue_cwe") or {}).get("id")
+    if defect is DefectClass.HARDCODED_CREDENTIAL:
+        # B105 quotes the literal it found: the value itself must never be repeated.
+        text = _QUOTED.sub("'[REDACTED:hardcoded_credential]'", text)
+    node_type, tool_priority, confidence = bandit_mapping(severity, confidence_word)
+    priority = raise_to_floor(tool_priority, floor_for(defect, request_input=taint is not None))
+    if priority.rank < tool_priority.rank:
+        node_type = NodeType.BUG
+    cwe = _cwe(item)
     more = item.get("more_info")
     body = f"bandit `{test_id}` ({test_name}): {text}" + (f" (CWE-{cwe})" if cwe else "")
+    if defect is not None:
+        body += f"\n\nClass: {defect.label}" + (
+            f"; request input: {taint.reason}." if taint else "."
+        )
     if more:
         body += f"\n\nDetails: {more}"
+    why = f"bandit's own label maps to {tool_priority}"
+    if defect is not None:
+        why += f"; the severity table classes {test_id} as {defect.label}, floor {priority}"
+        if taint is not None:
+            why += f" because {taint.reason}"
     return {
         "reasoning": (
             f"bandit {test_id} reports {severity} severity with {confidence_word} confidence on "
-            f"lines the change adds ({start}-{end}); mapped to {priority} by the analyzer table."
+            f"lines the change adds ({start}-{end}); {why}."
         ),
         "type": str(node_type),
         "priority": str(priority),
@@ -398,6 +468,7 @@ def _bandit_payload(path: str, item: Mapping[str, Any], start: int, end: int) ->
             "category": str(Category.SECURITY),
             "severity": str(severity_for_priority(priority)),
             "effort": "small",
+            "exploitable_externally": taint is not None,
         },
         "anchor": {"path": path, "start_line": start, "end_line": end},
         "confidence": confidence,

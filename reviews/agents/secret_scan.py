@@ -14,23 +14,27 @@ from typing import Any
 
 from reviews.agents.analyzers import AnalyzerResult, _validated, added_lines
 from reviews.agents.redaction import redact
-from reviews.domain.types import Dimension
+from reviews.domain.severity_floors import classify, floor_for
+from reviews.domain.types import Dimension, Priority, severity_for_priority
 from reviews.sources.diffs import ChangedFile
+from reviews.sources.worktrees import UnsafePath, safe_join
 
 _KIND = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 
 def _payload(path: str, line: int, kind: str) -> dict[str, Any]:
     label = kind.replace("_", " ")
+    # Every kind is a hard-coded credential in the severity table (docs/analyzer-severities.md).
+    priority = floor_for(classify(f"secrets:{kind}")) or Priority.P1
     return {
         "reasoning": f"The added line matches the {label} pattern used to keep secrets away "
         "from model providers; a committed credential is readable by everyone with the "
         "repository and stays in its history.",
         "type": "bug",
-        "priority": "P1",
+        "priority": str(priority),
         "triage": {
             "category": "security",
-            "severity": "high",
+            "severity": str(severity_for_priority(priority)),
             "effort": "small",
             "exploitable_externally": True,
         },
@@ -42,6 +46,13 @@ def _payload(path: str, line: int, kind: str) -> dict[str, Any]:
     }
 
 
+def _checkout_lines(root: Path, path: str) -> list[str] | None:
+    try:
+        return safe_join(root, path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except (OSError, UnsafePath):
+        return None
+
+
 def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) -> AnalyzerResult:
     root = Path(worktree)
     wanted = added_lines(changed_files)
@@ -51,11 +62,16 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
         changed = by_path[path]
         if changed.not_for_models:
             continue
+        # The stored diff is already redacted: the checkout has the text as committed.
+        checkout = _checkout_lines(root, path)
         for hunk in changed.hunks:
             for line in hunk.lines:
                 if line.kind != "+" or line.new_line not in lines:
                     continue
-                redacted, count = redact(line.text)
+                text = line.text
+                if checkout is not None and line.new_line <= len(checkout):
+                    text = checkout[line.new_line - 1]
+                redacted, count = redact(text)
                 if count:
                     kind = _KIND.search(redacted)
                     raw.append(_payload(path, line.new_line, kind.group(1) if kind else "secret"))

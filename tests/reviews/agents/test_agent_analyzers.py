@@ -134,13 +134,21 @@ def test_it_does_not_let_suppression_comments_hide_new_code(
 
 
 def test_it_maps_bandit_severity_and_confidence(results: dict[str, AnalyzerResult]) -> None:
-    """HIGH/HIGH shell=True is P0 at 0.9; the SQL string (MEDIUM/MEDIUM) is a P2 bug at 0.7."""
+    """HIGH/HIGH shell=True is P0 at 0.9; the SQL string (MEDIUM/MEDIUM, P2 by bandit's label)
+    is raised to the SQL injection floor P1, with bandit's confidence 0.7."""
     lines = _by_line(results["bandit"])
     shell = next(p for p in lines[_line_of(HEAD, "shell=True", 2)] if p["title"].startswith("B602"))
     assert (shell["priority"], shell["type"], shell["confidence"]) == ("P0", "bug", 0.9)
-    assert shell["triage"] == {"category": "security", "severity": "critical", "effort": "small"}
+    assert shell["triage"] == {
+        "category": "security",
+        "severity": "critical",
+        "effort": "small",
+        "exploitable_externally": False,
+    }
     sql = next(p for p in lines[_line_of(HEAD, "SELECT")] if p["title"].startswith("B608"))
-    assert (sql["priority"], sql["type"], sql["confidence"]) == ("P2", "bug", 0.7)
+    assert (sql["priority"], sql["type"], sql["confidence"]) == ("P1", "bug", 0.7)
+    assert sql["triage"]["severity"] == "high"
+    assert "SQL injection, floor P1" in sql["reasoning"]
     assert all(p["triage"]["category"] == "security" for p in results["bandit"].payloads)
     assert bandit_mapping("LOW", "HIGH") == (NodeType.RECOMMENDATION, Priority.P3, 0.9)
     assert bandit_mapping("HIGH", "MEDIUM") == (NodeType.BUG, Priority.P1, 0.7)
@@ -229,3 +237,43 @@ def test_it_reports_an_analyzer_that_cannot_finish(change: tuple[Path, list[Chan
     result = run_bandit(root, files, timeout=0.0001)
     assert not result.ok and "timed out" in (result.error or "")
     assert result.payloads == ()
+
+
+TAINTED = """\
+import yaml
+
+
+def search(request, cursor):
+    term = request.GET["q"]
+    cursor.execute("SELECT * FROM items WHERE name = '%s'" % term)
+
+
+def load(blob):
+    return yaml.load(blob)
+
+
+PASSWORD = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV0b"
+"""
+
+
+def test_request_input_makes_an_injection_p0_and_credentials_are_never_quoted(
+    tmp_path: Path,
+) -> None:
+    """The severity table on a real bandit run: an injection whose input visibly comes from
+    the request is P0 (bandit's own confidence kept), an unsafe deserialization and a
+    hard-coded password are at least P1, and B105's message loses the literal it quotes."""
+    repo = GitRepo.init(tmp_path / "repo")
+    base = repo.commit("base", {"README.md": "x\n"})
+    head = repo.commit("head", {"views.py": TAINTED})
+    bandit = run_bandit(repo.path, parse_unified_diff(repo.git("diff", base, head)))
+    assert bandit.ok and not bandit.rejected
+    by_code = {p["title"].split(":", 1)[0]: p for p in bandit.payloads}
+    sql = by_code["B608"]
+    assert (sql["priority"], sql["confidence"]) == ("P0", 0.7)  # bandit: MEDIUM/MEDIUM
+    assert sql["triage"]["exploitable_externally"] is True
+    assert "assigned from request data" in sql["reasoning"]
+    assert by_code["B506"]["priority"] in ("P0", "P1")
+    password = by_code["B105"]
+    assert password["priority"] in ("P0", "P1")
+    everything = str(bandit.payloads)
+    assert "ghp_Q7wE9" not in everything and "[REDACTED:" in password["title"]
