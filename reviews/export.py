@@ -4,7 +4,9 @@ Schema `quorum.review/v1`:
 - `schema`, `space` {id, status}, `pull_request` {repository, number, base_ref, head_ref,
   base_sha, head_sha, title}, `round` {number, tier, state, stage, error}
 - `verdict` {level: ship|hold|block, state: APPROVED|CHANGES_REQUESTED|BLOCKED, confidence,
-  rule} or null while the round runs
+  rule} or null while the round runs; the current verdict, decided again after every decision.
+  `confidence` is null when the level rests on missing data (a gated axis nobody computed);
+  `rule` says what decided it
 - `axes`: [{axis, result, gated, source, details}]
 - `cohorts`: [...] (empty until the code index computes them)
 - `nodes`: [{id, stream, reviewers, type, priority, triage {category, severity, effort},

@@ -4,6 +4,8 @@ JSON, the report and the publish preview, which all say what decided it (issue 1
 from __future__ import annotations
 
 from reviews.models import NodeConfirmation, ReviewNode, VerdictChange
+from reviews.services.nodes import node_resolve
+from reviews.services.publishing import publish_review
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -75,3 +77,18 @@ def test_confirming_follows_the_roles_in_the_page_and_the_api(
     ok = client_for(reviewer).post(api, {"reason": "seen it"}, content_type="application/json")
     assert ok.json() == {"id": node.pk, "status": "consensus_ready"}
     assert not NodeConfirmation.objects.filter(node=node).exclude(agent=f"person:{reviewer.pk}")
+
+
+def test_the_posted_review_says_what_decided_the_verdict(publishable, fake_github, workspace):
+    """A Hold caused by a gated axis nobody computed says so on GitHub, with what clears it,
+    and no confidence figure is posted for it."""
+    space, review_round, bob, _vera = publishable
+    node_resolve(node=ReviewNode.objects.get(round=review_round), user=bob)
+    record = publish_review(space=space, selection="all_open", approve_on_ship=False, actor=bob)
+    assert record.state == "posted"
+    (posted,) = fake_github.reviews("acme", "app", 5)
+    assert posted["body"].startswith(
+        "## Quorum review: Hold\n\n**Why Hold:** gated axis apiContract is unavailable: submit it"
+        " from CI or un-gate it in settings\n"
+    )
+    assert "1.00" not in posted["body"]
