@@ -13,7 +13,7 @@ Schema `quorum.review/v1`:
   anchor {path, start_line, end_line, side} | null, status, confirmations [{agent, lens,
   verdict}], fingerprint, duplicate_of, confidence, title, body, fix {replacement_lines, diff,
   fix_prompt}, tags}]
-- `disagreements`: [{path, first, second, reasons}]
+- `disagreements`: [{path, first, second, reasons, key, first_reviewers, second_reviewers}]
 - `streams`: [{name, agent, kind, state, accepted, rejected, tokens_in, tokens_out, attempts,
   refused_calls, redactions, error, coverage_note}]
 - `stats`: the round's statistics (classification, panel, critic, failures)
@@ -81,6 +81,10 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
                 "first": int(d.first.id),
                 "second": int(d.second.id),
                 "reasons": list(d.reasons),
+                # Each side with every reviewer holding it; `key` is what a decision names.
+                "key": int(d.key),
+                "first_reviewers": list(d.first_reviewers),
+                "second_reviewers": list(d.second_reviewers),
             }
             for d in page.disagreements
         ],

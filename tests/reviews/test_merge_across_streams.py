@@ -15,6 +15,7 @@ import pytest
 from django.urls import reverse
 
 from guardrails.models import AuditEvent
+from reviews.export import review_json
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.runner import run_inline
 from reviews.sample_repo import BASE_FILES, FEATURE_FILES
@@ -158,6 +159,8 @@ def test_one_canonical_finding_per_location_crediting_everyone(reviewed, client_
         sql_conflict.first_reviewers
     )
     assert sql_conflict.second_reviewers == ("performance",)
+    exported = [d for d in review_json(page)["disagreements"] if d["key"] == sql.pk]
+    assert [d["second_reviewers"] for d in exported] == [["performance"]]
 
     html = client_for(alice).get(
         reverse("reviews:detail", args=[reviewed.space.workspace.slug, reviewed.space_id])
