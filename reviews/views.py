@@ -324,18 +324,22 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
             messages.success(request, "Published to GitHub.")
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
     try:
-        current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
+        context = publish_preview_context(membership, space)
     except PublishError as exc:
         messages.error(request, str(exc))
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
-    payload = current.payload(space=space, selection="all_open", approve_on_ship=True)
-    plan = current.plan
-    context = {
+    return render(request, "reviews/publish.html", context)
+
+
+def publish_preview_context(membership: Membership, space: ReviewSpace) -> dict:
+    """What the preview shows, planned against GitHub now (the page, and its socket after a
+    verdict change). Raises PublishError when nothing can be planned."""
+    current = publish_plan_current(space=space, selection="all_open", approve_on_ship=True)
+    return {
         "workspace": membership.workspace,
         "membership": membership,
         "space": space,
-        "plan": plan,
-        "payload": payload,
+        "plan": current.plan,
+        "payload": current.payload(space=space, selection="all_open", approve_on_ship=True),
         "can_request": allows(membership, Perm.REQUEST_PUBLISH),
     }
-    return render(request, "reviews/publish.html", context)

@@ -64,6 +64,12 @@ def test_resolving_and_dismissing_every_p0_p1_moves_the_verdict_live(
     listing.evaluate("window.__loadedOnce = true")
     listing.wait_for_function(_SOCKET_OPEN, timeout=5000)
     assert "✖ Block" in listing.locator(f"#space-row-{space.pk}").inner_text()
+    # And the publish preview, in a third tab.
+    preview_tab = watcher.context.new_page()
+    preview_tab.goto(f"{url}publish/")
+    preview_tab.evaluate("window.__loadedOnce = true")
+    preview_tab.wait_for_function(_SOCKET_OPEN, timeout=5000)
+    assert "event REQUEST_CHANGES (verdict Block)" in preview_tab.inner_text("#publish-preview")
 
     bob = login(browser, asgi_server, "bob@example.com")
     bob.goto(url)
@@ -91,6 +97,10 @@ def test_resolving_and_dismissing_every_p0_p1_moves_the_verdict_live(
     live_row = " ".join(listing.locator(f"#space-row-{space.pk}").inner_text().split())
     assert "P0 0" in live_row and "P1 0" in live_row
     assert listing.evaluate("window.__loadedOnce") is True
+    preview_tab.wait_for_selector("#publish-preview >> text=event APPROVE", timeout=10000)
+    live_preview = preview_tab.inner_text("#publish-preview")
+    assert "(verdict Ship)" in live_preview and "Why Ship:" in live_preview
+    assert preview_tab.evaluate("window.__loadedOnce") is True
     live = _verdict_row(watcher)
     assert "✓ Ship" in live and "Publishing now would post APPROVE" in live
     assert watcher.evaluate("window.__loadedOnce") is True
@@ -106,6 +116,7 @@ def test_resolving_and_dismissing_every_p0_p1_moves_the_verdict_live(
     assert "✓ Ship" in row and row == live_row
 
     fresh.goto(f"{url}publish/")
+    assert fresh.inner_text("#publish-preview") == live_preview
     preview = fresh.locator("#preview-title + p").inner_text()
     assert "event APPROVE (verdict Ship)" in preview
     body = fresh.locator("details pre").first.inner_text()
