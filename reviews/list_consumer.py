@@ -6,6 +6,8 @@ Read-only like the review page's socket; membership is re-checked before every s
 
 from __future__ import annotations
 
+import logging
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
@@ -16,6 +18,8 @@ from reviews.models import ReviewSpace
 from reviews.selectors import spaces_for_list
 from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import membership_get
+
+log = logging.getLogger(__name__)
 
 
 class ReviewListConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
@@ -120,5 +124,8 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
             context = publish_preview_context(self.membership, self.space)
         except PublishError:
             return ""  # the page already shows the plan it could make; a reload says why
+        except Exception:  # GitHub unreachable or unconfigured: never kill the socket
+            log.exception("could not plan the live publish preview of space %s", self.space_id)
+            return ""
         context.update(csrf_context(self.scope))
         return render_to_string("reviews/publish.html#preview", context)

@@ -69,3 +69,24 @@ def test_an_outsider_cannot_listen(blocked, workspace, charlie):
         return connected, code
 
     assert asyncio.run(scenario()) == (False, 4403)
+
+
+def test_the_publish_preview_socket_ignores_other_events_and_refuses_outsiders(
+    blocked, alice, charlie
+):
+    """Only a verdict change re-plans the preview; no plan possible (here: not a GitHub PR
+    awaiting approval) means nothing is sent and the socket stays open."""
+    space, node = blocked
+    member, outsider = _cookie(alice), _cookie(charlie)
+    path = f"/ws/reviews/{space.pk}/publish/"
+
+    async def scenario():
+        refused = WebsocketCommunicator(application, path, headers=[ORIGIN, outsider])
+        assert (await refused.connect())[0] is False
+        comm = WebsocketCommunicator(application, path, headers=[ORIGIN, member])
+        assert (await comm.connect())[0]
+        await database_sync_to_async(node_resolve)(node=node, user=alice)  # status + verdict
+        assert await comm.receive_nothing(timeout=1)
+        await comm.disconnect()
+
+    asyncio.run(scenario())
