@@ -143,6 +143,29 @@ def redact_text(text: str) -> str:
     return redact(text)[0]
 
 
+_KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+_KEY_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
+
+
+def redact_diff(text: str) -> str:
+    """A unified diff with every line redacted on its own, so it keeps its exact line structure
+    (hunk headers stay true and anchors still land). A private key spans lines: every line of
+    its block, up to the END marker, is replaced whole."""
+    out = []
+    in_key = False
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        ending = line[len(body) :]
+        prefix, content = (body[:1], body[1:]) if body[:1] in ("+", "-", " ") else ("", body)
+        if in_key or _KEY_BEGIN.search(content):
+            in_key = not _KEY_END.search(content)
+            content = _marker("private_key")
+        else:
+            content = redact_text(content)
+        out.append(prefix + content + ending)
+    return "".join(out)
+
+
 def _env_style(match: re.Match[str]) -> bool:
     """`DB_PASSWORD=hunter2`: an upper-case name and a bare `=`, as in .env files and shells."""
     name = match["name"].strip("\"'")

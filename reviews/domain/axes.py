@@ -4,6 +4,10 @@
   advisory: node priorities already drive the verdict, gating them again would count twice. A
   token axis is `pass` only when a reviewer of its dimension ran *and* said what it covered;
   silence is not validation.
+- An offline analyzer that ran over changed files is explicit coverage of its axes (bandit and
+  the secret scanner: security; ruff: correctness, for the rules it runs): what it checked is
+  its statement of coverage. An analyzer that checked no file covers nothing. The details of a
+  token axis name each tool and the files it covered (`token_axes_detailed`).
 - Deterministic axes (visual, apiContract, performance) are computed without tokens; which of
   them gate is a workspace setting. performance is enumerated only: `unavailable` unless a
   result was submitted.
@@ -76,6 +80,64 @@ def token_axes(
             coverage_note="; ".join(n for n in notes if n) or None,
             findings=[n for n in node_list if n.category in TOKEN_AXIS_CATEGORIES[axis]],
         )
+    return results
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzerRun:
+    """An offline analyzer that finished: which axes it speaks for and what it checked."""
+
+    tool: str
+    axes: frozenset[AxisName]
+    files: tuple[str, ...]
+    scope: str = ""  # what it looks for, e.g. "ruff rules F, E9, E722, B, PLE"
+
+
+MAX_LISTED_FILES = 50
+
+
+def token_axes_detailed(
+    *,
+    coverage: Mapping[Dimension, str | None],
+    nodes: Iterable[NodeView],
+    analyzers: Iterable[AnalyzerRun] = (),
+) -> dict[AxisName, tuple[AxisResult, dict]]:
+    """Token axes from model reviewers (`coverage`, as in `token_axes`) and analyzers that ran,
+    each with details: the model dimensions that ran and, per analyzer, the files it covered and
+    how many active findings it raised or shares on the axis."""
+    node_list = list(nodes)
+    runs = [run for run in analyzers if run.files]
+    results: dict[AxisName, tuple[AxisResult, dict]] = {}
+    for axis in sorted(TOKEN_AXES):
+        dimensions = TOKEN_AXIS_DIMENSIONS[axis]
+        own = [run for run in runs if axis in run.axes]
+        notes = [coverage[d] for d in sorted(dimensions) if coverage.get(d)]
+        notes += [f"{run.tool} checked {len(run.files)} changed file(s)" for run in own]
+        findings = [n for n in node_list if n.category in TOKEN_AXIS_CATEGORIES[axis]]
+        result = token_axis_result(
+            reviewer_ran=any(d in coverage for d in dimensions) or bool(own),
+            coverage_note="; ".join(n for n in notes if n) or None,
+            findings=findings,
+        )
+        counted = [n for n in findings if n.active and n.duplicate_of is None]
+        details: dict = {
+            "reviewers": sorted(str(d) for d in dimensions if d in coverage),
+            "analyzers": [
+                {
+                    "tool": run.tool,
+                    "scope": run.scope,
+                    "files": sorted(run.files)[:MAX_LISTED_FILES],
+                    "files_checked": len(run.files),
+                    "findings": sum(
+                        1 for n in counted if run.tool in (n.stream, *n.credited_agents)
+                    ),
+                }
+                for run in sorted(own, key=lambda r: r.tool)
+            ],
+        }
+        if not details["reviewers"] and not details["analyzers"]:
+            details["reason"] = "no reviewer or analyzer of this axis ran over the change"
+        results[axis] = (result, details)
     return results
 
 

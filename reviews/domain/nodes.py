@@ -15,6 +15,11 @@ Decisions:
   silently dropped would hide a reviewer bug.
 - Scalars are strict (no `"0.8"` for a number, no `true` for a line); enum values are the
   lowercase/`P0` strings of the schema.
+- Every text of an accepted node (reasoning, title, body, fix, cross-notes) and every rejection
+  reason goes through the same redaction as model inputs (reviews/agents/redaction.py): what is
+  stored is shown, published and exported, so a secret a reviewer or tool quotes stops here.
+  Replacement lines that held a secret are dropped rather than redacted: a one-click
+  suggestion would commit either the secret or the marker.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
+
+from reviews.agents.redaction import redact, redact_text
 
 from .types import Category, Dimension, Effort, NodeType, NodeView, Priority, Severity, Side
 
@@ -211,7 +218,37 @@ def parse_node_payload(raw: object, *, file_lines: FileLines | None = None) -> A
         problem = _check_against_checkout(node.anchor, file_lines)
         if problem:
             return _rejected([problem])
-    return Accepted(node)
+    return Accepted(redact_payload(node))
+
+
+def redact_payload(node: NodePayload) -> NodePayload:
+    """`node` with every free text redacted (idempotent: a redacted payload comes back equal)."""
+    changes: dict[str, Any] = {}
+    if node.reasoning:
+        changes["reasoning"] = redact_text(node.reasoning)
+    title = redact_text(node.title)
+    if title != node.title:
+        changes["title"] = title[:TITLE_MAX].strip() or "[REDACTED]"
+    changes["body"] = redact_text(node.body)
+    if node.fix is not None:
+        fix = node.fix
+        lines = fix.replacement_lines
+        if lines is not None and any(redact(line)[1] for line in lines):
+            lines = None
+        changes["fix"] = fix.model_copy(
+            update={
+                "replacement_lines": lines,
+                "diff": redact_text(fix.diff) if fix.diff else fix.diff,
+                "fix_prompt": redact_text(fix.fix_prompt) if fix.fix_prompt else fix.fix_prompt,
+            }
+        )
+    if node.map_anchor:
+        changes["map_anchor"] = redact_text(node.map_anchor)
+    if node.cross_notes:
+        changes["cross_notes"] = [
+            n.model_copy(update={"note": redact_text(n.note)}) for n in node.cross_notes
+        ]
+    return node.model_copy(update=changes)
 
 
 def node_view_from_payload(
@@ -269,7 +306,9 @@ def _check_against_checkout(anchor: Anchor, file_lines: FileLines) -> str | None
 
 
 def _rejected(problems: list[str]) -> Rejected:
-    return Rejected(reason="; ".join(problems), problems=tuple(problems))
+    # Reasons quote the offending value and are stored on the stream: redact them too.
+    cleaned = [redact_text(p) for p in problems]
+    return Rejected(reason="; ".join(cleaned), problems=tuple(cleaned))
 
 
 def _describe(error: Any) -> str:
@@ -301,5 +340,5 @@ def _describe(error: Any) -> str:
 
 
 def _show(value: object) -> str:
-    text = repr(value)
+    text = redact_text(repr(value))  # before truncating: a cut secret would match no rule
     return text if len(text) <= 60 else text[:57] + "..."

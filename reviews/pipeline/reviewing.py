@@ -21,9 +21,10 @@ from django.conf import settings
 from django.db import connections
 from django.db.models import F
 
-from reviews.agents.analyzers import BANDIT, RUFF, AnalyzerReviewer
+from reviews.agents.analyzers import BANDIT, RUFF, RUFF_RULES, AnalyzerReviewer
 from reviews.agents.codetools import CodeTools
 from reviews.agents.prompts import ReviewerProfile, reviewer_system_prompt, verifier_system_prompt
+from reviews.agents.redaction import redact_text
 from reviews.agents.runtime import ModelConfig, ModelRunError, ModelRuntime, ReviewTools
 from reviews.agents.secret_scan import run_secret_scan
 from reviews.agents.untrusted import untrusted_block
@@ -48,6 +49,11 @@ SECRETS = AnalyzerReviewer(
     run=run_secret_scan,
 )
 ANALYZERS = {"ruff": RUFF, "bandit": BANDIT, "secrets": SECRETS}
+ANALYZER_SCOPES = {
+    "ruff": "ruff rules " + ", ".join(RUFF_RULES),
+    "bandit": "bandit's security tests",
+    "secrets": "credential patterns (the redaction rules)",
+}
 LENSES = ("reachability", "false_positive", "severity")
 MAX_DIFF_CHARS = 120_000
 
@@ -186,13 +192,20 @@ def _run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
             rejected=F("rejected") + len(result.rejected)
         )
     if not result.ok:
+        error = redact_text(result.error or "")  # a tool's stderr may quote the file
         ReviewerStream.objects.filter(pk=stream.pk).update(
-            state=ReviewerStream.State.FAILED, error=result.error[:2000]
+            state=ReviewerStream.State.FAILED, error=error[:2000]
         )
-        return {"state": "failed", "error": result.error}
+        return {"state": "failed", "error": error}
     note = f"{stream.agent} checked {len(result.files_checked)} changed file(s)"
+    # What it checked is its statement of coverage for its axes (reviews/domain/axes.py).
+    checked = {
+        "kind": "coverage",
+        "files": list(result.files_checked),
+        "scope": ANALYZER_SCOPES.get(stream.agent, ""),
+    }
     ReviewerStream.objects.filter(pk=stream.pk).update(
-        state=ReviewerStream.State.DONE, coverage_note=note
+        state=ReviewerStream.State.DONE, coverage_note=note, notes=[checked]
     )
     return {"state": "done", "findings": len(result.payloads)}
 
@@ -285,7 +298,7 @@ def _review_tools(
             if node is None:
                 return f"There is no finding {node_id} in this review."
             try:
-                node_confirm(node=node, by_agent=stream.agent, reason=reasoning or "")
+                node_confirm(node=node, by_agent=stream.agent, reason=redact_text(reasoning or ""))
             except ConsensusError as exc:
                 return f"Refused: {exc}"
             return f"Confirmed finding {node.pk}."
@@ -316,6 +329,9 @@ def _review_tools(
         )
 
     def _note(kind: str, **fields: Any) -> str:
+        # Comments and tickets are shown and published like findings: redacted the same way.
+        fields = {k: redact_text(v) if isinstance(v, str) else v for k, v in fields.items()}
+
         def write() -> None:
             current = ReviewerStream.objects.get(pk=stream.pk)
             ReviewerStream.objects.filter(pk=stream.pk).update(
@@ -417,6 +433,7 @@ def _run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
             what=f"{stream.name}: recording the run",
         )
         return {"state": "done", "attempt": attempt}
+    last_error = redact_text(last_error)
     ReviewerStream.objects.filter(pk=stream.pk).update(
         state=ReviewerStream.State.FAILED, error=last_error[:2000]
     )
@@ -428,7 +445,7 @@ _COVERAGE = re.compile(r"\b(examined|reviewed|checked|looked at|covered)\b", re.
 
 def _coverage_note(output: str) -> str:
     """The reviewer's closing statement of what it covered (§3.6: silence is not validation)."""
-    text = " ".join(output.split())
+    text = redact_text(" ".join(output.split()))
     return text[:500] if _COVERAGE.search(text) else ""
 
 
@@ -449,7 +466,7 @@ def parse_lens_answer(text: str) -> tuple[LensVerdict | None, t.Severity | None,
     return (
         LensVerdict(verdict.group(1).lower()) if verdict else None,
         t.Severity(severity.group(1).lower()) if severity else None,
-        reason.group(1).strip()[:500] if reason else "",
+        redact_text(reason.group(1).strip())[:500] if reason else "",
     )
 
 

@@ -11,8 +11,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from reviews.agents.redaction import redact_diff
 from reviews.domain import types as t
-from reviews.domain.axes import token_axes
+from reviews.domain.axes import AnalyzerRun, token_axes_detailed
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
 from reviews.domain.panel import PanelMode, coverage_gaps, plan_panel
 from reviews.domain.selection import select_reviewers
@@ -72,7 +73,9 @@ def prepare(review_round: ReviewRound) -> None:
     if space.status == SpaceStatus.REQUESTED:
         space_transition(space=space, to=SpaceStatus.IN_PROGRESS)
     if not review_round.diff:
-        review_round.diff = reviewing.fetch_diff(review_round)
+        # Stored, shown (cohort previews) and exported: a committed secret stops here. The
+        # analyzers read the checkout, so the secret scanner still sees what was committed.
+        review_round.diff = redact_diff(reviewing.fetch_diff(review_round))
         review_round.save(update_fields=["diff"])
     files = changed_files(review_round)
     classification = classify_change(_file_changes(files), review_round.diff)
@@ -271,6 +274,29 @@ def create_followup_steps(review_round: ReviewRound) -> list[PipelineStep]:
 # -- finalise ---------------------------------------------------------------------------------
 
 
+def analyzer_runs(streams: list[ReviewerStream]) -> list[AnalyzerRun]:
+    """Analyzer streams that finished, with the files they checked (their coverage note)."""
+    runs = []
+    for stream in streams:
+        analyzer = reviewing.ANALYZERS.get(stream.agent)
+        if (
+            stream.kind != ReviewerStream.Kind.ANALYZER
+            or stream.state != ReviewerStream.State.DONE
+            or analyzer is None
+        ):
+            continue
+        note = next((n for n in stream.notes or [] if n.get("kind") == "coverage"), {})
+        runs.append(
+            AnalyzerRun(
+                tool=stream.agent,
+                axes=analyzer.axes,
+                files=tuple(note.get("files") or ()),
+                scope=note.get("scope", ""),
+            )
+        )
+    return runs
+
+
 def finalise(review_round: ReviewRound) -> None:
     facts = review_round.stats.get("facts", {})
     if facts.get("followup"):
@@ -295,10 +321,18 @@ def finalise(review_round: ReviewRound) -> None:
             for s in streams
             if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
         }
-        for axis, result in token_axes(coverage=coverage, nodes=nodes).items():
+        # An analyzer that ran over changed files is explicit coverage for its axes.
+        axes = token_axes_detailed(coverage=coverage, nodes=nodes, analyzers=analyzer_runs(streams))
+        for axis, (result, details) in axes.items():
             if axis is t.AxisName.TEST_GAP:
                 continue  # computed from the cohorts below, advisory
-            axis_record(review_round=review_round, axis=axis, result=result, source="tokens")
+            axis_record(
+                review_round=review_round,
+                axis=axis,
+                result=result,
+                source="tokens",
+                details=details,
+            )
         worktree = reviewing.round_worktree_ready(review_round)
         result, details = codeindex.test_gap(codeindex.round_cohorts(review_round, worktree), nodes)
         axis_record(

@@ -51,7 +51,8 @@ def test_the_command_reviews_a_local_repository_offline(no_model, sample):
     assert set(streams) == {"ruff", "bandit", "secrets"}
     assert all(s["kind"] == "analyzer" and s["state"] == "done" for s in streams.values())
     assert data["stats"]["not_covered_by_model"]
-    assert {a["axis"]: a["result"] for a in data["axes"]}["security"] == "unavailable"
+    # bandit and the secret scanner checked the changed files and found defects.
+    assert {a["axis"]: a["result"] for a in data["axes"]}["security"] == "fail"
     space = ReviewSpace.objects.get()
     assert space.status == "awaiting_approval"
     assert ReviewRound.objects.get().state == "finished"
@@ -113,3 +114,47 @@ def test_a_cancelled_round_stops_and_a_stuck_round_times_out(
     advance(stuck.pk, dispatch=lambda kind, object_id: None)
     stuck.refresh_from_db()
     assert stuck.state == "failed" and "timed out" in stuck.error
+
+
+def test_offline_the_sql_injection_and_the_credential_decide_the_verdict(no_model, sample):
+    """Without a model: the SQL injection and the committed credential are P1 or above by the
+    severity table (the SQL injection is P0: `search_products` is called with `request.GET` in
+    the change), the verdict counts them, and the security axis fails with bandit and the
+    secret scanner as its evidence, each naming the files it covered."""
+    from reviews.domain.verdict import finalise
+    from reviews.selectors import node_view
+
+    path, base, head = sample
+    code, output = _review(str(path), "--base", base, "--head", head, "--format", "json")
+    data = json.loads(output)
+    nodes = {(n["stream"], n["anchor"]["start_line"]): n for n in data["nodes"]}
+    sql, credential = nodes[("bandit", 12)], nodes[("secrets", 7)]
+    assert sql["title"].startswith("B608") and sql["priority"] == "P0"
+    assert credential["priority"] in ("P0", "P1")
+    assert "search_products" in ReviewNode.objects.get(title__startswith="B608").reasoning
+
+    verdict = data["verdict"]
+    assert verdict["level"] in ("block", "hold") and code in (3, 4)
+    # The shell injection (bandit HIGH/HIGH, P0 at 0.9) decides Block first; without it the
+    # same finaliser holds on the SQL injection and the credential, and names the SQL line.
+    assert verdict["level"] == "block" and "shop/search.py:18" in verdict["rule"]
+    rest = [
+        node_view(n)
+        for n in ReviewNode.objects.select_related("stream").exclude(title__startswith="B602")
+    ]
+    held = finalise(rest)
+    assert held.level.value == "hold"
+    assert "B608" in held.rule and "shop/search.py:12" in held.rule
+    by_id = {str(n.pk): n for n in ReviewNode.objects.all()}
+    deciding = {(by_id[i].stream.name, by_id[i].start_line) for i in held.contributing}
+    assert {("bandit", 12), ("secrets", 7)} <= deciding
+
+    security = next(a for a in data["axes"] if a["axis"] == "security")
+    assert security["result"] == "fail"
+    evidence = {a["tool"]: a for a in security["details"]["analyzers"]}
+    assert set(evidence) == {"bandit", "secrets"}
+    assert evidence["bandit"]["files"] == ["shop/search.py", "shop/views.py"]
+    assert evidence["bandit"]["findings"] >= 2 and evidence["secrets"]["findings"] == 1
+    correctness = next(a for a in data["axes"] if a["axis"] == "correctness")
+    assert correctness["result"] == "pass"  # ruff ran over both files and found nothing
+    assert [a["tool"] for a in correctness["details"]["analyzers"]] == ["ruff"]

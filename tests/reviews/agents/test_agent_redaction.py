@@ -225,3 +225,45 @@ def test_it_is_idempotent_on_mixed_text() -> None:
     assert count == 3
     assert redact(once) == (once, 0)
     assert "[REDACTED:" in once
+
+
+# -- the stored diff -----------------------------------------------------------------------------
+
+DIFF_TOKEN = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV0b"
+KEY_DIFF = f"""diff --git a/app.py b/app.py
+--- a/app.py
++++ b/app.py
+@@ -1,2 +1,7 @@
+ import os
+-TOKEN = os.environ["TOKEN"]
++TOKEN = "{DIFF_TOKEN}"
++KEY = '''-----BEGIN RSA PRIVATE KEY-----
++MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun
++VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK
++-----END RSA PRIVATE KEY-----'''
++print(TOKEN)
+"""
+
+
+def test_a_diff_is_redacted_line_by_line_and_keeps_its_shape() -> None:
+    from reviews.agents.redaction import redact_diff
+    from reviews.sources.diffs import parse_unified_diff
+
+    redacted = redact_diff(KEY_DIFF)
+    assert DIFF_TOKEN not in redacted and "MIIEowIBAAKCAQEA" not in redacted
+    assert "VTLw7onLRnrq0" not in redacted
+    assert len(redacted.splitlines()) == len(KEY_DIFF.splitlines())
+    (before,), (after,) = parse_unified_diff(KEY_DIFF), parse_unified_diff(redacted)
+    assert [(ln.kind, ln.new_line) for h in after.hunks for ln in h.lines] == [
+        (ln.kind, ln.new_line) for h in before.hunks for ln in h.lines
+    ]
+    assert "+print(TOKEN)" in redacted and ' import os\n-TOKEN = os.environ["TOKEN"]' in redacted
+    assert redact_diff(redacted) == redacted
+
+
+@given(st.lists(st.text(alphabet=string.printable.replace("\r", ""), max_size=60), max_size=20))
+def test_redacting_a_diff_never_changes_its_line_count(lines: list[str]) -> None:
+    from reviews.agents.redaction import redact_diff
+
+    text = "\n".join(lines)
+    assert len(redact_diff(text).splitlines()) == len(text.splitlines())

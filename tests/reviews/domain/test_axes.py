@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reviews.domain.axes import (
+    AnalyzerRun,
     axis_floor,
     deterministic_axis_result,
     gating_axes,
     token_axes,
+    token_axes_detailed,
     token_axis_result,
 )
 from reviews.domain.types import (
@@ -94,3 +98,65 @@ def test_it_reports_the_strictest_gate() -> None:
     assert floor is not None
     assert (floor.level, floor.rule) == (VerdictLevel.BLOCK, "gated axis apiContract failed")
     assert axis_floor({AxisName.VISUAL: AxisResult.WARN}, gated={AxisName.VISUAL}) is None
+
+
+# -- analyzers as evidence -----------------------------------------------------------------------
+
+BANDIT_RUN = AnalyzerRun("bandit", frozenset({AxisName.SECURITY}), ("a.py", "b.py"), "bandit")
+SECRETS_RUN = AnalyzerRun("secrets", frozenset({AxisName.SECURITY}), ("a.py", "b.py", "c.md"))
+RUFF_RUN = AnalyzerRun("ruff", frozenset({AxisName.CORRECTNESS}), ("a.py",), "ruff rules F")
+
+
+def test_an_analyzer_that_ran_clean_is_explicit_coverage() -> None:
+    axes = token_axes_detailed(coverage={}, nodes=[], analyzers=[BANDIT_RUN, SECRETS_RUN])
+    result, details = axes[AxisName.SECURITY]
+    assert result is AxisResult.PASS
+    assert [(a["tool"], a["files"], a["findings"]) for a in details["analyzers"]] == [
+        ("bandit", ["a.py", "b.py"], 0),
+        ("secrets", ["a.py", "b.py", "c.md"], 0),
+    ]
+    # Nobody ran for correctness: silence is not validation.
+    result, details = axes[AxisName.CORRECTNESS]
+    assert result is AxisResult.UNAVAILABLE and "no reviewer or analyzer" in details["reason"]
+
+
+def test_analyzer_findings_warn_or_fail_their_axis_and_are_counted_per_tool() -> None:
+    p1 = _node(Priority.P1, stream="bandit")
+    p2 = _node(Priority.P2, category=Category.CORRECTNESS, stream="ruff")
+    axes = token_axes_detailed(
+        coverage={}, nodes=[p1, p2], analyzers=[BANDIT_RUN, SECRETS_RUN, RUFF_RUN]
+    )
+    result, details = axes[AxisName.SECURITY]
+    assert result is AxisResult.FAIL
+    assert {a["tool"]: a["findings"] for a in details["analyzers"]} == {"bandit": 1, "secrets": 0}
+    assert axes[AxisName.CORRECTNESS][0] is AxisResult.WARN
+
+
+def test_an_analyzer_that_checked_no_file_covers_nothing() -> None:
+    idle = AnalyzerRun("bandit", frozenset({AxisName.SECURITY}), ())
+    assert token_axes_detailed(coverage={}, nodes=[], analyzers=[idle])[AxisName.SECURITY][0] is (
+        AxisResult.UNAVAILABLE
+    )
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(list(Dimension)), st.one_of(st.none(), st.just("checked all")), max_size=3
+    ),
+    st.lists(st.sampled_from([Priority.P0, Priority.P1, Priority.P2, Priority.P3]), max_size=4),
+    st.lists(st.sampled_from([BANDIT_RUN, SECRETS_RUN, RUFF_RUN]), max_size=3),
+)
+def test_analyzers_only_ever_add_coverage(coverage, priorities, runs) -> None:
+    """With no analyzer the result is the model-only `token_axes`; an analyzer never turns a
+    finding's fail or warn into a pass, and never makes a covered axis unavailable."""
+    nodes = [_node(p) for p in priorities]
+    without = token_axes(coverage=coverage, nodes=nodes)
+    assert {a: r for a, (r, _) in token_axes_detailed(coverage=coverage, nodes=nodes).items()} == (
+        without
+    )
+    with_runs = token_axes_detailed(coverage=coverage, nodes=nodes, analyzers=runs)
+    for axis, (result, _) in with_runs.items():
+        if without[axis] in (AxisResult.FAIL, AxisResult.WARN):
+            assert result is without[axis]
+        if without[axis] is not AxisResult.UNAVAILABLE:
+            assert result is not AxisResult.UNAVAILABLE

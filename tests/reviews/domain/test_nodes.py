@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reviews.domain.nodes import (
     Accepted,
@@ -13,6 +15,7 @@ from reviews.domain.nodes import (
     node_view_from_payload,
     normalise_anchor_path,
     parse_node_payload,
+    redact_payload,
 )
 from reviews.domain.types import Category, NodeStatus, Priority, Side
 
@@ -217,3 +220,56 @@ def test_it_builds_the_rules_view_of_an_accepted_node() -> None:
     assert view.location == "reviews/auth.py:40-42"
     assert view.replacement_lines == ("    return hmac.compare_digest(a, b)",)
     assert view.exploitable_externally is True
+
+
+# -- redaction at the recording boundary ---------------------------------------------------------
+
+TOKEN = "ghp_Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV0b"
+
+
+def test_every_text_of_an_accepted_node_is_redacted() -> None:
+    """What is stored is shown, published and exported: a quoted secret stops here."""
+    result = parse_node_payload(
+        _payload(
+            reasoning=f"B105 quotes '{TOKEN}'.",
+            title=f"B105: Possible hardcoded password: '{TOKEN}'",
+            body=f"The literal {TOKEN} is a GitHub token.",
+            fix={"diff": f"+TOKEN = '{TOKEN}'\n", "fix_prompt": f"Remove {TOKEN}."},
+            cross_notes=[{"dimension": "quality", "note": f"also {TOKEN}"}],
+        ),
+        file_lines=CHECKOUT,
+    )
+    assert isinstance(result, Accepted)
+    dumped = result.node.model_dump_json()
+    assert TOKEN not in dumped
+    assert result.node.title == "B105: Possible hardcoded password: '[REDACTED:github_token]'"
+    assert "[REDACTED:github_token]" in result.node.fix.fix_prompt
+
+
+def test_replacement_lines_holding_a_secret_are_dropped_not_redacted() -> None:
+    """A one-click suggestion would commit either the secret or the marker."""
+    result = parse_node_payload(
+        _payload(fix={"replacement_lines": [f'TOKEN = "{TOKEN}"'], "fix_prompt": "Use env."}),
+        file_lines=CHECKOUT,
+    )
+    assert isinstance(result, Accepted)
+    assert result.node.fix.replacement_lines is None and result.node.fix.fix_prompt == "Use env."
+    clean = parse_node_payload(_payload(), file_lines=CHECKOUT)
+    assert clean.node.fix.replacement_lines == ["    return hmac.compare_digest(a, b)"]
+
+
+def test_a_rejection_reason_never_repeats_a_secret() -> None:
+    """Rejection reasons quote the offending value and are stored on the stream."""
+    reason = _reason(_payload(confidence=TOKEN, type=TOKEN))
+    assert TOKEN not in reason and "[REDACTED:" in reason
+
+
+@given(st.text(max_size=80), st.sampled_from(["", TOKEN, "password = 'hunter2x9'"]))
+def test_redacting_an_accepted_node_again_changes_nothing(text: str, secret: str) -> None:
+    result = parse_node_payload(
+        _payload(title=f"t {secret} {text}"[:150] or "t", body=f"{text} {secret}"),
+        file_lines=CHECKOUT,
+    )
+    if isinstance(result, Accepted):
+        assert redact_payload(result.node) == result.node
+        assert secret in ("", "password = 'hunter2x9'") or TOKEN not in result.node.body
