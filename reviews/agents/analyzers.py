@@ -440,7 +440,8 @@ def _bandit_payload(
         # B105 quotes the literal it found: the value itself must never be repeated.
         text = _QUOTED.sub("'[REDACTED:hardcoded_credential]'", text)
     node_type, tool_priority, confidence = bandit_mapping(severity, confidence_word)
-    priority = raise_to_floor(tool_priority, floor_for(defect, request_input=taint is not None))
+    floor = floor_for(defect, request_input=taint is not None)
+    priority = raise_to_floor(tool_priority, floor)
     if priority.rank < tool_priority.rank:
         node_type = NodeType.BUG
     cwe = _cwe(item)
@@ -454,9 +455,10 @@ def _bandit_payload(
         body += f"\n\nDetails: {more}"
     why = f"bandit's own label maps to {tool_priority}"
     if defect is not None:
-        why += f"; the severity table classes {test_id} as {defect.label}, floor {priority}"
+        why += f"; the severity table classes {test_id} as {defect.label}, floor {floor}"
         if taint is not None:
             why += f" because {taint.reason}"
+        why += f"; priority {priority}"
     return {
         "reasoning": (
             f"bandit {test_id} reports {severity} severity with {confidence_word} confidence on "
