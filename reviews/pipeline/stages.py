@@ -297,6 +297,39 @@ def analyzer_runs(streams: list[ReviewerStream]) -> list[AnalyzerRun]:
     return runs
 
 
+def token_axes_record(
+    review_round: ReviewRound,
+    *,
+    streams: list[ReviewerStream] | None = None,
+    nodes: list | None = None,
+) -> None:
+    """The token axes from what the reviewers and analyzers covered and the findings still
+    active. Run at the end of the pipeline and again after every decision, so a dismissed
+    finding stops failing its axis; a result submitted from CI is never overwritten."""
+    if streams is None:
+        streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
+    if nodes is None:
+        nodes = [
+            node_view(n, [])
+            for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
+        ]
+    # A token axis passes only when a reviewer of its dimension said what it covered.
+    coverage = {
+        stream_dimension(s): (s.coverage_note or None)
+        for s in streams
+        if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
+    }
+    # An analyzer that ran over changed files is explicit coverage for its axes.
+    axes = token_axes_detailed(coverage=coverage, nodes=nodes, analyzers=analyzer_runs(streams))
+    submitted = set(review_round.axes.exclude(source="tokens").values_list("axis", flat=True))
+    for axis, (result, details) in axes.items():
+        if axis is t.AxisName.TEST_GAP or axis.value in submitted:
+            continue  # testGap comes from the cohorts; a CI submission stands
+        axis_record(
+            review_round=review_round, axis=axis, result=result, source="tokens", details=details
+        )
+
+
 def finalise(review_round: ReviewRound) -> None:
     facts = review_round.stats.get("facts", {})
     if facts.get("followup"):
@@ -315,24 +348,7 @@ def finalise(review_round: ReviewRound) -> None:
             "fast_exit_note": "Docs-only or formatting-only change: approved with no reviewer.",
         }
     else:
-        # §3.6: a token axis passes only when a reviewer of its dimension said what it covered.
-        coverage = {
-            stream_dimension(s): (s.coverage_note or None)
-            for s in streams
-            if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
-        }
-        # An analyzer that ran over changed files is explicit coverage for its axes.
-        axes = token_axes_detailed(coverage=coverage, nodes=nodes, analyzers=analyzer_runs(streams))
-        for axis, (result, details) in axes.items():
-            if axis is t.AxisName.TEST_GAP:
-                continue  # computed from the cohorts below, advisory
-            axis_record(
-                review_round=review_round,
-                axis=axis,
-                result=result,
-                source="tokens",
-                details=details,
-            )
+        token_axes_record(review_round, streams=streams, nodes=nodes)
         worktree = reviewing.round_worktree_ready(review_round)
         result, details = codeindex.test_gap(codeindex.round_cohorts(review_round, worktree), nodes)
         axis_record(

@@ -158,3 +158,24 @@ def test_offline_the_sql_injection_and_the_credential_decide_the_verdict(no_mode
     correctness = next(a for a in data["axes"] if a["axis"] == "correctness")
     assert correctness["result"] == "pass"  # ruff ran over both files and found nothing
     assert [a["tool"] for a in correctness["details"]["analyzers"]] == ["ruff"]
+
+
+def test_the_security_axis_follows_dismissals_like_the_verdict(no_model, sample, user_factory):
+    """Dismissing every security finding clears the axis the analyzers failed, and the verdict
+    moves with it: the token axes are recomputed after each decision, not only at the end."""
+    from reviews.models import AxisResult
+    from reviews.services.nodes import node_dismiss
+
+    path, base, head = sample
+    _review(str(path), "--base", base, "--head", head, "--format", "json")
+    review_round = ReviewRound.objects.get()
+    assert AxisResult.objects.get(round=review_round, axis="security").result == "fail"
+    person = user_factory()
+    for node in ReviewNode.objects.filter(
+        round=review_round, status__in=("open", "consensus_ready"), duplicate_of__isnull=True
+    ):
+        node_dismiss(node=node, user=person, reason="accepted risk in this sample")
+    security = AxisResult.objects.get(round=review_round, axis="security")
+    assert security.result == "pass" and security.source == "tokens"
+    assert review_round.verdict.level in ("ship", "hold")
+    assert review_round.verdict.level != "block"
