@@ -63,7 +63,7 @@ class NodeAction(Input):
     reason: Text = Field(default="", max_length=2000)
 
 
-class DecisionIn(Input):
+class DisagreementDecisionIn(Input):
     decision: Literal["first", "second", "dismiss"]
     reason: Text = Field(default="", max_length=2000)
 
@@ -203,7 +203,9 @@ def node_act(
     "/{slug}/reviews/{space_id}/disagreements/{node_id}/decide",
     response=responses({200: dict}, 400, 403, 404, 413, 422),
 )
-def disagreement_decide(request, slug: Slug, space_id: Id, node_id: Id, body: DecisionIn):
+def disagreement_decide(
+    request, slug: Slug, space_id: Id, node_id: Id, body: DisagreementDecisionIn
+):
     """Settle the disagreement whose key (its location's first canonical node) is `node_id`:
     every node there takes the `first` or `second` side's priority and type, or the disputed
     findings are dismissed with the reason."""

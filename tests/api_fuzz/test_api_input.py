@@ -196,3 +196,22 @@ def test_withdraw_reaches_its_route(api):
     # Before the fix the {decision} route took "withdraw" and answered 422.
     response = api("post", f"/approvals/{MAX_BIGINT}/withdraw")
     assert response.status_code == 404
+
+
+def test_no_two_api_schemas_share_a_name():
+    """django-ninja keys OpenAPI components by class name: a second schema of the same name
+    silently replaces the first in the document, which then describes the wrong body."""
+    import inspect
+
+    from ninja import Schema
+
+    import guardrails.api
+    import reviews.api
+    import workspaces.api
+
+    seen: dict[str, str] = {}
+    for module in (workspaces.api, reviews.api, guardrails.api):
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Schema) and cls.__module__ == module.__name__:
+                assert name not in seen, f"{name} in {module.__name__} and {seen[name]}"
+                seen[name] = module.__name__
