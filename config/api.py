@@ -1,4 +1,4 @@
-"""The HTTP API under /api/v1/ (DESIGN.md §4). Each app contributes its own router."""
+"""The HTTP API under /api/v1/. Each app contributes its own router."""
 
 from __future__ import annotations
 

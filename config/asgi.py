@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (DESIGN.md §4: /ws/)."""
+"""ASGI entry point: HTTP through Django, websockets through Channels."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Quorum settings: one module, driven by the environment (DESIGN.md §2, §4).
+"""Quorum settings: one module, driven by the environment.
 
 With no environment at all this is the embedded default: SQLite file, in-memory channel
 layer, background work in server threads. DATABASE_URL / REDIS_URL switch to the full stack.
@@ -251,7 +251,7 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
 }
 
-# Quorum (DESIGN.md §4)
+# Quorum
 QUORUM_WORKTREE_ROOT = Path(envstr("QUORUM_WORKTREE_ROOT", str(VAR_DIR / "worktrees")))
 QUORUM_LOCAL_REPO_ROOTS = [
     Path(p) for p in envlist("QUORUM_LOCAL_REPO_ROOTS", [str(VAR_DIR / "repos")], sep=":")
@@ -267,7 +267,7 @@ QUORUM_LLM_PROVIDER = envchoice("QUORUM_LLM_PROVIDER", "", {"", "openai", "anthr
 QUORUM_LLM_BASE_URL = envstr("QUORUM_LLM_BASE_URL")
 QUORUM_LLM_API_KEY = envsecret("QUORUM_LLM_API_KEY")
 QUORUM_LLM_MODEL = envstr("QUORUM_LLM_MODEL")
-# Pipeline durability (DESIGN.md §2): a step whose worker vanished is re-run once its lease
+# Pipeline durability: a step whose worker vanished is re-run once its lease
 # lapses; a round still unfinished after the timeout fails with a clear message.
 QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 120, minimum=3)
 QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, minimum=10)

@@ -1,4 +1,4 @@
-"""The registry of action classes (DESIGN.md §3.12): what each mutates, its payload, how it runs.
+"""The registry of action classes: what each mutates, its payload, how it runs.
 
 An executor receives the approved payload and the requester and returns a JSON-able result;
 it must be idempotent, because a redelivered task may call it again.

@@ -1,4 +1,4 @@
-"""The approvals inbox socket: live requests, and approver presence (DESIGN.md §3.12)."""
+"""The approvals inbox socket: live requests, and approver presence."""
 
 from __future__ import annotations
 

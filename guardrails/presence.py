@@ -1,4 +1,4 @@
-"""Which approvers have the approvals inbox open right now (DESIGN.md §3.12)."""
+"""Which approvers have the approvals inbox open right now."""
 
 from __future__ import annotations
 

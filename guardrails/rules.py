@@ -1,4 +1,4 @@
-"""The approval rules as a pure state machine (DESIGN.md §3.12). No Django here.
+"""The approval rules as a pure state machine. No Django here.
 
 pending → approved | denied | expired | cancelled; approved → executing → executed | failed.
 - the requester never approves their own request;

@@ -1,4 +1,4 @@
-"""Persistence of review spaces, rounds, streams, nodes, axes and verdicts (DESIGN.md §3).
+"""Persistence of review spaces, rounds, streams, nodes, axes and verdicts.
 
 The rules live in reviews/domain; status fields are written only by reviews/services.
 """

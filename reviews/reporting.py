@@ -1,4 +1,4 @@
-"""The fixed-format markdown report (DESIGN.md §3.9) built from what is stored now.
+"""The fixed-format markdown report built from what is stored now.
 
 Rendered on demand rather than stored, so a person's resolve or dismiss is reflected at once.
 """

@@ -1,4 +1,4 @@
-"""The reviewer configs every new workspace starts with (DESIGN.md §3.4, §3.9, §3.13)."""
+"""The reviewer configs every new workspace starts with."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The single place that answers "may this user do X in this workspace" (DESIGN.md §1).
+"""The single place that answers "may this user do X in this workspace".
 
 Views, API routes and websocket consumers all go through here. A non-member gets 404, not 403:
 the existence of another tenant's workspace is not something to confirm.

@@ -85,7 +85,7 @@ TIER_HELP = {
     Tier.ADAPTIVE: "Reviewers chosen from the change itself: size, risk patterns, what it touches.",
 }
 
-# Deterministic axes a workspace may gate on (DESIGN.md §3.6); token axes are advisory only.
+# Deterministic axes a workspace may gate on; token axes are advisory only.
 GATEABLE_AXES = ("visual", "apiContract", "performance")
 DEFAULT_GATED_AXES = ("apiContract",)
 
@@ -171,5 +171,5 @@ def model_label(provider: str, name: str) -> str:
 
 
 def calibration_stale(*, effective_model: str, calibrated_model: str) -> bool:
-    """Few-shots were tuned on one model; on another they may mislead (DESIGN.md §3.13)."""
+    """Few-shots were tuned on one model; on another they may mislead."""
     return bool(calibrated_model) and effective_model != calibrated_model

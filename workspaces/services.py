@@ -1,4 +1,4 @@
-"""Every write to workspace state, one function per change, each audited (DESIGN.md §3.12)."""
+"""Every write to workspace state, one function per change, each audited."""
 
 from __future__ import annotations
 

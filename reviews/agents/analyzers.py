@@ -1,6 +1,6 @@
 """Offline analyzer reviewers: ruff and bandit findings on the lines a change adds.
 
-DESIGN.md §3.13: "without a configured model, offline analyzer reviewers (ruff, bandit) still
+"Without a configured model, offline analyzer reviewers (ruff, bandit) still
 produce real findings". Each analyzer is a named reviewer with the dimensions it covers, so the
 pipeline can tell which angles no model looked at (§3.10 completeness critic). Results become
 `add_review_node` payload dicts validated by `parse_node_payload`, exactly like a model's.

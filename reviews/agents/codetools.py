@@ -1,4 +1,4 @@
-"""Read-only code tools for reviewer agents, confined to one worktree (DESIGN.md §3.13).
+"""Read-only code tools for reviewer agents, confined to one worktree.
 
 Every method returns text for the model. A refused or failed call returns a message starting
 with `error:` instead of raising: a model that asks for `../../etc/passwd` should learn why and

@@ -1,6 +1,6 @@
 """Review mode: the only tools a reviewer agent may call, and what it is told otherwise.
 
-DESIGN.md §3.13: reviewers run read-only with an allowlist of tools for findings, comments,
+Reviewers run read-only with an allowlist of tools for findings, comments,
 tickets and peer confirmation; "a disallowed call gets the mode's refusal message telling the
 agent to finish the review and leave action to people". The counter feeds the round's statistics,
 so a model that keeps reaching for a shell is visible to the people who configured it.

@@ -1,4 +1,4 @@
-"""Secret redaction for any text leaving for a model provider (DESIGN.md §3.13, §5).
+"""Secret redaction for any text leaving for a model provider.
 
 `redact(text)` returns the text with secrets replaced by `[REDACTED:<kind>]` and how many it
 replaced. It is idempotent: markers match no rule, and a value that is already a marker is

@@ -1,11 +1,11 @@
-"""The model runtime adapter: one class, `ModelRuntime`, for the model provider (STYLE.md §9).
+"""The model runtime adapter: one class, `ModelRuntime`, for the model provider.
 
 It builds a pydantic-ai `Agent` for one reviewer run from a plain `ModelConfig` (provider
-`openai` for any OpenAI-compatible server, or `anthropic`; DESIGN.md §4), registers the
+`openai` for any OpenAI-compatible server, or `anthropic`), registers the
 review-mode tools whose implementations the caller injects (so the Django layer records nodes
 through its services), runs it and returns the final text with the token usage.
 
-Rules it enforces (DESIGN.md §3.13):
+Rules it enforces:
 - The API key is an argument of `run`, used for that run's client and dropped with it: it is
   never kept on the runtime, the config, or the result.
 - Every prompt and every tool result is passed through `redact` before it can reach the provider.

@@ -1,4 +1,4 @@
-"""The review engine's functional core: pure Python, no Django (DESIGN.md §1, §3).
+"""The review engine's functional core: pure Python, no Django.
 
 Modules: `types` (shared vocabulary), `nodes` (the add_review_node payload), `consensus`,
 `disagreements`, `fingerprints`, `dedup`, `axes`, `verdict`, `tiers`, `classification`,

@@ -1,4 +1,4 @@
-"""Arbitration of reviewer disagreements (DESIGN.md §3.9), as a pure function.
+"""Arbitration of reviewer disagreements, as a pure function.
 
 The rules apply in order; the first that fits decides, and the rationale says which and why:
 1. a real requirements non-compliance → BLOCKED;

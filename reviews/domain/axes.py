@@ -1,4 +1,4 @@
-"""Review axes and how they tighten a verdict (DESIGN.md §3.6).
+"""Review axes and how they tighten a verdict.
 
 - Token axes (correctness, security, testGap) come from the reviewers' findings. They are
   advisory: node priorities already drive the verdict, gating them again would count twice. A

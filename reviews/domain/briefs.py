@@ -1,4 +1,4 @@
-"""Reviewer briefs: self-contained, exactly three sections (DESIGN.md §3.9).
+"""Reviewer briefs: self-contained, exactly three sections.
 
 1. Context — what changed and why, the reviewer's focus, the change-map parts relevant to its
    dimension (§3.10), and the original request verbatim;

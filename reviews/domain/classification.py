@@ -1,4 +1,4 @@
-"""What kind of change is this? Input of adaptive reviewer selection (DESIGN.md §3.9).
+"""What kind of change is this? Input of adaptive reviewer selection.
 
 From the changed files (with added/removed line counts) and the unified diff text:
 - fast exits: an empty change, a docs-only change, or a formatting-only change (the removed and

@@ -1,4 +1,4 @@
-"""Node status transitions and the peer-confirmation rule (DESIGN.md §3.3).
+"""Node status transitions and the peer-confirmation rule.
 
 Who may do what:
 - an *agent* may only `confirm`, and only a node written by another agent. Identity is the agent

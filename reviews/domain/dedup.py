@@ -1,4 +1,4 @@
-"""Consolidation of findings: merge rules and severity floors (DESIGN.md §3.8).
+"""Consolidation of findings: merge rules and severity floors.
 
 The lead pass edits, it does not re-enumerate: `consolidate` takes every node of the round and
 returns the same nodes, some rewritten, none added or dropped.

@@ -1,4 +1,4 @@
-"""Disagreements between reviewers (DESIGN.md §3.3), one per conflict.
+"""Disagreements between reviewers, one per conflict.
 
 Two positions disagree when different reviewers hold them on the same file with overlapping
 lines, and either their priorities are two or more levels apart or one calls it a bug while the

@@ -1,4 +1,4 @@
-"""Content fingerprints of findings and the round-to-round delta (DESIGN.md §3.8).
+"""Content fingerprints of findings and the round-to-round delta.
 
 A fingerprint must survive line shifts (code inserted above, a rebase) and re-indentation, but
 change when the flagged code changes. So it hashes what the finding is *about*, never where:

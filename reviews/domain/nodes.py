@@ -1,4 +1,4 @@
-"""The `add_review_node` payload (DESIGN.md §3.2) and its validation.
+"""The `add_review_node` payload and its validation.
 
 `parse_node_payload` never raises: a reviewer's tool call either becomes an `Accepted` node or a
 `Rejected` value whose reason is precise enough to send back to the agent and to count in the

@@ -1,4 +1,4 @@
-"""Reviewer outcomes the review manager must handle (DESIGN.md §3.9).
+"""Reviewer outcomes the review manager must handle.
 
 - Process block vs code block: a block raised by the requirements check when nobody wrote down
   the original request is a *process* block — the system asks for the request and re-runs that

@@ -1,4 +1,4 @@
-"""Verification panel and completeness critic (DESIGN.md §3.10).
+"""Verification panel and completeness critic.
 
 Entry: deduplicated, active findings with confidence ≥ 0.5. Modes: `rigorous` verifies all of
 them, `fast` none (they pass through tagged unverified), `normal` all of them unless there are

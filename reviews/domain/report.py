@@ -1,4 +1,4 @@
-"""The consolidated review report, in its fixed markdown format (DESIGN.md §3.9).
+"""The consolidated review report, in its fixed markdown format.
 
 Sections, always present and always in this order: title with the review state, Reviewers
 (each with its verdict; failed ones say which angle was not covered), Issues grouped Critical

@@ -1,4 +1,4 @@
-"""Adaptive reviewer selection (DESIGN.md §3.9).
+"""Adaptive reviewer selection.
 
 | change                        | reviewers                                               |
 |-------------------------------|---------------------------------------------------------|

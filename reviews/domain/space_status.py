@@ -1,4 +1,4 @@
-"""The review space's status ladder (DESIGN.md §3.1).
+"""The review space's status ladder.
 
 requested → in_progress → awaiting_approval → completed. A new push starts a new round and moves
 any space that is not completed back to requested. Publishing is possible only from

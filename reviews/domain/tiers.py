@@ -1,4 +1,4 @@
-"""Review tiers: who runs, and what the main list shows (DESIGN.md §3.4).
+"""Review tiers: who runs, and what the main list shows.
 
 Selection by tier never looks at the diff; `adaptive` does (see `selection`). A tier never
 deletes a finding: `split_for_display` puts everything below the tier's threshold in a group

@@ -1,7 +1,7 @@
 """Shared vocabulary of the review engine: enums and the `NodeView` record.
 
 Every other module of `reviews.domain` speaks in these types, and the Django layer builds
-`NodeView` values from model rows, so the rules never see an ORM object (DESIGN.md §1).
+`NodeView` values from model rows, so the rules never see an ORM object.
 """
 
 from __future__ import annotations

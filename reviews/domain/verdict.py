@@ -1,4 +1,4 @@
-"""The deterministic finaliser: nodes + axes → Ship / Hold / Block (DESIGN.md §3.7).
+"""The deterministic finaliser: nodes + axes → Ship / Hold / Block.
 
 Counted nodes: status open or consensus_ready, across every stream of the round. A demoted
 duplicate counts only through its canonical node (if the canonical is missing from the input

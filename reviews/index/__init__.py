@@ -1,4 +1,4 @@
-"""The code index and what is computed from it without spending tokens (DESIGN.md §3.5, §3.6).
+"""The code index and what is computed from it without spending tokens.
 
 Pure Python, no Django: definitions and references per file (Python through `ast`, other
 languages through tree-sitter), cohorts of a change, and the deterministic axes. The Django

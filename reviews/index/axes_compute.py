@@ -1,4 +1,4 @@
-"""Axes computed without spending tokens (DESIGN.md §3.6).
+"""Axes computed without spending tokens.
 
 Each function returns `(AxisResult, details)`; the details are JSON-compatible and say what was
 checked, so a `pass` can be read as evidence and an `unavailable` says why. Absence of evidence

@@ -1,4 +1,4 @@
-"""Cohorts: the changed code grouped by how it is connected (DESIGN.md §3.5).
+"""Cohorts: the changed code grouped by how it is connected.
 
 changed hunks → the symbols whose spans they touch → connected components → cohorts, ranked by
 blast radius. The rules, chosen so unrelated changes stay apart:

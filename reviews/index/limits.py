@@ -1,6 +1,6 @@
 """Which files the index reads, and the limits that keep one review round cheap.
 
-Documented limits (DESIGN.md §3.5 asks for an index, not for every byte of a repository):
+Documented limits:
 - only the languages below, chosen by file extension;
 - vendored, generated-output and dependency directories are skipped (`SKIPPED_DIRS`), as are
   minified bundles: they are not the authors' code and would swamp the graph;

@@ -1,7 +1,7 @@
 """The code index as data: definitions, references, per-file records, and its JSON form.
 
 Qualified names never contain a line number or a commit, because cohort keys are derived from
-them and must survive a rebase (DESIGN.md §3.5):
+them and must survive a rebase:
 - Python: the dotted path of the file (`pkg/sub/mod.py` → `pkg.sub.mod`, `pkg/__init__.py` →
   `pkg`), then the nesting of classes and functions (`pkg.sub.mod.Class.method`).
 - Other languages: the file path is the module (`web/src/util.ts`), definitions follow a colon

@@ -1,7 +1,7 @@
 """Best-effort, name-based resolution for the tree-sitter languages (JS/TS, Go, Java, Rust).
 
 There is no type checker behind this, so the rules are deliberately conservative — a missing
-edge costs a reader some context, a false edge merges unrelated cohorts (DESIGN.md §3.5):
+edge costs a reader some context, a false edge merges unrelated cohorts:
 - `self.m` (also `this.m`, a Go receiver, Rust `self`) → method `m` of the enclosing type, then of
   its resolved base types; `super.m` → the bases only;
 - `X.m` where `X` is an import binding → `m` in the imported module (JS/TS relative imports, Go

@@ -1,4 +1,4 @@
-"""The durable coordinator of a round (DESIGN.md §2, issue: pipeline §6).
+"""The durable coordinator of a round.
 
 Progress lives in the database: `ReviewRound.stage` and `stats["done_stages"]` for inline stages,
 `PipelineStep` rows for fan-out stages. `advance` is safe to call any number of times from any

@@ -1,4 +1,4 @@
-"""The pr_review pipeline as data: stages and reviewers with their runWhen gates (DESIGN.md §3.4).
+"""The pr_review pipeline as data: stages and reviewers with their runWhen gates.
 
 The tier is enforced here, by gates evaluated against facts about the round, never by prompt
 wording. The template is shown read-only in the UI; `gate_passes` is its only interpreter.

@@ -1,1 +1,1 @@
-"""The only code that changes review state: one function per transition (DESIGN.md §1)."""
+"""The only code that changes review state: one function per transition."""

@@ -1,4 +1,4 @@
-"""Code index, cohorts and deterministic axes for a round (DESIGN.md §3.5, §3.6).
+"""Code index, cohorts and deterministic axes for a round.
 
 Local repositories: the index is built at the base commit (or reused from an earlier round)
 and updated for the changed files only. GitHub repositories: the index is built in the round's

@@ -1,4 +1,4 @@
-"""The lead pass (DESIGN.md §3.8): it edits the findings, it never writes a second copy."""
+"""The lead pass: it edits the findings, it never writes a second copy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The GitHub adapter built from settings (DESIGN.md §4): an app identity or a token."""
+"""The GitHub adapter built from settings: an app identity or a token."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recording findings and every change of a node's status (DESIGN.md §3.2, §3.3).
+"""Recording findings and every change of a node's status.
 
 This module is the only writer of ReviewNode.status. Agents confirm; people confirm, resolve,
 dismiss and reopen. Each person's action is audited; a dismissal also writes a suppression hint.

@@ -1,4 +1,4 @@
-"""Publishing one GitHub review for a round (DESIGN.md §3.11). Never called by the pipeline.
+"""Publishing one GitHub review for a round. Never called by the pipeline.
 
 Exactly once: a PublishRecord unique on (space, round, selection) is claimed inside a
 transaction; only the caller that created the claim talks to GitHub, after commit. Anchors are

@@ -1,4 +1,4 @@
-"""Pull requests, review spaces and rounds (DESIGN.md §3.1)."""
+"""Pull requests, review spaces and rounds."""
 
 from __future__ import annotations
 

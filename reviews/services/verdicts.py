@@ -1,4 +1,4 @@
-"""Axes and the verdict of a round (DESIGN.md §3.6, §3.7); the verdict follows decisions."""
+"""Axes and the verdict of a round; the verdict follows decisions."""
 
 from __future__ import annotations
 

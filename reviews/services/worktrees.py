@@ -1,4 +1,4 @@
-"""The round's isolated checkout (DESIGN.md §3.1): created once, shared by every reviewer."""
+"""The round's isolated checkout: created once, shared by every reviewer."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ class CommentableLines:
             for hunk in changed.hunks:
                 for line in hunk.lines:
                     # Added and context lines exist on the new side, deleted and context lines
-                    # on the old side (github-api.md, "Anchoring rules").
+                    # on the old side (GitHub's anchoring rules).
                     if line.new_line is not None:
                         entries[(changed.path, RIGHT, line.new_line)] = hunk.index
                     if line.old_line is not None:

@@ -1,4 +1,4 @@
-"""A review source backed by a local git repository (DESIGN.md §4: `review SOURCE --base --head`).
+"""A review source backed by a local git repository.
 
 Every call is `git` with an argument list, no prompt and a timeout (see gitcmd). Refs given by
 people are resolved to full SHAs first, so nothing user-supplied reaches git as an option.

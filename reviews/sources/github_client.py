@@ -1,4 +1,4 @@
-"""The one adapter for GitHub's REST API (contract: github-api.md).
+"""The one adapter for GitHub's REST API (its documented REST contract).
 
 Handles the headers GitHub requires, app or token authentication, rate limits and server errors
 with bounded waits, and turns every failure into a GitHubError that says whether a retry helps.
@@ -380,7 +380,7 @@ class GitHubClient:
         return min(self._server_error_wait * 2 ** (attempt - 1), 60.0)
 
     def _rate_limit_wait(self, resp: httpx.Response, previous: int) -> float | None:
-        """Seconds to wait if `resp` is a rate limit (github-api.md, "Rate limits"), else None."""
+        """Seconds to wait if `resp` is a rate limit (GitHub's rate-limit headers), else None."""
         if resp.status_code not in (403, 429):
             return None
         retry_after = resp.headers.get("retry-after")

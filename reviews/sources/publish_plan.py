@@ -1,4 +1,4 @@
-"""What a GitHub review will contain, decided before anything is sent (DESIGN.md §3.11).
+"""What a GitHub review will contain, decided before anything is sent.
 
 Pure: nodes + verdict + the PR's current commentable lines in, a plan out. Inline only where
 GitHub will accept the anchor; everything else folded into the body, so nothing is dropped.
@@ -275,7 +275,7 @@ def _reviewers(node: NodeRecord) -> str:
 def _comment_body(node: NodeRecord, start: int, end: int, side: str) -> str:
     parts = [_heading(node), _balanced(node.body.strip())]
     # A suggestion replaces exactly start..end on the new side; offer one only when the node's
-    # replacement is for exactly the lines this comment spans (github-api.md, "Suggestions").
+    # replacement is for exactly the lines this comment spans (GitHub suggestions).
     if (
         node.replacement_lines is not None
         and side == RIGHT

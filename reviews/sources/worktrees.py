@@ -1,6 +1,6 @@
 """Isolated checkouts for review rounds, one per (space, round), under a configured root.
 
-Reviewer agents read code only inside these directories (DESIGN.md §3.13), so every path is
+Reviewer agents read code only inside these directories, so every path is
 checked to stay under the root, and `safe_join` is what the read-only tools use to open files.
 """
 

@@ -1,4 +1,4 @@
-"""Background work, the channel layer and static files in each runtime mode (DESIGN.md §2)."""
+"""Background work, the channel layer and static files in each runtime mode."""
 
 from __future__ import annotations
 

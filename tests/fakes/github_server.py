@@ -1,4 +1,4 @@
-"""A fake GitHub on 127.0.0.1: a real HTTP server enforcing the contract in github-api.md.
+"""A fake GitHub on 127.0.0.1: a real HTTP server enforcing GitHub's REST contract.
 
 State is configured from tests (repositories backed by real local git repositories, pull
 requests, tokens, a GitHub App) and every request is logged for assertions. Git itself is
@@ -43,7 +43,7 @@ API_VERSION = "2022-11-28"
 DOCS = "https://docs.github.com/rest"
 REVIEW_DOCS = "https://docs.github.com/rest/reference/pulls#create-a-review-for-a-pull-request"
 
-# Verbatim from github-api.md ("Real 422 bodies").
+# GitHub's real 422 bodies, verbatim.
 LINE_NOT_IN_DIFF = (
     "Pull request review thread line must be part of the diff and "
     "Pull request review thread diff hunk can't be blank"

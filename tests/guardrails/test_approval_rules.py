@@ -1,4 +1,4 @@
-"""The approval state machine under random sequences of actions (DESIGN.md §3.12)."""
+"""The approval state machine under random sequences of actions."""
 
 from __future__ import annotations
 

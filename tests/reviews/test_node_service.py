@@ -1,4 +1,4 @@
-"""Recording findings and the node status service (DESIGN.md §3.2, §3.3)."""
+"""Recording findings and the node status service."""
 
 from __future__ import annotations
 

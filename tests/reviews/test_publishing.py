@@ -1,4 +1,4 @@
-"""Publishing one GitHub review per round, nothing dropped (DESIGN.md §3.11, issue: sources §5)."""
+"""Publishing one GitHub review per round, nothing dropped."""
 
 from __future__ import annotations
 

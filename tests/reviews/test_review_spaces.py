@@ -1,4 +1,4 @@
-"""One review space per pull request, its status ladder and its rounds (DESIGN.md §3.1)."""
+"""One review space per pull request, its status ladder and its rounds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The finaliser persists a verdict computed from every stream of the round (DESIGN.md §3.7)."""
+"""The finaliser persists a verdict computed from every stream of the round."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which role may open and change which settings page and API route (DESIGN.md §1)."""
+"""Which role may open and change which settings page and API route."""
 
 from __future__ import annotations
 

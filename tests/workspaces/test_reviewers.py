@@ -18,7 +18,7 @@ def test_it_seeds_every_builtin_reviewer(workspace):
         "performance",
         "requirements",
     }
-    # Security and performance are existing agents with a brief (DESIGN.md §3.4).
+    # Security and performance are existing agents with a brief.
     assert configs["security"].base_agent == "architecture" and configs["security"].brief
     assert configs["performance"].base_agent == "implementation" and configs["performance"].brief
 

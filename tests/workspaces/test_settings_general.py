@@ -1,4 +1,4 @@
-"""Settings → Workspace → General, card “Workspace rules” (DESIGN.md §3.4, §3.6)."""
+"""Settings → Workspace → General, card “Workspace rules”."""
 
 from __future__ import annotations
 

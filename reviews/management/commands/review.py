@@ -1,4 +1,4 @@
-"""`python manage.py review SOURCE`: a whole review from the command line (DESIGN.md §4).
+"""`python manage.py review SOURCE`: a whole review from the command line.
 
 SOURCE is a local git repository (with --head, and --base defaulting to the repository's base
 branch) or a GitHub pull request URL. Progress goes to stderr; the report (or JSON) to stdout.

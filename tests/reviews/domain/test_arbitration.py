@@ -1,4 +1,4 @@
-"""Arbitration order for disagreements (DESIGN.md §3.9)."""
+"""Arbitration order for disagreements."""
 
 from __future__ import annotations
 

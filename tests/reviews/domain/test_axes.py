@@ -1,4 +1,4 @@
-"""Axis results: token axes, deterministic axes, gates (DESIGN.md §3.6)."""
+"""Axis results: token axes, deterministic axes, gates."""
 
 from __future__ import annotations
 

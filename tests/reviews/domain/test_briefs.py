@@ -1,4 +1,4 @@
-"""Reviewer briefs: three sections, request verbatim (DESIGN.md §3.9)."""
+"""Reviewer briefs: three sections, request verbatim."""
 
 from __future__ import annotations
 

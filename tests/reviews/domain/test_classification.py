@@ -1,4 +1,4 @@
-"""Change classification for adaptive selection (DESIGN.md §3.9)."""
+"""Change classification for adaptive selection."""
 
 from __future__ import annotations
 

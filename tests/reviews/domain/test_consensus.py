@@ -1,4 +1,4 @@
-"""Node status ladder, peer confirmation and dismissal memory (DESIGN.md §3.3)."""
+"""Node status ladder, peer confirmation and dismissal memory."""
 
 from __future__ import annotations
 

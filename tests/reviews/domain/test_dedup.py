@@ -1,4 +1,4 @@
-"""Consolidation: merge rules and severity floors (DESIGN.md §3.8)."""
+"""Consolidation: merge rules and severity floors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Disagreements between reviewers (DESIGN.md §3.3)."""
+"""Disagreements between reviewers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Content fingerprints and the round delta (DESIGN.md §3.8)."""
+"""Content fingerprints and the round delta."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The add_review_node payload: schema, path safety, checkout checks (DESIGN.md §3.2)."""
+"""The add_review_node payload: schema, path safety, checkout checks."""
 
 from __future__ import annotations
 

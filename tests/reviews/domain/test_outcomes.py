@@ -1,4 +1,4 @@
-"""Process blocks, reviewer failures and the fix loop (DESIGN.md §3.9)."""
+"""Process blocks, reviewer failures and the fix loop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Verification panel and completeness critic (DESIGN.md §3.10)."""
+"""Verification panel and completeness critic."""
 
 from __future__ import annotations
 

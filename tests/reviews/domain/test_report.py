@@ -1,4 +1,4 @@
-"""The consolidated report's fixed markdown format (DESIGN.md §3.9)."""
+"""The consolidated report's fixed markdown format."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Adaptive reviewer selection: every branch of DESIGN.md §3.9."""
+"""Adaptive reviewer selection: every branch of the review-manager rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The space status ladder (DESIGN.md §3.1)."""
+"""The space status ladder."""
 
 from __future__ import annotations
 

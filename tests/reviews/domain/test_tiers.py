@@ -1,4 +1,4 @@
-"""Tiers: reviewers per tier and the main-list threshold (DESIGN.md §3.4)."""
+"""Tiers: reviewers per tier and the main-list threshold."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The finaliser: Ship / Hold / Block and its confidence (DESIGN.md §3.6, §3.7)."""
+"""The finaliser: Ship / Hold / Block and its confidence."""
 
 from __future__ import annotations
 

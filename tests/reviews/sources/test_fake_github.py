@@ -1,4 +1,4 @@
-"""The fake GitHub enforces the contract (github-api.md), so tests against it can fail."""
+"""The fake GitHub enforces GitHub's REST contract, so tests against it can fail."""
 
 from __future__ import annotations
 

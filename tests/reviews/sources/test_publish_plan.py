@@ -1,4 +1,4 @@
-"""The publish plan (DESIGN.md §3.11): what goes inline, what is folded, what is skipped."""
+"""The publish plan: what goes inline, what is folded, what is skipped."""
 
 from __future__ import annotations
 
