@@ -53,6 +53,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m tests.bench.bench_pipeline
 	$(PY) -m tests.bench.bench_index
+	$(PY) -m tests.bench.bench_precision
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
