@@ -27,6 +27,7 @@ def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = N
     """The domain's view of a stored node. `confirmations` avoids a query when prefetched."""
     confirmed = confirmations if confirmations is not None else list(node.confirmations.all())
     flags = node.triage_flags or {}
+    analyzer = (node.tags or {}).get("analyzer") or {}
     return t.NodeView(
         id=str(node.pk),
         agent=node.stream.agent,
@@ -60,6 +61,8 @@ def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = N
         defect_classes=tuple(node.tags["defect_classes"])
         if "defect_classes" in (node.tags or {})
         else None,
+        analyzer_rule=analyzer.get("rule"),
+        high_precision=bool(analyzer.get("high_precision")),
     )
 
 

@@ -9,13 +9,20 @@ Only findings on added lines are kept: a review comments on the change, not on w
 there (pre-existing problems would drown the new ones and could not be anchored in the diff).
 
 Decisions:
-- The PR's own configuration is ignored (`ruff --isolated`, no bandit config) and so are
-  suppression comments (`--ignore-noqa`, `--ignore-nosec`): the checkout is untrusted input, and
-  an added `# noqa` must not be able to silence the reviewer of the very line it sits on.
-- Ruff rules: F (pyflakes: undefined names, unused imports/variables — precise, few false
+- The repository's own configuration is used when it has one (reviews/agents/tool_config.py
+  finds and vets it; the coverage note names it), and so are `# noqa` (by ruff) and `# nosec`
+  (by us, so a `# nosec` cannot silence a finding on the high-precision list and the silenced
+  ones are counted). Without one, Quorum's defaults below apply.
+- Precision (reviews/domain/precision.py): production-only bandit rules stay silent in test
+  code; a weak hash serving a signature and a constant shell command are lowered with the
+  reason; repeated hits of one rule in one file become one finding listing the lines; each
+  finding carries its rule and whether it is on the high-precision list (the node's
+  `tags["analyzer"]`), which the finaliser reads.
+- Default ruff rules: F (pyflakes: undefined names, unused imports/variables — precise, few false
   positives), E9 (syntax and IO errors), E722 (bare `except`), B (bugbear: likely bugs such as
-  mutable defaults or `assert False`), PLE (pylint errors). Not S: security is bandit's job, and
-  the same issue reported twice under two reviewers would only look like consensus.
+  mutable defaults or `assert False`), PLE (pylint errors). Never S, even when the repository
+  selects it: security is bandit's job, and the same issue reported twice under two reviewers
+  would only look like consensus.
 - Ruff mapping (type, priority, category, confidence):
     E9, F821/F822/F823, F63x, F7xx, PLE  → bug, P1, correctness, 0.9  (code that fails)
     E722                                → bug, P2, stability, 0.8    (swallows every error)
@@ -24,7 +31,8 @@ Decisions:
     anything else                       → suggestion, P3, maintainability, 0.6
 - Bandit mapping: category security; priority from severity (HIGH → P1, MEDIUM → P2, LOW → P3),
   raised to P0 when severity and confidence are both HIGH; confidence from bandit's confidence
-  (HIGH 0.9, MEDIUM 0.7, LOW 0.4); type bug for HIGH/MEDIUM severity, recommendation for LOW.
+  (HIGH 0.9, MEDIUM 0.7, LOW 0.4), at least 0.8 when request input visibly reaches the match;
+  type bug for HIGH/MEDIUM severity, recommendation for LOW.
   Then the floor of the finding's defect class (reviews/domain/severity_floors.py,
   docs/analyzer-severities.md) raises the priority: injections, unsafe deserialization,
   credentials, disabled TLS verification and weak cryptography are at least P1, and an
@@ -48,7 +56,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reviews.agents.tool_config import (
+    ToolConfig,
+    bandit_config,
+    excluded,
+    nosec_silences,
+    ruff_config,
+)
 from reviews.domain.nodes import Accepted, parse_node_payload
+from reviews.domain.precision import (
+    PRODUCTION_ONLY_RULES,
+    Defused,
+    Hit,
+    also_on,
+    defusing_context,
+    group_hits,
+    high_precision,
+    is_test_code,
+)
 from reviews.domain.severity_floors import (
     DefectClass,
     Taint,
@@ -75,19 +100,34 @@ _CHUNK = 200  # files per process: keeps command lines far below the OS limit
 
 
 @dataclass(frozen=True)
+class AnalyzerFinding:
+    """A node payload and what the analyzer knows of it (stored as the node's
+    `tags["analyzer"]`: tool, rule, high_precision, test_code, lines, defused)."""
+
+    payload: dict[str, Any]
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class AnalyzerResult:
     reviewer: str
     dimensions: frozenset[Dimension]
-    payloads: tuple[dict[str, Any], ...] = ()
+    findings: tuple[AnalyzerFinding, ...] = ()
     files_checked: tuple[str, ...] = ()
     # Findings that failed `parse_node_payload` (a mapping bug, never expected): counted like a
     # model's malformed payloads, never shown.
     rejected: tuple[str, ...] = ()
+    # For the coverage note: the configuration used, and what was left out and why.
+    notes: tuple[str, ...] = ()
     error: str | None = None  # the analyzer could not run (missing, timed out, bad output)
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def payloads(self) -> tuple[dict[str, Any], ...]:
+        return tuple(f.payload for f in self.findings)
 
 
 @dataclass(frozen=True)
@@ -168,26 +208,82 @@ def _file_lines(worktree: Path) -> Callable[[str], int | None]:
 def _validated(
     reviewer: str,
     dimensions: frozenset[Dimension],
-    raw: list[dict[str, Any]],
+    raw: list[AnalyzerFinding],
     worktree: Path,
     files: Sequence[str],
+    notes: Sequence[str] = (),
 ) -> AnalyzerResult:
     lines = _file_lines(worktree)
-    payloads: list[dict[str, Any]] = []
+    findings: list[AnalyzerFinding] = []
     rejected: list[str] = []
-    for payload in raw:
-        outcome = parse_node_payload(payload, file_lines=lines)
+    for finding in raw:
+        outcome = parse_node_payload(finding.payload, file_lines=lines)
         if isinstance(outcome, Accepted):
-            payloads.append(payload)
+            findings.append(finding)
         else:
             rejected.append(outcome.reason)
     return AnalyzerResult(
         reviewer=reviewer,
         dimensions=dimensions,
-        payloads=tuple(payloads),
+        findings=tuple(findings),
         files_checked=tuple(files),
         rejected=tuple(rejected),
+        notes=tuple(n for n in notes if n),
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else ("es" if noun.endswith("h") else "s"))
+
+
+@dataclass
+class ToolMatch:
+    """One tool match before grouping."""
+
+    rule: str
+    path: str
+    start: int
+    end: int
+    payload: dict[str, Any]
+    evidence: dict[str, Any]
+
+
+def grouped(tool: str, matches: Sequence[ToolMatch]) -> tuple[list[AnalyzerFinding], str]:
+    """One finding per rule per file (reviews/domain/precision.py `group_hits`), and the note
+    saying how many hits were folded."""
+    hits = [
+        Hit(
+            key=(tool, m.rule, m.path, m.payload["priority"]),
+            priority=Priority(m.payload["priority"]),
+            start=m.start,
+            end=m.end,
+            index=i,
+        )
+        for i, m in enumerate(matches)
+    ]
+    findings = []
+    for group in group_hits(hits):
+        lead = matches[group.lead]
+        payload = dict(lead.payload)
+        evidence = {**lead.evidence, "lines": list(group.lines)}
+        if extra := also_on(group.lines, lead.start):
+            payload["body"] = f"{payload['body']}\n\n{extra}"
+            if fix := payload.get("fix"):
+                places = ", ".join(str(n) for n in group.lines)
+                payload["fix"] = {
+                    **fix,
+                    "fix_prompt": f"{fix.get('fix_prompt', '')} The same applies on lines "
+                    f"{places} of {lead.path}.".strip(),
+                }
+        findings.append(AnalyzerFinding(payload, evidence))
+    folded = len(matches) - len(findings)
+    note = (
+        f"{_count(len(matches), 'match')} reported as {_count(len(findings), 'finding')} "
+        "(one per rule per file)"
+        if folded
+        else ""
+    )
+    return findings, note
 
 
 # -- ruff --------------------------------------------------------------------------------------
@@ -205,48 +301,74 @@ def run_ruff(
     dims = RUFF.dimensions
     if not targets:
         return AnalyzerResult(reviewer="ruff", dimensions=dims)
-    findings: list[dict[str, Any]] = []
     paths = sorted(targets)
+    config = ruff_config(root)
+    found = _ruff_findings(root, paths, config, timeout)
+    if isinstance(found, str) and config.path is not None:
+        # The repository's configuration made ruff fail (a version pin, an unknown option):
+        # review with the defaults rather than not at all, and say so.
+        config = ToolConfig(refused=f"ruff could not use {config.path}: {found[:160]}")
+        found = _ruff_findings(root, paths, config, timeout)
+    if isinstance(found, str):
+        return AnalyzerResult("ruff", dims, error=found)
+
+    matches: list[ToolMatch] = []
+    for item in found:
+        path = _relative(root, str(item.get("filename", "")))
+        location = item.get("location") or {}
+        row = location.get("row")
+        code = str(item.get("code") or "")
+        if path not in targets or not isinstance(row, int) or row not in targets[path]:
+            continue
+        if code.startswith("S"):
+            continue  # security rules are bandit's, whatever the repository selects
+        end_row = max(row, (item.get("end_location") or {}).get("row", row))
+        payload = _ruff_payload(root, path, item, row, end_row)
+        evidence = {"tool": "ruff", "rule": code or "ruff", "high_precision": False}
+        matches.append(ToolMatch(code, path, row, end_row, payload, evidence))
+    findings, folded = grouped("ruff", matches)
+    changed = [f.path for f in changed_files]
+    notes = [config.describe("ruff", changed) + "; # noqa honoured", folded]
+    return _validated("ruff", dims, findings, root, paths, notes)
+
+
+def _ruff_findings(
+    root: Path, paths: list[str], config: ToolConfig, timeout: float
+) -> list[dict[str, Any]] | str:
+    """Ruff's JSON findings for `paths`, or why ruff failed."""
+    if config.path is not None:
+        # --force-exclude: the repository's excludes apply to files named on the command line.
+        options = [*config.args, "--force-exclude"]
+    else:
+        options = ["--isolated", "--select", ",".join(RUFF_RULES)]
+    findings: list[dict[str, Any]] = []
     for start in range(0, len(paths), _CHUNK):
         chunk = paths[start : start + _CHUNK]
         argv = [
             *_tool_command("ruff"),
             "check",
-            "--isolated",
             "--no-cache",
-            "--ignore-noqa",
             "--output-format",
             "json",
-            "--select",
-            ",".join(RUFF_RULES),
+            *options,
             "--",
             *chunk,
         ]
         try:
             proc = _run(argv, cwd=root, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return AnalyzerResult("ruff", dims, error=f"ruff timed out after {timeout:g}s")
+            return f"ruff timed out after {timeout:g}s"
         except OSError as exc:
-            return AnalyzerResult("ruff", dims, error=f"ruff could not start ({exc})")
+            return f"ruff could not start ({exc})"
         # Exit 1 only means "violations found"; 2 is ruff's own failure.
         if proc.returncode not in (0, 1):
-            return AnalyzerResult("ruff", dims, error=_stderr("ruff", proc))
+            return _stderr("ruff", proc)
         try:
             found = json.loads(proc.stdout or b"[]")
         except ValueError:
-            return AnalyzerResult("ruff", dims, error="ruff printed output that is not JSON")
+            return "ruff printed output that is not JSON"
         findings.extend(found)
-
-    raw: list[dict[str, Any]] = []
-    for item in findings:
-        path = _relative(root, str(item.get("filename", "")))
-        location = item.get("location") or {}
-        row = location.get("row")
-        if path not in targets or not isinstance(row, int) or row not in targets[path]:
-            continue
-        end_row = (item.get("end_location") or {}).get("row", row)
-        raw.append(_ruff_payload(root, path, item, row, max(row, end_row)))
-    return _validated("ruff", dims, raw, root, paths)
+    return findings
 
 
 def ruff_mapping(code: str) -> tuple[NodeType, Priority, Category, float]:
@@ -332,6 +454,8 @@ def _single_line_replacement(
 
 _BANDIT_PRIORITY = {"HIGH": Priority.P1, "MEDIUM": Priority.P2, "LOW": Priority.P3}
 _BANDIT_CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.7, "LOW": 0.4}
+#: Confidence of a match whose request input the change visibly feeds (at least).
+TAINTED_CONFIDENCE = 0.8
 
 
 def bandit_mapping(severity: str, confidence: str) -> tuple[NodeType, Priority, float]:
@@ -354,26 +478,17 @@ def run_bandit(
     root = Path(os.path.realpath(worktree))
     targets = _python_targets(root, changed_files, (".py",))
     dims = BANDIT.dimensions
+    config = bandit_config(root)
+    targets = {p: lines for p, lines in targets.items() if not excluded(p, config.exclude)}
     if not targets:
         return AnalyzerResult(reviewer="bandit", dimensions=dims)
-    results: list[dict[str, Any]] = []
     paths = sorted(targets)
-    for start in range(0, len(paths), _CHUNK):
-        chunk = paths[start : start + _CHUNK]
-        argv = [*_tool_command("bandit"), "-f", "json", "-q", "--ignore-nosec", "--", *chunk]
-        try:
-            proc = _run(argv, cwd=root, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return AnalyzerResult("bandit", dims, error=f"bandit timed out after {timeout:g}s")
-        except OSError as exc:
-            return AnalyzerResult("bandit", dims, error=f"bandit could not start ({exc})")
-        try:
-            report = json.loads(proc.stdout or b"{}")
-        except ValueError:
-            return AnalyzerResult("bandit", dims, error=_stderr("bandit", proc))
-        if proc.returncode not in (0, 1) or not isinstance(report, dict):
-            return AnalyzerResult("bandit", dims, error=_stderr("bandit", proc))
-        results.extend(report.get("results") or [])
+    results = _bandit_results(root, paths, config, timeout)
+    if isinstance(results, str) and config.path is not None:
+        config = ToolConfig(refused=f"bandit could not use {config.path}: {results[:160]}")
+        results = _bandit_results(root, paths, config, timeout)
+    if isinstance(results, str):
+        return AnalyzerResult("bandit", dims, error=results)
 
     change_lines = [
         line.text
@@ -382,7 +497,9 @@ def run_bandit(
         for line in hunk.lines
         if line.kind == "+"
     ]
-    raw: list[dict[str, Any]] = []
+    sources: dict[str, list[str]] = {}
+    in_tests = silenced = 0
+    matches: list[ToolMatch] = []
     for item in results:
         path = _relative(root, str(item.get("filename", "")))
         line = item.get("line_number")
@@ -393,18 +510,83 @@ def run_bandit(
         if not any(n in targets[path] for n in span):
             continue
         start, end = min(*span, line), max(*span, line)
-        defect = classify(str(item.get("test_id") or ""), _cwe(item))
+        rule = str(item.get("test_id") or "bandit")
+        if path not in sources:
+            sources[path] = _source_lines(root, path)
+        lines = sources[path]
+        test_code = is_test_code(path, "\n".join(lines))
+        if test_code and rule in PRODUCTION_ONLY_RULES:
+            in_tests += 1
+            continue
+        defect = classify(rule, _cwe(item))
         taint = None
         if defect is not None:
-            taint = request_input(
-                _source_lines(root, path),
-                start,
-                end,
-                added=targets[path],
-                change_lines=change_lines,
+            taint = request_input(lines, start, end, added=targets[path], change_lines=change_lines)
+        precise = high_precision(defect=defect, request_input=taint is not None)
+        if not precise and nosec_silences(lines, span, rule, str(item.get("test_name") or "")):
+            silenced += 1
+            continue
+        defused = None
+        if taint is None:
+            defused = defusing_context(
+                rule, lines, start, end, tool_severity=str(item.get("issue_severity") or "")
             )
-        raw.append(_bandit_payload(path, item, start, end, defect=defect, taint=taint))
-    return _validated("bandit", dims, raw, root, paths)
+        payload = _bandit_payload(
+            path, item, start, end, defect=defect, taint=taint, defused=defused
+        )
+        evidence: dict[str, Any] = {
+            "tool": "bandit",
+            "rule": rule,
+            "high_precision": precise,
+            "test_code": test_code,
+        }
+        if defused is not None:
+            evidence["defused"] = defused.reason
+        matches.append(ToolMatch(rule, path, start, end, payload, evidence))
+    findings, folded = grouped("bandit", matches)
+    notes = [
+        config.describe("bandit", [f.path for f in changed_files]),
+        f"{_count(in_tests, 'match')} of production-only rules in test code not reported"
+        if in_tests
+        else "",
+        f"{_count(silenced, 'match')} silenced by # nosec" if silenced else "",
+        folded,
+    ]
+    return _validated("bandit", dims, findings, root, paths, notes)
+
+
+def _bandit_results(
+    root: Path, paths: list[str], config: ToolConfig, timeout: float
+) -> list[dict[str, Any]] | str:
+    """Bandit's JSON results for `paths`, or why bandit failed. `--ignore-nosec`: the
+    comments are read by `nosec_silences`, which keeps the high-precision findings."""
+    results: list[dict[str, Any]] = []
+    for start in range(0, len(paths), _CHUNK):
+        chunk = paths[start : start + _CHUNK]
+        argv = [
+            *_tool_command("bandit"),
+            "-f",
+            "json",
+            "-q",
+            "--ignore-nosec",
+            *config.args,
+            "--",
+            *chunk,
+        ]
+        try:
+            proc = _run(argv, cwd=root, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"bandit timed out after {timeout:g}s"
+        except OSError as exc:
+            return f"bandit could not start ({exc})"
+        try:
+            report = json.loads(proc.stdout or b"{}")
+        except ValueError:
+            return _stderr("bandit", proc)
+        if proc.returncode not in (0, 1) or not isinstance(report, dict):
+            return _stderr("bandit", proc)
+        results.extend(report.get("results") or [])
+    return results
 
 
 def _cwe(item: Mapping[str, Any]) -> int | None:
@@ -430,6 +612,7 @@ def _bandit_payload(
     *,
     defect: DefectClass | None = None,
     taint: Taint | None = None,
+    defused: Defused | None = None,
 ) -> dict[str, Any]:
     test_id = str(item.get("test_id") or "bandit")
     test_name = str(item.get("test_name") or "")
@@ -444,6 +627,12 @@ def _bandit_payload(
     priority = raise_to_floor(tool_priority, floor)
     if priority.rank < tool_priority.rank:
         node_type = NodeType.BUG
+    if taint is not None and confidence < TAINTED_CONFIDENCE:
+        # Two independent signals: the pattern, and request data visibly reaching it.
+        confidence = TAINTED_CONFIDENCE
+    if defused is not None and defused.priority.rank > priority.rank:
+        # The context defuses the rule: neither bandit's label nor the class floor applies.
+        priority, node_type = defused.priority, NodeType.RECOMMENDATION
     cwe = _cwe(item)
     more = item.get("more_info")
     body = f"bandit `{test_id}` ({test_name}): {text}" + (f" (CWE-{cwe})" if cwe else "")
@@ -451,6 +640,8 @@ def _bandit_payload(
         body += f"\n\nClass: {defect.label}" + (
             f"; request input: {taint.reason}." if taint else "."
         )
+    if defused is not None:
+        body += f"\n\nLowered to {priority}: {defused.reason}."
     if more:
         body += f"\n\nDetails: {more}"
     why = f"bandit's own label maps to {tool_priority}"
@@ -458,6 +649,11 @@ def _bandit_payload(
         why += f"; the severity table classes {test_id} as {defect.label}, floor {floor}"
         if taint is not None:
             why += f" because {taint.reason}"
+    if taint is not None and confidence > _BANDIT_CONFIDENCE.get(confidence_word.upper(), 0.4):
+        why += f"; confidence raised to {confidence} by the visible request input"
+    if defused is not None:
+        why += f"; lowered because {defused.reason}"
+    if defect is not None or defused is not None:
         why += f"; priority {priority}"
     return {
         "reasoning": (
@@ -535,11 +731,13 @@ __all__ = [
     "BANDIT",
     "RUFF",
     "RUFF_RULES",
+    "AnalyzerFinding",
     "AnalyzerResult",
     "AnalyzerReviewer",
     "added_lines",
     "bandit_mapping",
     "dimensions_covered",
+    "grouped",
     "ruff_mapping",
     "run_analyzers",
     "run_bandit",

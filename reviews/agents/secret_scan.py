@@ -2,7 +2,9 @@
 
 It reuses the redaction rules (reviews/agents/redaction.py) on the lines the change adds: what
 we would refuse to send to a model provider should not be committed either. The finding names
-the kind of secret, never its value.
+the kind of secret, never its value. In test code a credential is a fixture — at most P3 —
+unless it has a live format a provider issues (reviews/domain/precision.py), which stays high
+wherever it is and, outside test code, is on the high-precision list.
 """
 
 from __future__ import annotations
@@ -12,8 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reviews.agents.analyzers import AnalyzerResult, _validated, added_lines
+from reviews.agents.analyzers import AnalyzerResult, ToolMatch, _validated, added_lines, grouped
 from reviews.agents.redaction import redact
+from reviews.domain.precision import (
+    TEST_CREDENTIAL_PRIORITY,
+    high_precision,
+    is_test_code,
+    live_secret,
+)
 from reviews.domain.severity_floors import classify, floor_for
 from reviews.domain.types import Dimension, Priority, severity_for_priority
 from reviews.sources.diffs import ChangedFile
@@ -22,27 +30,38 @@ from reviews.sources.worktrees import UnsafePath, safe_join
 _KIND = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 
-def _payload(path: str, line: int, kind: str) -> dict[str, Any]:
+def _payload(path: str, line: int, kind: str, *, test_code: bool, live: bool) -> dict[str, Any]:
     label = kind.replace("_", " ")
     # Every kind is a hard-coded credential in the severity table (docs/analyzer-severities.md).
     priority = floor_for(classify(f"secrets:{kind}")) or Priority.P1
+    body = (
+        "Move the value to the environment or a secret store, and rotate it: it is now in the "
+        "repository's history."
+    )
+    if test_code and not live:
+        priority = TEST_CREDENTIAL_PRIORITY
+        body = (
+            "This is test code, and the value has no live credential format, so it is most "
+            "likely a fixture. If it was ever a real credential, rotate it."
+        )
+    elif test_code:
+        body += " Test code is no exception: the value has the format of a live credential."
     return {
         "reasoning": f"The added line matches the {label} pattern used to keep secrets away "
         "from model providers; a committed credential is readable by everyone with the "
         "repository and stays in its history.",
-        "type": "bug",
+        "type": "bug" if priority.rank <= 1 else "recommendation",
         "priority": str(priority),
         "triage": {
             "category": "security",
             "severity": str(severity_for_priority(priority)),
             "effort": "small",
-            "exploitable_externally": True,
+            "exploitable_externally": priority.rank <= 1,
         },
         "anchor": {"path": path, "start_line": line, "end_line": line},
         "confidence": 0.8,
         "title": f"Credential committed in code ({label})",
-        "body": "Move the value to the environment or a secret store, and rotate it: it is "
-        "now in the repository's history.",
+        "body": body,
     }
 
 
@@ -57,13 +76,14 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
     root = Path(worktree)
     wanted = added_lines(changed_files)
     by_path = {f.path: f for f in changed_files}
-    raw = []
+    matches: list[ToolMatch] = []
     for path, lines in sorted(wanted.items()):
         changed = by_path[path]
         if changed.not_for_models:
             continue
         # The stored diff is already redacted: the checkout has the text as committed.
         checkout = _checkout_lines(root, path)
+        test_code = is_test_code(path, "\n".join(checkout) if checkout is not None else None)
         for hunk in changed.hunks:
             for line in hunk.lines:
                 if line.kind != "+" or line.new_line not in lines:
@@ -72,7 +92,28 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                 if checkout is not None and line.new_line <= len(checkout):
                     text = checkout[line.new_line - 1]
                 redacted, count = redact(text)
-                if count:
-                    kind = _KIND.search(redacted)
-                    raw.append(_payload(path, line.new_line, kind.group(1) if kind else "secret"))
-    return _validated("secrets", frozenset({Dimension.SECURITY}), raw, root, sorted(wanted))
+                if not count:
+                    continue
+                found = _KIND.search(redacted)
+                kind = found.group(1) if found else "secret"
+                live = live_secret(kind, text)
+                evidence = {
+                    "tool": "secrets",
+                    "rule": f"secrets:{kind}",
+                    "high_precision": high_precision(
+                        defect=None, live_secret_format=live, test_code=test_code
+                    ),
+                    "test_code": test_code,
+                }
+                payload = _payload(path, line.new_line, kind, test_code=test_code, live=live)
+                matches.append(
+                    ToolMatch(kind, path, line.new_line, line.new_line, payload, evidence)
+                )
+    findings, folded = grouped("secrets", matches)
+    notes = [
+        "credential patterns; in test code only live formats stay above P3",
+        folded,
+    ]
+    return _validated(
+        "secrets", frozenset({Dimension.SECURITY}), findings, root, sorted(wanted), notes
+    )

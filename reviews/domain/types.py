@@ -242,6 +242,10 @@ class NodeView:
     functional_effect: bool = True
     # Frozen by the lead pass (reviews/domain/matching.py): what defect the node is about.
     defect_classes: tuple[str, ...] | None = None
+    # An offline analyzer's finding: its rule, and whether the rule may Block unconfirmed
+    # (reviews/domain/precision.py). None for every other reviewer.
+    analyzer_rule: str | None = None
+    high_precision: bool = False
 
     @property
     def anchored(self) -> bool:

@@ -5,7 +5,9 @@ duplicate counts only through its canonical node (if the canonical is missing fr
 the duplicate counts on its own, so a finding is never lost by a dangling link).
 
 Rules, in order: any P0 with confidence ≥ 0.7 → Block; else any P0 or P1 → Hold; else Ship. Then
-gated axes may only make it stricter (§3.6).
+gated axes may only make it stricter (§3.6). An offline analyzer's P0 blocks only when its rule
+is on the high-precision list or a model reviewer, a verifier lens or a person backs it
+(`precision.unconfirmed_pattern`); until then it holds, and the rule says so.
 
 Confidence: over the contributing nodes (those matching the deciding rule),
 `mean x (1 - population standard deviation)`. Confidences lie in [0, 1] so the standard
@@ -31,6 +33,7 @@ from statistics import fmean, pstdev
 
 from .axes import axis_floor
 from .consensus import PERSON_PREFIX, peer_confirmers
+from .precision import unconfirmed_pattern
 from .types import AxisName, AxisResult, NodeView, Priority, VerdictLevel
 
 BLOCK_CONFIDENCE = 0.7
@@ -73,7 +76,11 @@ def spread_confidence(confidences: Iterable[float]) -> float:
 def node_verdict(nodes: Iterable[NodeView]) -> Verdict:
     """The verdict from findings alone."""
     counted = counted_nodes(nodes)
-    blocking = _ranked(n for n in counted if _is_p0(n) and n.confidence >= BLOCK_CONFIDENCE)
+    blocking = _ranked(
+        n
+        for n in counted
+        if _is_p0(n) and n.confidence >= BLOCK_CONFIDENCE and not unconfirmed_pattern(n)
+    )
     if blocking:
         return _decided(VerdictLevel.BLOCK, blocking)
     holding = _ranked(n for n in counted if n.priority in (Priority.P0, Priority.P1))
@@ -116,11 +123,19 @@ def _title(node: NodeView) -> str:
 
 def _decided(level: VerdictLevel, nodes: list[NodeView]) -> Verdict:
     top = nodes[0]
+    unconfirmed = level is VerdictLevel.HOLD and unconfirmed_pattern(top)
     if _is_p0(top):
-        qualifier = "" if level is VerdictLevel.BLOCK else f" (below {BLOCK_CONFIDENCE})"
+        if unconfirmed:
+            qualifier = ", not blocking until a reviewer confirms it"
+        elif level is VerdictLevel.BLOCK:
+            qualifier = ""
+        else:
+            qualifier = f" (below {BLOCK_CONFIDENCE})"
         rule = f"P0 at {top.confidence:.2f}{qualifier}: {_title(top)} ({top.location})"
     else:
         rule = f"{top.priority}: {_title(top)} ({top.location})"
+    if unconfirmed:
+        rule = f"unconfirmed analyzer finding ({top.analyzer_rule}) — {rule}"
     if peers := peer_confirmers(top):
         # People are named by role, not by id: the rule is posted to GitHub.
         names = sorted({"a person" if p.startswith(PERSON_PREFIX) else p for p in peers})

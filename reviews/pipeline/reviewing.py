@@ -185,8 +185,14 @@ def _run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
     _reset_stream(stream)
     result = ANALYZERS[stream.agent].run(root, files)
     counter, text = line_counter(root), file_text(root)
-    for payload in result.payloads:
-        node_record(stream=stream, payload=payload, file_lines=counter, file_text=text)
+    for finding in result.findings:
+        node_record(
+            stream=stream,
+            payload=finding.payload,
+            file_lines=counter,
+            file_text=text,
+            evidence=finding.evidence,
+        )
     if result.rejected:
         ReviewerStream.objects.filter(pk=stream.pk).update(
             rejected=F("rejected") + len(result.rejected)
@@ -197,7 +203,9 @@ def _run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
             state=ReviewerStream.State.FAILED, error=error[:2000]
         )
         return {"state": "failed", "error": error}
-    note = f"{stream.agent} checked {len(result.files_checked)} changed file(s)"
+    note = "; ".join(
+        [f"{stream.agent} checked {len(result.files_checked)} changed file(s)", *result.notes]
+    )
     # What it checked is its statement of coverage for its axes (reviews/domain/axes.py).
     checked = {
         "kind": "coverage",

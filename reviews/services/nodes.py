@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from reviews.domain.fingerprints import node_fingerprint
 from reviews.domain.nodes import (
     Accepted,
     FileLines,
+    NodePayload,
     Rejected,
     node_view_from_payload,
     parse_node_payload,
@@ -58,11 +59,13 @@ def node_record(
     payload: Any,
     file_lines: FileLines | None = None,
     file_text: Callable[[str], Sequence[str] | None] | None = None,
+    evidence: Mapping[str, Any] | None = None,
 ) -> RecordResult:
     """Validate one `add_review_node` payload and store it, or count its rejection.
 
     Idempotent: the same payload recorded twice in one stream (a redelivered task, a retried
-    tool call) yields the same node (unique on stream + payload hash).
+    tool call) yields the same node (unique on stream + payload hash). `evidence` is what an
+    offline analyzer knows of its finding (rule, high precision), kept as `tags["analyzer"]`.
     """
     parsed = parse_node_payload(payload, file_lines=file_lines)
     if isinstance(parsed, Rejected):
@@ -116,15 +119,22 @@ def node_record(
                 },
                 fingerprint=node_fingerprint(view, text),
                 # Observations for other dimensions travel with the node; the lead pass routes them.
-                tags={"cross_notes": [n.model_dump(mode="json") for n in p.cross_notes]}
-                if p.cross_notes
-                else {},
+                tags=_initial_tags(p, evidence),
             )
             ReviewerStream.objects.filter(pk=stream.pk).update(accepted=F("accepted") + 1)
             emit(stream.round.space_id, "review.node_added", node_id=node.pk)
     except IntegrityError:
         return RecordResult(node=ReviewNode.objects.get(stream=stream, payload_key=key))
     return RecordResult(node=node, created=True)
+
+
+def _initial_tags(p: NodePayload, evidence: Mapping[str, Any] | None) -> dict[str, Any]:
+    tags: dict[str, Any] = {}
+    if p.cross_notes:
+        tags["cross_notes"] = [n.model_dump(mode="json") for n in p.cross_notes]
+    if evidence:
+        tags["analyzer"] = dict(evidence)
+    return tags
 
 
 def _locked(node: ReviewNode) -> ReviewNode:

@@ -41,7 +41,9 @@ def test_the_command_reviews_a_local_repository_offline(no_model, sample):
     code, output = _review(str(path), "--base", base, "--head", head, "--format", "json")
     data = json.loads(output)
     assert data["schema"] == "quorum.review/v1"
+    # The request-fed SQL string is on the high-precision list: it blocks on its own.
     assert data["verdict"]["level"] == "block" and code == 4
+    assert "B608" in data["verdict"]["rule"] and "shop/search.py:12" in data["verdict"]["rule"]
     found = {(n["stream"], n["anchor"]["path"], n["anchor"]["start_line"]) for n in data["nodes"]}
     assert ("bandit", "shop/search.py", 18) in found  # shell=True on an added line
     assert ("secrets", "shop/search.py", 7) in found  # the committed API key
@@ -134,20 +136,22 @@ def test_offline_the_sql_injection_and_the_credential_decide_the_verdict(no_mode
     assert "search_products" in ReviewNode.objects.get(title__startswith="B608").reasoning
 
     verdict = data["verdict"]
-    assert verdict["level"] in ("block", "hold") and code in (3, 4)
-    # The shell injection (bandit HIGH/HIGH, P0 at 0.9) decides Block first; without it the
-    # same finaliser holds on the SQL injection and the credential, and names the SQL line.
-    assert verdict["level"] == "block" and "shop/search.py:18" in verdict["rule"]
+    # The request-fed SQL string (high precision, confidence raised by the visible input)
+    # blocks; the shell call on a plain parameter is bandit's P0 at 0.9 but only a pattern.
+    assert verdict["level"] == "block" and code == 4
+    assert "B608" in verdict["rule"] and "shop/search.py:12" in verdict["rule"]
+    assert sql["confidence"] == 0.8
     rest = [
         node_view(n)
-        for n in ReviewNode.objects.select_related("stream").exclude(title__startswith="B602")
+        for n in ReviewNode.objects.select_related("stream").exclude(title__startswith="B608")
     ]
     held = finalise(rest)
     assert held.level.value == "hold"
-    assert "B608" in held.rule and "shop/search.py:12" in held.rule
+    assert held.rule.startswith("unconfirmed analyzer finding (B602)")
+    assert "shop/search.py:18" in held.rule
     by_id = {str(n.pk): n for n in ReviewNode.objects.all()}
     deciding = {(by_id[i].stream.name, by_id[i].start_line) for i in held.contributing}
-    assert {("bandit", 12), ("secrets", 7)} <= deciding
+    assert {("bandit", 18), ("secrets", 7)} <= deciding
 
     security = next(a for a in data["axes"] if a["axis"] == "security")
     assert security["result"] == "fail"

@@ -230,3 +230,76 @@ def test_only_peer_confirmations_change_what_the_finaliser_says(
     verdict = finalise(confirmed)
     assert verdict.level is finalise(nodes).level
     assert ("confirmed by" in verdict.rule) == bool(peers and verdict.contributing)
+
+
+# -- analyzer findings: a pattern match holds, it blocks only when backed ----------------------
+
+_ANALYZER = dict(agent="bandit", analyzer_rule="B324", title="B324: weak SHA1 hash")
+
+
+def test_an_unconfirmed_analyzer_p0_holds_and_says_why() -> None:
+    verdict = node_verdict([_node("a", Priority.P0, 0.9, **_ANALYZER)])
+    assert verdict.level is V.HOLD
+    assert verdict.rule.startswith("unconfirmed analyzer finding (B324) — P0 at 0.90")
+    assert "not blocking until a reviewer confirms it" in verdict.rule
+
+
+@pytest.mark.parametrize(
+    "backing",
+    [
+        {"confirmed_by": ("lens-reachability",)},
+        {"confirmed_by": ("person:7",)},
+        {"credited_agents": ("security",)},  # a model reviewer reported it too
+        {"high_precision": True},
+    ],
+)
+def test_an_analyzer_p0_blocks_once_backed(backing: dict[str, object]) -> None:
+    verdict = node_verdict([_node("a", Priority.P0, 0.9, **{**_ANALYZER, **backing})])
+    assert verdict.level is V.BLOCK and "unconfirmed" not in verdict.rule
+
+
+def test_other_analyzers_do_not_back_each_other() -> None:
+    """The secret scanner reporting the same line as bandit is still only pattern matching."""
+    node = _node("a", Priority.P0, 0.9, **_ANALYZER, credited_agents=("secrets", "ruff"))
+    assert node_verdict([node]).level is V.HOLD
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(Priority)),
+            st.floats(0, 1),
+            st.booleans(),  # analyzer-authored
+            st.booleans(),  # high precision
+            st.sampled_from([(), ("lens-severity",), ("ruff",), ("person:1",)]),
+        ),
+        max_size=8,
+    )
+)
+def test_only_backed_findings_block(rows: list[tuple]) -> None:
+    """Property: Block needs a P0 ≥ 0.7 that is not an unconfirmed pattern match; removing
+    every analyzer flag never makes the verdict more lenient."""
+    nodes = [
+        _node(
+            str(i),
+            priority,
+            confidence,
+            agent="bandit" if analyzer else "security",
+            analyzer_rule="B1" if analyzer else None,
+            high_precision=precise,
+            confirmed_by=confirmers,
+        )
+        for i, (priority, confidence, analyzer, precise, confirmers) in enumerate(rows)
+    ]
+    verdict = node_verdict(nodes)
+    backed = [
+        n
+        for n in nodes
+        if n.priority is Priority.P0
+        and n.confidence >= 0.7
+        and (n.analyzer_rule is None or n.high_precision or set(n.confirmed_by) - {"ruff"})
+    ]
+    assert (verdict.level is V.BLOCK) == bool(backed)
+    plain = node_verdict([replace(n, analyzer_rule=None) for n in nodes])
+    assert plain.level.strictness >= verdict.level.strictness

@@ -1,0 +1,241 @@
+"""How much an offline analyzer's pattern match is worth (docs/analyzer-precision.md).
+
+A rule that matched is evidence, not a judgement. These rules decide, without running anything:
+
+- **test code**: test files and fixtures (by path, or a Python module that defines tests); rules
+  that only make sense for production code do not report there, and a credential found there is
+  at most P3 unless it has a live secret format;
+- **high precision**: the short list of analyzer findings allowed to Block on their own — a
+  live-format secret outside test code, and an injection (or unsafe deserialization) whose
+  request input is visible in the change. Everything else an analyzer says can hold a change
+  but needs a model reviewer, a verifier lens or a person to block it (`unconfirmed_pattern`);
+- **defusing context**: a weak hash used as an HMAC/signing digest or for a cache key, and a
+  shell command that is a constant string, are lowered with the reason shown;
+- **one finding per rule per file**: repeated hits become one finding listing the lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from reviews.index.limits import is_test_path
+
+from .consensus import PERSON_PREFIX, peer_confirmers
+from .severity_floors import REQUEST_INPUT_P0, DefectClass
+from .types import NodeView, Priority
+
+#: The offline analyzers' agent identities (reviews/pipeline/reviewing.py registers them).
+ANALYZER_AGENTS = frozenset({"ruff", "bandit", "secrets"})
+
+# -- test code ---------------------------------------------------------------------------------
+
+_FIXTURE_DIRS = frozenset({"fixtures", "fixture", "testdata", "test_data", "testutils", "mocks"})
+_DEFINES_TESTS = re.compile(
+    r"^\s*(?:async\s+)?def\s+test_\w*\s*\(|^\s*class\s+\w*Tests?\w*\s*\(.*TestCase", re.M
+)
+
+
+def is_test_code(path: str, text: str | None = None) -> bool:
+    """Test files and fixtures: the index's path conventions, Django's `tests.py`, fixture
+    directories, or a Python module that defines test functions or TestCase classes."""
+    if is_test_path(path):
+        return True
+    pure = PurePosixPath(path)
+    if pure.name in ("tests.py", "testing.py") or any(
+        part.lower() in _FIXTURE_DIRS for part in pure.parts[:-1]
+    ):
+        return True
+    return bool(text) and pure.suffix == ".py" and bool(_DEFINES_TESTS.search(text or ""))
+
+
+#: Bandit tests that only make sense for production code: silent in test code.
+PRODUCTION_ONLY_RULES = frozenset(
+    {
+        "B101",  # assert: how tests are written
+        "B104",  # binding every interface: test servers
+        "B105",  # hard-coded password string
+        "B106",  # hard-coded password argument
+        "B107",  # hard-coded password default
+        "B108",  # hard-coded temporary directory
+        "B113",  # a request without a timeout
+        "B311",  # `random`: test data, not keys
+        "B404",  # importing subprocess
+        "B603",  # subprocess without a shell
+        "B607",  # a partial executable path
+    }
+)
+
+#: Secret scanner kinds with a format a provider issues (prefix or fixed shape): a match is a
+#: real credential wherever it sits. Private keys are not listed: test suites carry test keys.
+LIVE_SECRET_KINDS = frozenset(
+    {"aws_access_key", "github_token", "api_key", "slack_token", "google_api_key", "stripe_key"}
+)
+# AWS documents its example keys with this suffix; Stripe test-mode keys charge nobody.
+_NOT_LIVE = re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{9}EXAMPLE\b|\b[sr]k_test_")
+
+
+def live_secret(kind: str, text: str) -> bool:
+    """Whether a secret of scanner `kind` found in line `text` has a live format."""
+    return kind in LIVE_SECRET_KINDS and not _NOT_LIVE.search(text)
+
+
+TEST_CREDENTIAL_PRIORITY = Priority.P3
+
+
+# -- the high-precision list -------------------------------------------------------------------
+
+
+def high_precision(
+    *,
+    defect: DefectClass | None,
+    request_input: bool = False,
+    live_secret_format: bool = False,
+    test_code: bool = False,
+) -> bool:
+    """Whether an analyzer finding may Block without anyone confirming it."""
+    if live_secret_format and not test_code:
+        return True
+    return request_input and defect in REQUEST_INPUT_P0
+
+
+def unconfirmed_pattern(node: NodeView) -> bool:
+    """An analyzer-only finding off the high-precision list: no model reviewer, verifier lens
+    or person confirmed it, and no such reviewer reported it too (consolidation credits)."""
+    if node.analyzer_rule is None or node.high_precision:
+        return False
+    backers = {*peer_confirmers(node), *node.credited_agents}
+    return not any(b.startswith(PERSON_PREFIX) or b not in ANALYZER_AGENTS for b in backers)
+
+
+# -- defusing context --------------------------------------------------------------------------
+
+_SIGNING = re.compile(
+    r"\bhmac\b|digestmod|digest_method|salted_hmac|\bsign(?:er|ing|ature)?s?\b|usedforsecurity"
+    r"|\betag\b|cache_key",
+    re.I,
+)
+_DEF = re.compile(r"^(?P<indent>\s*)(?:async\s+)?def\s+(?P<name>\w+)")
+WEAK_HASH_RULES = frozenset({"B303", "B324"})
+SHELL_RULES = frozenset({"B602", "B604", "B605"})
+
+
+@dataclass(frozen=True, slots=True)
+class Defused:
+    """Why a rule's match is less than it looks, and the priority it is lowered to."""
+
+    reason: str
+    priority: Priority
+
+
+def _function_around(lines: Sequence[str], start: int) -> tuple[str | None, int, int]:
+    """(name, first line, last line) of the innermost `def` holding line `start` (1-based)."""
+    indent = len(lines[start - 1]) - len(lines[start - 1].lstrip())
+    for number in range(start - 1, 0, -1):
+        match = _DEF.match(lines[number - 1])
+        if match and len(match["indent"]) < indent:
+            end = number
+            for later in range(number + 1, len(lines) + 1):
+                text = lines[later - 1]
+                if text.strip() and len(text) - len(text.lstrip()) <= len(match["indent"]):
+                    break
+                end = later
+            return match["name"], number, end
+    return None, start, start
+
+
+def defusing_context(
+    rule: str, lines: Sequence[str], start: int, end: int, *, tool_severity: str = ""
+) -> Defused | None:
+    """Context in the file that makes a rule's match harmless or minor, or None."""
+    if not (1 <= start <= end <= len(lines)):
+        return None
+    if rule in WEAK_HASH_RULES:
+        name, first, last = _function_around(lines, start)
+        scope = "\n".join(lines[first - 1 : max(last, end)])
+        uses = [t for t in lines if name and re.search(rf"\b{re.escape(name)}\b", t)]
+        if _SIGNING.search(scope) or any(_SIGNING.search(t) for t in uses):
+            return Defused(
+                "the digest serves an HMAC/signature or a cache key, where SHA-1 and MD5 "
+                "collisions do not break it; a stronger hash is still better for new code",
+                Priority.P3,
+            )
+    if rule in SHELL_RULES and tool_severity.upper() == "LOW":
+        # Bandit rates shell=True LOW exactly when the command is a literal string.
+        return Defused(
+            "the command is a constant string: no outside input reaches the shell", Priority.P3
+        )
+    return None
+
+
+# -- one finding per rule per file -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One analyzer match before grouping. `key` groups hits: (tool, rule, path, priority) —
+    hits of one rule the context rated differently stay apart."""
+
+    key: tuple[str, ...]
+    priority: Priority
+    start: int
+    end: int
+    index: int  # position in the analyzer's output, to keep the first-found order stable
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    lead: int  # index of the hit the finding is anchored on
+    members: tuple[int, ...]  # every hit's index, the lead first
+    lines: tuple[int, ...]  # start lines of every hit, ascending
+
+
+def group_hits(hits: Iterable[Hit]) -> list[Group]:
+    """One group per key. The finding takes the strongest hit, the first in the file among
+    equals, as its anchor; the others are listed by line."""
+    by_key: dict[tuple[str, ...], list[Hit]] = {}
+    for hit in hits:
+        by_key.setdefault(hit.key, []).append(hit)
+    groups = []
+    for members in by_key.values():
+        ordered = sorted(members, key=lambda h: (h.priority.rank, h.start, h.index))
+        groups.append(
+            Group(
+                lead=ordered[0].index,
+                members=tuple(h.index for h in ordered),
+                lines=tuple(sorted({h.start for h in members})),
+            )
+        )
+    return sorted(groups, key=lambda g: g.lead)
+
+
+def also_on(lines: Sequence[int], anchored: int) -> str:
+    """The sentence a grouped finding adds to its body."""
+    others = [n for n in lines if n != anchored]
+    if not others:
+        return ""
+    shown = ", ".join(str(n) for n in others[:30]) + (" …" if len(others) > 30 else "")
+    plural = "s" if len(others) > 1 else ""
+    return f"Also on line{plural} {shown} ({len(lines)} places in this file)."
+
+
+__all__ = [
+    "ANALYZER_AGENTS",
+    "LIVE_SECRET_KINDS",
+    "PRODUCTION_ONLY_RULES",
+    "SHELL_RULES",
+    "TEST_CREDENTIAL_PRIORITY",
+    "WEAK_HASH_RULES",
+    "Defused",
+    "Group",
+    "Hit",
+    "also_on",
+    "defusing_context",
+    "group_hits",
+    "high_precision",
+    "is_test_code",
+    "live_secret",
+    "unconfirmed_pattern",
+]

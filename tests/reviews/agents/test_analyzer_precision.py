@@ -1,0 +1,211 @@
+"""Analyzer precision on real ruff and bandit runs: the repository's configuration, test code,
+one finding per rule per file, defusing context and the high-precision list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reviews.agents.analyzers import AnalyzerResult, run_bandit, run_ruff
+from reviews.agents.secret_scan import run_secret_scan
+from reviews.sources.diffs import parse_unified_diff
+from tests.fakes.gitrepo import GitRepo
+
+
+def _review(tmp_path: Path, files: dict[str, str], base_files: dict[str, str] | None = None):
+    repo = GitRepo.init(tmp_path / "repo")
+    base = repo.commit("base", base_files or {"README.md": "x\n"})
+    head = repo.commit("head", files)
+    changed = parse_unified_diff(repo.git("diff", base, head))
+    return {
+        r.reviewer: r
+        for r in (
+            run_ruff(repo.path, changed),
+            run_bandit(repo.path, changed),
+            run_secret_scan(repo.path, changed),
+        )
+    }
+
+
+def _rules(result: AnalyzerResult) -> list[str]:
+    return sorted(f.evidence["rule"] for f in result.findings)
+
+
+def _line(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+PYPROJECT = """\
+[project]
+name = "shop"
+
+[tool.ruff.lint]
+select = ["F401", "E711"]
+
+[tool.bandit]
+skips = ["B101"]
+"""
+
+CODE = """\
+import os
+import json  # noqa: F401
+import subprocess
+
+
+def check(value, cmd):
+    assert value is not None
+    if value == None:
+        return 1
+    subprocess.call(cmd, shell=True)  # nosec B602
+    subprocess.call(cmd + "x", shell=True)
+    x = 1
+    return os.sep
+"""
+
+
+def test_the_repository_configuration_decides_which_rules_report(tmp_path: Path) -> None:
+    """Only the project's selected ruff rules and its non-skipped bandit tests report; a `# noqa`
+    or `# nosec` line is silent; the coverage notes name the configuration."""
+    results = _review(tmp_path, {"pyproject.toml": PYPROJECT, "app.py": CODE})
+    ruff, bandit = results["ruff"], results["bandit"]
+    # `json` is unused, but its line silences F401 with a noqa comment.
+    assert _rules(ruff) == ["E711"], ruff.payloads
+    assert "F841" not in _rules(ruff)  # ours reports the unused `x`; theirs does not select it
+    assert "B101" not in _rules(bandit)
+    shell_lines = [f.payload["anchor"]["start_line"] for f in bandit.findings]
+    assert _line(CODE, "# nosec B602") not in shell_lines
+    assert _line(CODE, 'cmd + "x"') in shell_lines
+    assert any("pyproject.toml [tool.ruff]" in note for note in ruff.notes)
+    assert any("pyproject.toml [tool.bandit]), skipping B101" in n for n in bandit.notes)
+    assert any("the change edits this configuration" in n for n in bandit.notes)
+    assert "1 match silenced by # nosec" in bandit.notes
+
+
+def test_without_a_configuration_quorum_defaults_apply(tmp_path: Path) -> None:
+    results = _review(tmp_path, {"app.py": CODE})
+    assert "F841" in _rules(results["ruff"])
+    assert "B101" in _rules(results["bandit"])
+    assert results["ruff"].notes[0].startswith("ruff: Quorum's default rules")
+
+
+def test_a_configuration_reaching_outside_the_checkout_is_refused(tmp_path: Path) -> None:
+    """`extend` pointing outside the repository is not followed: defaults, and the note says
+    why; a configuration ruff cannot use (a version pin) falls back the same way."""
+    outside = {"ruff.toml": 'extend = "../../../etc/ruff.toml"\n', "app.py": CODE}
+    ruff = _review(tmp_path / "a", outside)["ruff"]
+    assert ruff.ok and "F841" in _rules(ruff)
+    assert "extends a file outside the repository" in ruff.notes[0]
+    pinned = {"ruff.toml": 'required-version = "==0.0.1"\n', "app.py": CODE}
+    ruff = _review(tmp_path / "b", pinned)["ruff"]
+    assert ruff.ok and "F841" in _rules(ruff)
+    assert "ruff could not use ruff.toml" in ruff.notes[0]
+
+
+FORTY_ASSERTS = "def test_totals():\n" + "".join(
+    f"    assert {n} + 1 == {n + 1}\n" for n in range(40)
+)
+
+
+def test_test_code_is_not_reviewed_like_production_code(tmp_path: Path) -> None:
+    """40 asserts in a test file and a fixture `SECRET_KEY = "dev"`: no assert finding, the key
+    at most P3; the same shape as a live AWS key in settings.py stays P1 and high precision."""
+    aws = "AKIA" + "Q7WE9RT2YU4IO6PA"
+    results = _review(
+        tmp_path,
+        {
+            "tests/test_totals.py": FORTY_ASSERTS,
+            "tests/settings.py": 'SECRET_KEY = "dev"\n',
+            "shop/settings.py": f'AWS_ACCESS_KEY_ID = "{aws}"\n',
+        },
+    )
+    assert "B101" not in _rules(results["bandit"])
+    assert "B105" not in _rules(results["bandit"])  # a test password is a fixture
+    assert any("production-only rules in test code" in n for n in results["bandit"].notes)
+    secrets = {f.payload["anchor"]["path"]: f for f in results["secrets"].findings}
+    fixture = secrets["tests/settings.py"]
+    assert fixture.payload["priority"] == "P3" and fixture.evidence["test_code"] is True
+    live = secrets["shop/settings.py"]
+    assert live.payload["priority"] in ("P0", "P1") and live.evidence["high_precision"] is True
+    assert aws not in str(results["secrets"].payloads)
+
+
+def test_a_live_key_in_test_code_stays_high(tmp_path: Path) -> None:
+    token = "ghp_" + "Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV0b"
+    finding = _review(tmp_path, {"tests/conftest.py": f'TOKEN = "{token}"\n'})["secrets"].findings
+    assert [f.payload["priority"] for f in finding] == ["P1"]
+    assert finding[0].evidence["high_precision"] is False  # test code: confirm before blocking
+
+
+def test_repeated_hits_become_one_finding_listing_the_lines(tmp_path: Path) -> None:
+    """Forty asserts in production code: one B101 finding anchored on the first, all lines
+    listed in its body and evidence."""
+    code = FORTY_ASSERTS.replace("def test_totals", "def totals")
+    bandit = _review(tmp_path, {"shop/totals.py": code})["bandit"]
+    asserts = [f for f in bandit.findings if f.evidence["rule"] == "B101"]
+    assert len(asserts) == 1
+    only = asserts[0]
+    assert only.payload["anchor"]["start_line"] == 2
+    assert only.evidence["lines"] == list(range(2, 42))
+    assert "Also on lines 3, 4, 5" in only.payload["body"] and "(40 places" in only.payload["body"]
+    assert any("40 matches reported as" in n for n in bandit.notes)
+
+
+SIGNING = """\
+import hashlib
+import hmac
+
+
+def _lazy_sha1(string=b""):
+    return hashlib.sha1(string)
+
+
+class SessionSigner:
+    digest_method = staticmethod(_lazy_sha1)
+
+
+def mac(key, message):
+    return hmac.new(key, message, digestmod=hashlib.sha1).hexdigest()
+
+
+def password_digest(password):
+    return hashlib.sha1(password).hexdigest()
+
+
+def run_fixed():
+    import subprocess
+
+    subprocess.call("ls -l", shell=True)
+"""
+
+
+def test_defusing_context_lowers_the_priority_with_the_reason(tmp_path: Path) -> None:
+    """SHA-1 as an HMAC/signing digest is not P0: P3 with the reason; SHA-1 of a password
+    stays high; a constant shell command does not take the injection floor."""
+    bandit = _review(tmp_path, {"shop/signing.py": SIGNING})["bandit"]
+    by_line: dict[int, dict[str, Any]] = {}
+    for finding in bandit.findings:
+        for line in finding.evidence["lines"]:
+            by_line[line] = finding.payload
+    signer = by_line[_line(SIGNING, "return hashlib.sha1(string)")]
+    assert signer["priority"] == "P3" and "HMAC/signature" in signer["body"]
+    assert "lowered because" in signer["reasoning"]
+    password = by_line[_line(SIGNING, "hashlib.sha1(password)")]
+    assert password["priority"] in ("P0", "P1")
+    shell = by_line[_line(SIGNING, '"ls -l"')]
+    assert shell["priority"] == "P3" and "constant string" in shell["body"]
+
+
+TAINTED = """\
+def search(request, cursor):
+    term = request.GET["q"]
+    cursor.execute("SELECT * FROM items WHERE name = '%s'" % term)  # nosec
+"""
+
+
+def test_a_nosec_cannot_silence_a_visible_injection(tmp_path: Path) -> None:
+    """The high-precision list outranks a suppression comment: a request-fed SQL string is
+    still reported, P0, and may block on its own."""
+    bandit = _review(tmp_path, {"shop/views.py": TAINTED})["bandit"]
+    sql = [f for f in bandit.findings if f.evidence["rule"] == "B608"]
+    assert [f.payload["priority"] for f in sql] == ["P0"]
+    assert sql[0].evidence["high_precision"] is True

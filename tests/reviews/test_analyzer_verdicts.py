@@ -1,0 +1,72 @@
+"""A pattern match holds a change; it blocks once a verifier lens confirms it (whole pipeline,
+PostgreSQL, real bandit, the scripted model server for the lenses)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reviews.models import NodeConfirmation, ReviewNode
+from reviews.pipeline.runner import run_inline
+from reviews.services.requests import review_request
+from tests.fakes.gitrepo import GitRepo
+from tests.fakes.model_server import good_findings
+from tests.reviews import pipeline_scenarios as scenario
+from workspaces.models import Repository
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ACCOUNTS = """\
+import hashlib
+
+
+def password_digest(password):
+    return hashlib.sha1(password.encode()).hexdigest()
+"""
+
+
+@pytest.fixture
+def review(settings, tmp_path, workspace, alice):
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    repo = GitRepo.init(tmp_path / "accounts")
+    base = repo.commit("base", {"README.md": "accounts\n"})
+    head = repo.commit("store password digests", {"accounts/passwords.py": ACCOUNTS})
+    repository = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str(repo.path.resolve())
+    )
+
+    def run():
+        review_round = review_request(
+            repository=repository, actor=alice, base=base, head=head, tier="light", queue=False
+        )
+        review_round = run_inline(review_round.pk)
+        assert review_round.state == "finished", review_round.error
+        return review_round
+
+    return run
+
+
+def _sha1_node(review_round) -> ReviewNode:
+    return ReviewNode.objects.get(round=review_round, title__startswith="B324")
+
+
+def test_offline_an_unlisted_analyzer_p0_holds_with_the_reason(review) -> None:
+    review_round = review()
+    node = _sha1_node(review_round)
+    assert node.priority == "P0" and node.tags["analyzer"]["high_precision"] is False
+    verdict = review_round.verdict
+    assert verdict.level == "hold"
+    assert verdict.rule.startswith("unconfirmed analyzer finding (B324)")
+
+
+def test_a_lens_confirmation_turns_the_hold_into_a_block(review, settings, fake_model) -> None:
+    scenario.model_settings(settings, fake_model)
+    quiet = good_findings([], path="accounts/passwords.py", name="impl")
+    scenario.install(fake_model, overrides={"implementation": quiet})
+    review_round = review()
+    node = _sha1_node(review_round)
+    lenses = set(NodeConfirmation.objects.filter(node=node).values_list("agent", flat=True))
+    assert {"lens-reachability", "lens-false_positive"} <= lenses
+    assert review_round.verdict.level == "block"
+    assert "unconfirmed" not in review_round.verdict.rule
+    assert "B324" in review_round.verdict.rule
