@@ -23,7 +23,7 @@ help:
 	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000"
 	@echo "make test   - install and run the test suite (services used when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   - ruff check + format check"
-	@echo "make bench  - pipeline and code-index benchmarks"
+	@echo "make bench  - pipeline, code-index and analyzer-precision benchmarks"
 
 $(STAMP): pyproject.toml
 	@base=$$(bash -c "$$FIND_PYTHON") || { \

@@ -24,20 +24,23 @@ Decisions:
   selects it: security is bandit's job, and the same issue reported twice under two reviewers
   would only look like consensus.
 - Ruff mapping (type, priority, category, confidence):
-    E9, F821/F822/F823, F63x, F7xx, PLE  → bug, P1, correctness, 0.9  (code that fails)
+    E9, F821/F822/F823, F63x, F7xx      → bug, P1, correctness, 0.9  (code that fails)
+    PLE                                 → bug, P2, correctness, 0.7  (inferred, can misfire)
     E722                                → bug, P2, stability, 0.8    (swallows every error)
     B                                   → bug, P2, correctness, 0.7
     other F                             → suggestion, P3, maintainability, 0.9
     anything else                       → suggestion, P3, maintainability, 0.6
 - Bandit mapping: category security; priority from severity (HIGH → P1, MEDIUM → P2, LOW → P3),
-  raised to P0 when severity and confidence are both HIGH; confidence from bandit's confidence
+  raised to P0 when severity and confidence are both HIGH (weak cryptography stops at P1);
+  confidence from bandit's confidence
   (HIGH 0.9, MEDIUM 0.7, LOW 0.4), at least 0.8 when request input visibly reaches the match;
   type bug for HIGH/MEDIUM severity, recommendation for LOW.
   Then the floor of the finding's defect class (reviews/domain/severity_floors.py,
   docs/analyzer-severities.md) raises the priority: injections, unsafe deserialization,
   credentials, disabled TLS verification and weak cryptography are at least P1, and an
-  injection whose input visibly comes from a request in the change is P0. A credential rule's
-  message never quotes the value it found.
+  injection whose input visibly comes from a request in the change is P0. The floor needs
+  bandit to be at least MEDIUM sure of the match (or the request input), and a credential rule
+  a literal that could be a secret. A credential rule's message never quotes the value.
 - Triage severity always follows the priority (`severity_for_priority`), effort is small.
 - `fix.replacement_lines` only when ruff offers a *safe* fix whose edits all stay on the one
   anchored line and leave exactly one line: that is a one-click suggestion a person can trust
@@ -73,10 +76,12 @@ from reviews.domain.precision import (
     group_hits,
     high_precision,
     is_test_code,
+    plausible_secret,
 )
 from reviews.domain.severity_floors import (
     DefectClass,
     Taint,
+    cap_label,
     classify,
     floor_for,
     raise_to_floor,
@@ -373,8 +378,12 @@ def _ruff_findings(
 
 def ruff_mapping(code: str) -> tuple[NodeType, Priority, Category, float]:
     """(type, priority, category, confidence) for a ruff rule code; see the module docstring."""
-    if code.startswith(("E9", "F63", "F7", "PLE")) or code in ("F821", "F822", "F823"):
+    if code.startswith(("E9", "F63", "F7")) or code in ("F821", "F822", "F823"):
         return NodeType.BUG, Priority.P1, Category.CORRECTNESS, 0.9
+    if code.startswith("PLE"):
+        # Pylint's "errors" rest on inference ruff cannot always complete (a bare `raise` in
+        # a helper called from `except`, a computed `__all__`): likely bugs, not certain ones.
+        return NodeType.BUG, Priority.P2, Category.CORRECTNESS, 0.7
     if code == "E722":
         return NodeType.BUG, Priority.P2, Category.STABILITY, 0.8
     if code.startswith("B"):
@@ -619,11 +628,24 @@ def _bandit_payload(
     severity = str(item.get("issue_severity") or "LOW")
     confidence_word = str(item.get("issue_confidence") or "LOW")
     text = str(item.get("issue_text") or test_name or test_id).strip()
+    literal = _QUOTED.search(text)
     if defect is DefectClass.HARDCODED_CREDENTIAL:
         # B105 quotes the literal it found: the value itself must never be repeated.
         text = _QUOTED.sub("'[REDACTED:hardcoded_credential]'", text)
     node_type, tool_priority, confidence = bandit_mapping(severity, confidence_word)
+    tool_priority = cap_label(tool_priority, defect)
     floor = floor_for(defect, request_input=taint is not None)
+    unfloored = ""
+    if floor is not None and taint is None and confidence_word.upper() == "LOW":
+        unfloored = "bandit itself is unsure of the match (LOW confidence)"
+    elif (
+        defect is DefectClass.HARDCODED_CREDENTIAL
+        and literal is not None
+        and not plausible_secret(literal.group(0)[1:-1])
+    ):
+        unfloored = "the literal does not look like a secret (empty, a word or a template)"
+    if unfloored:
+        floor = None
     priority = raise_to_floor(tool_priority, floor)
     if priority.rank < tool_priority.rank:
         node_type = NodeType.BUG
@@ -645,7 +667,9 @@ def _bandit_payload(
     if more:
         body += f"\n\nDetails: {more}"
     why = f"bandit's own label maps to {tool_priority}"
-    if defect is not None:
+    if defect is not None and unfloored:
+        why += f"; the class floor of {defect.label} is not applied: {unfloored}"
+    elif defect is not None:
         why += f"; the severity table classes {test_id} as {defect.label}, floor {floor}"
         if taint is not None:
             why += f" because {taint.reason}"

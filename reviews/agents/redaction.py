@@ -143,6 +143,21 @@ def redact_text(text: str) -> str:
     return redact(text)[0]
 
 
+def matched_values(text: str, kind: str) -> list[str]:
+    """The literal values rule `kind` matches in `text` (for judging, never for showing):
+    `assignment`, `url_credentials` and `high_entropy` have a value apart from their name."""
+    if kind == "assignment":
+        return [
+            m["quoted"] if m["quoted"] is not None else m["bare"]
+            for m in _ASSIGNMENT.finditer(text)
+        ]
+    if kind == "url_credentials":
+        return [m["secret"] for m in _URL_CREDENTIALS.finditer(text)]
+    if kind == "high_entropy":
+        return [m["value"] for m in _GENERIC_LITERAL.finditer(text)]
+    return []
+
+
 _KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
 _KEY_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
 

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from reviews.agents.analyzers import AnalyzerResult, ToolMatch, _validated, added_lines, grouped
-from reviews.agents.redaction import redact
+from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
+    IMPLAUSIBLE_CREDENTIAL_PRIORITY,
     TEST_CREDENTIAL_PRIORITY,
     high_precision,
     is_test_code,
     live_secret,
+    plausible_secret,
 )
 from reviews.domain.severity_floors import classify, floor_for
 from reviews.domain.types import Dimension, Priority, severity_for_priority
@@ -30,7 +32,9 @@ from reviews.sources.worktrees import UnsafePath, safe_join
 _KIND = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 
-def _payload(path: str, line: int, kind: str, *, test_code: bool, live: bool) -> dict[str, Any]:
+def _payload(
+    path: str, line: int, kind: str, *, test_code: bool, live: bool, plausible: bool
+) -> dict[str, Any]:
     label = kind.replace("_", " ")
     # Every kind is a hard-coded credential in the severity table (docs/analyzer-severities.md).
     priority = floor_for(classify(f"secrets:{kind}")) or Priority.P1
@@ -46,6 +50,12 @@ def _payload(path: str, line: int, kind: str, *, test_code: bool, live: bool) ->
         )
     elif test_code:
         body += " Test code is no exception: the value has the format of a live credential."
+    elif not plausible:
+        priority = IMPLAUSIBLE_CREDENTIAL_PRIORITY
+        body = (
+            "The name suggests a credential but the value does not look like one (empty, a "
+            "word, an identifier, a template or a character set). Check it is not a real one."
+        )
     return {
         "reasoning": f"The added line matches the {label} pattern used to keep secrets away "
         "from model providers; a committed credential is readable by everyone with the "
@@ -78,9 +88,8 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
     by_path = {f.path: f for f in changed_files}
     matches: list[ToolMatch] = []
     for path, lines in sorted(wanted.items()):
+        # Large files too: "not for models" keeps them out of prompts, not out of this scan.
         changed = by_path[path]
-        if changed.not_for_models:
-            continue
         # The stored diff is already redacted: the checkout has the text as committed.
         checkout = _checkout_lines(root, path)
         test_code = is_test_code(path, "\n".join(checkout) if checkout is not None else None)
@@ -97,6 +106,10 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                 found = _KIND.search(redacted)
                 kind = found.group(1) if found else "secret"
                 live = live_secret(kind, text)
+                # Kinds judged by a name (assignment, URL, entropy) need a value that could be
+                # a secret; a provider's token format is evidence enough.
+                values = matched_values(text, kind)
+                plausible = not values or any(plausible_secret(v) for v in values)
                 evidence = {
                     "tool": "secrets",
                     "rule": f"secrets:{kind}",
@@ -105,7 +118,9 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                     ),
                     "test_code": test_code,
                 }
-                payload = _payload(path, line.new_line, kind, test_code=test_code, live=live)
+                payload = _payload(
+                    path, line.new_line, kind, test_code=test_code, live=live, plausible=plausible
+                )
                 matches.append(
                     ToolMatch(kind, path, line.new_line, line.new_line, payload, evidence)
                 )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import PurePosixPath
 
 from reviews.index.limits import is_test_path
@@ -83,6 +84,31 @@ def live_secret(kind: str, text: str) -> bool:
 
 
 TEST_CREDENTIAL_PRIORITY = Priority.P3
+#: A credential rule whose value is not plausibly a secret (`plausible_secret`) stays here.
+IMPLAUSIBLE_CREDENTIAL_PRIORITY = Priority.P3
+
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z_ .:-]*")
+_TEMPLATE = re.compile(r"%\(|%[sd]|\{|\}|\$")
+
+
+def _alphabet(value: str) -> bool:
+    """A run of six consecutive characters (`0123456789abc…`): a character set, not a key."""
+    run = 1
+    for a, b in pairwise(value):
+        run = run + 1 if ord(b) == ord(a) + 1 else 1
+        if run >= 6:
+            return True
+    return False
+
+
+def plausible_secret(value: str) -> bool:
+    """Whether a literal found under a credential-like name could be a secret: not empty or
+    tiny, not a word or identifier (`"_auth_user_id"`, `"is not"`, `"password"`), not a
+    template (`"... IDENTIFIED BY %(password)s"`), not a character set."""
+    value = value.strip()
+    if len(value) < 4 or _WORDS.fullmatch(value) or _TEMPLATE.search(value):
+        return False
+    return not _alphabet(value)
 
 
 # -- the high-precision list -------------------------------------------------------------------
@@ -112,14 +138,25 @@ def unconfirmed_pattern(node: NodeView) -> bool:
 
 # -- defusing context --------------------------------------------------------------------------
 
-_SIGNING = re.compile(
+# A digest whose collisions break nothing: signatures (HMAC), cache keys, ETags, identifiers
+# derived from random data.
+_NOT_FOR_SECRECY = re.compile(
     r"\bhmac\b|digestmod|digest_method|salted_hmac|\bsign(?:er|ing|ature)?s?\b|usedforsecurity"
-    r"|\betag\b|cache_key",
+    r"|\betag\b|cache_key|\bnonce\b|urandom",
     re.I,
 )
 _DEF = re.compile(r"^(?P<indent>\s*)(?:async\s+)?def\s+(?P<name>\w+)")
+_CLASS = re.compile(r"^(?P<indent>\s*)class\s+(?P<name>\w+)")
+_NAMED_IN_NAME = re.compile(r"md5|sha1", re.I)
+_NAMED_LITERAL = re.compile(r"[\"'](?:md5|sha-?1)[\"']", re.I)
+_QUOTED_IDENTIFIER = re.compile(
+    r"quote_name|quote_ident|quote_identifier|\bqn\(|sql\.Identifier|escape_identifier"
+)
+_SERIALIZES = re.compile(r"\b(?:pickle|cPickle|dill|marshal)\.dumps?\(")
 WEAK_HASH_RULES = frozenset({"B303", "B324"})
 SHELL_RULES = frozenset({"B602", "B604", "B605"})
+SQL_RULES = frozenset({"B608", "B610", "B611"})
+DESERIALIZATION_RULES = frozenset({"B301", "B302"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,26 +183,65 @@ def _function_around(lines: Sequence[str], start: int) -> tuple[str | None, int,
     return None, start, start
 
 
+def _class_header(lines: Sequence[str], first: int) -> str:
+    """The enclosing class's header and the lines before method `first` (its attributes)."""
+    indent = len(lines[first - 1]) - len(lines[first - 1].lstrip())
+    for number in range(first - 1, 0, -1):
+        match = _CLASS.match(lines[number - 1])
+        if match and len(match["indent"]) < indent:
+            return "\n".join(lines[number - 1 : first - 1])
+    return ""
+
+
 def defusing_context(
     rule: str, lines: Sequence[str], start: int, end: int, *, tool_severity: str = ""
 ) -> Defused | None:
     """Context in the file that makes a rule's match harmless or minor, or None."""
     if not (1 <= start <= end <= len(lines)):
         return None
+    statement = "\n".join(lines[start - 1 : end])
     if rule in WEAK_HASH_RULES:
         name, first, last = _function_around(lines, start)
         scope = "\n".join(lines[first - 1 : max(last, end)])
-        uses = [t for t in lines if name and re.search(rf"\b{re.escape(name)}\b", t)]
-        if _SIGNING.search(scope) or any(_SIGNING.search(t) for t in uses):
+        users = [
+            (text, _function_around(lines, number)[0] or "")
+            for number, text in enumerate(lines, 1)
+            if name and re.search(rf"\b{re.escape(name)}\b", text)
+        ]
+        if _NOT_FOR_SECRECY.search(scope) or any(
+            _NOT_FOR_SECRECY.search(f"{text} {caller}") for text, caller in users
+        ):
             return Defused(
-                "the digest serves an HMAC/signature or a cache key, where SHA-1 and MD5 "
-                "collisions do not break it; a stronger hash is still better for new code",
+                "the digest serves an HMAC/signature, a cache key or an identifier made from "
+                "random data, where SHA-1 and MD5 collisions break nothing; a stronger hash is "
+                "still better for new code",
                 Priority.P3,
+            )
+        header = _class_header(lines, first) if name else ""
+        if _NAMED_IN_NAME.search(f"{name or ''} {header.split(chr(10))[0]}") or (
+            _NAMED_LITERAL.search(f"{header}\n{scope}")
+        ):
+            return Defused(
+                "the code implements the algorithm it names (a legacy format or a protocol "
+                "that requires it), so choosing a stronger hash is not the fix here",
+                Priority.P2,
             )
     if rule in SHELL_RULES and tool_severity.upper() == "LOW":
         # Bandit rates shell=True LOW exactly when the command is a literal string.
         return Defused(
             "the command is a constant string: no outside input reaches the shell", Priority.P3
+        )
+    if rule in SQL_RULES and _QUOTED_IDENTIFIER.search(statement):
+        return Defused(
+            "the names formatted into the SQL are quoted identifiers; check that values go "
+            "as query parameters",
+            Priority.P2,
+        )
+    if rule in DESERIALIZATION_RULES and _SERIALIZES.search("\n".join(lines)):
+        return Defused(
+            "the module deserializes data it serializes itself (a cache or a store); it is "
+            "unsafe only if someone else can write that data",
+            Priority.P2,
         )
     return None
 

@@ -125,6 +125,17 @@ REQUEST_INPUT_P0 = frozenset(
     {_D.SQL_INJECTION, _D.COMMAND_INJECTION, _D.CODE_INJECTION, _D.UNSAFE_DESERIALIZATION}
 )
 FLOORS: dict[DefectClass, Priority] = dict.fromkeys(DefectClass, Priority.P1)
+#: The most a tool's own label can make a class: bandit rates MD5/SHA-1 HIGH/HIGH (P0), but a
+#: weak hash is exploitable only with work an attacker must add; it holds, it does not block.
+LABEL_CEILINGS: dict[DefectClass, Priority] = {_D.WEAK_CRYPTOGRAPHY: Priority.P1}
+
+
+def cap_label(priority: Priority, defect: DefectClass | None) -> Priority:
+    """A tool label's priority, no higher than the class's ceiling."""
+    ceiling = LABEL_CEILINGS.get(defect) if defect is not None else None
+    if ceiling is None or priority.rank >= ceiling.rank:
+        return priority
+    return ceiling
 
 
 def classify(rule_id: str | None = None, cwe: int | None = None) -> DefectClass | None:
@@ -317,11 +328,13 @@ def request_input(
 __all__ = [
     "CWE_CLASSES",
     "FLOORS",
+    "LABEL_CEILINGS",
     "REQUEST_INPUT_P0",
     "REQUEST_PARAM_NAMES",
     "REQUEST_SOURCE",
     "DefectClass",
     "Taint",
+    "cap_label",
     "classes_floor",
     "classify",
     "floor_for",

@@ -16,11 +16,11 @@ from workspaces.models import Repository
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ACCOUNTS = """\
-import hashlib
+import subprocess
 
 
-def password_digest(password):
-    return hashlib.sha1(password.encode()).hexdigest()
+def archive(name):
+    subprocess.call("tar czf backups.tgz " + name, shell=True)
 """
 
 
@@ -30,7 +30,7 @@ def review(settings, tmp_path, workspace, alice):
     settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
     repo = GitRepo.init(tmp_path / "accounts")
     base = repo.commit("base", {"README.md": "accounts\n"})
-    head = repo.commit("store password digests", {"accounts/passwords.py": ACCOUNTS})
+    head = repo.commit("archive accounts", {"accounts/archive.py": ACCOUNTS})
     repository = Repository.objects.create(
         workspace=workspace, kind="local", local_path=str(repo.path.resolve())
     )
@@ -46,27 +46,29 @@ def review(settings, tmp_path, workspace, alice):
     return run
 
 
-def _sha1_node(review_round) -> ReviewNode:
-    return ReviewNode.objects.get(round=review_round, title__startswith="B324")
+def _shell_node(review_round) -> ReviewNode:
+    return ReviewNode.objects.get(round=review_round, title__startswith="B602")
 
 
 def test_offline_an_unlisted_analyzer_p0_holds_with_the_reason(review) -> None:
     review_round = review()
-    node = _sha1_node(review_round)
+    node = _shell_node(review_round)
     assert node.priority == "P0" and node.tags["analyzer"]["high_precision"] is False
     verdict = review_round.verdict
     assert verdict.level == "hold"
-    assert verdict.rule.startswith("unconfirmed analyzer finding (B324)")
+    assert verdict.rule.startswith("unconfirmed analyzer finding (B602)")
 
 
 def test_a_lens_confirmation_turns_the_hold_into_a_block(review, settings, fake_model) -> None:
     scenario.model_settings(settings, fake_model)
-    quiet = good_findings([], path="accounts/passwords.py", name="impl")
+    quiet = good_findings([], path="accounts/archive.py", name="impl")
     scenario.install(fake_model, overrides={"implementation": quiet})
     review_round = review()
-    node = _sha1_node(review_round)
+    node = _shell_node(review_round)
     lenses = set(NodeConfirmation.objects.filter(node=node).values_list("agent", flat=True))
     assert {"lens-reachability", "lens-false_positive"} <= lenses
     assert review_round.verdict.level == "block"
     assert "unconfirmed" not in review_round.verdict.rule
-    assert "B324" in review_round.verdict.rule
+    # The scripted severity lens calls every finding it confirms critical, so the import
+    # check beside it may lead the rule; the shell call is among what decided it.
+    assert str(node.pk) in review_round.verdict.contributing

@@ -209,3 +209,39 @@ def test_a_nosec_cannot_silence_a_visible_injection(tmp_path: Path) -> None:
     sql = [f for f in bandit.findings if f.evidence["rule"] == "B608"]
     assert [f.payload["priority"] for f in sql] == ["P0"]
     assert sql[0].evidence["high_precision"] is True
+
+
+SETTINGS_NOISE = """\
+SESSION_KEY = "_auth_user_id"
+EMAIL_HOST_PASSWORD = ""
+ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+DB_PASSWORD = "Zq8#mW2!rT5x"
+
+
+def describe(table):
+    message = "SELECT postgis_lib_version() failed for %s" % table
+    return message
+"""
+
+
+def test_names_that_sound_secret_need_values_that_look_secret(tmp_path: Path) -> None:
+    """Known-good code's usual false alarms stay P3 (a key name, an empty default, a character
+    set; a string that only mentions SELECT); a real-looking password stays P1."""
+    results = _review(tmp_path, {"shop/settings.py": SETTINGS_NOISE})
+    priorities: dict[int, set[str]] = {}
+    for result in (results["bandit"], results["secrets"]):
+        for finding in result.findings:
+            for line in finding.evidence["lines"]:
+                priorities.setdefault(line, set()).add(finding.payload["priority"])
+    for needle in ("SESSION_KEY", "EMAIL_HOST_PASSWORD", "ALPHABET", "postgis_lib_version"):
+        assert priorities.get(_line(SETTINGS_NOISE, needle), {"P3"}) <= {"P2", "P3"}, needle
+    assert "P1" in priorities[_line(SETTINGS_NOISE, "DB_PASSWORD")]
+
+
+def test_the_secret_scanner_reads_files_too_large_for_models(tmp_path: Path) -> None:
+    """A file kept out of model prompts for its size is still scanned and counted as checked."""
+    token = "ghp_" + "Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV0b"
+    big = "".join(f"VALUE_{n} = {n}\n" for n in range(3_200)) + f'TOKEN = "{token}"\n'
+    secrets = _review(tmp_path, {"shop/big.py": big})["secrets"]
+    assert secrets.files_checked == ("shop/big.py",)
+    assert [f.payload["anchor"]["start_line"] for f in secrets.findings] == [3_201]

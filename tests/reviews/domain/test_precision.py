@@ -147,3 +147,82 @@ def test_bandit_exclusions() -> None:
     assert excluded("pkg/tests/test_a.py", ["*/tests/*"])
     assert excluded("docs/conf.py", ["./docs/"])
     assert not excluded("shop/tests_helpers.py", ["tests"])
+
+
+@pytest.mark.parametrize(
+    ("value", "plausible"),
+    [
+        ("", False),
+        ("dev", False),
+        ("_auth_user_id", False),
+        ("is not", False),
+        ("password", False),
+        ('ALTER USER %(user)s IDENTIFIED BY "%(password)s"', False),
+        ("0123456789abcdefghijklmnopqrstuvwxyz", False),
+        ("hunter22", True),
+        ("django-insecure-8f#k2m!x9q", True),
+        ("Q7wE9rT2yU4iO6pA8sD1", True),
+    ],
+)
+def test_plausible_secrets(value: str, plausible: bool) -> None:
+    from reviews.domain.precision import plausible_secret
+
+    assert plausible_secret(value) is plausible
+
+
+def test_a_weak_hash_label_holds_but_does_not_block() -> None:
+    from reviews.domain.severity_floors import DefectClass, cap_label
+
+    assert cap_label(Priority.P0, DefectClass.WEAK_CRYPTOGRAPHY) is Priority.P1
+    assert cap_label(Priority.P0, DefectClass.COMMAND_INJECTION) is Priority.P0
+    assert cap_label(Priority.P2, DefectClass.WEAK_CRYPTOGRAPHY) is Priority.P2
+
+
+CONTEXTS = """\
+import hashlib
+import pickle
+
+
+def _sqlite_md5(text):
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+class LegacyHasher:
+    algorithm = "md5"
+
+    def encode(self, password, salt):
+        return hashlib.md5(salt + password).hexdigest()
+
+
+def count(cursor, table):
+    cursor.execute("SELECT COUNT(*) FROM %s" % connection.ops.quote_name(table))
+
+
+def count_raw(cursor, table):
+    cursor.execute("SELECT COUNT(*) FROM %s" % table)
+
+
+def store(value):
+    return pickle.dumps(value)
+
+
+def load(blob):
+    return pickle.loads(blob)
+"""
+
+
+@pytest.mark.parametrize(
+    ("rule", "needle", "priority"),
+    [
+        ("B324", "hashlib.md5(text", Priority.P2),  # the function implements MD5 by name
+        ("B324", "hashlib.md5(salt", Priority.P2),  # the class declares algorithm = "md5"
+        ("B608", "quote_name(table)", Priority.P2),
+        ("B608", "% table)", None),
+        ("B301", "pickle.loads", Priority.P2),  # the module pickles what it unpickles
+    ],
+)
+def test_context_that_defuses_a_rule(rule: str, needle: str, priority: Priority | None) -> None:
+    lines = CONTEXTS.splitlines()
+    number = next(n for n, text in enumerate(lines, 1) if needle in text)
+    defused = defusing_context(rule, lines, number, number)
+    assert (defused.priority if defused else None) is priority
