@@ -66,7 +66,18 @@ class ReviewSpace(models.Model):
     status = models.CharField(
         max_length=20, choices=Status.choices, default=SpaceStatus.REQUESTED.value
     )
+    # Two rounds without approval: a person decides. Set and cleared by reviews/services only.
     flagged_for_human = models.BooleanField(default=False)
+    flagged_at = models.DateTimeField(null=True, blank=True)
+    flag_reason = models.TextField(blank=True)
+    # Why the review ended, when it ended by something other than a publish: merged, closed,
+    # or done (a person, with `closed_note`).
+    closed_reason = models.CharField(max_length=20, blank=True)
+    closed_note = models.TextField(blank=True)
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    closed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -104,6 +115,13 @@ class ReviewRound(models.Model):
     # accepted/rejected per stream, filtered by the panel, reviewers failed, redactions, …
     stats = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # A re-run reviews the same head again; a superseded round names the round that replaced it.
+    rerun_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -389,7 +407,9 @@ class WebhookDelivery(models.Model):
 
 
 class PublishRecord(models.Model):
-    """One GitHub review per (space, round, selection): the unique key makes it idempotent."""
+    """One GitHub review per round, whatever the selection: the partial unique key makes it
+    idempotent (a failed attempt does not count; rows from before the rule are kept, marked
+    `legacy_duplicate`)."""
 
     class State(models.TextChoices):
         CLAIMED = "claimed", "publishing"
@@ -416,13 +436,26 @@ class PublishRecord(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approval_request = models.ForeignKey(
+        "guardrails.ApprovalRequest",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    legacy_duplicate = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     posted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["space", "round", "selection"], name="publish_once_per_selection"
+                fields=["round"],
+                condition=~models.Q(state="failed") & models.Q(legacy_duplicate=False),
+                name="publish_once_per_round",
             )
         ]
 
@@ -480,3 +513,44 @@ class PipelineSweep(models.Model):
 
     def __str__(self) -> str:
         return f"sweep {self.name} due {self.next_at:%H:%M:%S}"
+
+
+class ReviewerTicket(models.Model):
+    """A ticket a reviewer proposed (`create_ticket`), and what a person decided about it."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "proposed"
+        DISMISSED = "dismissed", "dismissed"
+        REQUESTED = "requested", "issue awaiting approval"
+        CREATED = "created", "issue created"
+
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="tickets")
+    stream = models.ForeignKey(ReviewerStream, on_delete=models.CASCADE, related_name="tickets")
+    note_index = models.PositiveIntegerField()  # its place in the stream's `notes`
+    title = models.CharField(max_length=300)
+    body = models.TextField(blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
+    issue_number = models.PositiveIntegerField(null=True, blank=True)
+    issue_url = models.URLField(max_length=500, blank=True)
+    approval_request = models.ForeignKey(
+        "guardrails.ApprovalRequest",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["round", "stream", "note_index"]
+        constraints = [
+            models.UniqueConstraint(fields=["stream", "note_index"], name="ticket_note_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"ticket {self.title} ({self.status})"

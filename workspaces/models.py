@@ -151,6 +151,10 @@ class Repository(models.Model):
     local_path = models.CharField(max_length=1024, blank=True)
     base_branch = models.CharField(max_length=200, default="main")
     auto_review = models.BooleanField(default=False)
+    # Draft pull requests are reviewed automatically only when the repository says so.
+    review_drafts = models.BooleanField(default=False)
+    # Disconnecting archives: reviews stay readable, webhooks are ignored, reconnecting restores.
+    archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -178,6 +182,28 @@ class Repository(models.Model):
             "base_branch": self.base_branch,
             "auto_review": self.auto_review,
         }
+
+
+class Tombstone(models.Model):
+    """What a deleted object was, so links to it (audit rows, bookmarks) explain instead of 404."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="tombstones")
+    kind = models.CharField(max_length=50)  # the audit target type: reviewspace, repository, …
+    object_id = models.CharField(max_length=64)
+    label = models.CharField(max_length=300)
+    counts = models.JSONField(default=dict, blank=True)
+    deleted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    deleted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "object_id"], name="tombstone_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"deleted {self.kind} {self.label}"
 
 
 class GitHubInstallation(models.Model):
