@@ -277,6 +277,20 @@ class GitHubClient:
         )
         return resp.json()
 
+    def create_issue(self, owner: str, repo: str, *, title: str, body: str) -> dict[str, Any]:
+        """Open one issue (201). Not retried after it may have reached GitHub: a retry could file
+        it twice. 410 means the repository has issues turned off."""
+        resp = self._repo_call(
+            "POST",
+            owner,
+            repo,
+            "/issues",
+            json={"title": title, "body": body},
+            expect=(201,),
+            idempotent=False,
+        )
+        return resp.json()
+
     def git_remote(self, owner: str, repo: str) -> GitRemote:
         """Clone URL and the Authorization header git needs (tokens go as Basic x-access-token)."""
         _name(owner)

@@ -42,6 +42,7 @@ from tests.fakes.gitrepo import git
 API_VERSION = "2022-11-28"
 DOCS = "https://docs.github.com/rest"
 REVIEW_DOCS = "https://docs.github.com/rest/reference/pulls#create-a-review-for-a-pull-request"
+ISSUE_DOCS = "https://docs.github.com/rest/issues/issues#create-an-issue"
 
 # GitHub's real 422 bodies, verbatim.
 LINE_NOT_IN_DIFF = (
@@ -99,6 +100,10 @@ class FakeRepo:
     path: Path
     installation_id: int | None
     pulls: dict[int, FakePull] = field(default_factory=dict)
+    # Issues as created through the API; `has_issues` False answers 410 as GitHub does when a
+    # repository's Issues feature is turned off.
+    issues: list[dict[str, Any]] = field(default_factory=list)
+    has_issues: bool = True
 
     @property
     def full_name(self) -> str:
@@ -134,6 +139,20 @@ def _error(code: int, message: str, errors: list[Any] | None = None, **extra: An
         body["errors"] = errors
     body.update(extra)
     return _Reply(code, body)
+
+
+def _issue_invalid(detail: str) -> _Reply:
+    """GitHub's schema validation answer for a malformed issue (422)."""
+    return _error(422, f"Invalid request.\n\n{detail}", documentation_url=ISSUE_DOCS, status="422")
+
+
+def _too_long(field_name: str, limit: int) -> dict[str, Any]:
+    return {
+        "resource": "Issue",
+        "code": "custom",
+        "field": field_name,
+        "message": f"{field_name} is too long (maximum is {limit} characters)",
+    }
 
 
 def _unprocessable(error: str, *, new_form: bool = False) -> _Reply:
@@ -259,6 +278,10 @@ class FakeGitHub:
     def reviews(self, owner: str, name: str, number: int) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(r) for r in self.repos[(owner, name)].pulls[number].reviews]
+
+    def issues(self, owner: str, name: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(i) for i in self.repos[(owner, name)].issues]
 
     def requests_to(self, method: str, path_pattern: str) -> list[RecordedRequest]:
         with self._lock:
@@ -514,6 +537,67 @@ class FakeGitHub:
             pull.reviews.append({**review, "comments": [dict(c) for c in comments]})
         return _Reply(200, review)
 
+    def create_issue(self, req: RecordedRequest, owner: str, name: str) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        repo = self._repo(owner, name, who)
+        if not repo.has_issues:
+            raise _error(
+                410,
+                "Issues are disabled for this repo",
+                documentation_url="https://docs.github.com/v3/issues/",
+                status="410",
+            )
+        data = req.json
+        if not isinstance(data, dict):
+            raise _error(400, "Problems parsing JSON")
+        if "title" not in data or data["title"] is None:
+            raise _issue_invalid('"title" wasn\'t supplied.')
+        title, body = data["title"], data.get("body")
+        if isinstance(title, bool) or not isinstance(title, str | int):
+            raise _issue_invalid(
+                f"For 'properties/title', {json.dumps(title)} is not a string or integer."
+            )
+        if body is not None and not isinstance(body, str):
+            raise _issue_invalid(f"For 'properties/body', {json.dumps(body)} is not a string.")
+        title = str(title)
+        errors: list[dict[str, Any]] = []
+        if not title.strip():
+            errors.append({"resource": "Issue", "code": "missing_field", "field": "title"})
+        elif len(title) > 256:
+            errors.append(_too_long("title", 256))
+        if body is not None and len(body) > 65_536:
+            errors.append(_too_long("body", 65_536))
+        if errors:
+            raise _error(
+                422, "Validation Failed", errors, documentation_url=ISSUE_DOCS, status="422"
+            )
+        with self._lock:
+            # Issues and pull requests share one sequence of numbers per repository.
+            number = max([0, *repo.pulls, *(i["number"] for i in repo.issues)]) + 1
+            issue_id = next(self._review_ids)
+            now = _iso(self.clock())
+            issue = {
+                "id": issue_id,
+                "node_id": base64.b64encode(f"I_{issue_id}".encode()).decode(),
+                "url": f"{self.base_url}/repos/{repo.full_name}/issues/{number}",
+                "repository_url": f"{self.base_url}/repos/{repo.full_name}",
+                "html_url": f"{self.base_url}/{repo.full_name}/issues/{number}",
+                "number": number,
+                "state": "open",
+                "title": title,
+                "body": body,
+                "user": {"login": who.login, "type": "Bot" if who.installation_id else "User"},
+                "labels": [],
+                "assignees": [],
+                "comments": 0,
+                "created_at": now,
+                "updated_at": now,
+                "closed_at": None,
+                "author_association": "NONE",
+            }
+            repo.issues.append(issue)
+        return _Reply(201, issue, {"Location": issue["url"]})
+
     def _check_comment(self, diff: FakeDiff, comment: Any) -> None:
         if not isinstance(comment, dict) or not comment.get("path") or "body" not in comment:
             raise _error(422, 'Invalid request.\n\n"path" and "body" are required.')
@@ -721,6 +805,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)", fake.get_pull),
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/files", fake.list_files),
             ("POST", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews", fake.create_review),
+            ("POST", r"/repos/([^/]+)/([^/]+)/issues", fake.create_issue),
             ("GET", r"/repos/([^/]+)/([^/]+)/installation", fake.get_installation),
             ("POST", r"/app/installations/(\d+)/access_tokens", fake.create_access_token),
         ]
