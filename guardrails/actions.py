@@ -109,6 +109,38 @@ def _publish_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
     return workspace_id, "reviewspace", str(payload["space"])
 
 
+class IssueCreatePayload(BaseModel):
+    """A reviewer's ticket filed as a GitHub issue: exactly this title and body, in exactly this
+    repository. `head_sha` binds the ticket and the repository (reviews/services/notes.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ticket: int
+    space: int
+    repository: str = Field(pattern=r"^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$")
+    title: str = Field(min_length=1, max_length=256)
+    body: str = Field(max_length=65_536)
+    head_sha: str = Field(pattern="^[0-9a-f]{40}$")
+
+
+def _issue_create(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
+    from reviews.services.notes import ticket_issue_execute
+
+    return ticket_issue_execute(payload, requester)
+
+
+def _issue_head(payload: dict[str, Any]) -> str:
+    from reviews.services.notes import ticket_issue_head
+
+    return ticket_issue_head(payload)
+
+
+def _issue_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
+    from reviews.services.notes import ticket_issue_scope
+
+    return ticket_issue_scope(payload)
+
+
 class PolicySettingModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -183,6 +215,16 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_current_head,
         scope=_publish_scope,
         description="Publish a review to GitHub",
+    ),
+    # Same approval rules as publishing: a second person, connected, decides.
+    "issueCreate": ActionClass(
+        name="issueCreate",
+        mutating=True,
+        payload=IssueCreatePayload,
+        execute=_issue_create,
+        current_head=_issue_head,
+        scope=_issue_scope,
+        description="Create a GitHub issue from a reviewer's ticket",
     ),
     "policyChange": ActionClass(
         name="policyChange",

@@ -34,6 +34,23 @@ def approvals_emit(request, kind: str) -> None:
                 {"type": "review.published", "request": request.pk, "kind": kind},
             )
         )
+    if request.target_type == "reviewerticket":
+        # An issue request moved: the ticket on its review page says where it is now.
+        from reviews.events import space_group
+        from reviews.models import ReviewerTicket
+
+        space_id = (
+            ReviewerTicket.objects.filter(pk=int(request.target_id))
+            .values_list("round__space_id", flat=True)
+            .first()
+        )
+        if space_id is not None:
+            messages.append(
+                (
+                    space_group(space_id),
+                    {"type": "review.ticket", "request": request.pk, "kind": kind},
+                )
+            )
     for group, message in messages:
         try:
             async_to_sync(layer.group_send)(group, message)

@@ -32,7 +32,7 @@ def csrf_context(scope: dict) -> dict:
 _CSRF_SLOT = "__quorum_csrf_slot__"
 _shared_renders: dict[tuple, str] = {}
 
-SECTIONS = ("header", "axes", "disagreements", "cohorts", "findings", "streams")
+SECTIONS = ("header", "axes", "disagreements", "cohorts", "findings", "notes", "streams")
 
 
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
@@ -153,3 +153,10 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     async def review_published(self, event: dict) -> None:
         await self._send_sections(("header",), event=event)
+
+    async def review_note_added(self, event: dict) -> None:
+        await self._send_sections(("notes",), event=event)
+
+    async def review_ticket(self, event: dict) -> None:
+        """A ticket was dismissed, asked for as an issue, or its issue request moved."""
+        await self._send_sections(("notes",), event=event)

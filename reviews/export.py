@@ -17,6 +17,10 @@ Schema `quorum.review/v1`:
 - `streams`: [{name, agent, kind, state, accepted, rejected, tokens_in, tokens_out, attempts,
   refused_calls, redactions, error, coverage_note}]
 - `stats`: the round's statistics (classification, panel, critic, failures)
+- `notes`: what reviewers left besides findings. `comments`: [{reviewer, stream, body, path,
+  line}] of this round; `tickets`: [{id, round, reviewer, stream, title, body, status (open |
+  dismissed | requested | created), status_label (in words), reason, decided_by, decided_at,
+  issue_number, issue_url, approval_request}] of every round of the review
 Fields are only ever added within v1.
 """
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from reviews.domain import types as t
-from reviews.selectors import ReviewPage
+from reviews.selectors import ReviewPage, reviewer_notes
 
 SCHEMA = "quorum.review/v1"
 
@@ -109,6 +113,42 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
         "stats": {
             k: v for k, v in (review_round.stats if review_round else {}).items() if k != "facts"
         },
+        "notes": _notes(page),
+    }
+
+
+def _notes(page: ReviewPage) -> dict[str, Any]:
+    notes = reviewer_notes(space=page.space, streams=page.streams)
+    return {
+        "comments": [
+            {
+                "reviewer": c.reviewer,
+                "stream": c.stream,
+                "body": c.body,
+                "path": c.path or None,
+                "line": c.line,
+            }
+            for c in notes.comments
+        ],
+        "tickets": [
+            {
+                "id": tv.ticket.pk,
+                "round": tv.round_number,
+                "reviewer": tv.reviewer,
+                "stream": tv.ticket.stream.name,
+                "title": tv.ticket.title,
+                "body": tv.ticket.body,
+                "status": tv.ticket.status,
+                "status_label": tv.state.label,
+                "reason": tv.ticket.reason,
+                "decided_by": tv.ticket.decided_by.email if tv.ticket.decided_by else None,
+                "decided_at": tv.ticket.decided_at.isoformat() if tv.ticket.decided_at else None,
+                "issue_number": tv.ticket.issue_number,
+                "issue_url": tv.ticket.issue_url or None,
+                "approval_request": tv.ticket.approval_request_id,
+            }
+            for tv in notes.tickets
+        ],
     }
 
 

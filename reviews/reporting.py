@@ -7,11 +7,18 @@ from __future__ import annotations
 
 from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
-from reviews.domain.report import PanelSummary, ReportInput, ReviewerLine, render_report
+from reviews.domain.report import (
+    PanelSummary,
+    ReportComment,
+    ReportInput,
+    ReportTicket,
+    ReviewerLine,
+    render_report,
+)
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream
-from reviews.selectors import ReviewPage
+from reviews.selectors import ReviewPage, reviewer_notes
 
 # Offline analyzers report on a dimension too (§3.13): bandit is a security reviewer.
 _ANALYZER_DIMENSIONS = {
@@ -54,6 +61,7 @@ def report_markdown(page: ReviewPage) -> str:
     stats = page.round.stats or {}
     panel = stats.get("panel")
     notes = [s.coverage_note for s in page.streams if s.coverage_note]
+    reviewer_notes_of = reviewer_notes(space=page.space, streams=page.streams)
     return render_report(
         ReportInput(
             verdict=verdict,
@@ -62,5 +70,20 @@ def report_markdown(page: ReviewPage) -> str:
             arbitrations=[(d, arbitrate(d)) for d in page.disagreements],
             positive_notes=notes,
             panel=PanelSummary(**panel) if panel else None,
+            comments=[
+                ReportComment(reviewer=c.reviewer, body=c.body, location=c.location)
+                for c in reviewer_notes_of.comments
+            ],
+            tickets=[
+                ReportTicket(
+                    reviewer=tv.reviewer,
+                    title=tv.ticket.title,
+                    body=tv.ticket.body,
+                    status=tv.state.label,
+                    round_number=tv.round_number,
+                    issue_url=tv.ticket.issue_url,
+                )
+                for tv in reviewer_notes_of.tickets
+            ],
         )
     )

@@ -26,4 +26,14 @@ urlpatterns = [
     path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
     path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
     path("w/<slug:slug>/reviews/<int:space_id>/publish/", views.publish, name="publish"),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/dismiss/",
+        views.ticket_dismiss,
+        name="ticket_dismiss",
+    ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/issue/",
+        views.ticket_issue,
+        name="ticket_issue",
+    ),
 ]

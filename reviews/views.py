@@ -14,17 +14,29 @@ from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import LADDER
 from reviews.forms import NewReviewForm, NodeActionForm
-from reviews.models import CohortProgress, ReviewNode, ReviewSpace, VerdictChange
+from reviews.models import (
+    CohortProgress,
+    ReviewerTicket,
+    ReviewNode,
+    ReviewSpace,
+    VerdictChange,
+)
 from reviews.reporting import report_markdown
-from reviews.selectors import review_page, space_get_for_user, spaces_for_list
+from reviews.selectors import (
+    review_page,
+    reviewer_notes,
+    space_get_for_user,
+    spaces_for_list,
+)
 from reviews.services import nodes as node_services
+from reviews.services import notes as note_services
 from reviews.services.publishing import PublishError, publish_plan_current, publish_request
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, round_cancel, round_supply_request
 from reviews.sources.publish_plan import review_event
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
-from workspaces.rules import Perm
+from workspaces.rules import Perm, RuleError
 from workspaces.views import is_htmx, member_view
 
 NODE_ACTIONS = {
@@ -155,6 +167,11 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         "can_triage": allows(membership, Perm.TRIAGE_NODES),
         "publish_event": publish_event,
         "verdict_changes": verdict_changes,
+        "notes": reviewer_notes(space=space, streams=page.streams, cohorts=cohorts),
+        "can_dismiss_tickets": allows(membership, Perm.TRIAGE_NODES),
+        # A local repository has no GitHub to file in: its tickets can only be dismissed.
+        "can_file_issues": allows(membership, Perm.REQUEST_PUBLISH)
+        and space.pull_request.repository.kind == "github",
     }
 
 
@@ -343,3 +360,61 @@ def publish_preview_context(membership: Membership, space: ReviewSpace) -> dict:
         "payload": current.payload(space=space, selection="all_open", approve_on_ship=True),
         "can_request": allows(membership, Perm.REQUEST_PUBLISH),
     }
+
+
+def _ticket_anchor(membership: Membership, space: ReviewSpace, ticket: ReviewerTicket) -> str:
+    page = reverse("reviews:detail", args=[membership.workspace.slug, space.pk])
+    return f"{page}#ticket-{ticket.pk}"
+
+
+@member_view
+@require_POST
+def ticket_dismiss(
+    request: HttpRequest, membership: Membership, space_id: int, ticket_id: int
+) -> HttpResponse:
+    """A person dismisses a reviewer's proposed ticket, with an optional reason (audited)."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.TRIAGE_NODES, attempted="dismiss reviewer tickets", request=request)
+    ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
+    try:
+        note_services.ticket_dismiss(
+            ticket=ticket, user=request.user, reason=request.POST.get("reason", ""), request=request
+        )
+    except note_services.TicketError as exc:
+        if is_htmx(request):
+            return HttpResponse(str(exc), status=409)
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Ticket “{ticket.title}” dismissed.")
+    return redirect(_ticket_anchor(membership, space, ticket))
+
+
+@member_view
+@require_POST
+def ticket_issue(
+    request: HttpRequest, membership: Membership, space_id: int, ticket_id: int
+) -> HttpResponse:
+    """Ask for a reviewer's ticket to become a GitHub issue, through the guardrails checkpoint
+    (issueCreate, approved like a publish). The title and body are the ones on the form."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.REQUEST_PUBLISH, attempted="create GitHub issues", request=request)
+    ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
+    here = _ticket_anchor(membership, space, ticket)
+    try:
+        result = note_services.ticket_issue_request(
+            ticket=ticket,
+            actor=request.user,
+            title=request.POST.get("title", ticket.title),
+            body=request.POST.get("body") if "body" in request.POST else None,
+            http_request=request,
+        )
+    except (note_services.TicketError, RuleError) as exc:
+        messages.error(request, str(exc))
+        return redirect(here)
+    if result.outcome == "refused":
+        messages.error(request, result.reason)
+    elif result.outcome == "pending":
+        messages.success(request, f"Issue request #{result.request.pk} is waiting for an approver.")
+    else:
+        messages.success(request, "GitHub issue created.")
+    return redirect(here)

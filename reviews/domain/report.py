@@ -3,8 +3,9 @@
 Sections, always present and always in this order: title with the review state, Reviewers
 (each with its verdict; failed ones say which angle was not covered), Issues grouped Critical
 (P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
-arbitration, Positive notes, Summary (dimension x severity table, plus the verification
-panel's line). Empty sections say "None." so a reader — or a parser — never guesses.
+arbitration, Positive notes, Notes from reviewers (comments, proposed tickets and their status),
+Summary (dimension x severity table, plus the verification panel's line). Empty sections say
+"None." so a reader — or a parser — never guesses.
 Block → BLOCKED, Hold → CHANGES_REQUESTED, Ship → APPROVED.
 """
 
@@ -41,6 +42,23 @@ class PanelSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportComment:
+    reviewer: str
+    body: str
+    location: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportTicket:
+    reviewer: str
+    title: str
+    body: str
+    status: str  # in words
+    round_number: int
+    issue_url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ReportInput:
     verdict: Verdict
     reviewers: Sequence[ReviewerLine]
@@ -48,6 +66,8 @@ class ReportInput:
     arbitrations: Sequence[tuple[Disagreement, ArbitrationDecision]] = ()
     positive_notes: Sequence[str] = ()
     panel: PanelSummary | None = None
+    comments: Sequence[ReportComment] = ()
+    tickets: Sequence[ReportTicket] = ()
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -67,6 +87,7 @@ def render_report(report: ReportInput) -> str:
         _issues(issues),
         _disagreements(report.arbitrations),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
+        _reviewer_notes(report.comments, report.tickets),
         _summary(issues, report.panel),
     ]
     return "\n\n".join(parts) + "\n"
@@ -143,6 +164,27 @@ def _disagreements(items: Sequence[tuple[Disagreement, ArbitrationDecision]]) ->
         for d, a in items
     ]
     return _section("Disagreements", lines)
+
+
+def _reviewer_notes(comments: Sequence[ReportComment], tickets: Sequence[ReportTicket]) -> str:
+    """Comments reviewers left and tickets they proposed, with what people decided."""
+    lines = [
+        f"- Comment from {c.reviewer}"
+        + (f" on `{c.location}`" if c.location else "")
+        + f": {one_line(c.body, 600)}"
+        for c in comments
+    ]
+    for ticket in tickets:
+        line = (
+            f"- Ticket proposed by {ticket.reviewer} (round {ticket.round_number}, "
+            f"{ticket.status}): **{one_line(ticket.title, 200)}**"
+        )
+        if ticket.body.strip():
+            line += f"\n  {one_line(ticket.body, 600)}"
+        if ticket.issue_url:
+            line += f"\n  GitHub issue: {ticket.issue_url}"
+        lines.append(line)
+    return _section("Notes from reviewers", lines)
 
 
 def _summary(issues: list[NodeView], panel: PanelSummary | None) -> str:

@@ -36,6 +36,7 @@ from reviews.index.axes_compute import clearing_steps
 from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.services.nodes import node_confirm, node_panel_apply, node_record
+from reviews.services.notes import note_record, notes_discard_unfinished
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
 from reviews.sources.git_local import LocalGitSource
@@ -159,6 +160,7 @@ def _tool_thread():
 def _reset_stream(stream: ReviewerStream) -> None:
     """A new attempt starts clean: findings of an unfinished attempt are not the reviewer's."""
     ReviewNode.objects.filter(stream=stream).delete()
+    notes_discard_unfinished(stream=stream)
     ReviewerStream.objects.filter(pk=stream.pk).update(
         accepted=0, rejected=0, rejection_reasons=[], notes=[]
     )
@@ -339,14 +341,8 @@ def _review_tools(
     def _note(kind: str, **fields: Any) -> str:
         # Comments and tickets are shown and published like findings: redacted the same way.
         fields = {k: redact_text(v) if isinstance(v, str) else v for k, v in fields.items()}
-
-        def write() -> None:
-            current = ReviewerStream.objects.get(pk=stream.pk)
-            ReviewerStream.objects.filter(pk=stream.pk).update(
-                notes=[*current.notes, {"kind": kind, **fields}]
-            )
-
-        durable(write, kind)
+        # Recorded once even when a retry writes it again; a ticket becomes a row people decide.
+        durable(lambda: note_record(stream=stream, kind=kind, fields=fields), kind)
         return f"{kind.capitalize()} noted for the people reading this review."
 
     return ReviewTools(

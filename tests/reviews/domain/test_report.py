@@ -89,6 +89,7 @@ def test_it_renders_the_sections_in_fixed_order() -> None:
         "### Minor",
         "## Disagreements",
         "## Positive notes",
+        "## Notes from reviewers",
         "## Summary",
     ]
 
@@ -157,6 +158,37 @@ def test_it_says_none_for_empty_sections() -> None:
         positive_notes=[],
         panel=None,
     )
-    assert report.count("None.") == 5
+    assert report.count("None.") == 6
+    assert "## Notes from reviewers\n\nNone." in report
     assert "No reviewer ran." in report
     assert "| **Total** | 0 | 0 | 0 | 0 |" in report
+
+
+def test_reviewer_notes_list_comments_then_tickets_with_their_status() -> None:
+    from reviews.domain.report import ReportComment, ReportTicket
+
+    report = _report(
+        comments=[
+            ReportComment("security", "Is this endpoint public?", "app/views.py:12"),
+            ReportComment("quality", "Nice split of the module."),
+        ],
+        tickets=[
+            ReportTicket(
+                "architecture",
+                "Extract the payment client",
+                "It is duplicated in three places.",
+                "GitHub issue created",
+                1,
+                "https://github.com/acme/app/issues/9",
+            )
+        ],
+    )
+    section = report.split("## Notes from reviewers")[1].split("## Summary")[0]
+    assert section.strip().splitlines() == [
+        "- Comment from security on `app/views.py:12`: Is this endpoint public?",
+        "- Comment from quality: Nice split of the module.",
+        "- Ticket proposed by architecture (round 1, GitHub issue created): "
+        "**Extract the payment client**",
+        "  It is duplicated in three places.",
+        "  GitHub issue: https://github.com/acme/app/issues/9",
+    ]
