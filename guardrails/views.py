@@ -7,9 +7,10 @@ from datetime import datetime, time
 from django.contrib import messages
 from django.core.handlers.asgi import ASGIRequest
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_http_methods, require_POST
@@ -27,7 +28,8 @@ from guardrails.services import (
     policy_update,
 )
 from guardrails.verification import chain_verify
-from workspaces.models import Membership
+from workspaces.confirm import confirmation_page, confirmed
+from workspaces.models import Membership, Tombstone
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
 from workspaces.views import member_view
@@ -83,6 +85,19 @@ def approval_decision(
         membership, Perm.DECIDE_APPROVAL, attempted="decide on approval requests", request=request
     )
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    if request.POST.get("decision") == "deny" and not confirmed(request):
+        return confirmation_page(
+            request,
+            title=f"Deny request #{approval.pk} ({approval.target_label})?",
+            consequences=[
+                "A denied request is final: nothing it asks for happens, and the requester "
+                "must ask again.",
+                "The denial and its reason are recorded in the audit trail.",
+            ],
+            button=f"Deny request #{approval.pk}",
+            cancel_url=reverse("guardrails:approvals", args=[membership.workspace.slug]),
+            context={"workspace": membership.workspace, "membership": membership},
+        )
     try:
         approval_decide(
             request=approval,
@@ -139,7 +154,13 @@ def _audit_filtered(request: HttpRequest, membership: Membership):
 @member_view
 def audit(request: HttpRequest, membership: Membership) -> HttpResponse:
     require(membership, Perm.VIEW_AUDIT, attempted="read the audit trail", request=request)
-    events = _audit_filtered(request, membership)
+    # Targets deleted for good: the row says so and links to what they were, never to a 404.
+    gone = Tombstone.objects.filter(
+        workspace=membership.workspace,
+        kind=OuterRef("target_type"),
+        object_id=OuterRef("target_id"),
+    )
+    events = _audit_filtered(request, membership).annotate(target_gone=Exists(gone))
     page = Paginator(events, 50).get_page(request.GET.get("page"))
     # Only the entries since the last verified checkpoint: the cost does not grow with the
     # trail. The full walk from entry 1 is `manage.py audit_verify`.

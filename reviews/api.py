@@ -6,6 +6,7 @@ from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
+from ninja.errors import HttpError
 
 from config.api_types import (
     MAX_INT,
@@ -29,6 +30,7 @@ from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, axis_submit, round_supply_request
+from workspaces.middleware import archived_message
 from workspaces.models import Repository
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm, RuleError
@@ -83,7 +85,11 @@ def _space(request, slug: str, space_id: int, perm: Perm = Perm.VIEW, attempted:
     membership = membership_get(user=request.user, slug=slug)
     if perm is not Perm.VIEW:
         require(membership, perm, attempted=attempted, request=request)
-    return membership, space_get_for_user(space_id=space_id, workspace_slug=slug)
+    space = space_get_for_user(space_id=space_id, workspace_slug=slug)
+    if perm is not Perm.VIEW and space.pull_request.repository.archived_at is not None:
+        # Reviews of a disconnected repository are read-only (workspaces/middleware.py).
+        raise HttpError(409, archived_message(space.pull_request.repository))
+    return membership, space
 
 
 def _errors(exc: Exception) -> RuleError:

@@ -19,7 +19,8 @@ class NewReviewForm(forms.Form):
 
     def __init__(self, *args, workspace: Workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["repository"].queryset = workspace.repositories.all()
+        # A disconnected (archived) repository keeps its reviews but takes no new ones.
+        self.fields["repository"].queryset = workspace.repositories.filter(archived_at__isnull=True)
 
     def clean(self):
         data = super().clean()

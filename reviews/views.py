@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -37,6 +39,7 @@ from reviews.sources.publish_plan import review_event
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
+from workspaces.tombstones import tombstone_or_404
 from workspaces.views import is_htmx, member_view
 
 NODE_ACTIONS = {
@@ -115,6 +118,25 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     return render(request, "reviews/list.html", context, status=status)
 
 
+def _read_only_when_archived(build):
+    """A disconnected repository's reviews stay readable with no action offered: every `can_*`
+    flag is off and no finding has buttons (the server refuses them too, see
+    workspaces/middleware.py)."""
+
+    @wraps(build)
+    def wrapper(membership: Membership, space: ReviewSpace) -> dict:
+        context = build(membership, space)
+        repository = space.pull_request.repository
+        context["archived_repository"] = repository if repository.archived_at else None
+        if repository.archived_at:
+            context.update({k: False for k in context if k.startswith("can_")})
+            context["node_actions"] = {pk: [] for pk in context.get("node_actions", {})}
+        return context
+
+    return wrapper
+
+
+@_read_only_when_archived
 def review_context(membership: Membership, space: ReviewSpace) -> dict:
     page = review_page(space=space)
     actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
@@ -177,7 +199,10 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
 
 @member_view
 def review_detail(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
-    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    try:
+        space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    except Http404:  # deleted for good: say what it was
+        return tombstone_or_404(request, membership, kind="reviewspace", object_id=space_id)
     return render(request, "reviews/detail.html", review_context(membership, space))
 
 

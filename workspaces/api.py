@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from django.shortcuts import get_object_or_404
@@ -116,6 +117,16 @@ class RepositoryOut(Schema):
     name: str
     base_branch: str
     auto_review: bool
+    # Set when disconnected: its reviews are kept read-only and it takes no new review.
+    archived_at: datetime | None = None
+
+
+class RepositoryPurgeIn(Input):
+    confirm_name: Text = Field(max_length=1024, description="the repository's name, typed")
+
+
+class RepositoryPurgeOut(Schema):
+    deleted: dict[str, int]
 
 
 class RepositoryIn(Input):
@@ -146,6 +157,7 @@ def _repo_out(repo: Repository) -> dict:
         "name": str(repo),
         "base_branch": repo.base_branch,
         "auto_review": repo.auto_review,
+        "archived_at": repo.archived_at,
     }
 
 
@@ -276,8 +288,11 @@ def member_remove(request, slug: Slug, member_id: Id):
 
 
 @router.get("/{slug}/repositories", response=responses({200: list[RepositoryOut]}, 404, 422))
-def repository_list(request, slug: Slug):
-    return [_repo_out(r) for r in _member(request, slug).workspace.repositories.all()]
+def repository_list(request, slug: Slug, archived: bool = False):
+    """Connected repositories (those a review can start on); `archived=true` lists the
+    disconnected ones, whose reviews are kept read-only."""
+    repos = _member(request, slug).workspace.repositories.filter(archived_at__isnull=not archived)
+    return [_repo_out(r) for r in repos]
 
 
 @router.post(
@@ -310,8 +325,28 @@ def repository_patch(request, slug: Slug, repo_id: Id, body: RepositoryPatch):
     "/{slug}/repositories/{repo_id}", response=responses({204: None}, 400, 403, 404, 422)
 )
 def repository_delete(request, slug: Slug, repo_id: Id):
+    """Disconnect: the repository is archived, never deleted; its reviews stay read-only and
+    connecting it again restores them. Deleting them for good is `…/purge` (owners)."""
     m = _member(request, slug)
     require(m, Perm.MANAGE_REPOSITORIES, attempted="remove repositories", request=request)
     repo = get_object_or_404(Repository, pk=repo_id, workspace=m.workspace)
-    services.repository_remove(repository=repo, actor=request.user, request=request)
+    services.repository_archive(repository=repo, actor=request.user, request=request)
     return Status(204, None)
+
+
+@router.post(
+    "/{slug}/repositories/{repo_id}/purge",
+    response=responses({200: RepositoryPurgeOut}, 400, 403, 404, 413, 422),
+)
+def repository_purge(request, slug: Slug, repo_id: Id, body: RepositoryPurgeIn):
+    """Delete a disconnected repository and all its reviews for good (owners only): the body
+    must carry the repository's name exactly. Answers with what was deleted."""
+    m = _member(request, slug)
+    require(
+        m, Perm.DELETE_REVIEWS, attempted="delete a repository's reviews for good", request=request
+    )
+    repo = get_object_or_404(Repository, pk=repo_id, workspace=m.workspace)
+    deleted = services.repository_purge(
+        repository=repo, actor=m, typed_name=body.confirm_name, request=request
+    )
+    return {"deleted": deleted}

@@ -36,6 +36,7 @@ class Perm(StrEnum):
     MANAGE_REPOSITORIES = "manage_repositories"
     MANAGE_MEMBERS = "manage_members"
     MANAGE_OWNERS = "manage_owners"
+    DELETE_REVIEWS = "delete_reviews"
 
 
 # Auditors: every member may read the audit trail; it is read-only and it is what makes the
@@ -52,6 +53,8 @@ MIN_ROLE: dict[Perm, Role] = {
     Perm.MANAGE_REPOSITORIES: Role.ADMIN,
     Perm.MANAGE_MEMBERS: Role.ADMIN,
     Perm.MANAGE_OWNERS: Role.OWNER,
+    # Deleting a repository's reviews for good cannot be undone: owners only.
+    Perm.DELETE_REVIEWS: Role.OWNER,
 }
 
 
@@ -109,6 +112,15 @@ def clean_github_name(value: str) -> str:
     if not _GITHUB_NAME.match(value) or value.split("/")[1] in {".", ".."}:
         raise RuleError(f"{value!r} is not a GitHub repository name of the form owner/name.")
     return value
+
+
+def check_typed_name(*, expected: str, typed: str) -> None:
+    """An irreversible deletion goes ahead only when the person typed the exact name."""
+    if typed.strip() != expected:
+        shown = typed.strip() or "nothing"
+        raise RuleError(
+            f"You typed {shown!r}, not the repository name {expected!r}: nothing was deleted."
+        )
 
 
 def clean_branch(value: str) -> str:

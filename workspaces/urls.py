@@ -24,4 +24,15 @@ urlpatterns = [
         views.repository_change,
         name="repository",
     ),
+    path(
+        "w/<slug:slug>/settings/repositories/<int:repo_id>/disconnect/",
+        views.repository_disconnect,
+        name="repository_disconnect",
+    ),
+    path(
+        "w/<slug:slug>/settings/repositories/<int:repo_id>/delete/",
+        views.repository_delete,
+        name="repository_delete",
+    ),
+    path("w/<slug:slug>/deleted/<slug:kind>/<str:object_id>/", views.deleted, name="deleted"),
 ]

@@ -8,9 +8,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from workspaces import rules, services
+from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
     FewShotFormSet,
     InviteForm,
@@ -26,6 +28,7 @@ from workspaces.forms import (
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import allows, may_create_workspace, membership_get, require
 from workspaces.rules import Perm, RuleError
+from workspaces.tombstones import tombstone_or_404
 
 
 def is_htmx(request: HttpRequest) -> bool:
@@ -182,6 +185,20 @@ def member_change(request: HttpRequest, membership: Membership, member_id: int) 
     target = get_object_or_404(
         Membership.objects.select_related("user"), pk=member_id, workspace=ws
     )
+    if request.POST.get("action") == "remove" and not confirmed(request):
+        return confirmation_page(
+            request,
+            title=f"Remove {target.user.email} from {ws.name}?",
+            consequences=[
+                f"{target.user.email} loses access to every review, setting and audit page of "
+                f"{ws.name} at once; their open pages close.",
+                "Their past decisions and audit events stay. To give access back, invite them "
+                "again.",
+            ],
+            button=f"Remove {target.user.email}",
+            cancel_url=reverse("workspaces:members", args=[ws.slug]),
+            context=_ctx(membership),
+        )
     try:
         if request.POST.get("action") == "remove":
             services.member_remove(actor=membership, membership=target, request=request)
@@ -288,14 +305,28 @@ def repositories(request: HttpRequest, membership: Membership) -> HttpResponse:
             except RuleError as exc:
                 form.add_error("name", str(exc))
             else:
-                messages.success(request, f"{repo} connected.")
+                if getattr(repo, "restored", None):
+                    kept = repo.restored
+                    messages.success(
+                        request,
+                        f"{repo} connected again: {_reviews_phrase(kept)} restored, with their "
+                        "findings and decisions.",
+                    )
+                else:
+                    messages.success(request, f"{repo} connected.")
                 return redirect("workspaces:repositories", ws.slug)
         status = 400
+    archived = [
+        (repo, services.repository_footprint(repo))
+        for repo in ws.repositories.filter(archived_at__isnull=False)
+    ]
     context = _ctx(
         membership,
         form=form,
-        repositories=ws.repositories.all(),
+        repositories=ws.repositories.filter(archived_at__isnull=True),
+        archived=archived,
         can_edit=allows(membership, Perm.MANAGE_REPOSITORIES),
+        can_delete=allows(membership, Perm.DELETE_REVIEWS),
     )
     return render(request, "workspaces/settings_repositories.html", context, status=status)
 
@@ -307,9 +338,7 @@ def repository_change(request: HttpRequest, membership: Membership, repo_id: int
     require(membership, Perm.MANAGE_REPOSITORIES, attempted="change repositories", request=request)
     repo = get_object_or_404(Repository, pk=repo_id, workspace=ws)
     if request.POST.get("action") == "remove":
-        services.repository_remove(repository=repo, actor=request.user, request=request)
-        messages.success(request, f"{repo} disconnected.")
-        return redirect("workspaces:repositories", ws.slug)
+        return _disconnect(request, membership, repo)
     form = RepositoryUpdateForm(request.POST)
     try:
         if not form.is_valid():
@@ -323,6 +352,99 @@ def repository_change(request: HttpRequest, membership: Membership, repo_id: int
     return redirect("workspaces:repositories", ws.slug)
 
 
+def _reviews_phrase(counts: dict) -> str:
+    n = counts.get("review_spaces", 0)
+    return f"{n} review{'' if n == 1 else 's'}"
+
+
+def _disconnect(request: HttpRequest, membership: Membership, repo: Repository) -> HttpResponse:
+    ws = membership.workspace
+    if repo.archived_at is not None:
+        messages.info(request, f"{repo} is already disconnected.")
+        return redirect("workspaces:repositories", ws.slug)
+    if request.method != "POST" or not confirmed(request):
+        counts = services.repository_footprint(repo)
+        return confirmation_page(
+            request,
+            title=f"Disconnect {repo}?",
+            consequences=[
+                f"Nothing is deleted: its {_reviews_phrase(counts)} ({counts['findings']} "
+                f"findings, {counts['triage_decisions']} triage decisions) stay readable, "
+                "read-only, and keep their audit trail.",
+                "No new review starts for it: not from the reviews page, the API or GitHub "
+                "pushes. A round still running is cancelled.",
+                "Connecting the same repository again restores every review as it was.",
+            ],
+            button=f"Disconnect {repo}",
+            cancel_url=reverse("workspaces:repositories", args=[ws.slug]),
+            context=_ctx(membership),
+            status=400 if request.method == "POST" else 200,
+        )
+    kept = services.repository_archive(repository=repo, actor=request.user, request=request)
+    messages.success(
+        request,
+        f"{repo} disconnected: {_reviews_phrase(kept)} kept, read-only. Connect it again to "
+        "restore them.",
+    )
+    return redirect("workspaces:repositories", ws.slug)
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def repository_disconnect(
+    request: HttpRequest, membership: Membership, repo_id: int
+) -> HttpResponse:
+    """GET: what disconnecting does, and the button; POST with confirm=yes: archive."""
+    require(
+        membership, Perm.MANAGE_REPOSITORIES, attempted="disconnect repositories", request=request
+    )
+    repo = get_object_or_404(Repository, pk=repo_id, workspace=membership.workspace)
+    return _disconnect(request, membership, repo)
+
+
+@member_view
+@require_http_methods(["GET", "POST"])
+def repository_delete(request: HttpRequest, membership: Membership, repo_id: int) -> HttpResponse:
+    """Delete a disconnected repository's reviews for good: owners only, the name typed."""
+    ws = membership.workspace
+    require(
+        membership,
+        Perm.DELETE_REVIEWS,
+        attempted="delete a repository's reviews for good",
+        request=request,
+    )
+    repo = get_object_or_404(Repository, pk=repo_id, workspace=ws)
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            deleted = services.repository_purge(
+                repository=repo,
+                actor=membership,
+                typed_name=request.POST.get("confirm_name", ""),
+                request=request,
+            )
+        except RuleError as exc:
+            error, status = str(exc), 400
+        else:
+            messages.success(
+                request,
+                f"{repo} and its {_reviews_phrase(deleted)} were deleted for good "
+                f"({deleted['findings']} findings, {deleted['triage_decisions']} triage "
+                "decisions). The audit trail keeps the record.",
+            )
+            return redirect("workspaces:repositories", ws.slug)
+    context = _ctx(membership, repo=repo, counts=services.repository_footprint(repo), error=error)
+    return render(request, "workspaces/repository_delete.html", context, status=status)
+
+
+@member_view
+def deleted(
+    request: HttpRequest, membership: Membership, kind: str, object_id: str
+) -> HttpResponse:
+    """What a deleted object was (audit rows link here); 404 when nothing is known of it."""
+    return tombstone_or_404(request, membership, kind=kind, object_id=object_id)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
@@ -331,6 +453,17 @@ def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if request.POST.get("action") == "revoke":
             token = get_object_or_404(request.user.api_tokens, pk=request.POST.get("token_id"))
+            if not confirmed(request):
+                return confirmation_page(
+                    request,
+                    title=f"Revoke the token {token.name}?",
+                    consequences=[
+                        f"Every script using {token.prefix}… gets 401 from its next call on.",
+                        "A revoked token cannot be brought back: create a new one instead.",
+                    ],
+                    button=f"Revoke {token.name}",
+                    cancel_url=reverse("tokens"),
+                )
             services.api_token_revoke(token=token, actor=request.user, request=request)
             messages.success(request, f"Token {token.name} revoked.")
             return redirect("tokens")

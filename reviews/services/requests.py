@@ -93,6 +93,11 @@ def review_request(
 ) -> ReviewRound:
     """Resolve the PR, open (or reuse) its space, start a round and queue the pipeline
     (`queue=False`: the caller runs it, e.g. the command line with run_inline)."""
+    if repository.archived_at is not None:
+        raise ReviewRequestError(
+            f"{repository} is disconnected: its reviews are kept read-only. An admin connects "
+            "it again (Settings → Repositories) to review it."
+        )
     if repository.kind == Repository.Kind.LOCAL:
         pr = _local_pull_request(repository, base, head)
     else:

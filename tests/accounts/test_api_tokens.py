@@ -57,7 +57,7 @@ def test_a_revoked_token_stops_working(workspace, alice, client_for, client):
     browser = client_for(alice)
     secret = _create(browser)
     token = ApiToken.objects.get(user=alice)
-    browser.post("/account/tokens/", {"action": "revoke", "token_id": token.pk})
+    browser.post("/account/tokens/", {"action": "revoke", "token_id": token.pk, "confirm": "yes"})
     browser.logout()
     response = client.get(
         f"/api/v1/workspaces/{workspace.slug}/rules", HTTP_AUTHORIZATION=f"Bearer {secret}"

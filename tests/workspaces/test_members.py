@@ -64,7 +64,9 @@ def test_the_members_page_changes_a_role_and_reports_rule_errors(
 
     alice_m = Membership.objects.get(user=alice)
     response = client.post(
-        f"/w/{workspace.slug}/settings/members/{alice_m.pk}/", {"action": "remove"}, follow=True
+        f"/w/{workspace.slug}/settings/members/{alice_m.pk}/",
+        {"action": "remove", "confirm": "yes"},
+        follow=True,
     )
     assert "The last owner cannot be removed or demoted." in response.content.decode()
     assert Membership.objects.filter(pk=alice_m.pk).exists()

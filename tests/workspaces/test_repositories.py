@@ -111,11 +111,12 @@ def test_the_page_updates_and_disconnects(workspace, alice, client_for):
     assert (repo.base_branch, repo.auto_review) == ("develop", True)
     response = client.post(url, {"action": "update", "base_branch": "bad..branch"}, follow=True)
     assert "not a valid branch name" in response.content.decode()
-    client.post(url, {"action": "remove"})
-    assert not Repository.objects.exists()
+    client.post(url, {"action": "remove", "confirm": "yes"})
+    repo.refresh_from_db()
+    assert repo.archived_at is not None  # disconnecting archives, never deletes
     actions = list(
         AuditEvent.objects.filter(action__startswith="repositories.").values_list(
             "action", flat=True
         )
     )
-    assert actions == ["repositories.connected", "repositories.updated", "repositories.removed"]
+    assert actions == ["repositories.connected", "repositories.updated", "repositories.archived"]
