@@ -97,6 +97,11 @@ def _audit(
 def _notify(request: ApprovalRequest, kind: str) -> None:
     from guardrails.events import approvals_emit
 
+    if request.target_type == "reviewspace":
+        # A publish asked for, decided or executed changes what the review's status says.
+        from reviews.services.spaces import space_status_refresh
+
+        space_status_refresh(space=int(request.target_id))
     approvals_emit(request, kind)
 
 

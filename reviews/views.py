@@ -14,7 +14,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
 from reviews.domain import types as t
-from reviews.domain.space_status import LADDER
+from reviews.domain.space_status import (
+    LADDER,
+    SpaceStatus,
+    can_request_publish,
+    publish_refusal,
+)
 from reviews.forms import NewReviewForm, NodeActionForm
 from reviews.models import (
     CohortProgress,
@@ -180,7 +185,7 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         )
         .select_related("requester")
         .first(),
-        "ladder": [(s.value, s.value.replace("_", " ")) for s in LADDER],
+        "ladder": [(s.value, s.label) for s in LADDER],
         "node_actions": actions,
         "main_nodes": [n for n in cards if n.pk in main_ids],
         "below_nodes": [n for n in cards if n.pk not in main_ids],
@@ -339,8 +344,8 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
 def publish(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
     """Preview the GitHub review, then ask the guardrails checkpoint to publish it (§3.11)."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
-    if space.status != "awaiting_approval":
-        messages.error(request, "A review can be published only while it is awaiting approval.")
+    if not can_request_publish(SpaceStatus(space.status)):
+        messages.error(request, publish_refusal(SpaceStatus(space.status)))
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
     if request.method == "POST":
         require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)

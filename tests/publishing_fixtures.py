@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from reviews.domain.space_status import SpaceStatus
 from reviews.models import ReviewRound
 from reviews.services.nodes import node_record
 from reviews.services.spaces import (
     pull_request_upsert,
     round_start,
     space_get_or_create,
-    space_transition,
+    space_status_refresh,
 )
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
@@ -53,8 +52,7 @@ def publishable(fake_github, git_repo_factory, settings, workspace, alice, membe
     round_finalise(review_round=review_round)
     # The pipeline ran to its end (as it would have): a worker's sweeper must not resume it.
     ReviewRound.objects.filter(pk=review_round.pk).update(state=ReviewRound.State.FINISHED)
-    for status in (SpaceStatus.IN_PROGRESS, SpaceStatus.AWAITING_APPROVAL):
-        space_transition(space=space, to=status)
+    space_status_refresh(space=space)
     bob = member_factory(workspace, "reviewer", "bob@example.com")
     vera = member_factory(workspace, "approver", "vera@example.com")
     return space, review_round, bob, vera

@@ -16,6 +16,31 @@ def mark_legacy_duplicates(apps, schema_editor):
         seen.add(record.round_id)
 
 
+def recompute_space_status(apps, schema_editor):
+    """Spaces left "awaiting approval" by the old ladder get the status their facts decide."""
+    from reviews.domain.space_status import SpaceFacts, space_status
+
+    ReviewSpace = apps.get_model("reviews", "ReviewSpace")
+    ApprovalRequest = apps.get_model("guardrails", "ApprovalRequest")
+    PublishRecord = apps.get_model("reviews", "PublishRecord")
+    for space in ReviewSpace.objects.all().iterator():
+        newest = space.rounds.order_by("-number").first()
+        facts = SpaceFacts(
+            newest_round=newest.state if newest else None,
+            publish_pending=ApprovalRequest.objects.filter(
+                action_class="prPublish",
+                target_type="reviewspace",
+                target_id=str(space.pk),
+                status__in=("pending", "approved", "executing"),
+            ).exists(),
+            newest_published=newest is not None
+            and PublishRecord.objects.filter(
+                round=newest, state="posted", legacy_duplicate=False
+            ).exists(),
+        )
+        ReviewSpace.objects.filter(pk=space.pk).update(status=space_status(facts).value)
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("guardrails", "0005_audit_keyed_chain"),
@@ -205,4 +230,22 @@ class Migration(migrations.Migration):
                 fields=("stream", "note_index"), name="ticket_note_unique"
             ),
         ),
+        migrations.AlterField(
+            model_name="reviewspace",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("requested", "requested"),
+                    ("in_progress", "in_progress"),
+                    ("reviewed", "reviewed"),
+                    ("awaiting_approval", "awaiting_approval"),
+                    ("failed", "failed"),
+                    ("cancelled", "cancelled"),
+                    ("completed", "completed"),
+                ],
+                default="requested",
+                max_length=20,
+            ),
+        ),
+        migrations.RunPython(recompute_space_status, migrations.RunPython.noop),
     ]

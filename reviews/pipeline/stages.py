@@ -17,7 +17,6 @@ from reviews.domain.axes import AnalyzerRun, token_axes_detailed
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
 from reviews.domain.panel import PanelMode, coverage_gaps, plan_panel
 from reviews.domain.selection import select_reviewers
-from reviews.domain.space_status import SpaceStatus
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import reviewing
 from reviews.pipeline.template import reviewers_for
@@ -25,7 +24,7 @@ from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
 from reviews.services import codeindex
 from reviews.services.consolidation import round_consolidate, round_route_notes, walkthrough
-from reviews.services.spaces import space_transition
+from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import axis_record, round_finalise
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
 
@@ -60,6 +59,7 @@ def round_fail(review_round: ReviewRound, message: str) -> None:
     ReviewRound.objects.filter(pk=review_round.pk).update(
         state=ReviewRound.State.FAILED, error=message[:2000], finished_at=timezone.now()
     )
+    space_status_refresh(space=review_round.space_id)
     from reviews.events import emit
 
     emit(review_round.space_id, "review.stage", stage="failed")
@@ -70,8 +70,7 @@ def round_fail(review_round: ReviewRound, message: str) -> None:
 
 def prepare(review_round: ReviewRound) -> None:
     space = review_round.space
-    if space.status == SpaceStatus.REQUESTED:
-        space_transition(space=space, to=SpaceStatus.IN_PROGRESS)
+    space_status_refresh(space=space.pk)
     if not review_round.diff:
         # Stored, shown (cohort previews) and exported: a committed secret stops here. The
         # analyzers read the checkout, so the secret scanner still sees what was committed.
@@ -399,15 +398,11 @@ def finalise(review_round: ReviewRound) -> None:
     review_round.save(update_fields=["stats"])
     with transaction.atomic():
         round_finalise(review_round=review_round)
-        space = review_round.space
-        space.refresh_from_db()
-        if space.status == SpaceStatus.REQUESTED:
-            space_transition(space=space, to=SpaceStatus.IN_PROGRESS)
-        space_transition(space=space, to=SpaceStatus.AWAITING_APPROVAL)
         ReviewRound.objects.filter(pk=review_round.pk).update(
             state=ReviewRound.State.FINISHED, finished_at=timezone.now()
         )
         review_round.state = ReviewRound.State.FINISHED
+        space_status_refresh(space=review_round.space_id)
 
 
 def _panel_summary(review_round: ReviewRound) -> dict[str, Any]:

@@ -19,7 +19,12 @@ from django.utils import timezone
 from config.safeurl import web_url_or_blank
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import consensus
-from reviews.domain.space_status import SpaceStatus, can_publish
+from reviews.domain.space_status import (
+    SpaceStatus,
+    can_execute_publish,
+    can_request_publish,
+    publish_refusal,
+)
 from reviews.events import emit
 from reviews.models import PublishRecord, ReviewNode, ReviewRound, ReviewSpace
 from reviews.selectors import node_view
@@ -194,8 +199,8 @@ def publish_request(
     from guardrails.services import checkpoint
 
     space = ReviewSpace.objects.select_related("workspace", "pull_request").get(pk=space.pk)
-    if space.status != SpaceStatus.AWAITING_APPROVAL:
-        raise PublishError("A review can be published only while it is awaiting approval.")
+    if not can_request_publish(SpaceStatus(space.status)):
+        raise PublishError(publish_refusal(SpaceStatus(space.status)))
     current = publish_plan_current(
         space=space, selection=selection, approve_on_ship=approve_on_ship
     )
@@ -274,10 +279,8 @@ def publish_review(
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
         pk=space.pk
     )
-    if not can_publish(SpaceStatus(space.status)):
-        raise PublishError(
-            f"A review can be published only while awaiting approval (now {space.status})."
-        )
+    if not can_execute_publish(SpaceStatus(space.status)):
+        raise PublishError(publish_refusal(SpaceStatus(space.status)))
     review_round, verdict = _publishable_round(space)
     pr = space.pull_request
     bound = None

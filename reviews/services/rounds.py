@@ -12,6 +12,7 @@ from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
 from reviews.events import emit
 from reviews.models import ReviewerStream, ReviewRound
+from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import axis_record, verdict_follow
 
 SUBMITTABLE_AXES = (t.AxisName.VISUAL, t.AxisName.PERFORMANCE, t.AxisName.API_CONTRACT)
@@ -50,6 +51,7 @@ def round_cancel(*, review_round: ReviewRound, actor: Any, request: Any = None) 
                 f"Round {review_round.number} is {review_round.state}: nothing to cancel."
             )
         _audit(review_round, actor, "review.cancelled", request)
+        space_status_refresh(space=review_round.space_id)
         emit(review_round.space_id, "review.stage", stage="cancelled")
     review_round.refresh_from_db()
     return review_round

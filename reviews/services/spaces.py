@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from reviews.domain.space_status import SpaceStatus, check_space_transition
+from reviews.domain.space_status import ClosedReason, SpaceFacts, SpaceStatus, space_status
 from reviews.events import emit
 from reviews.models import PullRequest, ReviewRound, ReviewSpace
 from reviews.services.worktrees import worktrees_release_after_commit
@@ -67,21 +67,72 @@ def space_get_or_create(*, pull_request: PullRequest) -> ReviewSpace:
         return ReviewSpace.objects.select_related("workspace").get(pull_request=pull_request)
 
 
-def space_transition(*, space: ReviewSpace, to: SpaceStatus) -> ReviewSpace:
-    """The only writer of ReviewSpace.status."""
+#: Approval states in which a publish request is still on its way to GitHub.
+_PUBLISH_OPEN = ("pending", "approved", "executing")
+
+
+def space_facts(space: ReviewSpace) -> SpaceFacts:
+    from guardrails.models import ApprovalRequest
+    from reviews.models import PublishRecord
+
+    newest = space.rounds.order_by("-number").first()
+    return SpaceFacts(
+        newest_round=newest.state if newest else None,
+        publish_pending=ApprovalRequest.objects.filter(
+            action_class="prPublish",
+            target_type="reviewspace",
+            target_id=str(space.pk),
+            status__in=_PUBLISH_OPEN,
+        ).exists(),
+        newest_published=newest is not None
+        and PublishRecord.objects.filter(
+            round=newest, state=PublishRecord.State.POSTED, legacy_duplicate=False
+        ).exists(),
+        closed_reason=space.closed_reason,
+    )
+
+
+def space_status_refresh(*, space: ReviewSpace | int) -> ReviewSpace:
+    """The only writer of ReviewSpace.status: the status its facts decide
+    (reviews/domain/space_status.py). Call it after any fact changes; it is cheap and
+    idempotent, and tells the page only when the status really changed."""
+    space_id = space if isinstance(space, int) else space.pk
     with transaction.atomic():
-        locked = ReviewSpace.objects.select_for_update().get(pk=space.pk)
-        current = SpaceStatus(locked.status)
-        if current is not to:
-            check_space_transition(current, to)
-            locked.status = to.value
+        locked = ReviewSpace.objects.select_for_update().get(pk=space_id)
+        status = space_status(space_facts(locked))
+        if locked.status != status.value:
+            locked.status = status.value
             locked.save(update_fields=["status", "updated_at"])
-            if to is SpaceStatus.COMPLETED:
+            if status is SpaceStatus.COMPLETED:
                 numbers = list(locked.rounds.values_list("number", flat=True))
                 worktrees_release_after_commit(space_id=locked.pk, round_numbers=numbers)
-            emit(locked.pk, "review.space_status", status=to.value)
-    space.status = locked.status
+            emit(locked.pk, "review.space_status", status=status.value)
+    if not isinstance(space, int):
+        space.status = locked.status
     return locked
+
+
+def space_close(
+    *, space: ReviewSpace, reason: ClosedReason, note: str = "", actor=None
+) -> ReviewSpace:
+    """The review ended without (another) publish: the PR was merged or closed, or a person
+    marked it done (with a reason)."""
+    if reason is ClosedReason.DONE and not note.strip():
+        raise ValueError("Say why the review is done: the reason is kept with it.")
+    ReviewSpace.objects.filter(pk=space.pk).update(
+        closed_reason=reason.value,
+        closed_note=note.strip()[:2000],
+        closed_by=actor if getattr(actor, "pk", None) else None,
+        closed_at=timezone.now(),
+    )
+    return space_status_refresh(space=space)
+
+
+def space_reopen(*, space: ReviewSpace) -> None:
+    """A new round (a push, a reopened PR) makes the review live again."""
+    ReviewSpace.objects.filter(pk=space.pk).exclude(closed_reason="").update(
+        closed_reason="", closed_note="", closed_by=None, closed_at=None
+    )
 
 
 def round_start(
@@ -99,7 +150,8 @@ def round_start(
         open_states = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
         if latest is not None and latest.head_sha == head_sha and latest.state in open_states:
             return latest
-        if latest is not None and latest.state in open_states:
+        superseded = latest if latest is not None and latest.state in open_states else None
+        if superseded is not None:
             latest.state = ReviewRound.State.SUPERSEDED
             latest.finished_at = timezone.now()
             latest.save(update_fields=["state", "finished_at"])
@@ -112,7 +164,9 @@ def round_start(
             tier=tier,
             original_request=original_request,
         )
-        if locked.status != SpaceStatus.REQUESTED:
-            space_transition(space=locked, to=SpaceStatus.REQUESTED)
+        if superseded is not None:
+            ReviewRound.objects.filter(pk=superseded.pk).update(superseded_by=review_round)
+        space_reopen(space=locked)
+        space_status_refresh(space=locked)
         emit(locked.pk, "review.round_started", round=review_round.number)
     return review_round

@@ -122,7 +122,7 @@ def test_starting_a_review_from_the_form_and_watching_findings_arrive(
         f"() => document.querySelectorAll('article.node').length > {initial}",
         timeout=60000,
     )
-    page.wait_for_selector("ol.ladder li.current:has-text('Awaiting approval')", timeout=90000)
+    page.wait_for_selector("ol.ladder li.current:has-text('Verdict ready')", timeout=90000)
     assert page.evaluate("window.__loadedOnce") is True  # live updates, no reload
     assert ReviewNode.objects.filter(space=space, stream__name="implementation").exists()
     assert page.locator("article.cohort").count() >= 1  # the cohorts arrived live too

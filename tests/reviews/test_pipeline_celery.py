@@ -58,7 +58,7 @@ def test_a_thorough_review_runs_on_celery_workers(shop, fake_model, worker_facto
     assert canonical.credited_agents and canonical.status == "consensus_ready"
     assert review_round.verdict.level == "block"
     review_round.space.refresh_from_db()
-    assert review_round.space.status == "awaiting_approval"
+    assert review_round.space.status == "reviewed"
 
 
 def test_a_worker_killed_mid_review_loses_and_duplicates_nothing(

@@ -95,7 +95,7 @@ def test_a_thorough_review_merges_duplicates_confirms_through_the_panel_and_bloc
     assert canonical.status == "consensus_ready" and canonical.tags["panel"] == "confirmed"
     assert review_round.verdict.level == "block"
     review_round.space.refresh_from_db()
-    assert review_round.space.status == "awaiting_approval"
+    assert review_round.space.status == "reviewed"
     streams = {s.name: s for s in review_round.streams.all()}
     assert streams["security"].tokens_in > 0 and streams["security"].coverage_note.startswith(
         "Examined"

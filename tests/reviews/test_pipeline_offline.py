@@ -56,7 +56,7 @@ def test_the_command_reviews_a_local_repository_offline(no_model, sample):
     # bandit and the secret scanner checked the changed files and found defects.
     assert {a["axis"]: a["result"] for a in data["axes"]}["security"] == "fail"
     space = ReviewSpace.objects.get()
-    assert space.status == "awaiting_approval"
+    assert space.status == "reviewed"  # the verdict is ready; nobody asked to publish yet
     assert ReviewRound.objects.get().state == "finished"
 
 

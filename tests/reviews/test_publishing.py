@@ -8,15 +8,14 @@ import pytest
 from django.db import connections
 
 from guardrails.models import AuditEvent
-from reviews.domain.space_status import SpaceStatus
-from reviews.models import NodeConfirmation, PublishRecord, ReviewNode
+from reviews.models import NodeConfirmation, PublishRecord, ReviewNode, ReviewRound
 from reviews.services.nodes import node_confirm, node_dismiss, node_record
 from reviews.services.publishing import PublishError, publish_review
 from reviews.services.spaces import (
     pull_request_upsert,
     round_start,
     space_get_or_create,
-    space_transition,
+    space_status_refresh,
 )
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
@@ -114,8 +113,8 @@ def review(github, workspace, alice):
     NodeConfirmation.objects.create(node=nodes["self_confirmed"], agent="security", verdict="real")
     ReviewNode.objects.filter(pk=nodes["self_confirmed"].pk).update(status="consensus_ready")
     round_finalise(review_round=review_round)
-    for status in (SpaceStatus.IN_PROGRESS, SpaceStatus.AWAITING_APPROVAL):
-        space_transition(space=space, to=status)
+    ReviewRound.objects.filter(pk=review_round.pk).update(state=ReviewRound.State.FINISHED)
+    space_status_refresh(space=space)
     # A new push restores line 40: its node's anchor is no longer in the PR's diff.
     repo.commit(
         "push",
@@ -200,13 +199,13 @@ def test_publishing_twice_posts_once(review, github, alice):
     _only_review(fake)
 
 
-def test_it_refuses_to_publish_before_awaiting_approval(github, workspace, alice):
+def test_it_refuses_to_publish_before_the_verdict_is_ready(github, workspace, alice):
     _, repo = github
     repository = Repository.objects.create(workspace=workspace, kind="github", full_name="acme/app")
     pr = pull_request_upsert(repository=repository, number=42, base_ref="main", head_ref="feature")
     space = space_get_or_create(pull_request=pr)
     round_start(space=space, head_sha=repo.sha("feature"), tier="light")
-    with pytest.raises(PublishError, match="awaiting approval"):
+    with pytest.raises(PublishError, match="has not started yet: wait for its verdict"):
         publish_review(space=space, selection="all_open", approve_on_ship=True, actor=alice)
 
 
@@ -223,8 +222,8 @@ def test_concurrent_publishes_post_once(github, workspace_factory, user_factory)
     stream = review_round.streams.create(name="implementation", agent="implementation")
     node_record(stream=stream, payload=node_payload(anchor=_anchor(5)), file_lines={"calc.py": 60})
     round_finalise(review_round=review_round)
-    for status in (SpaceStatus.IN_PROGRESS, SpaceStatus.AWAITING_APPROVAL):
-        space_transition(space=space, to=status)
+    ReviewRound.objects.filter(pk=review_round.pk).update(state=ReviewRound.State.FINISHED)
+    space_status_refresh(space=space)
 
     barrier = threading.Barrier(8)
     results, errors = [], []

@@ -7,13 +7,14 @@ import threading
 import pytest
 from django.db import connections
 
-from reviews.domain.space_status import SpaceStatus, SpaceTransitionError
+from reviews.domain.space_status import ClosedReason
 from reviews.models import PullRequest, ReviewRound, ReviewSpace
 from reviews.services.spaces import (
     pull_request_upsert,
     round_start,
+    space_close,
     space_get_or_create,
-    space_transition,
+    space_status_refresh,
 )
 from workspaces.models import Repository
 
@@ -70,20 +71,22 @@ def test_concurrent_callers_get_one_space(workspace_factory):
     assert ReviewSpace.objects.filter(pull_request=pr).count() == 1
 
 
-def test_the_status_ladder_is_enforced(review_factory):
-    space = review_factory().space
-    with pytest.raises(SpaceTransitionError):
-        space_transition(space=space, to=SpaceStatus.COMPLETED)
-    for status in (SpaceStatus.IN_PROGRESS, SpaceStatus.AWAITING_APPROVAL, SpaceStatus.COMPLETED):
-        space_transition(space=space, to=status)
-    space.refresh_from_db()
-    assert space.status == "completed"
+def test_the_status_follows_the_facts(review_factory):
+    """The status is what the facts decide: a queued round, a finished one, a person's done."""
+    review_round = review_factory()
+    space = review_round.space
+    assert space_status_refresh(space=space).status == "requested"
+    ReviewRound.objects.filter(pk=review_round.pk).update(state=ReviewRound.State.FINISHED)
+    assert space_status_refresh(space=space).status == "reviewed"
+    with pytest.raises(ValueError, match="Say why"):
+        space_close(space=space, reason=ClosedReason.DONE, note=" ")
+    closed = space_close(space=space, reason=ClosedReason.DONE, note="merged by hand")
+    assert (closed.status, closed.closed_reason) == ("completed", "done")
 
 
 def test_a_new_push_starts_a_new_round_and_goes_back_to_requested(review_factory):
     first = review_factory(head_sha="a" * 40)
     space = first.space
-    space_transition(space=space, to=SpaceStatus.IN_PROGRESS)
     assert round_start(space=space, head_sha="a" * 40, tier="light").pk == first.pk
     second = round_start(space=space, head_sha="c" * 40, tier="light")
     first.refresh_from_db()

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from guardrails.models import AuditEvent
-from reviews.domain.space_status import SpaceStatus
 from reviews.models import AxisResult, ReviewNode
 from reviews.services.nodes import node_record
-from reviews.services.spaces import space_transition
+from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import axis_record, round_finalise
 from tests.fixtures import node_payload
 
@@ -30,8 +29,7 @@ def finished(review_factory, stream_factory, workspace):
     round_finalise(review_round=review_round)
     review_round.state = "finished"
     review_round.save(update_fields=["state"])
-    for status in (SpaceStatus.IN_PROGRESS, SpaceStatus.AWAITING_APPROVAL):
-        space_transition(space=review_round.space, to=status)
+    space_status_refresh(space=review_round.space)
     return review_round, node
 
 

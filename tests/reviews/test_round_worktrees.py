@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from reviews.domain.space_status import SpaceStatus
+from reviews.domain.space_status import ClosedReason
 from reviews.services.spaces import (
     pull_request_upsert,
     round_start,
+    space_close,
     space_get_or_create,
-    space_transition,
 )
 from reviews.services.worktrees import round_worktree
 from workspaces.models import Repository
@@ -45,12 +45,7 @@ def test_completing_the_space_removes_its_worktrees(
     path = round_worktree(review_round=review_round)
     space = review_round.space
     with django_capture_on_commit_callbacks(execute=True):
-        for status in (
-            SpaceStatus.IN_PROGRESS,
-            SpaceStatus.AWAITING_APPROVAL,
-            SpaceStatus.COMPLETED,
-        ):
-            space_transition(space=space, to=status)
+        space_close(space=space, reason=ClosedReason.MERGED)
     assert not path.exists()
 
 

@@ -1,44 +1,73 @@
-"""The space status ladder."""
+"""The space status, decided from facts."""
 
 from __future__ import annotations
-
-import itertools
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reviews.domain.space_status import (
-    LADDER,
+    SpaceFacts,
     SpaceStatus,
-    SpaceTransitionError,
-    can_publish,
-    check_space_transition,
+    can_execute_publish,
+    can_request_publish,
+    publish_refusal,
+    space_status,
+)
+
+ROUND_STATES = [None, "pending", "running", "finished", "failed", "cancelled", "superseded"]
+facts = st.builds(
+    SpaceFacts,
+    newest_round=st.sampled_from(ROUND_STATES),
+    publish_pending=st.booleans(),
+    newest_published=st.booleans(),
+    closed_reason=st.sampled_from(["", "merged", "closed", "done"]),
 )
 
 
-def test_it_climbs_the_ladder_one_step_at_a_time():
-    for current, target in itertools.pairwise(LADDER):
-        check_space_transition(current, target)
-    with pytest.raises(SpaceTransitionError):
-        check_space_transition(SpaceStatus.REQUESTED, SpaceStatus.AWAITING_APPROVAL)
-    with pytest.raises(SpaceTransitionError):
-        check_space_transition(SpaceStatus.REQUESTED, SpaceStatus.COMPLETED)
+@pytest.mark.parametrize(
+    ("given_facts", "status"),
+    [
+        (SpaceFacts(), SpaceStatus.REQUESTED),
+        (SpaceFacts("pending"), SpaceStatus.REQUESTED),
+        (SpaceFacts("running"), SpaceStatus.IN_PROGRESS),
+        (SpaceFacts("finished"), SpaceStatus.REVIEWED),
+        (SpaceFacts("finished", publish_pending=True), SpaceStatus.AWAITING_APPROVAL),
+        (SpaceFacts("finished", newest_published=True), SpaceStatus.COMPLETED),
+        (SpaceFacts("failed"), SpaceStatus.FAILED),
+        (SpaceFacts("cancelled"), SpaceStatus.CANCELLED),
+        (SpaceFacts("running", closed_reason="merged"), SpaceStatus.COMPLETED),
+        # A push after the publish: the new round is what the status speaks of.
+        (SpaceFacts("running", newest_published=False), SpaceStatus.IN_PROGRESS),
+    ],
+)
+def test_the_facts_decide_the_status(given_facts: SpaceFacts, status: SpaceStatus) -> None:
+    assert space_status(given_facts) is status
 
 
-@given(st.lists(st.sampled_from(list(SpaceStatus)), max_size=20))
-def test_it_never_reaches_completed_without_awaiting_approval_first(targets):
-    """Whatever sequence is attempted, completed is only entered from awaiting_approval."""
-    status = SpaceStatus.REQUESTED
-    for target in targets:
-        try:
-            check_space_transition(status, target)
-        except SpaceTransitionError:
-            continue
-        if target is SpaceStatus.COMPLETED:
-            assert status is SpaceStatus.AWAITING_APPROVAL
-        status = target
+@given(facts)
+def test_awaiting_approval_means_somebody_asked(f: SpaceFacts) -> None:
+    """Nobody asked → never "awaiting approval"; a closed PR → always completed."""
+    status = space_status(f)
+    if status is SpaceStatus.AWAITING_APPROVAL:
+        assert f.publish_pending
+    if f.closed_reason:
+        assert status is SpaceStatus.COMPLETED
 
 
-def test_publishing_is_only_possible_while_awaiting_approval():
-    assert [s for s in SpaceStatus if can_publish(s)] == [SpaceStatus.AWAITING_APPROVAL]
+@given(facts)
+def test_a_publish_is_offered_only_on_a_ready_unpublished_verdict(f: SpaceFacts) -> None:
+    status = space_status(f)
+    if can_request_publish(status):
+        assert f.newest_round == "finished" and not f.publish_pending
+        assert not f.newest_published and not f.closed_reason
+    else:
+        assert publish_refusal(status)  # every refusal says why
+
+
+def test_every_status_has_words() -> None:
+    assert all(s.label and "_" not in s.label for s in SpaceStatus)
+    assert [s for s in SpaceStatus if can_execute_publish(s)] == [
+        SpaceStatus.REVIEWED,
+        SpaceStatus.AWAITING_APPROVAL,
+    ]
