@@ -25,9 +25,10 @@ from config.safeurl import OptionalWebUrl
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.export import review_json
-from reviews.models import ReviewNode
+from reviews.models import ReviewerTicket, ReviewNode
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
+from reviews.services import notes as note_services
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, axis_submit, round_supply_request
 from workspaces.middleware import archived_message
@@ -72,6 +73,16 @@ class DisagreementDecisionIn(Input):
 
 class RequestIn(Input):
     original_request: Text = Field(min_length=1, max_length=20000)
+
+
+class TicketDismissIn(Input):
+    reason: Text = Field(default="", max_length=2000)
+
+
+class TicketIssueIn(Input):
+    # Omitted: the reviewer's title, and its body with where the ticket came from.
+    title: Text | None = Field(default=None, max_length=256)
+    body: Text | None = Field(default=None, max_length=65536)
 
 
 class AxisIn(Input):
@@ -290,4 +301,74 @@ def submit_axis(
     return Status(
         201,
         {"axis": row.axis, "result": row.result, "gated": row.gated, "round": review_round.number},
+    )
+
+
+def _ticket_out(ticket: ReviewerTicket) -> dict:
+    from reviews.domain.tickets import ticket_state
+
+    request = ticket.approval_request
+    state = ticket_state(
+        ticket.status,
+        request_status=request.status if request else None,
+        request_id=request.pk if request else None,
+    )
+    return {
+        "id": ticket.pk,
+        "status": ticket.status,
+        "status_label": state.label,
+        "reason": ticket.reason,
+        "issue_number": ticket.issue_number,
+        "issue_url": ticket.issue_url or None,
+        "approval_request": ticket.approval_request_id,
+    }
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/tickets/{ticket_id}/dismiss",
+    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
+)
+def ticket_dismiss(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketDismissIn):
+    """Dismiss a ticket a reviewer proposed (`notes.tickets` in the review), with a reason."""
+    _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "dismiss reviewer tickets")
+    ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
+    try:
+        ticket = note_services.ticket_dismiss(
+            ticket=ticket, user=request.user, reason=body.reason, request=request
+        )
+    except note_services.TicketError as exc:
+        raise _errors(exc) from exc
+    return _ticket_out(ticket)
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/tickets/{ticket_id}/issue",
+    response=responses({200: dict, 202: dict, 409: dict}, 400, 403, 404, 413, 422),
+)
+def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketIssueIn):
+    """Ask for a proposed ticket to become a GitHub issue (action class issueCreate, approved
+    like a publish): 202 with the approval request while it waits, 200 once filed, 409 when the
+    workspace's rule refuses it now, 400 for a local repository or a decided ticket."""
+    _, space = _space(request, slug, space_id, Perm.REQUEST_PUBLISH, "create GitHub issues")
+    ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
+    try:
+        result = note_services.ticket_issue_request(
+            ticket=ticket,
+            actor=request.user,
+            title=body.title,
+            body=body.body,
+            http_request=request,
+        )
+    except note_services.TicketError as exc:
+        raise _errors(exc) from exc
+    ticket = ReviewerTicket.objects.select_related("approval_request").get(pk=ticket.pk)
+    if result.outcome == "refused":
+        return Status(409, {"detail": result.reason, "ticket": _ticket_out(ticket)})
+    if result.outcome == "pending":
+        return Status(
+            202,
+            {"detail": result.reason, "request": result.request.pk, "ticket": _ticket_out(ticket)},
+        )
+    return Status(
+        200, {"detail": "executed", "result": result.result, "ticket": _ticket_out(ticket)}
     )

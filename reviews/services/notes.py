@@ -153,6 +153,10 @@ def _github_repository(ticket: ReviewerTicket) -> str:
     repository = ticket.round.space.pull_request.repository
     if repository.kind != "github":
         raise TicketError(LOCAL_REPOSITORY)
+    if repository.archived_at is not None:
+        from workspaces.middleware import archived_message
+
+        raise TicketError(archived_message(repository))
     return repository.full_name
 
 

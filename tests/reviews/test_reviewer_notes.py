@@ -440,3 +440,104 @@ def test_a_local_review_offers_no_github_issue(
     client.post(reverse("reviews:ticket_dismiss", args=[workspace.slug, space.pk, ticket.pk]))
     ticket.refresh_from_db()
     assert ticket.status == "dismissed"
+
+
+# -- the API ----------------------------------------------------------------------------------
+
+
+def test_the_api_dismisses_and_asks_for_issues_with_the_same_rules(
+    noted, client_for, member_factory, alice, fake_github
+):
+    space = noted.space
+    ws = space.workspace
+    ticket = _ticket(noted)
+    base = f"/api/v1/workspaces/{ws.slug}/reviews/{space.pk}/tickets/{ticket.pk}"
+    viewer = client_for(member_factory(ws, "viewer", "val@example.com"))
+    for action in ("dismiss", "issue"):
+        assert (
+            viewer.post(f"{base}/{action}", {}, content_type="application/json").status_code == 403
+        )
+    bob = member_factory(ws, "reviewer", "bob@example.com")
+    bob_client = client_for(bob)
+    # Nobody could approve right now: refused with the reason, the ticket unchanged.
+    refused = bob_client.post(f"{base}/issue", {}, content_type="application/json")
+    assert refused.status_code == 409 and "No approver is connected" in refused.json()["detail"]
+    assert refused.json()["ticket"]["status"] == "open"
+    bad = bob_client.post(f"{base}/issue", {"title": "   "}, content_type="application/json")
+    assert bad.status_code == 400 and bad.json()["detail"] == "An issue needs a title."
+    vera = member_factory(ws, "approver", "vera@example.com")
+    presence_touch(channel_name="vera", workspace_id=ws.pk, user_id=vera.pk)
+    pending = bob_client.post(
+        f"{base}/issue", {"title": "Track it", "body": "Details."}, content_type="application/json"
+    )
+    assert pending.status_code == 202
+    request = ApprovalRequest.objects.get(pk=pending.json()["request"])
+    assert (request.payload["title"], request.payload["body"]) == ("Track it", "Details.")
+    assert pending.json()["ticket"]["status"] == "requested"
+    again = bob_client.post(f"{base}/issue", {}, content_type="application/json")
+    assert again.status_code == 400 and "waiting for an approver" in again.json()["detail"]
+    # The requester withdraws; the ticket is given back and can be dismissed.
+    bob_client.post(f"/api/v1/workspaces/{ws.slug}/approvals/{request.pk}/withdraw")
+    dismissed = bob_client.post(
+        f"{base}/dismiss", {"reason": "Not needed."}, content_type="application/json"
+    )
+    assert dismissed.status_code == 200
+    assert dismissed.json()["status"] == "dismissed" and dismissed.json()["reason"] == "Not needed."
+    assert fake_github.issues("acme", "shop") == []
+
+
+def test_an_open_page_follows_the_issue_request_to_the_filed_issue(
+    noted, client_for, member_factory, fake_github
+):
+    space = noted.space
+    ws = space.workspace
+    bob = member_factory(ws, "reviewer", "bob@example.com")
+    vera = member_factory(ws, "approver", "vera@example.com")
+    presence_touch(channel_name="vera", workspace_id=ws.pk, user_id=vera.pk)
+    ticket = _ticket(noted)
+    cookie = _cookie(bob)
+
+    def ask():
+        from reviews.services.notes import ticket_issue_request
+
+        return ticket_issue_request(ticket=ticket, actor=bob)
+
+    def deny(request_id):
+        request = ApprovalRequest.objects.get(pk=request_id)
+        approval_decide(request=request, approver=vera, decision="deny", reason="Not yet.")
+
+    def approve_and_execute(request_id):
+        request = ApprovalRequest.objects.get(pk=request_id)
+        approval_decide(request=request, approver=vera, decision="approve")
+        approval_execute(request_id=request_id)
+
+    async def receive_until(comm, needle):
+        while True:
+            update = await comm.receive_from(timeout=5)
+            if needle in update:
+                return update
+
+    async def scenario_():
+        comm = WebsocketCommunicator(
+            application, f"/ws/reviews/{space.pk}/", headers=[ORIGIN, cookie]
+        )
+        connected, _ = await comm.connect()
+        assert connected
+        await comm.receive_from(timeout=5)
+        first = await database_sync_to_async(ask)()
+        await receive_until(comm, "waiting for an approver")
+        # A denial reaches the page through the approvals' own notification.
+        await database_sync_to_async(deny)(first.request.pk)
+        denied = await receive_until(comm, f"issue request #{first.request.pk} denied")
+        result = await database_sync_to_async(ask)()
+        waiting = await receive_until(comm, f"Issue request #{result.request.pk} waiting")
+        await database_sync_to_async(approve_and_execute)(result.request.pk)
+        filed = await receive_until(comm, "GitHub issue created")
+        await comm.disconnect()
+        return denied, waiting, filed
+
+    denied, waiting, filed = asyncio.run(scenario_())
+    assert "Ask to create this GitHub issue" in denied and "Dismiss ticket" in denied
+    assert 'id="review-notes"' in waiting and "Ask to create this GitHub issue" not in waiting
+    [issue] = fake_github.issues("acme", "shop")
+    assert f'href="{issue["html_url"]}"' in filed and f"GitHub issue #{issue['number']}" in filed
