@@ -6,12 +6,14 @@ from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
+from ninja.errors import HttpError
 
 from config.api_types import ErrorOut, Filter, Id, Input, Limit, Offset, Slug, Text, responses
 from guardrails.models import ApprovalRequest, AuditEvent
 from guardrails.services import approval_decide, approval_withdraw
 from reviews.selectors import space_get_for_user
 from reviews.services import publishing
+from workspaces.middleware import archived_approval_target, archived_message
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm, RuleError
 
@@ -80,6 +82,8 @@ def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
     space = space_get_for_user(space_id=space_id, workspace_slug=slug)
+    if space.pull_request.repository.archived_at is not None:
+        raise HttpError(409, archived_message(space.pull_request.repository))
     try:
         result = publishing.publish_request(
             space=space,
@@ -133,6 +137,9 @@ def approval_decision(
         membership, Perm.DECIDE_APPROVAL, attempted="decide on approval requests", request=request
     )
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    archived = archived_approval_target(approval) if decision == "approve" else None
+    if archived is not None:
+        raise HttpError(409, archived_message(archived))
     decided = approval_decide(
         request=approval,
         approver=request.user,

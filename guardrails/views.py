@@ -29,6 +29,7 @@ from guardrails.services import (
 )
 from guardrails.verification import chain_verify
 from workspaces.confirm import confirmation_page, confirmed
+from workspaces.middleware import archived_approval_target, archived_message
 from workspaces.models import Membership, Tombstone
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
@@ -98,6 +99,12 @@ def approval_decision(
             cancel_url=reverse("guardrails:approvals", args=[membership.workspace.slug]),
             context={"workspace": membership.workspace, "membership": membership},
         )
+    archived = (
+        archived_approval_target(approval) if request.POST.get("decision") == "approve" else None
+    )
+    if archived is not None:
+        messages.error(request, archived_message(archived))
+        return redirect("guardrails:approvals", membership.workspace.slug)
     try:
         approval_decide(
             request=approval,

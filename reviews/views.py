@@ -129,8 +129,8 @@ def _read_only_when_archived(build):
     workspaces/middleware.py)."""
 
     @wraps(build)
-    def wrapper(membership: Membership, space: ReviewSpace) -> dict:
-        context = build(membership, space)
+    def wrapper(membership: Membership, space: ReviewSpace, *args, **kwargs) -> dict:
+        context = build(membership, space, *args, **kwargs)
         repository = space.pull_request.repository
         context["archived_repository"] = repository if repository.archived_at else None
         if repository.archived_at:
@@ -378,6 +378,7 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
     return render(request, "reviews/publish.html", context)
 
 
+@_read_only_when_archived
 def publish_preview_context(membership: Membership, space: ReviewSpace) -> dict:
     """What the preview shows, planned against GitHub now (the page, and its socket after a
     verdict change). Raises PublishError when nothing can be planned."""

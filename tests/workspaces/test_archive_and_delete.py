@@ -436,3 +436,45 @@ def test_denying_an_approval_needs_the_confirmation(workspace, alice, client_for
     assert ApprovalRequest.objects.get(pk=pending.pk).status == "pending"
     client.post(url, {"decision": "deny", "reason": "too loose", "confirm": "yes"})
     assert ApprovalRequest.objects.get(pk=pending.pk).status == "denied"
+
+
+# -- publishing an archived review -------------------------------------------------------------
+
+
+def test_an_archived_review_is_neither_published_nor_approved(publishable, alice, client_for):
+    from django.test import Client
+
+    from guardrails.presence import presence_touch
+    from reviews.services.publishing import publish_request
+
+    space, _, bob, vera = publishable
+    workspace = space.workspace
+    presence_touch(channel_name="vera", workspace_id=workspace.pk, user_id=vera.pk)
+    pending = publish_request(
+        space=space, selection="all_open", approve_on_ship=True, actor=bob
+    ).request
+    services.repository_archive(repository=space.pull_request.repository, actor=alice)
+
+    # A request asked before the disconnect cannot be approved afterwards, page or API.
+    page = client_for(vera).post(
+        f"/w/{workspace.slug}/approvals/{pending.pk}/decide/", {"decision": "approve"}, follow=True
+    )
+    assert "is archived" in page.content.decode()
+    api = client_for(vera).post(
+        f"/api/v1/workspaces/{workspace.slug}/approvals/{pending.pk}/approve",
+        {},
+        content_type="application/json",
+    )
+    assert api.status_code == 409 and "archived" in api.json()["detail"]
+    assert ApprovalRequest.objects.get(pk=pending.pk).status == "pending"
+
+    # A new request is refused, for a token caller too; the preview offers no button.
+    _, secret = services.api_token_create(user=bob, name="ci")
+    refused = Client().post(
+        f"/api/v1/workspaces/{workspace.slug}/reviews/{space.pk}/publish-requests",
+        {"selection": "all_open"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {secret}",
+    )
+    assert refused.status_code == 409 and "archived" in refused.json()["detail"]
+    assert ApprovalRequest.objects.filter(target_id=str(space.pk)).count() == 1
