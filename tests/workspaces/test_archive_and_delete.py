@@ -157,6 +157,7 @@ def test_an_archived_review_is_readable_and_read_only(
     assert "Finding 3" in html  # still readable
     assert f"/reviews/{space.pk}/nodes/" not in html  # no finding buttons
     assert "Request publish" not in html and "Cancel this round" not in html
+    assert "Repository archived" in client.get(f"/w/{workspace.slug}/reviews/").content.decode()
 
     open_node = nodes[3]
     for post_url, body in (
