@@ -174,9 +174,13 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
     following = _next_stage(review_round)
     if following is None:
         return False
+    # Conditional: a round superseded or cancelled since it was read keeps that state.
+    if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
+        stage=following.name, state=ReviewRound.State.RUNNING
+    ):
+        return False
     review_round.stage = following.name
     review_round.state = ReviewRound.State.RUNNING
-    review_round.save(update_fields=["stage", "state"])
     emit(review_round.space_id, "review.stage", stage=following.name)
     if following.kind == "inline":
         return _run_inline(review_round, following)
@@ -192,6 +196,10 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
     except CONNECTION_ERRORS:
         raise  # the database blipped: not the round's fault; the caller runs the stage again
     except Exception as exc:
+        if _round_closed(review_round.pk):
+            # Superseded or cancelled meanwhile (its checkout may be gone): not a failure.
+            log.info("round %s ended during %s; stage stopped", review_round.pk, stage.name)
+            return False
         log.exception("stage %s of round %s failed", stage.name, review_round.pk)
         stages.round_fail(review_round, f"The {stage.name} stage failed: {exc}")
         return False
@@ -201,6 +209,11 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
         done.append(stage.name)
     review_round.save(update_fields=["stats"])
     return review_round.state in OPEN_STATES
+
+
+def _round_closed(round_id: int) -> bool:
+    """The round ended (superseded by a push, cancelled, …) while work on it was running."""
+    return not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).exists()
 
 
 def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) -> None:
@@ -241,7 +254,10 @@ def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
         _release_step(step_id, attempt)
         raise
     except Exception as exc:
-        log.exception("step %s failed", step)
+        if _round_closed(step.round_id):
+            log.info("step %s stopped: its round ended meanwhile (%s)", step, exc)
+        else:
+            log.exception("step %s failed", step)
         finished = _finish(
             step, attempt, PipelineStep.State.FAILED, error=str(exc) or type(exc).__name__
         )

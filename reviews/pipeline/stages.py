@@ -56,9 +56,11 @@ def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
 
 
 def round_fail(review_round: ReviewRound, message: str) -> None:
-    ReviewRound.objects.filter(pk=review_round.pk).update(
-        state=ReviewRound.State.FAILED, error=message[:2000], finished_at=timezone.now()
-    )
+    # Only an open round fails: a superseded or cancelled one keeps the state that ended it.
+    if not ReviewRound.objects.filter(
+        pk=review_round.pk, state__in=(ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
+    ).update(state=ReviewRound.State.FAILED, error=message[:2000], finished_at=timezone.now()):
+        return
     space_status_refresh(space=review_round.space_id)
     from reviews.events import emit
 
@@ -397,6 +399,16 @@ def finalise(review_round: ReviewRound) -> None:
     }
     review_round.save(update_fields=["stats"])
     with transaction.atomic():
+        # Locked and checked: a round superseded by a push (or cancelled) while it ran gets
+        # no verdict and keeps its state; the round that replaced it decides.
+        state = (
+            ReviewRound.objects.select_for_update()
+            .values_list("state", flat=True)
+            .get(pk=review_round.pk)
+        )
+        if state not in (ReviewRound.State.PENDING, ReviewRound.State.RUNNING):
+            review_round.state = state
+            return
         round_finalise(review_round=review_round)
         ReviewRound.objects.filter(pk=review_round.pk).update(
             state=ReviewRound.State.FINISHED, finished_at=timezone.now()
