@@ -117,6 +117,8 @@ class RepositoryOut(Schema):
     name: str
     base_branch: str
     auto_review: bool
+    # Draft pull requests are reviewed automatically too (with auto_review).
+    review_drafts: bool = False
     # Set when disconnected: its reviews are kept read-only and it takes no new review.
     archived_at: datetime | None = None
 
@@ -134,11 +136,13 @@ class RepositoryIn(Input):
     name: Text = Field(min_length=1, max_length=1024)
     base_branch: Text = Field(default="main", min_length=1, max_length=200)
     auto_review: bool = False
+    review_drafts: bool = False
 
 
 class RepositoryPatch(Input):
     base_branch: Text | None = Field(default=None, min_length=1, max_length=200)
     auto_review: bool | None = None
+    review_drafts: bool | None = None
 
 
 def _member(request, slug: str) -> Membership:
@@ -157,6 +161,7 @@ def _repo_out(repo: Repository) -> dict:
         "name": str(repo),
         "base_branch": repo.base_branch,
         "auto_review": repo.auto_review,
+        "review_drafts": repo.review_drafts,
         "archived_at": repo.archived_at,
     }
 

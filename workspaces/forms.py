@@ -138,11 +138,15 @@ class RepositoryForm(forms.Form):
     )
     base_branch = forms.CharField(max_length=200, initial="main")
     auto_review = forms.BooleanField(required=False, label="Review automatically on push")
+    review_drafts = forms.BooleanField(
+        required=False, label="Review draft pull requests automatically too"
+    )
 
 
 class RepositoryUpdateForm(forms.Form):
     base_branch = forms.CharField(max_length=200)
     auto_review = forms.BooleanField(required=False)
+    review_drafts = forms.BooleanField(required=False)
 
 
 class TokenForm(forms.Form):

@@ -181,6 +181,7 @@ class Repository(models.Model):
             "name": str(self),
             "base_branch": self.base_branch,
             "auto_review": self.auto_review,
+            "review_drafts": self.review_drafts,
         }
 
 

@@ -462,6 +462,7 @@ def repository_connect(
     name: str,
     base_branch: str = "main",
     auto_review: bool = False,
+    review_drafts: bool = False,
     request: Any = None,
 ) -> Repository:
     branch = rules.clean_branch(base_branch or "main")
@@ -482,10 +483,20 @@ def repository_connect(
             raise RuleError(f"{next(iter(fields.values()))} is already connected.")
         if existing is not None:
             return _repository_restore(
-                existing, actor=actor, base_branch=branch, auto_review=auto_review, request=request
+                existing,
+                actor=actor,
+                base_branch=branch,
+                auto_review=auto_review,
+                review_drafts=review_drafts,
+                request=request,
             )
         repo = Repository.objects.create(
-            workspace=workspace, kind=kind, base_branch=branch, auto_review=auto_review, **fields
+            workspace=workspace,
+            kind=kind,
+            base_branch=branch,
+            auto_review=auto_review,
+            review_drafts=review_drafts,
+            **fields,
         )
         audit_record(
             action="repositories.connected",
@@ -606,6 +617,7 @@ def repository_update(
     actor: Any,
     base_branch: str | None = None,
     auto_review: bool | None = None,
+    review_drafts: bool | None = None,
     request: Any = None,
 ) -> Repository:
     with transaction.atomic():
@@ -615,9 +627,11 @@ def repository_update(
             repo.base_branch = rules.clean_branch(base_branch)
         if auto_review is not None:
             repo.auto_review = auto_review
+        if review_drafts is not None:
+            repo.review_drafts = review_drafts
         if repo.snapshot() == before:
             return repo
-        repo.save(update_fields=["base_branch", "auto_review"])
+        repo.save(update_fields=["base_branch", "auto_review", "review_drafts"])
         audit_record(
             action="repositories.updated",
             actor=Actor.of(actor),
@@ -690,14 +704,21 @@ def repository_archive(*, repository: Repository, actor: Any, request: Any = Non
 
 
 def _repository_restore(
-    repo: Repository, *, actor: Any, base_branch: str, auto_review: bool, request: Any
+    repo: Repository,
+    *,
+    actor: Any,
+    base_branch: str,
+    auto_review: bool,
+    request: Any,
+    review_drafts: bool = False,
 ) -> Repository:
     """Connecting an archived repository again: the same row, so every review comes back."""
     before = repo.snapshot()
     repo.archived_at = None
     repo.base_branch = base_branch
     repo.auto_review = auto_review
-    repo.save(update_fields=["archived_at", "base_branch", "auto_review"])
+    repo.review_drafts = review_drafts
+    repo.save(update_fields=["archived_at", "base_branch", "auto_review", "review_drafts"])
     restored = repository_footprint(repo)
     repo.restored = restored  # tells the caller what came back
     audit_record(

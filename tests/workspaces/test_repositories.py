@@ -53,6 +53,7 @@ def test_it_connects_a_github_repository_and_audits_it(workspace, alice, client_
         "name": "acme/web",
         "base_branch": "main",
         "auto_review": True,
+        "review_drafts": False,
     }
 
 
@@ -120,3 +121,29 @@ def test_the_page_updates_and_disconnects(workspace, alice, client_for):
         )
     )
     assert actions == ["repositories.connected", "repositories.updated", "repositories.archived"]
+
+
+def test_drafts_are_reviewed_automatically_only_when_turned_on(workspace, alice, client_for):
+    """The repository setting next to auto-review, on the page and in the API, audited."""
+    client = client_for(alice)
+    _connect(client, workspace, kind="github", name="acme/web", auto_review=True)
+    repo = Repository.objects.get()
+    assert repo.review_drafts is False
+    page = client.get(f"/w/{workspace.slug}/settings/repositories/").content.decode()
+    assert 'name="review_drafts"' in page and "drafts too" in page
+    url = f"/w/{workspace.slug}/settings/repositories/{repo.pk}/"
+    client.post(
+        url, {"action": "update", "base_branch": "main", "auto_review": "on", "review_drafts": "on"}
+    )
+    repo.refresh_from_db()
+    assert (repo.auto_review, repo.review_drafts) == (True, True)
+    event = AuditEvent.objects.get(action="repositories.updated")
+    assert (event.payload["before"]["review_drafts"], event.payload["after"]["review_drafts"]) == (
+        False,
+        True,
+    )
+    api = f"/api/v1/workspaces/{workspace.slug}/repositories/{repo.pk}"
+    response = client.patch(api, {"review_drafts": False}, content_type="application/json")
+    assert response.status_code == 200 and response.json()["review_drafts"] is False
+    listed = client.get(f"/api/v1/workspaces/{workspace.slug}/repositories").json()
+    assert listed[0]["review_drafts"] is False and listed[0]["auto_review"] is True
