@@ -346,25 +346,9 @@ def _ruff_findings(
         options = [*config.args, "--force-exclude"]
     else:
         options = ["--isolated", "--select", ",".join(RUFF_RULES)]
-    findings: list[dict[str, Any]] = []
-    for start in range(0, len(paths), _CHUNK):
-        chunk = paths[start : start + _CHUNK]
-        argv = [
-            *_tool_command("ruff"),
-            "check",
-            "--no-cache",
-            "--output-format",
-            "json",
-            *options,
-            "--",
-            *chunk,
-        ]
-        try:
-            proc = _run(argv, cwd=root, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return f"ruff timed out after {timeout:g}s"
-        except OSError as exc:
-            return f"ruff could not start ({exc})"
+    argv = [*_tool_command("ruff"), "check", "--no-cache", "--output-format", "json", *options]
+
+    def parse(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]] | str:
         # Exit 1 only means "violations found"; 2 is ruff's own failure.
         if proc.returncode not in (0, 1):
             return _stderr("ruff", proc)
@@ -372,8 +356,33 @@ def _ruff_findings(
             found = json.loads(proc.stdout or b"[]")
         except ValueError:
             return "ruff printed output that is not JSON"
-        findings.extend(found)
-    return findings
+        return found if isinstance(found, list) else "ruff printed output that is not a list"
+
+    return _run_chunked("ruff", argv, paths, root, timeout, parse)
+
+
+def _run_chunked(
+    tool: str,
+    argv: list[str],
+    paths: list[str],
+    root: Path,
+    timeout: float,
+    parse: Callable[[subprocess.CompletedProcess[bytes]], list[dict[str, Any]] | str],
+) -> list[dict[str, Any]] | str:
+    """`argv -- <chunk of paths>` for every chunk; the parsed results, or the first failure."""
+    results: list[dict[str, Any]] = []
+    for start in range(0, len(paths), _CHUNK):
+        try:
+            proc = _run([*argv, "--", *paths[start : start + _CHUNK]], cwd=root, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"{tool} timed out after {timeout:g}s"
+        except OSError as exc:
+            return f"{tool} could not start ({exc})"
+        parsed = parse(proc)
+        if isinstance(parsed, str):
+            return parsed
+        results.extend(parsed)
+    return results
 
 
 def ruff_mapping(code: str) -> tuple[NodeType, Priority, Category, float]:
@@ -569,33 +578,18 @@ def _bandit_results(
 ) -> list[dict[str, Any]] | str:
     """Bandit's JSON results for `paths`, or why bandit failed. `--ignore-nosec`: the
     comments are read by `nosec_silences`, which keeps the high-precision findings."""
-    results: list[dict[str, Any]] = []
-    for start in range(0, len(paths), _CHUNK):
-        chunk = paths[start : start + _CHUNK]
-        argv = [
-            *_tool_command("bandit"),
-            "-f",
-            "json",
-            "-q",
-            "--ignore-nosec",
-            *config.args,
-            "--",
-            *chunk,
-        ]
-        try:
-            proc = _run(argv, cwd=root, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return f"bandit timed out after {timeout:g}s"
-        except OSError as exc:
-            return f"bandit could not start ({exc})"
+    argv = [*_tool_command("bandit"), "-f", "json", "-q", "--ignore-nosec", *config.args]
+
+    def parse(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]] | str:
         try:
             report = json.loads(proc.stdout or b"{}")
         except ValueError:
             return _stderr("bandit", proc)
         if proc.returncode not in (0, 1) or not isinstance(report, dict):
             return _stderr("bandit", proc)
-        results.extend(report.get("results") or [])
-    return results
+        return list(report.get("results") or [])
+
+    return _run_chunked("bandit", argv, paths, root, timeout, parse)
 
 
 def _cwe(item: Mapping[str, Any]) -> int | None:
