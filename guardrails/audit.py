@@ -38,6 +38,8 @@ class Actor:
 
     @classmethod
     def of(cls, user: Any) -> Actor:
+        if isinstance(user, Actor):  # SYSTEM, passed through services that take a user
+            return user
         if user is None or not getattr(user, "is_authenticated", False):
             return cls(AuditEvent.ActorKind.ANONYMOUS, None, "anonymous")
         return cls(AuditEvent.ActorKind.USER, user.pk, user.email or user.get_username())

@@ -1,4 +1,7 @@
-"""The GitHub webhook endpoint: signature first, then one processing per delivery id."""
+"""The GitHub webhook endpoint: signature first, then one processing per delivery id.
+
+202 means accepted: rounds were queued, or the repository is disconnected (archived) and the
+delivery deliberately ignored, with the reason in `detail`. 200: processed, nothing queued."""
 
 from __future__ import annotations
 
@@ -38,8 +41,8 @@ def github_webhook(request: HttpRequest) -> JsonResponse:
         payload = json.loads(request.body)
     except ValueError:
         return JsonResponse({"detail": "The body is not JSON."}, status=400)
-    outcome, rounds = webhook_receive(delivery_id=delivery, event=event, payload=payload)
-    log.info("webhook %s (%s): %s", delivery, event, outcome)
+    result = webhook_receive(delivery_id=delivery, event=event, payload=payload)
+    log.info("webhook %s (%s): %s", delivery, event, result.detail)
     return JsonResponse(
-        {"detail": outcome, "rounds": [r.pk for r in rounds]}, status=202 if rounds else 200
+        {"detail": result.detail, "rounds": [r.pk for r in result.rounds]}, status=result.status
     )

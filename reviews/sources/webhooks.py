@@ -50,7 +50,11 @@ class PullRequestEvent:
     @property
     def queues_round(self) -> bool:
         """Opened, pushed to, reopened or marked ready — and not a draft (drafts wait)."""
-        return self.action in ROUND_ACTIONS and not self.draft
+        return self.queues_round_for(review_drafts=False)
+
+    def queues_round_for(self, *, review_drafts: bool) -> bool:
+        """As `queues_round`, for a repository that may review drafts too."""
+        return self.action in ROUND_ACTIONS and (review_drafts or not self.draft)
 
 
 def parse_pull_request_event(event: str, payload: Mapping[str, Any]) -> PullRequestEvent | None:
@@ -87,3 +91,50 @@ def parse_pull_request_event(event: str, payload: Mapping[str, Any]) -> PullRequ
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise WebhookPayloadError(f"malformed pull_request payload: {exc!r}") from exc
+
+
+# Events of a GitHub App's installation: which repositories it may reach.
+INSTALLATION_EVENTS = frozenset({"installation", "installation_repositories"})
+
+
+@dataclass(frozen=True)
+class InstallationEvent:
+    event: str  # installation | installation_repositories
+    action: str  # created, deleted, suspend, unsuspend, new_permissions_accepted | added, removed
+    installation_id: int
+    account: str
+    added: tuple[str, ...]  # owner/name of repositories the installation now reaches
+    removed: tuple[str, ...]  # … and of those it no longer reaches
+
+
+def _names(items: Any) -> tuple[str, ...]:
+    return tuple(str(item["full_name"]) for item in items or ())
+
+
+def parse_installation_event(event: str, payload: Mapping[str, Any]) -> InstallationEvent | None:
+    """An `installation` or `installation_repositories` delivery, or None for other events.
+
+    `installation` created lists the repositories it was given (`repositories`, absent when
+    the installation covers all of an account's repositories); deleted lists those it had."""
+    if event not in INSTALLATION_EVENTS:
+        return None
+    try:
+        installation = payload["installation"]
+        action = str(payload["action"])
+        account = str((installation.get("account") or {}).get("login") or "")
+        if event == "installation":
+            listed = _names(payload.get("repositories"))
+            added, removed = (listed, ()) if action != "deleted" else ((), listed)
+        else:
+            added = _names(payload.get("repositories_added"))
+            removed = _names(payload.get("repositories_removed"))
+        return InstallationEvent(
+            event=event,
+            action=action,
+            installation_id=int(installation["id"]),
+            account=account,
+            added=added,
+            removed=removed,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WebhookPayloadError(f"malformed {event} payload: {exc!r}") from exc

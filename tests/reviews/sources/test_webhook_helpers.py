@@ -6,6 +6,7 @@ import pytest
 
 from reviews.sources.webhooks import (
     WebhookPayloadError,
+    parse_installation_event,
     parse_pull_request_event,
     verify_signature,
 )
@@ -107,3 +108,55 @@ def test_it_reads_the_fakes_delivery_payload(fake_github, git_repo_factory):
     event = parse_pull_request_event("pull_request", payload)
     assert event.head_sha == head and event.head_ref == "feature" and event.author == "bob"
     assert event.queues_round and event.installation_id == 5
+
+
+@pytest.mark.parametrize(
+    ("action", "draft", "review_drafts", "queues"),
+    [
+        ("opened", True, True, True),
+        ("synchronize", True, True, True),
+        ("opened", True, False, False),
+        ("opened", False, False, True),
+        ("closed", True, True, False),
+    ],
+)
+def test_a_repository_may_review_drafts(action, draft, review_drafts, queues):
+    event = parse_pull_request_event("pull_request", _payload(action, draft=draft))
+    assert event.queues_round_for(review_drafts=review_drafts) is queues
+
+
+def test_it_reads_installation_events():
+    """Which repositories an installation gained or lost; other events are not installation
+    events; a payload without its installation is an error."""
+    created = parse_installation_event(
+        "installation",
+        {
+            "action": "created",
+            "installation": {"id": 9, "account": {"login": "acme"}},
+            "repositories": [{"full_name": "acme/app"}],
+        },
+    )
+    assert (created.installation_id, created.account, created.added, created.removed) == (
+        9,
+        "acme",
+        ("acme/app",),
+        (),
+    )
+    deleted = parse_installation_event(
+        "installation",
+        {"action": "deleted", "installation": {"id": 9}, "repositories": [{"full_name": "a/b"}]},
+    )
+    assert (deleted.added, deleted.removed) == ((), ("a/b",))
+    changed = parse_installation_event(
+        "installation_repositories",
+        {
+            "action": "removed",
+            "installation": {"id": 9, "account": {"login": "acme"}},
+            "repositories_added": [],
+            "repositories_removed": [{"full_name": "acme/old"}],
+        },
+    )
+    assert (changed.action, changed.removed) == ("removed", ("acme/old",))
+    assert parse_installation_event("pull_request", _payload("opened")) is None
+    with pytest.raises(WebhookPayloadError):
+        parse_installation_event("installation", {"action": "created"})
