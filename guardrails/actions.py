@@ -76,6 +76,7 @@ def _publish(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
         actor=requester,
         expected_digest=payload["plan_digest"],
         expected_head=payload["github_head"],
+        approval_request=_executing_request("prPublish", payload),
     )
     if record.state != record.State.POSTED:
         raise RuntimeError(record.error or f"publishing ended {record.state}")
@@ -83,7 +84,18 @@ def _publish(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
         "github_review_id": record.github_review_id,
         "url": record.html_url,
         "path": record.path,
+        "round": payload["round"],
     }
+
+
+def _executing_request(action: str, payload: dict[str, Any]):
+    """The approval request this payload is executing for; None on the `allow` path."""
+    from guardrails.models import ApprovalRequest
+    from guardrails.services import payload_hash
+
+    return ApprovalRequest.objects.filter(
+        action_class=action, payload_hash=payload_hash(action, payload), status="executing"
+    ).first()
 
 
 def _current_head(payload: dict[str, Any]) -> str:

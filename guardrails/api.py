@@ -92,6 +92,9 @@ def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
             actor=request.user,
             http_request=request,
         )
+    except publishing.AlreadyPublished as exc:
+        # Each round is posted once, whatever the selection: this one is on GitHub already.
+        return Status(409, {"detail": str(exc)})
     except publishing.PublishError as exc:
         raise RuleError(str(exc)) from exc
     if result.outcome == "refused":

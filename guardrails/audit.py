@@ -46,6 +46,8 @@ class Actor:
 
 
 SYSTEM = Actor(AuditEvent.ActorKind.SYSTEM, None, "system")
+# What Quorum itself does on people's behalf (posting to GitHub): the people are in the payload.
+APP = Actor(AuditEvent.ActorKind.APP, None, "quorum (app identity)")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from guardrails import rules
 from guardrails.actions import action_class
-from guardrails.audit import SYSTEM, Actor, Target, audit_record
+from guardrails.audit import APP, SYSTEM, Actor, Target, audit_record
 from guardrails.models import ActionPolicy, ApprovalDecision, ApprovalRequest, Execution
 from guardrails.presence import present_approvers
 from workspaces.models import Membership, Workspace
@@ -216,12 +216,13 @@ def _run_allowed(
             request=http_request,
         )
         return CheckpointResult("refused", reason)
+    # Like an approved request, it is the app that acted, for the person named in the payload.
     audit_record(
         action=f"{spec.name}.executed",
-        actor=who,
+        actor=APP,
         workspace=workspace,
         target=target,
-        payload={**base, "result": result},
+        payload={**base, "result": result, "requester": who.label, "approvers": []},
         request=http_request,
     )
     return CheckpointResult("allowed", result=result)
@@ -450,7 +451,7 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
             locked,
             rules.Status.EXECUTED,
             f"{locked.action_class}.executed",
-            Actor("app", None, "quorum (app identity)"),
+            APP,
             approvers=approvers,
             result=result,
         )

@@ -21,6 +21,9 @@ Schema `quorum.review/v1`:
   line}] of this round; `tickets`: [{id, round, reviewer, stream, title, body, status (open |
   dismissed | requested | created), status_label (in words), reason, decided_by, decided_at,
   issue_number, issue_url, approval_request}] of every round of the review
+- `space` also has `publication` {round, state (posted | claimed | uncertain), url,
+  github_review_id, event, requested_by, approved_by, posted_at} or null: the shown round's one
+  GitHub review
 Fields are only ever added within v1.
 """
 
@@ -47,7 +50,11 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
         }
     return {
         "schema": SCHEMA,
-        "space": {"id": space.pk, "status": space.status},
+        "space": {
+            "id": space.pk,
+            "status": space.status,
+            "publication": _publication(review_round),
+        },
         "pull_request": {
             "repository": str(pr.repository),
             "number": pr.number,
@@ -114,6 +121,31 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
             k: v for k, v in (review_round.stats if review_round else {}).items() if k != "facts"
         },
         "notes": _notes(page),
+    }
+
+
+def _publication(review_round: Any) -> dict[str, Any] | None:
+    from reviews.models import PublishRecord
+
+    if review_round is None:
+        return None
+    record = (
+        PublishRecord.objects.filter(round=review_round, legacy_duplicate=False)
+        .exclude(state=PublishRecord.State.FAILED)
+        .select_related("requested_by", "approved_by")
+        .first()
+    )
+    if record is None:
+        return None
+    return {
+        "round": review_round.number,
+        "state": record.state,
+        "url": record.html_url or None,
+        "github_review_id": record.github_review_id,
+        "event": record.event or None,
+        "requested_by": record.requested_by.email if record.requested_by else None,
+        "approved_by": record.approved_by.email if record.approved_by else None,
+        "posted_at": record.posted_at.isoformat() if record.posted_at else None,
     }
 
 

@@ -6,7 +6,7 @@ from functools import wraps
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -14,12 +14,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
 from reviews.domain import types as t
-from reviews.domain.space_status import (
-    LADDER,
-    SpaceStatus,
-    can_request_publish,
-    publish_refusal,
-)
+from reviews.domain.space_status import LADDER
+from reviews.export import review_json
 from reviews.forms import NewReviewForm, NodeActionForm
 from reviews.models import (
     CohortProgress,
@@ -37,7 +33,13 @@ from reviews.selectors import (
 )
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
-from reviews.services.publishing import PublishError, publish_plan_current, publish_request
+from reviews.services.publishing import (
+    PublishError,
+    publish_plan_current,
+    publish_refusal_for,
+    publish_request,
+    published_record,
+)
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, round_cancel, round_supply_request
 from reviews.sources.publish_plan import review_event
@@ -179,9 +181,14 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         "cohorts_read": sum(1 for c in cohorts if c["key"] in read_keys),
         "process_blocked": blocked,
         "can_start": allows(membership, Perm.START_REVIEW),
-        "can_publish": allows(membership, Perm.REQUEST_PUBLISH),
+        # A local repository has no GitHub to publish to: its report is downloaded instead.
+        "can_publish": allows(membership, Perm.REQUEST_PUBLISH)
+        and space.pull_request.repository.kind == "github",
         "publication": ApprovalRequest.objects.filter(
-            workspace=membership.workspace, target_type="reviewspace", target_id=str(space.pk)
+            workspace=membership.workspace,
+            action_class="prPublish",
+            target_type="reviewspace",
+            target_id=str(space.pk),
         )
         .select_related("requester")
         .first(),
@@ -199,6 +206,21 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         # A local repository has no GitHub to file in: its tickets can only be dismissed.
         "can_file_issues": allows(membership, Perm.REQUEST_PUBLISH)
         and space.pull_request.repository.kind == "github",
+        **_publication_context(space, page),
+    }
+
+
+def _publication_context(space: ReviewSpace, page) -> dict:
+    """The shown round's one GitHub review (who asked, who approved, when), read fresh: the
+    live page re-renders with the space it loaded at connect time."""
+    newest = page.rounds[-1] if page.rounds else None
+    published = published_record(page.round)
+    return {
+        "is_local": space.pull_request.repository.kind != "github",
+        "published": published,
+        "newest_published": published
+        if newest is not None and page.round is not None and newest.pk == page.round.pk
+        else published_record(newest),
     }
 
 
@@ -209,6 +231,16 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
     except Http404:  # deleted for good: say what it was
         return tombstone_or_404(request, membership, kind="reviewspace", object_id=space_id)
     return render(request, "reviews/detail.html", review_context(membership, space))
+
+
+@member_view
+def review_report_json(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """The review as JSON (schema quorum.review/v1, the same as the API and the CLI)."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    response = JsonResponse(review_json(review_page(space=space)), json_dumps_params={"indent": 2})
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="quorum-review-{space.pk}.json"'
+    return response
 
 
 @member_view
@@ -344,8 +376,9 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
 def publish(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
     """Preview the GitHub review, then ask the guardrails checkpoint to publish it (§3.11)."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
-    if not can_request_publish(SpaceStatus(space.status)):
-        messages.error(request, publish_refusal(SpaceStatus(space.status)))
+    refusal = publish_refusal_for(space)
+    if refusal is not None:
+        messages.error(request, refusal)
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
     if request.method == "POST":
         require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)

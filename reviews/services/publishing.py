@@ -1,9 +1,11 @@
 """Publishing one GitHub review for a round. Never called by the pipeline.
 
-Exactly once: a PublishRecord unique on (space, round, selection) is claimed inside a
-transaction; only the caller that created the claim talks to GitHub, after commit. Anchors are
-re-checked against the PR's current diff; if GitHub still answers 422 the whole review is
-resubmitted once with every node folded into the body, so nothing is dropped.
+Exactly once per round, whatever the selection: a PublishRecord unique on its round (a failed
+attempt does not count) is claimed inside a transaction; only the caller that created the claim
+talks to GitHub, after commit. Anchors are re-checked against the PR's current diff; if GitHub
+still answers 422 the whole review is resubmitted once with every node folded into the body, so
+nothing is dropped. Local repositories have no GitHub to post to: their reviews are downloaded
+as a report instead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.safeurl import web_url_or_blank
-from guardrails.audit import Actor, Target, audit_record
+from guardrails.audit import APP, Target, audit_record
+from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
 from reviews.domain.space_status import (
     SpaceStatus,
@@ -29,6 +32,7 @@ from reviews.events import emit
 from reviews.models import PublishRecord, ReviewNode, ReviewRound, ReviewSpace
 from reviews.selectors import node_view
 from reviews.services.github import github_client
+from reviews.services.spaces import space_status_refresh
 from reviews.sources.diffs import CommentableLines, parse_unified_diff
 from reviews.sources.github_client import (
     DiffTooLarge,
@@ -52,6 +56,56 @@ SELECTIONS = ("all_open", "consensus")
 
 class PublishError(Exception):
     """Publishing is not possible now; the message says why."""
+
+
+class AlreadyPublished(PublishError):
+    """The round is on GitHub already (or on its way): it is never posted twice."""
+
+
+LOCAL_REPOSITORY = (
+    "This review is of a local repository: there is no pull request on GitHub to publish to. "
+    "Download the report (markdown or JSON) from the review instead."
+)
+
+
+def published_record(review_round: ReviewRound | None) -> PublishRecord | None:
+    """The round's one publication (posted, being posted, or with a lost answer), if any."""
+    if review_round is None:
+        return None
+    return (
+        PublishRecord.objects.filter(round=review_round, legacy_duplicate=False)
+        .exclude(state=PublishRecord.State.FAILED)
+        .select_related("round", "requested_by", "approved_by")
+        .first()
+    )
+
+
+def already_published_message(record: PublishRecord) -> str:
+    number = record.round.number
+    if record.state == PublishRecord.State.POSTED:
+        return (
+            f"Round {number} was already published to GitHub: "
+            f"{record.html_url or 'GitHub returned no link'}. A new push starts a round that "
+            "can be published."
+        )
+    if record.state == PublishRecord.State.CLAIMED:
+        return f"Round {number} is being published to GitHub right now."
+    return (
+        f"Round {number} may already be on GitHub: the answer to the last attempt was lost "
+        f"({record.error or 'no answer'}). It is never posted twice: check the pull request on "
+        "GitHub."
+    )
+
+
+def publish_refusal_for(space: ReviewSpace) -> str | None:
+    """Why nobody can ask to publish this review now, in the reader's words; None if they can."""
+    if space.pull_request.repository.kind != "github":
+        return LOCAL_REPOSITORY
+    record = published_record(space.rounds.order_by("-number").first())
+    if record is not None:
+        return already_published_message(record)
+    status = SpaceStatus(space.status)
+    return None if can_request_publish(status) else publish_refusal(status)
 
 
 def _node_records(review_round: ReviewRound) -> list[NodeRecord]:
@@ -136,7 +190,7 @@ def _publishable_round(space: ReviewSpace) -> tuple[ReviewRound, Any]:
         raise PublishError("This review has no verdict yet.")
     pr = space.pull_request
     if pr.number is None or pr.repository.kind != "github":
-        raise PublishError("Only GitHub pull requests can be published.")
+        raise PublishError(LOCAL_REPOSITORY)
     return review_round, verdict
 
 
@@ -195,12 +249,15 @@ def publish_request(
     """The one way to ask for a publish: plan against GitHub now, then the guardrails
     checkpoint with that exact plan. `seen_digest` (the preview a person read) must still be
     what would be posted. Returns the checkpoint's result."""
-    from guardrails.audit import Target
-    from guardrails.services import checkpoint
+    from guardrails import rules
+    from guardrails.services import checkpoint, policy_for
 
-    space = ReviewSpace.objects.select_related("workspace", "pull_request").get(pk=space.pk)
-    if not can_request_publish(SpaceStatus(space.status)):
-        raise PublishError(publish_refusal(SpaceStatus(space.status)))
+    space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
+        pk=space.pk
+    )
+    refusal = publish_refusal_for(space)
+    if refusal is not None:
+        raise (AlreadyPublished if published_record(_newest(space)) else PublishError)(refusal)
     current = publish_plan_current(
         space=space, selection=selection, approve_on_ship=approve_on_ship
     )
@@ -210,14 +267,40 @@ def publish_request(
             "The review changed while you were reading the preview: check it again, then "
             "request publishing."
         )
-    return checkpoint(
-        action="prPublish",
-        actor=actor,
-        workspace=space.workspace,
-        target=Target("reviewspace", str(space.pk), str(space.pull_request)),
-        payload=payload,
-        http_request=http_request,
-    )
+
+    def ask() -> Any:
+        return checkpoint(
+            action="prPublish",
+            actor=actor,
+            workspace=space.workspace,
+            target=Target("reviewspace", str(space.pk), str(space.pull_request)),
+            payload=payload,
+            http_request=http_request,
+        )
+
+    if policy_for(space.workspace, "prPublish").policy == rules.Policy.ALLOW:
+        # Posts at once: the claim must commit before GitHub is called, so no lock is held here
+        # (the round's unique publication still refuses a second post).
+        return ask()
+    with transaction.atomic():
+        # One open request per review: two people asking at once are serialised here, and the
+        # second is told why.
+        locked = ReviewSpace.objects.select_for_update().get(pk=space.pk)
+        record = published_record(_newest(locked))
+        if record is not None:
+            raise AlreadyPublished(already_published_message(record))
+        if ApprovalRequest.objects.filter(
+            action_class="prPublish",
+            target_type="reviewspace",
+            target_id=str(space.pk),
+            status__in=(rules.Status.PENDING, rules.Status.APPROVED, rules.Status.EXECUTING),
+        ).exists():
+            raise PublishError(publish_refusal(SpaceStatus.AWAITING_APPROVAL))
+        return ask()
+
+
+def _newest(space: ReviewSpace) -> ReviewRound | None:
+    return space.rounds.order_by("-number").first()
 
 
 def _plan_summary(plan: PublishPlan) -> dict[str, Any]:
@@ -235,28 +318,37 @@ def _claim(
     selection: str,
     approve_on_ship: bool,
     actor: Any,
+    approval_request: Any = None,
 ) -> tuple[PublishRecord, bool]:
-    """Create the record (we publish) or return the existing one (someone else did)."""
-    try:
-        with transaction.atomic():
-            record = PublishRecord.objects.create(
-                space=space,
-                round=review_round,
-                selection=selection,
-                approve_on_ship=approve_on_ship,
-                head_sha=review_round.head_sha,
-                requested_by=actor if getattr(actor, "is_authenticated", False) else None,
-            )
-            return record, True
-    except IntegrityError:
-        pass
-    record = PublishRecord.objects.get(space=space, round=review_round, selection=selection)
-    # A clean failure (GitHub said no, nothing was created) may be retried by a later call.
-    reclaimed = PublishRecord.objects.filter(pk=record.pk, state=PublishRecord.State.FAILED).update(
-        state=PublishRecord.State.CLAIMED, error=""
-    )
-    record.refresh_from_db()
-    return record, reclaimed == 1
+    """Create the round's record (we publish) or return the one that exists (someone else did,
+    with whatever selection). A clean failure does not count: the next attempt claims anew."""
+    approver = None
+    if approval_request is not None:
+        approver = (
+            approval_request.decisions.filter(decision="approve")
+            .select_related("approver")
+            .order_by("-id")
+            .first()
+        )
+    while True:
+        try:
+            with transaction.atomic():
+                record = PublishRecord.objects.create(
+                    space=space,
+                    round=review_round,
+                    selection=selection,
+                    approve_on_ship=approve_on_ship,
+                    head_sha=review_round.head_sha,
+                    requested_by=actor if getattr(actor, "is_authenticated", False) else None,
+                    approved_by=approver.approver if approver is not None else None,
+                    approval_request=approval_request,
+                )
+                return record, True
+        except IntegrityError:
+            existing = published_record(review_round)
+            if existing is not None:
+                return existing, False
+            # The claim we collided with failed cleanly in the meantime: claim again.
 
 
 def publish_review(
@@ -269,8 +361,11 @@ def publish_review(
     request: Any = None,
     expected_digest: str | None = None,
     expected_head: str | None = None,
+    approval_request: Any = None,
 ) -> PublishRecord:
-    """Post the round's review to GitHub once; a repeated call returns the first result.
+    """Post the round's review to GitHub once; a repeated call returns the round's record,
+    whatever its selection. An approval other than the one that published it is refused
+    (AlreadyPublished): one approval, one GitHub review.
 
     With `expected_digest`/`expected_head` (what an approval bound), the plan is recomputed
     against GitHub now and nothing is posted unless it is exactly what was approved."""
@@ -279,6 +374,11 @@ def publish_review(
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
         pk=space.pk
     )
+    if space.pull_request.repository.kind != "github":
+        raise PublishError(LOCAL_REPOSITORY)
+    existing = _existing_for(published_record(_newest(space)), approval_request)
+    if existing is not None:
+        return existing
     if not can_execute_publish(SpaceStatus(space.status)):
         raise PublishError(publish_refusal(SpaceStatus(space.status)))
     review_round, verdict = _publishable_round(space)
@@ -305,9 +405,10 @@ def publish_review(
         selection=selection,
         approve_on_ship=approve_on_ship,
         actor=actor,
+        approval_request=approval_request,
     )
     if not ours:
-        return record
+        return _existing_for(record, approval_request)
 
     owner, name = pr.repository.full_name.split("/", 1)
     own_client = client is None
@@ -356,15 +457,27 @@ def publish_review(
     record.plan = _plan_summary(plan)
     record.posted_at = timezone.now()
     record.save()
-    _audit(record, actor, request, "publish.executed")
+    # No audit event here: the guardrails checkpoint records the one `prPublish.executed`,
+    # by the app identity, naming the requester and the approvers.
+    space_status_refresh(space=space.pk)
     emit(space.pk, "review.published", url=record.html_url)
     return record
 
 
+def _existing_for(record: PublishRecord | None, approval_request: Any) -> PublishRecord | None:
+    """The round's publication, returned to a repeated call; refused to another approval."""
+    if record is None:
+        return None
+    if approval_request is not None and record.approval_request_id != approval_request.pk:
+        raise AlreadyPublished(already_published_message(record))
+    return record
+
+
 def _audit(record: PublishRecord, actor: Any, request: Any, action: str, **extra: Any) -> None:
+    """What GitHub answered an attempt that did not post: by the app, which made the call."""
     audit_record(
         action=action,
-        actor=Actor.of(actor),
+        actor=APP,
         workspace=record.space.workspace,
         target=Target("reviewspace", str(record.space_id), str(record.space.pull_request)),
         payload={
@@ -375,6 +488,8 @@ def _audit(record: PublishRecord, actor: Any, request: Any, action: str, **extra
             "path": record.path,
             "github_review_id": record.github_review_id,
             "url": record.html_url,
+            "requester": getattr(actor, "email", None),
+            "approval_request": record.approval_request_id,
             **extra,
         },
         request=request,

@@ -153,8 +153,8 @@ def test_all_open_publishes_one_review_with_nothing_lost(review, github, alice):
         record.plan["inline"]
     ) == {nodes["inline"].pk, nodes["suggestion"].pk}
     assert {s["node"] for s in record.plan["skipped"]} == {nodes["dismissed"].pk}
-    event = AuditEvent.objects.get(action="publish.executed")
-    assert event.payload["url"] == record.html_url and event.actor_label == alice.email
+    # The guardrails checkpoint records the one execution (by the app identity), not this call.
+    assert not AuditEvent.objects.filter(action__endswith=".executed").exists()
 
 
 def test_consensus_publishes_only_peer_confirmed_nodes(review, github, alice):
