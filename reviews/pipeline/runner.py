@@ -30,6 +30,7 @@ from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
+from reviews.services.rounds import round_state_set
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +176,10 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
     if following is None:
         return False
     # Conditional: a round superseded or cancelled since it was read keeps that state.
+    if not round_state_set(review_round, ReviewRound.State.RUNNING):
+        return False
     if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
-        stage=following.name, state=ReviewRound.State.RUNNING
+        stage=following.name
     ):
         return False
     review_round.stage = following.name

@@ -9,7 +9,6 @@ import logging
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from reviews.agents.redaction import redact_diff
 from reviews.domain import types as t
@@ -56,12 +55,11 @@ def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
 
 
 def round_fail(review_round: ReviewRound, message: str) -> None:
+    from reviews.services.rounds import round_state_set
+
     # Only an open round fails: a superseded or cancelled one keeps the state that ended it.
-    if not ReviewRound.objects.filter(
-        pk=review_round.pk, state__in=(ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
-    ).update(state=ReviewRound.State.FAILED, error=message[:2000], finished_at=timezone.now()):
+    if not round_state_set(review_round, ReviewRound.State.FAILED, error=message):
         return
-    space_status_refresh(space=review_round.space_id)
     from reviews.events import emit
 
     emit(review_round.space_id, "review.stage", stage="failed")
@@ -398,23 +396,16 @@ def finalise(review_round: ReviewRound) -> None:
         ],
     }
     review_round.save(update_fields=["stats"])
+    from reviews.services.rounds import round_state_set
+
     with transaction.atomic():
-        # Locked and checked: a round superseded by a push (or cancelled) while it ran gets
-        # no verdict and keeps its state; the round that replaced it decides.
-        state = (
-            ReviewRound.objects.select_for_update()
-            .values_list("state", flat=True)
-            .get(pk=review_round.pk)
-        )
-        if state not in (ReviewRound.State.PENDING, ReviewRound.State.RUNNING):
-            review_round.state = state
+        # Finished only from running (reviews/domain/round_states.py): a round superseded by a
+        # push (or cancelled) while it ran gets no verdict and keeps its state; the round that
+        # replaced it decides.
+        if not round_state_set(review_round, ReviewRound.State.FINISHED):
+            review_round.refresh_from_db(fields=["state"])
             return
         round_finalise(review_round=review_round)
-        ReviewRound.objects.filter(pk=review_round.pk).update(
-            state=ReviewRound.State.FINISHED, finished_at=timezone.now()
-        )
-        review_round.state = ReviewRound.State.FINISHED
-        space_status_refresh(space=review_round.space_id)
 
 
 def _panel_summary(review_round: ReviewRound) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Person-driven changes to a round: cancel it, supply the original request, submit an axis."""
+"""Changes to a round: its state (the one writer), cancel, re-run, the original request, an axis."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ from django.utils import timezone
 from config.safeurl import web_url_problem
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
+from reviews.domain.round_states import (
+    RoundState,
+    can_rerun,
+    sources_of,
+    state_label,
+)
 from reviews.events import emit
-from reviews.models import ReviewerStream, ReviewRound
+from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
 from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import axis_record, verdict_follow
 
@@ -37,24 +43,98 @@ def _audit(
     )
 
 
+def round_state_set(
+    review_round: ReviewRound, to: RoundState | str, *, error: str | None = None
+) -> bool:
+    """The only writer of ReviewRound.state. Moves the round to `to` if the table in
+    reviews/domain/round_states.py allows it from the state it is in NOW (compare-and-set, so
+    a cancel and a finishing pipeline cannot both win), stamps `finished_at` on a terminal
+    state, and lets the space's status follow. Returns False, changing nothing, when the move
+    is not allowed (the round ended meanwhile); True when the round is in `to` afterwards."""
+    to = RoundState(to)
+    fields: dict[str, Any] = {"state": to.value}
+    if to.terminal:
+        fields["finished_at"] = timezone.now()
+    if error is not None:
+        fields["error"] = error[:2000]
+    with transaction.atomic():
+        # Lock order space → round, as round_start takes them: never the reverse.
+        ReviewSpace.objects.select_for_update().filter(pk=review_round.space_id).first()
+        moved = ReviewRound.objects.filter(
+            pk=review_round.pk, state__in=[s.value for s in sources_of(to) if s is not to]
+        ).update(**fields)
+        if not moved:
+            # Only staying in a non-terminal state (the next stage of a running round) is a
+            # success without a write.
+            return (
+                not to.terminal
+                and ReviewRound.objects.filter(pk=review_round.pk, state=to.value).exists()
+            )
+        space_status_refresh(space=review_round.space_id)
+    for name, value in fields.items():
+        setattr(review_round, name, value)
+    return True
+
+
 def round_cancel(*, review_round: ReviewRound, actor: Any, request: Any = None) -> ReviewRound:
     with transaction.atomic():
-        updated = ReviewRound.objects.filter(
-            pk=review_round.pk, state__in=[ReviewRound.State.PENDING, ReviewRound.State.RUNNING]
-        ).update(
-            state=ReviewRound.State.CANCELLED,
-            finished_at=timezone.now(),
-            error="Cancelled by a person.",
-        )
-        if not updated:
+        who = getattr(actor, "email", "") or "a person"
+        if not round_state_set(review_round, RoundState.CANCELLED, error=f"Cancelled by {who}."):
+            current = ReviewRound.objects.get(pk=review_round.pk).state
             raise RoundError(
-                f"Round {review_round.number} is {review_round.state}: nothing to cancel."
+                f"Round {review_round.number} is {state_label(current).lower()}: nothing to cancel."
             )
         _audit(review_round, actor, "review.cancelled", request)
-        space_status_refresh(space=review_round.space_id)
         emit(review_round.space_id, "review.stage", stage="cancelled")
     review_round.refresh_from_db()
     return review_round
+
+
+def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -> ReviewRound:
+    """Review the same head again as a new round (`rerun_of` names the failed or cancelled
+    one) and queue it the way the start button does. Raises RoundError when the round is not
+    the newest or did not fail or get cancelled; ReviewQueuedError when the queue is down (the
+    round exists and starts once it is back)."""
+    from config.background import QueueUnavailable
+    from reviews.pipeline.dispatch import round_enqueue
+    from reviews.services.requests import ReviewQueuedError
+    from reviews.services.spaces import round_start
+
+    repository = review_round.space.pull_request.repository
+    if repository.archived_at is not None:
+        raise RoundError(f"{repository} is disconnected: its reviews are kept read-only.")
+    with transaction.atomic():
+        space = ReviewSpace.objects.select_for_update().get(pk=review_round.space_id)
+        old = ReviewRound.objects.get(pk=review_round.pk)
+        again = old.reruns.order_by("number").first()
+        if again is not None:
+            raise RoundError(f"Round {old.number} was already re-run as round {again.number}.")
+        newest = space.rounds.order_by("-number").first()
+        if newest is not None and newest.number != old.number:
+            raise RoundError(
+                f"Round {old.number} is not the newest round: round {newest.number} reviews "
+                "this pull request now."
+            )
+        if not can_rerun(old.state):
+            raise RoundError(
+                f"Round {old.number} is {state_label(old.state).lower()}: only a failed or "
+                "cancelled round is re-run."
+            )
+        new = round_start(
+            space=space,
+            head_sha=old.head_sha,
+            base_sha=old.base_sha,
+            tier=old.tier,
+            original_request=old.original_request,
+        )
+        ReviewRound.objects.filter(pk=new.pk).update(rerun_of=old)
+        new.rerun_of = old
+        _audit(old, actor, "review.rerun", request, new_round=new.number, head_sha=old.head_sha)
+    try:
+        round_enqueue(new)
+    except QueueUnavailable as exc:
+        raise ReviewQueuedError(new) from exc
+    return new
 
 
 def round_supply_request(

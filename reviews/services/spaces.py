@@ -152,10 +152,12 @@ def round_start(
             return latest
         superseded = latest if latest is not None and latest.state in open_states else None
         if superseded is not None:
-            latest.state = ReviewRound.State.SUPERSEDED
-            latest.finished_at = timezone.now()
-            latest.save(update_fields=["state", "finished_at"])
-            worktrees_release_after_commit(space_id=locked.pk, round_numbers=[latest.number])
+            from reviews.services.rounds import round_state_set
+
+            if round_state_set(latest, ReviewRound.State.SUPERSEDED):
+                worktrees_release_after_commit(space_id=locked.pk, round_numbers=[latest.number])
+            else:  # it ended on its own meanwhile: nothing was superseded
+                superseded = None
         review_round = ReviewRound.objects.create(
             space=locked,
             number=(latest.number + 1) if latest else 1,
