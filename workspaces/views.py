@@ -320,9 +320,13 @@ def repositories(request: HttpRequest, membership: Membership) -> HttpResponse:
         (repo, services.repository_footprint(repo))
         for repo in ws.repositories.filter(archived_at__isnull=False)
     ]
+    can_edit = allows(membership, Perm.MANAGE_REPOSITORIES)
+    installable, installable_problem = _installable(ws) if can_edit else ([], "")
     context = _ctx(
         membership,
         form=form,
+        installable=installable,
+        installable_problem=installable_problem,
         repositories=ws.repositories.filter(archived_at__isnull=True),
         archived=archived,
         can_edit=allows(membership, Perm.MANAGE_REPOSITORIES),
@@ -350,6 +354,33 @@ def repository_change(request: HttpRequest, membership: Membership, repo_id: int
     except RuleError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:repositories", ws.slug)
+
+
+def _installable(ws) -> tuple[list[str], str]:
+    """With a GitHub App: the repositories its installations bound to this workspace reach
+    now (asked of GitHub, so added and removed repositories show at once), less those
+    connected. Returns (names, what went wrong asking)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from reviews.services.github import github_app_mode, installation_repositories
+    from reviews.sources.github_client import GitHubError
+
+    if not github_app_mode():
+        return [], ""
+    connected = {
+        name.lower()
+        for name in ws.repositories.filter(
+            kind=Repository.Kind.GITHUB, archived_at__isnull=True
+        ).values_list("full_name", flat=True)
+    }
+    names: set[str] = set()
+    problems = []
+    for installation in ws.github_installations.all():
+        try:
+            names.update(installation_repositories(installation.installation_id))
+        except (GitHubError, ImproperlyConfigured) as exc:
+            problems.append(f"installation {installation.installation_id}: {exc}")
+    return sorted(n for n in names if n.lower() not in connected), "; ".join(problems)
 
 
 def _reviews_phrase(counts: dict) -> str:

@@ -42,6 +42,12 @@ def github_app_mode() -> bool:
     return bool(settings.GITHUB_APP_ID and settings.GITHUB_APP_PRIVATE_KEY_PATH)
 
 
+def installation_repositories(installation_id: int) -> list[str]:
+    """`owner/name` of every repository the app's installation reaches, as GitHub says now."""
+    with github_client() as client:
+        return client.installation_repositories(installation_id)
+
+
 def repository_installation(full_name: str) -> tuple[int, str]:
     """(installation id, account login) of the app's installation on `owner/name`."""
     owner, name = full_name.split("/", 1)

@@ -135,22 +135,31 @@ class GitHubApp:
                 ).json()
                 installation = int(found["id"])
                 self._installations[(owner, repo)] = installation
-            cached = self._tokens.get(installation)
-            if cached is not None and self._clock() < cached.expires_at - self._refresh_margin:
-                return cached.token
-            created = client._request(
-                "POST",
-                f"/app/installations/{installation}/access_tokens",
-                token=self.app_jwt(),
-                expect=(201,),
-            ).json()
-            try:
-                expires_at = datetime.fromisoformat(created["expires_at"]).timestamp()
-                token = str(created["token"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise GitHubAuthError(f"malformed installation token response: {exc}") from exc
-            self._tokens[installation] = _CachedToken(token, expires_at)
-            return token
+            return self._installation_token(client, installation)
+
+    def installation_token(self, client: GitHubClient, installation: int) -> str:
+        """A token of one installation (to list what it reaches, say)."""
+        with self._lock:
+            return self._installation_token(client, int(installation))
+
+    def _installation_token(self, client: GitHubClient, installation: int) -> str:
+        """Called with self._lock held."""
+        cached = self._tokens.get(installation)
+        if cached is not None and self._clock() < cached.expires_at - self._refresh_margin:
+            return cached.token
+        created = client._request(
+            "POST",
+            f"/app/installations/{installation}/access_tokens",
+            token=self.app_jwt(),
+            expect=(201,),
+        ).json()
+        try:
+            expires_at = datetime.fromisoformat(created["expires_at"]).timestamp()
+            token = str(created["token"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GitHubAuthError(f"malformed installation token response: {exc}") from exc
+        self._tokens[installation] = _CachedToken(token, expires_at)
+        return token
 
     def forget(self, owner: str, repo: str) -> bool:
         with self._lock:
@@ -223,6 +232,27 @@ class GitHubClient:
         if not isinstance(self._auth, GitHubApp):
             raise GitHubAuthError("only a GitHub App identity has installations")
         return self._auth.installation_of(self, owner, repo)
+
+    def installation_repositories(self, installation: int) -> list[str]:
+        """`owner/name` of every repository an installation of this app reaches, following
+        `Link: rel="next"` 100 at a time; only an app identity can ask."""
+        if not isinstance(self._auth, GitHubApp):
+            raise GitHubAuthError("only a GitHub App identity has installations")
+        token = self._auth.installation_token(self, installation)
+        names: list[str] = []
+        url = "/installation/repositories"
+        params: dict[str, Any] | None = {"per_page": 100}
+        for _ in range(MAX_FILE_PAGES):
+            resp = self._request("GET", url, token=token, params=params)
+            page = resp.json()
+            try:
+                names.extend(str(r["full_name"]) for r in page["repositories"])
+            except (KeyError, TypeError) as exc:
+                raise GitHubError(f"unexpected repositories page: {exc!r}") from exc
+            url, params = resp.links.get("next", {}).get("url"), None
+            if not url:
+                break
+        return names
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
         return self._repo_call("GET", owner, repo, f"/pulls/{_number(number)}").json()

@@ -248,6 +248,11 @@ class FakeGitHub:
             self.repos[(owner, name)] = repo
             return repo
 
+    def set_installation(self, owner: str, name: str, installation_id: int | None) -> None:
+        """Add the repository to an installation, or (None) remove it from its installation."""
+        with self._lock:
+            self.repos[(owner, name)].installation_id = installation_id
+
     def add_pull(self, owner: str, name: str, number: int, **fields: Any) -> FakePull:
         """`base`/`head` are branches (or SHAs) of the repository; other fields as FakePull."""
         with self._lock:
@@ -636,6 +641,44 @@ class FakeGitHub:
             },
         )
 
+    def installation_repositories(self, req: RecordedRequest) -> _Reply:
+        """GET /installation/repositories: what the calling installation token reaches, paged
+        like GitHub (per_page default 30, at most 100; Link rel="next")."""
+        who = self._identity(req.headers.get("authorization"))
+        if who.installation_id is None:
+            raise _error(
+                403,
+                "You must authenticate with an installation access token in order to list "
+                "repositories for an installation.",
+            )
+        try:
+            per_page = min(max(int(req.query.get("per_page", ["30"])[0]), 1), 100)
+            page = max(int(req.query.get("page", ["1"])[0]), 1)
+        except ValueError:
+            per_page, page = 30, 1
+        with self._lock:
+            reached = sorted(
+                (r for r in self.repos.values() if r.installation_id == who.installation_id),
+                key=lambda r: r.full_name,
+            )
+        chunk = reached[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(reached):
+            query = urlencode({"per_page": per_page, "page": page + 1})
+            headers["Link"] = f'<{self.base_url}/installation/repositories?{query}>; rel="next"'
+        return _Reply(
+            200,
+            {
+                "total_count": len(reached),
+                "repository_selection": "selected",
+                "repositories": [
+                    {"full_name": r.full_name, "name": r.name, "owner": {"login": r.owner}}
+                    for r in chunk
+                ],
+            },
+            headers,
+        )
+
     def create_access_token(self, req: RecordedRequest, installation_id: int) -> _Reply:
         self._verify_app_jwt(req.headers.get("authorization"))
         with self._lock:
@@ -808,6 +851,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", r"/repos/([^/]+)/([^/]+)/issues", fake.create_issue),
             ("GET", r"/repos/([^/]+)/([^/]+)/installation", fake.get_installation),
             ("POST", r"/app/installations/(\d+)/access_tokens", fake.create_access_token),
+            ("GET", r"/installation/repositories", fake.installation_repositories),
         ]
         for method, pattern, endpoint in routes:
             match = re.fullmatch(pattern, req.path)
