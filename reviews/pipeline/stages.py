@@ -23,6 +23,7 @@ from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
 from reviews.services import codeindex
 from reviews.services.consolidation import round_consolidate, round_route_notes, walkthrough
+from reviews.services.flags import space_flag_check
 from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import axis_record, round_finalise
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
@@ -406,6 +407,7 @@ def finalise(review_round: ReviewRound) -> None:
             review_round.refresh_from_db(fields=["state"])
             return
         round_finalise(review_round=review_round)
+        space_flag_check(space=review_round.space_id)  # two rounds without approval: a person
 
 
 def _panel_summary(review_round: ReviewRound) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from reviews.domain.verdict import finalise
 from reviews.events import emit, emit_list_row
 from reviews.models import AxisResult, ReviewNode, ReviewRound, Verdict, VerdictChange
 from reviews.selectors import node_view
+from reviews.services.flags import space_flag_check
 
 
 def axis_record(
@@ -114,7 +115,10 @@ def verdict_follow(
         from reviews.pipeline.stages import token_axes_record
 
         token_axes_record(review_round)
-    return round_finalise(review_round=review_round, reason=reason, actor=actor, request=request)
+    verdict = round_finalise(review_round=review_round, reason=reason, actor=actor, request=request)
+    # A decision can make a finished round the second in a row without approval.
+    space_flag_check(space=review_round.space_id)
+    return verdict
 
 
 def _record_change(

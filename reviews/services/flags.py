@@ -1,0 +1,114 @@
+"""Flagging a review for a person, and a person clearing the flag (reviews/domain/flagging.py).
+
+The flag is raised by `space_flag_check`, called when a round finishes and whenever a round's
+verdict is decided again; nothing but a person (`space_flag_clear`) lowers it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from guardrails.audit import SYSTEM, Actor, Target, audit_record
+from guardrails.models import AuditEvent
+from reviews.domain.flagging import flag_reason
+from reviews.events import emit, emit_list_row
+from reviews.models import ReviewRound, ReviewSpace
+
+
+class FlagError(Exception):
+    """The flag cannot be changed that way; the message says why."""
+
+
+def _finished_outcomes(space: ReviewSpace) -> list[tuple[int, str]]:
+    return list(
+        ReviewRound.objects.filter(
+            space=space, state=ReviewRound.State.FINISHED, verdict__isnull=False
+        ).values_list("number", "verdict__level")
+    )
+
+
+def _seen_through(space: ReviewSpace) -> int:
+    """The newest round a person had seen when they last cleared the flag (0: never cleared).
+    Read from the audit trail, where every clearing is recorded with that round."""
+    cleared = (
+        AuditEvent.objects.filter(
+            workspace_id=space.workspace_id,
+            action="review.flag_cleared",
+            target_type="reviewspace",
+            target_id=str(space.pk),
+        )
+        .order_by("-seq")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return int((cleared or {}).get("round") or 0)
+
+
+def space_flag_check(*, space: ReviewSpace | int) -> bool:
+    """Flag the review for a person when its rounds keep ending without approval. Idempotent;
+    never lowers the flag. Returns True when this call raised it."""
+    space_id = space if isinstance(space, int) else space.pk
+    with transaction.atomic():
+        locked = (
+            ReviewSpace.objects.select_for_update(of=("self",))
+            .select_related("workspace", "pull_request")
+            .get(pk=space_id)
+        )
+        if locked.flagged_for_human:
+            return False
+        outcomes = _finished_outcomes(locked)
+        reason = flag_reason(outcomes, seen_through=_seen_through(locked))
+        if reason is None:
+            return False
+        locked.flagged_for_human = True
+        locked.flagged_at, locked.flag_reason = timezone.now(), reason
+        locked.save(update_fields=["flagged_for_human", "flagged_at", "flag_reason", "updated_at"])
+        audit_record(
+            action="review.flagged_for_human",
+            actor=SYSTEM,
+            workspace=locked.workspace,
+            target=Target("reviewspace", str(locked.pk), str(locked.pull_request)),
+            payload={
+                "reason": reason,
+                "rounds": [{"round": n, "verdict": level} for n, level in sorted(outcomes)],
+            },
+        )
+        emit(locked.pk, "review.space_status", status=locked.status, flagged=True)
+        emit_list_row(locked.workspace_id, locked.pk)
+    return True
+
+
+def space_flag_clear(
+    *, space: ReviewSpace, actor: Any, note: str = "", request: Any = None
+) -> ReviewSpace:
+    """A person has looked: lower the flag (audited with who cleared it). The rounds seen so far
+    do not count again; another two rounds without approval raise it again."""
+    with transaction.atomic():
+        locked = (
+            ReviewSpace.objects.select_for_update(of=("self",))
+            .select_related("workspace", "pull_request")
+            .get(pk=space.pk)
+        )
+        if not locked.flagged_for_human:
+            raise FlagError("This review is not flagged for a person: there is nothing to clear.")
+        seen = max((n for n, _ in _finished_outcomes(locked)), default=0)
+        was = {
+            "reason": locked.flag_reason,
+            "flagged_at": locked.flagged_at.isoformat() if locked.flagged_at else None,
+        }
+        locked.flagged_for_human, locked.flagged_at, locked.flag_reason = False, None, ""
+        locked.save(update_fields=["flagged_for_human", "flagged_at", "flag_reason", "updated_at"])
+        audit_record(
+            action="review.flag_cleared",
+            actor=Actor.of(actor),
+            workspace=locked.workspace,
+            target=Target("reviewspace", str(locked.pk), str(locked.pull_request)),
+            payload={"round": seen, "note": note.strip()[:2000], **was},
+            request=request,
+        )
+        emit(locked.pk, "review.space_status", status=locked.status, flagged=False)
+        emit_list_row(locked.workspace_id, locked.pk)
+    return locked
