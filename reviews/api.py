@@ -29,7 +29,6 @@ from reviews.models import ReviewerTicket, ReviewNode
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
-from reviews.services.flags import FlagError, space_flag_clear
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, axis_submit, round_supply_request
 from workspaces.middleware import archived_message
@@ -52,9 +51,6 @@ class ReviewSummary(Schema):
     verdict: str | None
     confidence: float | None
     open_by_priority: dict[str, int]
-    # Two rounds in a row ended without approval: a person should decide (until one clears it).
-    flagged_for_human: bool
-    flag_reason: str
 
 
 class ReviewStart(Input):
@@ -73,10 +69,6 @@ class NodeAction(Input):
 class DisagreementDecisionIn(Input):
     decision: Literal["first", "second", "dismiss"]
     reason: Text = Field(default="", max_length=2000)
-
-
-class FlagClearIn(Input):
-    note: Text = Field(default="", max_length=2000)
 
 
 class RequestIn(Input):
@@ -117,21 +109,14 @@ def _errors(exc: Exception) -> RuleError:
 
 @router.get("/{slug}/reviews", response=responses({200: list[ReviewSummary]}, 404, 422))
 def review_list(
-    request,
-    slug: Slug,
-    status: Filter = "",
-    verdict: Filter = "",
-    repository: Id | None = None,
-    flagged: bool = False,
+    request, slug: Slug, status: Filter = "", verdict: Filter = "", repository: Id | None = None
 ):
-    """`flagged=true`: only the reviews that need a person."""
     membership = membership_get(user=request.user, slug=slug)
     spaces = spaces_for_list(
         workspace_id=membership.workspace_id,
         status=status,
         verdict=verdict,
         repository_id=repository,
-        flagged=flagged,
     )[:200]
     return [
         {
@@ -146,26 +131,9 @@ def review_list(
             "open_by_priority": {
                 p.value: getattr(s, f"count_{p.value.lower()}") for p in t.Priority
             },
-            "flagged_for_human": s.flagged_for_human,
-            "flag_reason": s.flag_reason,
         }
         for s in spaces
     ]
-
-
-@router.post(
-    "/{slug}/reviews/{space_id}/flag/clear",
-    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
-)
-def flag_clear(request, slug: Slug, space_id: Id, body: FlagClearIn):
-    """A person has looked at a review flagged for a person: clear the flag (audited as
-    `review.flag_cleared` with who cleared it). 409 when it is not flagged."""
-    _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "clear the flag for a person")
-    try:
-        space_flag_clear(space=space, actor=request.user, note=body.note, request=request)
-    except FlagError as exc:
-        raise HttpError(409, str(exc)) from exc
-    return {"space": space.pk, "flagged_for_human": False}
 
 
 @router.get(
@@ -173,9 +141,12 @@ def flag_clear(request, slug: Slug, space_id: Id, body: FlagClearIn):
     response=responses({200: dict}, 404, 422),
     summary="One review, schema quorum.review/v1",
 )
-def review_get(request, slug: Slug, space_id: Id):
+def review_get(request, slug: Slug, space_id: Id, round: Id | None = None):
+    """`round`: one round's findings and verdict (404 if the review has no such round);
+    without it, the newest round, or the last finished one when the newest failed or was
+    cancelled."""
     _, space = _space(request, slug, space_id)
-    return review_json(review_page(space=space))
+    return review_json(review_page(space=space, round_number=round))
 
 
 @router.post(
@@ -404,3 +375,74 @@ def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketI
     return Status(
         200, {"detail": "executed", "result": result.result, "ticket": _ticket_out(ticket)}
     )
+
+
+@router.get(
+    "/{slug}/reviews/{space_id}/rounds",
+    response=responses({200: list[dict]}, 404, 422),
+    summary="Every round of a review, oldest first",
+)
+def round_list(request, slug: Slug, space_id: Id):
+    """Each round's number, state (and in words), head, tier, verdict, re-run/superseded links,
+    times and delta summary: the review page's round switcher."""
+    from reviews.export import rounds_json
+
+    _, space = _space(request, slug, space_id)
+    return rounds_json(review_page(space=space))
+
+
+def _round_of(space, number: int):
+    return get_object_or_404(space.rounds.all(), number=number)
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/rounds/{number}/rerun",
+    response=responses({202: dict, 409: dict, 503: dict}, 403, 404, 422),
+)
+def round_rerun_api(request, slug: Slug, space_id: Id, number: Id):
+    """Review a failed or cancelled round's head again as a new round (202, queued like a
+    start). 409 when the round is not the newest or did not fail or get cancelled; 503 when the
+    queue is down (the new round exists and starts once it is back)."""
+    from reviews.services.rounds import round_rerun
+
+    _, space = _space(request, slug, space_id, Perm.START_REVIEW, "re-run reviews")
+    review_round = _round_of(space, number)
+    try:
+        new = round_rerun(review_round=review_round, actor=request.user, request=request)
+    except RoundError as exc:
+        return Status(409, {"detail": str(exc)})
+    except ReviewQueuedError as exc:
+        new = exc.review_round
+        return Status(
+            503, {"detail": str(exc), "space": space.pk, "round": new.number, "state": new.state}
+        )
+    return Status(
+        202,
+        {"space": space.pk, "round": new.number, "state": new.state, "rerun_of": number},
+    )
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/rounds/{number}/cancel",
+    response=responses({200: dict, 409: dict}, 403, 404, 422),
+)
+def round_cancel_api(request, slug: Slug, space_id: Id, number: Id, confirm: Filter = ""):
+    """Cancel a queued or running round. Irreversible, so it asks for `?confirm=yes`: without
+    it nothing changes and the answer (409) says so. 409 too when the round already ended."""
+    from reviews.services.rounds import round_cancel
+
+    _, space = _space(request, slug, space_id, Perm.START_REVIEW, "cancel reviews")
+    review_round = _round_of(space, number)
+    if confirm != "yes":
+        return Status(
+            409,
+            {
+                "detail": f"Cancelling round {number} cannot be undone: send confirm=yes to "
+                "cancel it. Nothing was changed."
+            },
+        )
+    try:
+        review_round = round_cancel(review_round=review_round, actor=request.user, request=request)
+    except RoundError as exc:
+        return Status(409, {"detail": str(exc)})
+    return {"space": space.pk, "round": review_round.number, "state": review_round.state}

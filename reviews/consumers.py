@@ -7,6 +7,7 @@ reaches every open page through the space's channel group (reviews/events.py).
 from __future__ import annotations
 
 import logging
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -38,6 +39,10 @@ SECTIONS = ("header", "axes", "disagreements", "cohorts", "findings", "notes", "
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.space_id = int(self.scope["url_route"]["kwargs"]["space_id"])
+        # A page pinned to a round (`?round=N` in the switcher) keeps showing that round.
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        raw = (query.get("round") or [""])[0]
+        self.round_number = int(raw) if raw.isdigit() and len(raw) < 10 else None
         allowed = await self._authorize()
         if not allowed:
             await self.close(code=4403)
@@ -83,7 +88,7 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         render; only the CSRF token differs and is put in last. Cohorts (per-person reading
         progress) are never shared."""
         key = (
-            (event_id, sections, node_id, self.membership.role)
+            (event_id, sections, node_id, self.membership.role, self.round_number)
             if event_id and "cohorts" not in sections
             else None
         )
@@ -92,7 +97,10 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
             from reviews.views import review_context
 
             self.space.refresh_from_db(fields=["status", "updated_at"])
-            context = {**review_context(self.membership, self.space), "csrf_token": _CSRF_SLOT}
+            context = {
+                **review_context(self.membership, self.space, self.round_number),
+                "csrf_token": _CSRF_SLOT,
+            }
             parts = [render_to_string(f"reviews/detail.html#{name}", context) for name in sections]
             views = context["page"].views
             # A duplicate has no card of its own to swap: its canonical's card speaks for it.

@@ -21,11 +21,18 @@ Schema `quorum.review/v1`:
   line}] of this round; `tickets`: [{id, round, reviewer, stream, title, body, status (open |
   dismissed | requested | created), status_label (in words), reason, decided_by, decided_at,
   issue_number, issue_url, approval_request}] of every round of the review
+- `round` also has `state_label` (in words), `head_sha`, `rerun_of` (the round it re-runs) and
+  `delta`: {baseline (the last finished round of a different head, or null), same_head_as (the
+  last finished round of the same head, or null), summary (in words), new, still_open, gone
+  (counts, null without a baseline), gone_findings [{fingerprint, title, location, priority}]};
+  each node has `delta`: "new", "still open" or null
+- `rounds`: every round of the review [{number, state, state_label, head_sha, tier, verdict
+  (level or null), rerun_of, superseded_by, created_at, finished_at, delta (its summary)}];
+  `round` is the one shown: the newest, or the last finished one when the newest failed or was
+  cancelled
 - `space` also has `publication` {round, state (posted | claimed | uncertain), url,
   github_review_id, event, requested_by, approved_by, posted_at} or null: the shown round's one
   GitHub review
-- `space` also has `flagged_for_human` and `flag` {flagged_at, reason} or null: two rounds in a
-  row ended without approval, so a person should decide (only a person clears it)
 Fields are only ever added within v1.
 """
 
@@ -34,7 +41,8 @@ from __future__ import annotations
 from typing import Any
 
 from reviews.domain import types as t
-from reviews.selectors import ReviewPage, reviewer_notes
+from reviews.domain.round_states import state_label
+from reviews.selectors import DeltaView, ReviewPage, reviewer_notes
 
 SCHEMA = "quorum.review/v1"
 
@@ -55,13 +63,6 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
         "space": {
             "id": space.pk,
             "status": space.status,
-            "flagged_for_human": space.flagged_for_human,
-            "flag": {
-                "flagged_at": space.flagged_at.isoformat() if space.flagged_at else None,
-                "reason": space.flag_reason,
-            }
-            if space.flagged_for_human
-            else None,
             "publication": _publication(review_round),
         },
         "pull_request": {
@@ -81,7 +82,12 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
             "state": review_round.state,
             "stage": review_round.stage,
             "error": review_round.error,
+            "state_label": state_label(review_round.state),
+            "head_sha": review_round.head_sha,
+            "rerun_of": _number_of(page, review_round.rerun_of_id),
+            "delta": _delta(page.delta_view),
         },
+        "rounds": rounds_json(page),
         "verdict": verdict,
         "axes": [
             {
@@ -193,9 +199,55 @@ def _notes(page: ReviewPage) -> dict[str, Any]:
     }
 
 
+def _number_of(page: ReviewPage, round_id: int | None) -> int | None:
+    return next((r.number for r in page.rounds if r.pk == round_id), None)
+
+
+def _delta(d: DeltaView) -> dict[str, Any]:
+    return {
+        "baseline": d.baseline,
+        "same_head_as": d.same_head_as,
+        "summary": d.summary,
+        "new": len(d.delta.new) if d.delta else None,
+        "still_open": len(d.delta.persisting) if d.delta else None,
+        "gone": len(d.delta.gone) if d.delta else None,
+        "gone_findings": [
+            {
+                "fingerprint": g.fingerprint,
+                "title": g.title,
+                "location": g.location,
+                "priority": g.priority,
+            }
+            for g in d.gone
+        ],
+    }
+
+
+def rounds_json(page: ReviewPage) -> list[dict[str, Any]]:
+    """Every round of the review, oldest first (also the API's round list)."""
+    return [
+        {
+            "number": s.number,
+            "state": s.round.state,
+            "state_label": s.state_label,
+            "head_sha": s.round.head_sha,
+            "tier": s.round.tier,
+            "verdict": s.verdict_level,
+            "rerun_of": _number_of(page, s.round.rerun_of_id),
+            "superseded_by": _number_of(page, s.round.superseded_by_id),
+            "created_at": s.round.created_at.isoformat(),
+            "finished_at": s.round.finished_at.isoformat() if s.round.finished_at else None,
+            "error": s.round.error,
+            "delta": s.delta.summary,
+        }
+        for s in page.round_summaries
+    ]
+
+
 def _node(node, page: ReviewPage) -> dict[str, Any]:
     view = page.views[node.pk]
     return {
+        "delta": page.delta_view.label(node.fingerprint) or None,
         "id": node.pk,
         "stream": node.stream.name,
         "reviewers": list(view.reviewers),

@@ -11,10 +11,12 @@ from reviews.domain.report import (
     PanelSummary,
     ReportComment,
     ReportInput,
+    ReportRound,
     ReportTicket,
     ReviewerLine,
     render_report,
 )
+from reviews.domain.round_states import state_label
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream
@@ -85,5 +87,21 @@ def report_markdown(page: ReviewPage) -> str:
                 )
                 for tv in reviewer_notes_of.tickets
             ],
+            round=ReportRound(
+                number=page.round.number,
+                of=len(page.rounds),
+                head=page.round.head_sha,
+                state=state_label(page.round.state).lower(),
+                rerun_of=next(
+                    (r.number for r in page.rounds if r.pk == page.round.rerun_of_id), None
+                ),
+                delta=page.delta_view.summary,
+                gone=[f"{g.title} `{g.location}` ({g.priority})" for g in page.delta_view.gone],
+            ),
+            delta_labels={
+                str(n.pk): label
+                for n in page.nodes
+                if (label := page.delta_view.label(n.fingerprint))
+            },
         )
     )

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 
 from reviews.domain import types as t
 from reviews.domain.disagreements import Disagreement, find_disagreements
 from reviews.domain.fingerprints import RoundDelta, round_delta
+from reviews.domain.round_states import RoundRef, delta_base, shown_round, state_label
 from reviews.domain.tiers import DisplaySplit, split_for_display
 from reviews.models import (
     AxisResult,
@@ -76,6 +77,80 @@ def space_get_for_user(*, space_id: int, workspace_slug: str) -> ReviewSpace:
         raise Http404("No such review.") from None
 
 
+@dataclass(frozen=True)
+class GoneFinding:
+    """A finding of the baseline round that the shown round no longer has."""
+
+    fingerprint: str
+    title: str
+    location: str
+    priority: str
+
+
+@dataclass(frozen=True)
+class DeltaView:
+    """What changed since the last finished round of a different head (`baseline`). A round
+    on the same head as an earlier finished one (`same_head_as`: a re-run, an unchanged push)
+    says so: its differences are the reviewers' variation, not the change's."""
+
+    baseline: int | None = None
+    same_head_as: int | None = None
+    delta: RoundDelta | None = None
+    gone: list[GoneFinding] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        parts = []
+        if self.same_head_as is not None:
+            parts.append(f"same head as round {self.same_head_as}")
+        if self.delta is not None and self.baseline is not None:
+            d = self.delta
+            parts.append(
+                f"since round {self.baseline}: {len(d.new)} new, {len(d.persisting)} still open, "
+                f"{len(d.gone)} gone"
+            )
+        return "; ".join(parts)
+
+    def label(self, fingerprint: str) -> str:
+        """A finding's place in the delta: new, still open, or "" (nothing to compare)."""
+        if self.delta is None:
+            return ""
+        if fingerprint in self.delta.new:
+            return "new"
+        if fingerprint in self.delta.persisting:
+            return "still open"
+        return ""
+
+
+@dataclass(frozen=True)
+class RoundSummary:
+    """One round in the switcher: number, state in words, verdict, head, time, delta."""
+
+    round: ReviewRound
+    verdict_level: str | None
+    delta: DeltaView
+
+    @property
+    def number(self) -> int:
+        return self.round.number
+
+    @property
+    def state_label(self) -> str:
+        return state_label(self.round.state)
+
+    @property
+    def verdict_label(self) -> str:
+        return self.verdict_level.capitalize() if self.verdict_level else ""
+
+    @property
+    def short_head(self) -> str:
+        return self.round.head_sha[:7]
+
+    @property
+    def at(self):
+        return self.round.finished_at or self.round.created_at
+
+
 @dataclass
 class ReviewPage:
     space: ReviewSpace
@@ -89,24 +164,75 @@ class ReviewPage:
     delta: RoundDelta | None = None
     disagreements: list[Disagreement] = field(default_factory=list)
     display: DisplaySplit | None = None
+    # What the shown round's delta compares with, and every round for the switcher.
+    delta_view: DeltaView = field(default_factory=DeltaView)
+    round_summaries: list[RoundSummary] = field(default_factory=list)
 
     def node(self, node_id: Any) -> ReviewNode:
         return self._by_id[int(node_id)]
+
+    @property
+    def newest(self) -> ReviewRound | None:
+        return self.rounds[-1] if self.rounds else None
+
+    @property
+    def showing_newest(self) -> bool:
+        return self.round is not None and self.round.pk == self.rounds[-1].pk
 
     def __post_init__(self) -> None:
         self._by_id = {n.pk: n for n in self.nodes}
 
 
-def review_page(*, space: ReviewSpace) -> ReviewPage:
+def _open_fingerprints(rows: list[dict], round_id: int) -> set[str]:
+    """A round's canonical findings still open (neither dismissed nor resolved)."""
+    active = {s.value for s in t.ACTIVE_STATUSES}
+    return {r["fingerprint"] for r in rows if r["round_id"] == round_id and r["status"] in active}
+
+
+def _round_deltas(rounds: list[ReviewRound], rows: list[dict]) -> dict[int, DeltaView]:
+    """Each round's delta from the canonical findings of the space (`rows`), no query."""
+    refs = [RoundRef(r.number, r.state, r.head_sha) for r in rounds]
+    by_number = {r.number: r for r in rounds}
+    out = {}
+    for r in rounds:
+        base = delta_base(refs, r.number)
+        delta, gone = None, []
+        if base.baseline is not None:
+            before = by_number[base.baseline]
+            delta = round_delta(_open_fingerprints(rows, before.pk), _open_fingerprints(rows, r.pk))
+            seen = set()
+            for row in rows:
+                fp = row["fingerprint"]
+                if row["round_id"] == before.pk and fp in delta.gone and fp not in seen:
+                    seen.add(fp)
+                    location = row["path"] or "whole change"
+                    if row["path"] and row["start_line"]:
+                        location = f"{row['path']}:{row['start_line']}"
+                    gone.append(GoneFinding(fp, row["title"], location, row["priority"]))
+        out[r.number] = DeltaView(base.baseline, base.same_head_as, delta, gone)
+    return out
+
+
+def review_page(*, space: ReviewSpace, round_number: int | None = None) -> ReviewPage:
     """Load one review: rounds, streams, nodes with confirmations, axes, verdict, delta.
 
-    Queries: rounds, streams, nodes (+ stream join), confirmations, axes, verdict, previous
-    round fingerprints — seven, whatever the number of nodes, streams or axes.
+    The round shown is `round_number` when the space has it (else Http404); otherwise the
+    newest, or the last finished one when the newest failed or was cancelled
+    (reviews/domain/round_states.py `shown_round`).
+
+    Queries: rounds (with their verdict levels), streams, nodes (+ stream join),
+    confirmations, axes, verdict, the space's canonical fingerprints — seven, whatever the
+    number of rounds, nodes, streams or axes.
     """
-    rounds = list(space.rounds.order_by("number"))
+    rounds = list(space.rounds.order_by("number").annotate(verdict_level=F("verdict__level")))
     if not rounds:
+        if round_number is not None:
+            raise Http404("No such round.")
         return ReviewPage(space=space, rounds=[], round=None)
-    current = rounds[-1]
+    if round_number is not None and round_number not in {r.number for r in rounds}:
+        raise Http404(f"This review has no round {round_number}.")
+    number = shown_round([RoundRef(r.number, r.state, r.head_sha) for r in rounds], round_number)
+    current = next(r for r in rounds if r.number == number)
     streams = list(current.streams.all())
     nodes = list(
         ReviewNode.objects.filter(round=current)
@@ -119,17 +245,16 @@ def review_page(*, space: ReviewSpace) -> ReviewPage:
     views = {n.pk: node_view(n, list(n.confirmations.all())) for n in nodes}
     axes = list(AxisResult.objects.filter(round=current))
     verdict = Verdict.objects.filter(round=current).first()
-    delta = None
-    if len(rounds) > 1:
-        previous = set(
-            ReviewNode.objects.filter(round=rounds[-2], duplicate_of__isnull=True)
-            .exclude(status__in=[t.NodeStatus.DISMISSED.value, t.NodeStatus.RESOLVED.value])
-            .values_list("fingerprint", flat=True)
+    rows = (
+        list(
+            ReviewNode.objects.filter(space=space, duplicate_of__isnull=True).values(
+                "round_id", "fingerprint", "status", "title", "path", "start_line", "priority"
+            )
         )
-        current_fps = {
-            n.fingerprint for n in nodes if n.duplicate_of_id is None and views[n.pk].active
-        }
-        delta = round_delta(previous, current_fps)
+        if len(rounds) > 1
+        else []
+    )
+    deltas = _round_deltas(rounds, rows)
     node_views = list(views.values())
     return ReviewPage(
         space=space,
@@ -140,25 +265,25 @@ def review_page(*, space: ReviewSpace) -> ReviewPage:
         views=views,
         axes=axes,
         verdict=verdict,
-        delta=delta,
+        delta=deltas[number].delta,
         disagreements=find_disagreements(node_views),
         # A demoted duplicate is part of its canonical finding's card, never a card itself.
         display=split_for_display(
             [v for v in node_views if v.duplicate_of is None], t.Tier(current.tier)
         ),
+        delta_view=deltas[number],
+        round_summaries=[
+            RoundSummary(round=r, verdict_level=r.verdict_level, delta=deltas[r.number])
+            for r in rounds
+        ],
     )
 
 
 def spaces_for_list(
-    *,
-    workspace_id: int,
-    status: str = "",
-    verdict: str = "",
-    repository_id: int | None = None,
-    flagged: bool = False,
+    *, workspace_id: int, status: str = "", verdict: str = "", repository_id: int | None = None
 ) -> QuerySet[ReviewSpace]:
     """The reviews list: latest round's tier/verdict and open counts by priority, annotated in
-    one query whatever the number of spaces. `flagged`: only those that need a person."""
+    one query whatever the number of spaces."""
     latest = ReviewRound.objects.filter(space=OuterRef("pk")).order_by("-number")
     open_states = [t.NodeStatus.OPEN.value, t.NodeStatus.CONSENSUS_READY.value]
     counted = Q(
@@ -190,8 +315,6 @@ def spaces_for_list(
         spaces = spaces.filter(verdict_level=verdict)
     if repository_id:
         spaces = spaces.filter(pull_request__repository_id=repository_id)
-    if flagged:
-        spaces = spaces.filter(flagged_for_human=True)
     return spaces
 
 

@@ -13,7 +13,6 @@ urlpatterns = [
         views.review_report_json,
         name="report_json",
     ),
-    path("w/<slug:slug>/reviews/<int:space_id>/flag/clear/", views.flag_clear, name="flag_clear"),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/nodes/<int:node_id>/",
         views.node_action,
@@ -31,6 +30,7 @@ urlpatterns = [
     ),
     path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
     path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
+    path("w/<slug:slug>/reviews/<int:space_id>/rerun/", views.rerun_round, name="rerun"),
     path("w/<slug:slug>/reviews/<int:space_id>/publish/", views.publish, name="publish"),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/dismiss/",

@@ -14,13 +14,18 @@ from django.views.decorators.http import require_http_methods, require_POST
 from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
 from reviews.domain import types as t
-from reviews.domain.space_status import LADDER
+from reviews.domain.round_states import can_cancel, can_rerun, state_label
+from reviews.domain.space_status import (
+    LADDER,
+    SpaceStatus,
+)
 from reviews.export import review_json
 from reviews.forms import NewReviewForm, NodeActionForm
 from reviews.models import (
     CohortProgress,
     ReviewerTicket,
     ReviewNode,
+    ReviewRound,
     ReviewSpace,
     VerdictChange,
 )
@@ -33,7 +38,6 @@ from reviews.selectors import (
 )
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
-from reviews.services.flags import FlagError, space_flag_clear
 from reviews.services.publishing import (
     PublishError,
     publish_plan_current,
@@ -42,8 +46,9 @@ from reviews.services.publishing import (
     published_record,
 )
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
-from reviews.services.rounds import RoundError, round_cancel, round_supply_request
+from reviews.services.rounds import RoundError, round_cancel, round_rerun, round_supply_request
 from reviews.sources.publish_plan import review_event
+from workspaces.confirm import confirmation_page, confirmed
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
@@ -102,7 +107,6 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         "status": request.GET.get("status", ""),
         "verdict": request.GET.get("verdict", ""),
         "repository": request.GET.get("repository", ""),
-        "flagged": "1" if request.GET.get("flagged") == "1" else "",
     }
     spaces = spaces_for_list(
         workspace_id=ws.pk,
@@ -111,7 +115,6 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         if filters["verdict"] in t.VerdictLevel.__members__.values()
         else "",
         repository_id=int(filters["repository"]) if filters["repository"].isdigit() else None,
-        flagged=bool(filters["flagged"]),
     )
     page = Paginator(spaces, 25).get_page(request.GET.get("page"))
     context = {
@@ -119,7 +122,7 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         "membership": membership,
         "page": page,
         "filters": filters,
-        "statuses": ReviewSpace.Status.choices,
+        "statuses": [(s.value, s.label) for s in LADDER],
         "verdicts": [v.value for v in t.VerdictLevel],
         "repositories": ws.repositories.all(),
         "form": form,
@@ -147,8 +150,11 @@ def _read_only_when_archived(build):
 
 
 @_read_only_when_archived
-def review_context(membership: Membership, space: ReviewSpace) -> dict:
-    page = review_page(space=space)
+def review_context(
+    membership: Membership, space: ReviewSpace, round_number: int | None = None
+) -> dict:
+    """`round_number`: the round the person picked in the switcher (None: the default one)."""
+    page = review_page(space=space, round_number=round_number)
     actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
     main_ids = {int(v.id) for v in page.display.main} if page.display else set()
     cards = [n for n in page.nodes if n.duplicate_of_id is None]
@@ -209,8 +215,8 @@ def review_context(membership: Membership, space: ReviewSpace) -> dict:
         # A local repository has no GitHub to file in: its tickets can only be dismissed.
         "can_file_issues": allows(membership, Perm.REQUEST_PUBLISH)
         and space.pull_request.repository.kind == "github",
+        **_rounds_context(membership, page, round_number),
         **_publication_context(space, page),
-        **_flag_context(membership, space),
     }
 
 
@@ -228,17 +234,36 @@ def _publication_context(space: ReviewSpace, page) -> dict:
     }
 
 
-def _flag_context(membership: Membership, space: ReviewSpace) -> dict:
-    """The flag for a person (two rounds without approval), read fresh like the publication."""
-    flag = (
-        ReviewSpace.objects.filter(pk=space.pk)
-        .values("flagged_for_human", "flagged_at", "flag_reason")
-        .first()
-    )
+def _rounds_context(membership: Membership, page, round_number: int | None) -> dict:
+    """The round switcher, the newest round's fate when it ended without a verdict (with its
+    re-run), each finding's delta label and the space's status in words."""
+    newest = page.newest
+    may_start = allows(membership, Perm.START_REVIEW)
     return {
-        "flag": flag if flag and flag["flagged_for_human"] else None,
-        "can_clear_flag": allows(membership, Perm.TRIAGE_NODES),
+        "pinned_round": round_number,
+        "status_label": SpaceStatus(page.space.status).label,
+        "newest_round": newest,
+        "can_cancel": may_start and newest is not None and can_cancel(newest.state),
+        "can_rerun": may_start
+        and newest is not None
+        and can_rerun(newest.state)
+        and page.space.pull_request.repository.archived_at is None,
+        "delta_labels": {n.pk: page.delta_view.label(n.fingerprint) for n in page.nodes},
     }
+
+
+def _round_param(request: HttpRequest) -> int | None:
+    """`?round=N` from the switcher; a malformed one is a 400, an unknown one a 404."""
+    raw = request.GET.get("round", "")
+    if not raw:
+        return None
+    if not raw.isdigit() or len(raw) > 9:
+        raise _BadRound(f"“{raw[:40]}” is not a round number: use ?round=1, ?round=2, …")
+    return int(raw)
+
+
+class _BadRound(Exception):
+    pass
 
 
 @member_view
@@ -247,7 +272,11 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
         space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     except Http404:  # deleted for good: say what it was
         return tombstone_or_404(request, membership, kind="reviewspace", object_id=space_id)
-    return render(request, "reviews/detail.html", review_context(membership, space))
+    try:
+        round_number = _round_param(request)
+    except _BadRound as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    return render(request, "reviews/detail.html", review_context(membership, space, round_number))
 
 
 @member_view
@@ -261,26 +290,13 @@ def review_report_json(request: HttpRequest, membership: Membership, space_id: i
 
 
 @member_view
-@require_POST
-def flag_clear(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
-    """A person has looked at a review flagged after rounds without approval (audited)."""
-    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
-    require(membership, Perm.TRIAGE_NODES, attempted="clear the flag for a person", request=request)
-    try:
-        space_flag_clear(
-            space=space, actor=request.user, note=request.POST.get("note", ""), request=request
-        )
-    except FlagError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, "Flag cleared: you are recorded as the person who looked.")
-    return redirect("reviews:detail", membership.workspace.slug, space.pk)
-
-
-@member_view
 def review_report(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
-    markdown = report_markdown(review_page(space=space))
+    try:
+        round_number = _round_param(request)
+    except _BadRound as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    markdown = report_markdown(review_page(space=space, round_number=round_number))
     response = HttpResponse(markdown, content_type="text/markdown; charset=utf-8")
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="quorum-review-{space.pk}.md"'
@@ -315,7 +331,7 @@ def node_action(
         messages.error(request, str(exc))
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
     if is_htmx(request):
-        context = review_context(membership, space)
+        context = review_context(membership, space, round_number=node.round.number)
         context["node"] = context["page"].node(node.pk)
         return render(request, "reviews/partials/node.html", context)
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
@@ -329,7 +345,9 @@ def disagreement_decide(
     """A person settles a disagreement: one side's priority and type, or dismiss with a reason."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.TRIAGE_NODES, attempted="decide disagreements", request=request)
-    review_round = space.rounds.order_by("-number").first()
+    # The round of the disagreement's key node: an earlier round read in the switcher too.
+    key_node = ReviewNode.objects.filter(pk=node_id, space=space).select_related("round").first()
+    review_round = key_node.round if key_node else space.rounds.order_by("-number").first()
     if review_round is None:
         return HttpResponse("No round.", status=404)
     try:
@@ -389,19 +407,78 @@ def supply_request(request: HttpRequest, membership: Membership, space_id: int) 
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
 
+def _posted_round(request: HttpRequest, space: ReviewSpace) -> ReviewRound | None:
+    """The round a form names (`round`, its number), else the newest."""
+    raw = request.POST.get("round", "")
+    rounds = space.rounds.order_by("-number")
+    if raw.isdigit() and len(raw) < 10:
+        return get_object_or_404(rounds, number=int(raw))
+    return rounds.first()
+
+
 @member_view
 @require_POST
 def cancel_round(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """Cancel the running or queued round; a POST without confirm=yes changes nothing and
+    asks again (works without JavaScript)."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.START_REVIEW, attempted="cancel reviews", request=request)
-    try:
-        round_cancel(
-            review_round=space.rounds.order_by("-number").first(),
-            actor=request.user,
-            request=request,
+    review_round = _posted_round(request, space)
+    here = reverse("reviews:detail", args=[membership.workspace.slug, space.pk])
+    if review_round is None:
+        return HttpResponse("This review has no round to cancel.", status=404)
+    if not confirmed(request):
+        finished = (
+            space.rounds.filter(state="finished", number__lt=review_round.number)
+            .order_by("-number")
+            .first()
         )
+        return confirmation_page(
+            request,
+            title=f"Cancel round {review_round.number} of {space.pull_request}?",
+            consequences=[
+                f"Round {review_round.number} ({state_label(review_round.state).lower()}) "
+                "stops: its reviewers are not waited for and it gets no verdict.",
+                f"The verdict and findings of round {finished.number} stay readable."
+                if finished
+                else "No earlier round has a verdict: the review shows none until a new round "
+                "finishes.",
+                "The review then says “Round cancelled”; Re-run reviews the same head again.",
+            ],
+            button=f"Cancel round {review_round.number}",
+            cancel_url=here,
+            context={"workspace": membership.workspace, "membership": membership},
+        )
+    try:
+        round_cancel(review_round=review_round, actor=request.user, request=request)
     except RoundError as exc:
         messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Round {review_round.number} cancelled.")
+    return redirect(here)
+
+
+@member_view
+@require_POST
+def rerun_round(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """Review a failed or cancelled round's head again, as a new round."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.START_REVIEW, attempted="re-run reviews", request=request)
+    review_round = _posted_round(request, space)
+    if review_round is None:
+        return HttpResponse("This review has no round to re-run.", status=404)
+    try:
+        new = round_rerun(review_round=review_round, actor=request.user, request=request)
+    except RoundError as exc:
+        messages.error(request, str(exc))
+    except ReviewQueuedError as exc:
+        messages.warning(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"Round {review_round.number} is re-run as round {new.number} on the same head "
+            f"({new.head_sha[:7]}).",
+        )
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
 

@@ -11,8 +11,8 @@ Block → BLOCKED, Hold → CHANGES_REQUESTED, Ship → APPROVED.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from .arbitration import ArbitrationDecision
 from .briefs import fence, one_line
@@ -59,6 +59,19 @@ class ReportTicket:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportRound:
+    """Which round the report is of, and its delta (the page's words)."""
+
+    number: int
+    of: int
+    head: str
+    state: str  # in words
+    rerun_of: int | None = None
+    delta: str = ""  # "same head as round 1; since round 2: 1 new, 3 still open, 2 gone"
+    gone: Sequence[str] = ()  # "title `path:line`" of the findings gone since the baseline
+
+
+@dataclass(frozen=True, slots=True)
 class ReportInput:
     verdict: Verdict
     reviewers: Sequence[ReviewerLine]
@@ -68,6 +81,8 @@ class ReportInput:
     panel: PanelSummary | None = None
     comments: Sequence[ReportComment] = ()
     tickets: Sequence[ReportTicket] = ()
+    round: ReportRound | None = None
+    delta_labels: Mapping[str, str] = field(default_factory=dict)  # node id → new | still open
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -83,8 +98,9 @@ def render_report(report: ReportInput) -> str:
     parts = [
         f"# Review: {state}",
         f"**Verdict:** {state} — {report.verdict.rule} ({_confidence(report.verdict)})",
+        *([_round(report.round)] if report.round else []),
         _reviewers(report.reviewers),
-        _issues(issues),
+        _issues(issues, report.delta_labels),
         _disagreements(report.arbitrations),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
         _reviewer_notes(report.comments, report.tickets),
@@ -119,20 +135,32 @@ def _reviewers(lines: Sequence[ReviewerLine]) -> str:
     return _section("Reviewers", [*rows, *([""] if failures else []), *failures])
 
 
-def _issues(issues: list[NodeView]) -> str:
+def _round(r: ReportRound) -> str:
+    line = f"**Round:** {r.number} of {r.of} ({r.state}"
+    line += f", re-run of round {r.rerun_of})" if r.rerun_of else ")"
+    line += f", head `{r.head[:10]}`"
+    if r.delta:
+        line += f" — {r.delta}"
+    gone = [f"- Gone: {one_line(g, 300)}" for g in r.gone]
+    return "\n".join([line, *gone]) if gone else line
+
+
+def _issues(issues: list[NodeView], labels: Mapping[str, str] | None = None) -> str:
+    labels = labels or {}
     blocks = []
     for title, ranks in GROUPS:
         group = [n for n in issues if n.priority.rank in ranks]
-        body = "\n".join(_issue(n) for n in group) if group else "None."
+        body = "\n".join(_issue(n, labels.get(n.id, "")) for n in group) if group else "None."
         blocks.append(f"### {title}\n\n{body}")
     return "## Issues\n\n" + "\n\n".join(blocks)
 
 
-def _issue(node: NodeView) -> str:
+def _issue(node: NodeView, delta_label: str = "") -> str:
     head = (
         f"- **{one_line(node.title, 200)}** — `{node.location}` "
-        f"({node.priority}, {node.category}, confidence {node.confidence:.2f}) "
-        f"— found by {', '.join(node.reviewers)}"
+        f"({node.priority}, {node.category}, confidence {node.confidence:.2f}"
+        + (f", {delta_label}" if delta_label else "")
+        + f") — found by {', '.join(node.reviewers)}"
     )
     lines = [head]
     if node.body.strip():

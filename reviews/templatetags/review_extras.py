@@ -114,3 +114,28 @@ def safe_url(url) -> str:
 def mermaid_safe(text: str) -> str:
     """Mermaid source goes into a <pre>: escape it so it cannot close the element."""
     return escape(text)
+
+
+@register.filter
+def space_status_label(status: str) -> str:
+    """`space.status|space_status_label`: the review's status in words ("Verdict ready")."""
+    from reviews.domain.space_status import SpaceStatus
+
+    try:
+        return SpaceStatus(status).label
+    except ValueError:
+        return in_words(status)
+
+
+@register.filter
+def round_state_label(state: str) -> str:
+    """`round.state|round_state_label`: a round's state in words ("Queued" for pending)."""
+    from reviews.domain.round_states import state_label
+
+    return state_label(state) if state else ""
+
+
+@register.filter
+def in_words(value: str) -> str:
+    """A stored identifier as words: "consensus_ready" → "Consensus ready"."""
+    return str(value).replace("_", " ").capitalize() if value else ""

@@ -88,6 +88,10 @@ def test_the_page_carries_delta_disagreements_and_the_display_split(review_facto
     assert [v.priority for v in page.display.main] == ["P0"]
     assert [v.priority for v in page.display.grouped_below] == ["P3"]
 
+    # The delta compares with the last FINISHED round of a different head.
+    from reviews.services.rounds import round_state_set
+
+    assert round_state_set(review_round, "running") and round_state_set(review_round, "finished")
     next_round = round_start(space=review_round.space, head_sha="e" * 40, tier="light")
     impl2 = stream_factory(next_round, "implementation")
     node_record(stream=impl2, payload=node_payload(priority="P0", type="bug", anchor=anchor))
@@ -100,3 +104,11 @@ def test_the_page_carries_delta_disagreements_and_the_display_split(review_facto
     page = review_page(space=review_round.space)
     assert page.round.pk == next_round.pk
     assert (len(page.delta.new), len(page.delta.persisting), len(page.delta.gone)) == (1, 1, 1)
+    assert page.delta_view.summary == "since round 1: 1 new, 1 still open, 1 gone"
+    assert [g.title for g in page.delta_view.gone] == ["Tidy this"]
+    labels = {n.title: page.delta_view.label(n.fingerprint) for n in page.nodes}
+    assert labels["Brand new issue"] == "new" and "still open" in labels.values()
+    assert [(s.number, s.state_label) for s in page.round_summaries] == [
+        (1, "Finished"),
+        (2, "Queued"),
+    ]
