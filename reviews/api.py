@@ -29,6 +29,7 @@ from reviews.models import ReviewerTicket, ReviewNode
 from reviews.selectors import review_page, space_get_for_user, spaces_for_list
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
+from reviews.services.flags import FlagError, space_flag_clear
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import RoundError, axis_submit, round_supply_request
 from workspaces.middleware import archived_message
@@ -51,6 +52,9 @@ class ReviewSummary(Schema):
     verdict: str | None
     confidence: float | None
     open_by_priority: dict[str, int]
+    # Two rounds in a row ended without approval: a person should decide (until one clears it).
+    flagged_for_human: bool
+    flag_reason: str
 
 
 class ReviewStart(Input):
@@ -69,6 +73,10 @@ class NodeAction(Input):
 class DisagreementDecisionIn(Input):
     decision: Literal["first", "second", "dismiss"]
     reason: Text = Field(default="", max_length=2000)
+
+
+class FlagClearIn(Input):
+    note: Text = Field(default="", max_length=2000)
 
 
 class RequestIn(Input):
@@ -109,14 +117,21 @@ def _errors(exc: Exception) -> RuleError:
 
 @router.get("/{slug}/reviews", response=responses({200: list[ReviewSummary]}, 404, 422))
 def review_list(
-    request, slug: Slug, status: Filter = "", verdict: Filter = "", repository: Id | None = None
+    request,
+    slug: Slug,
+    status: Filter = "",
+    verdict: Filter = "",
+    repository: Id | None = None,
+    flagged: bool = False,
 ):
+    """`flagged=true`: only the reviews that need a person."""
     membership = membership_get(user=request.user, slug=slug)
     spaces = spaces_for_list(
         workspace_id=membership.workspace_id,
         status=status,
         verdict=verdict,
         repository_id=repository,
+        flagged=flagged,
     )[:200]
     return [
         {
@@ -131,9 +146,26 @@ def review_list(
             "open_by_priority": {
                 p.value: getattr(s, f"count_{p.value.lower()}") for p in t.Priority
             },
+            "flagged_for_human": s.flagged_for_human,
+            "flag_reason": s.flag_reason,
         }
         for s in spaces
     ]
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/flag/clear",
+    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
+)
+def flag_clear(request, slug: Slug, space_id: Id, body: FlagClearIn):
+    """A person has looked at a review flagged for a person: clear the flag (audited as
+    `review.flag_cleared` with who cleared it). 409 when it is not flagged."""
+    _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "clear the flag for a person")
+    try:
+        space_flag_clear(space=space, actor=request.user, note=body.note, request=request)
+    except FlagError as exc:
+        raise HttpError(409, str(exc)) from exc
+    return {"space": space.pk, "flagged_for_human": False}
 
 
 @router.get(

@@ -33,6 +33,8 @@ Schema `quorum.review/v1`:
 - `space` also has `publication` {round, state (posted | claimed | uncertain), url,
   github_review_id, event, requested_by, approved_by, posted_at} or null: the shown round's one
   GitHub review
+- `space` also has `flagged_for_human` and `flag` {flagged_at, reason} or null: two rounds in a
+  row ended without approval, so a person should decide (only a person clears it)
 Fields are only ever added within v1.
 """
 
@@ -63,6 +65,13 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
         "space": {
             "id": space.pk,
             "status": space.status,
+            "flagged_for_human": space.flagged_for_human,
+            "flag": {
+                "flagged_at": space.flagged_at.isoformat() if space.flagged_at else None,
+                "reason": space.flag_reason,
+            }
+            if space.flagged_for_human
+            else None,
             "publication": _publication(review_round),
         },
         "pull_request": {

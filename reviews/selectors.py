@@ -280,10 +280,15 @@ def review_page(*, space: ReviewSpace, round_number: int | None = None) -> Revie
 
 
 def spaces_for_list(
-    *, workspace_id: int, status: str = "", verdict: str = "", repository_id: int | None = None
+    *,
+    workspace_id: int,
+    status: str = "",
+    verdict: str = "",
+    repository_id: int | None = None,
+    flagged: bool = False,
 ) -> QuerySet[ReviewSpace]:
     """The reviews list: latest round's tier/verdict and open counts by priority, annotated in
-    one query whatever the number of spaces."""
+    one query whatever the number of spaces. `flagged`: only those that need a person."""
     latest = ReviewRound.objects.filter(space=OuterRef("pk")).order_by("-number")
     open_states = [t.NodeStatus.OPEN.value, t.NodeStatus.CONSENSUS_READY.value]
     counted = Q(
@@ -315,6 +320,8 @@ def spaces_for_list(
         spaces = spaces.filter(verdict_level=verdict)
     if repository_id:
         spaces = spaces.filter(pull_request__repository_id=repository_id)
+    if flagged:
+        spaces = spaces.filter(flagged_for_human=True)
     return spaces
 
 

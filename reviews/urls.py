@@ -13,6 +13,7 @@ urlpatterns = [
         views.review_report_json,
         name="report_json",
     ),
+    path("w/<slug:slug>/reviews/<int:space_id>/flag/clear/", views.flag_clear, name="flag_clear"),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/nodes/<int:node_id>/",
         views.node_action,

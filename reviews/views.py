@@ -38,6 +38,7 @@ from reviews.selectors import (
 )
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
+from reviews.services.flags import FlagError, space_flag_clear
 from reviews.services.publishing import (
     PublishError,
     publish_plan_current,
@@ -107,6 +108,7 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         "status": request.GET.get("status", ""),
         "verdict": request.GET.get("verdict", ""),
         "repository": request.GET.get("repository", ""),
+        "flagged": "1" if request.GET.get("flagged") == "1" else "",
     }
     spaces = spaces_for_list(
         workspace_id=ws.pk,
@@ -115,6 +117,7 @@ def review_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         if filters["verdict"] in t.VerdictLevel.__members__.values()
         else "",
         repository_id=int(filters["repository"]) if filters["repository"].isdigit() else None,
+        flagged=bool(filters["flagged"]),
     )
     page = Paginator(spaces, 25).get_page(request.GET.get("page"))
     context = {
@@ -217,6 +220,7 @@ def review_context(
         and space.pull_request.repository.kind == "github",
         **_rounds_context(membership, page, round_number),
         **_publication_context(space, page),
+        **_flag_context(membership, space),
     }
 
 
@@ -231,6 +235,19 @@ def _publication_context(space: ReviewSpace, page) -> dict:
         "newest_published": published
         if newest is not None and page.round is not None and newest.pk == page.round.pk
         else published_record(newest),
+    }
+
+
+def _flag_context(membership: Membership, space: ReviewSpace) -> dict:
+    """The flag for a person (two rounds without approval), read fresh like the publication."""
+    flag = (
+        ReviewSpace.objects.filter(pk=space.pk)
+        .values("flagged_for_human", "flagged_at", "flag_reason")
+        .first()
+    )
+    return {
+        "flag": flag if flag and flag["flagged_for_human"] else None,
+        "can_clear_flag": allows(membership, Perm.TRIAGE_NODES),
     }
 
 
@@ -287,6 +304,23 @@ def review_report_json(request: HttpRequest, membership: Membership, space_id: i
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="quorum-review-{space.pk}.json"'
     return response
+
+
+@member_view
+@require_POST
+def flag_clear(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """A person has looked at a review flagged after rounds without approval (audited)."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.TRIAGE_NODES, attempted="clear the flag for a person", request=request)
+    try:
+        space_flag_clear(
+            space=space, actor=request.user, note=request.POST.get("note", ""), request=request
+        )
+    except FlagError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Flag cleared: you are recorded as the person who looked.")
+    return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
 
 @member_view
