@@ -76,10 +76,14 @@ def round_state_set(
     return True
 
 
-def round_cancel(*, review_round: ReviewRound, actor: Any, request: Any = None) -> ReviewRound:
+def round_cancel(
+    *, review_round: ReviewRound, actor: Any, request: Any = None, reason: str = ""
+) -> ReviewRound:
+    """`reason` replaces "Cancelled by …" when the system cancels (a merged pull request)."""
     with transaction.atomic():
-        who = getattr(actor, "email", "") or "a person"
-        if not round_state_set(review_round, RoundState.CANCELLED, error=f"Cancelled by {who}."):
+        who = getattr(actor, "email", "") or getattr(actor, "label", "") or "a person"
+        error = reason or f"Cancelled by {who}."
+        if not round_state_set(review_round, RoundState.CANCELLED, error=error):
             current = ReviewRound.objects.get(pk=review_round.pk).state
             raise RoundError(
                 f"Round {review_round.number} is {state_label(current).lower()}: nothing to cancel."

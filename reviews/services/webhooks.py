@@ -200,7 +200,11 @@ def _pull_request_closed(
                 state__in=[ReviewRound.State.PENDING, ReviewRound.State.RUNNING]
             ):
                 with contextlib.suppress(RoundError):  # it ended on its own meanwhile
-                    round_cancel(review_round=review_round, actor=SYSTEM)
+                    round_cancel(
+                        review_round=review_round,
+                        actor=SYSTEM,
+                        reason=f"Cancelled: the pull request was {reason.value} on GitHub.",
+                    )
             space_close(space=space, reason=reason, note=f"{reason.value} on GitHub")
             completed += 1
     if not completed:

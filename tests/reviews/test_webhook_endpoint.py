@@ -185,7 +185,9 @@ def test_closing_completes_the_review_and_cancels_its_open_round(hook, client):
     assert response.status_code == 200 and "closed" in response.json()["detail"]
     space = _space()
     assert (space.status, space.closed_reason) == ("completed", "closed")
-    assert ReviewRound.objects.get().state == "cancelled"
+    cancelled = ReviewRound.objects.get()
+    assert cancelled.state == "cancelled"
+    assert cancelled.error == "Cancelled: the pull request was closed on GitHub."
     assert AuditEvent.objects.filter(action="review.cancelled", actor_kind="system").exists()
 
 
