@@ -3,11 +3,18 @@ flagged for a person, through the real pipeline (offline analyzers, faithful fak
 
 from __future__ import annotations
 
-import pytest
+import asyncio
 
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from config.asgi import application
 from guardrails.models import AuditEvent
 from reviews.models import ReviewNode, ReviewRound, ReviewSpace
 from reviews.pipeline.runner import run_inline
+from reviews.services.flags import space_flag_check, space_flag_clear
 from reviews.services.nodes import node_record, node_reopen, node_resolve
 from reviews.services.requests import review_request
 from reviews.services.spaces import (
@@ -189,3 +196,33 @@ def test_a_decision_that_turns_the_second_round_into_a_hold_flags_it(unpipelined
 
 def _level(review_round: ReviewRound) -> str:
     return ReviewRound.objects.get(pk=review_round.pk).verdict.level
+
+
+def test_an_open_review_page_shows_the_flag_and_its_clearing_live(unpipelined, alice):
+    space, finished_round = unpipelined
+    finished_round("a", "P1")
+    finished_round("b", "P1")  # written around the pipeline: nothing checked the flag yet
+    client = Client()
+    client.force_login(alice)
+    headers = [
+        (b"origin", b"http://127.0.0.1:8000"),
+        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+    ]
+
+    async def scenario():
+        comm = WebsocketCommunicator(application, f"/ws/reviews/{space.pk}/", headers=headers)
+        connected, _ = await comm.connect()
+        assert connected
+        first = await comm.receive_from(timeout=5)
+        assert 'id="flag-banner"' not in first
+        assert await database_sync_to_async(space_flag_check)(space=space.pk)
+        flagged = await comm.receive_from(timeout=5)
+        await database_sync_to_async(space_flag_clear)(space=space, actor=alice, note="seen")
+        cleared = await comm.receive_from(timeout=5)
+        await comm.disconnect()
+        return flagged, cleared
+
+    flagged, cleared = asyncio.run(scenario())
+    assert 'id="review-header"' in flagged and 'id="flag-banner"' in flagged
+    assert "I have looked: clear the flag" in flagged
+    assert 'id="review-header"' in cleared and 'id="flag-banner"' not in cleared
