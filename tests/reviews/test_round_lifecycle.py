@@ -221,3 +221,57 @@ def test_the_list_and_page_say_states_in_words(review_factory, workspace, alice,
     page = client.get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/").content.decode()
     assert '<strong id="round-state">Running</strong>' in page
     assert '<strong id="space-status">Reviewing</strong>' in page
+
+
+def test_a_page_pinned_to_an_earlier_round_stays_on_it_live_and_acts_on_it(
+    review_factory, stream_factory, workspace, alice, client_for
+):
+    """?round=1 while round 2 runs: the socket keeps sending round 1's sections, and a finding
+    of round 1 is triaged with HTMX and comes back as its card."""
+    import asyncio
+
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from config.asgi import application
+    from reviews.services.nodes import node_record, node_resolve
+    from reviews.services.spaces import round_start
+    from tests.fixtures import node_payload
+
+    first = review_factory(workspace)
+    node = node_record(
+        stream=stream_factory(first, "implementation"), payload=node_payload(title="Round one bug")
+    ).node
+    round_state_set(first, "running")
+    round_state_set(first, "finished")
+    second = round_start(space=first.space, head_sha="c" * 40, tier="light")
+    round_state_set(second, "running")
+    client = client_for(alice)
+    url = f"/w/{workspace.slug}/reviews/{first.space_id}/"
+    newest = client.get(url).content.decode()  # the running round: round 1's bug is gone
+    assert f'id="node-{node.pk}"' not in newest and "Gone since round 1" in newest
+    pinned = client.get(f"{url}?round=1").content.decode()
+    assert "Round one bug" in pinned and "/ws/reviews/" in pinned and "?round=1" in pinned
+    session = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+
+    async def scenario():
+        comm = WebsocketCommunicator(
+            application,
+            f"/ws/reviews/{first.space_id}/?round=1",
+            headers=[(b"origin", b"http://127.0.0.1:8000"), session],
+        )
+        connected, _ = await comm.connect()
+        assert connected
+        page = await comm.receive_from(timeout=5)
+        await database_sync_to_async(node_resolve)(node=node, user=alice, reason="fixed")
+        update = await comm.receive_from(timeout=5)
+        await comm.disconnect()
+        return page, update
+
+    page, update = asyncio.run(scenario())
+    assert f'id="node-{node.pk}"' in page and '<strong id="round-state">Finished</strong>' in page
+    assert 'id="review-header"' in update and "Showing round 1, an earlier round" in update
+    assert '<strong id="round-state">Finished</strong>' in update  # still round 1's header
+    assert f'id="node-{node.pk}"' in update and "node-resolved" in update
+    response = client.post(f"{url}nodes/{node.pk}/", {"action": "reopen"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and f'id="node-{node.pk}"' in response.content.decode()
