@@ -264,7 +264,8 @@ def _rounds_context(membership: Membership, page, round_number: int | None) -> d
         "can_rerun": may_start
         and newest is not None
         and can_rerun(newest.state)
-        and page.space.pull_request.repository.archived_at is None,
+        and page.space.pull_request.repository.archived_at is None
+        and page.space.closed_reason not in ("merged", "closed"),
         "delta_labels": {n.pk: page.delta_view.label(n.fingerprint) for n in page.nodes},
     }
 

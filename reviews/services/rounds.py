@@ -107,6 +107,11 @@ def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -
     repository = review_round.space.pull_request.repository
     if repository.archived_at is not None:
         raise RoundError(f"{repository} is disconnected: its reviews are kept read-only.")
+    if review_round.space.closed_reason in ("merged", "closed"):
+        raise RoundError(
+            f"The pull request was {review_round.space.closed_reason}: there is nothing to "
+            "review again."
+        )
     with transaction.atomic():
         space = ReviewSpace.objects.select_for_update().get(pk=review_round.space_id)
         old = ReviewRound.objects.get(pk=review_round.pk)

@@ -182,6 +182,14 @@ def test_rerun_refuses_what_it_cannot_rerun(review_factory, alice, settings):
     with pytest.raises(RoundError, match="not the newest round: round 2"):
         round_rerun(review_round=review_round, actor=alice)
     assert ReviewRound.objects.filter(pk=later.pk, rerun_of__isnull=True).exists()
+    round_cancel(review_round=later, actor=alice)
+    from reviews.domain.space_status import ClosedReason
+    from reviews.services.spaces import space_close
+
+    space_close(space=later.space, reason=ClosedReason.MERGED)
+    later.refresh_from_db()
+    with pytest.raises(RoundError, match="was merged: there is nothing to review again"):
+        round_rerun(review_round=later, actor=alice)
 
 
 def test_the_api_lists_rounds_reruns_and_cancels_with_confirmation(
