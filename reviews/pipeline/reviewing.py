@@ -160,9 +160,9 @@ def _tool_thread():
 def _reset_stream(stream: ReviewerStream) -> None:
     """A new attempt starts clean: findings of an unfinished attempt are not the reviewer's."""
     ReviewNode.objects.filter(stream=stream).delete()
-    notes_discard_unfinished(stream=stream)
+    kept = notes_discard_unfinished(stream=stream)  # tickets a person already decided stay
     ReviewerStream.objects.filter(pk=stream.pk).update(
-        accepted=0, rejected=0, rejection_reasons=[], notes=[]
+        accepted=0, rejected=0, rejection_reasons=[], notes=kept
     )
 
 

@@ -74,10 +74,29 @@ def note_record(*, stream: ReviewerStream, kind: str, fields: dict[str, Any]) ->
     return index
 
 
-def notes_discard_unfinished(*, stream: ReviewerStream) -> None:
+def notes_discard_unfinished(*, stream: ReviewerStream) -> list[dict[str, Any]]:
     """A reviewer's attempt starts again: its undecided tickets go with its notes. A ticket a
-    person already decided about stays (its decision is history)."""
+    person already decided about stays (its decision is history), and so does its note, at its
+    index: returns the notes the new attempt starts from, so a new note never takes that index
+    and the same ticket proposed again is recognised as the decided one."""
     ReviewerTicket.objects.filter(stream=stream, status=TicketStatus.OPEN).delete()
+    decided = {t.note_index: t for t in ReviewerTicket.objects.filter(stream=stream)}
+    if not decided:
+        return []
+    current = list(
+        ReviewerStream.objects.filter(pk=stream.pk).values_list("notes", flat=True).first() or []
+    )
+    kept: list[dict[str, Any]] = []
+    for index in range(max(decided) + 1):
+        if index not in decided:
+            kept.append({"kind": "discarded"})  # an unfinished attempt's note: keeps the places
+        elif index < len(current) and current[index].get("kind") == "ticket":
+            kept.append(current[index])
+        else:
+            kept.append(
+                {"kind": "ticket", "title": decided[index].title, "body": decided[index].body}
+            )
+    return kept
 
 
 # -- what people decide -----------------------------------------------------------------------

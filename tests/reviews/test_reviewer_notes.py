@@ -541,3 +541,33 @@ def test_an_open_page_follows_the_issue_request_to_the_filed_issue(
     assert 'id="review-notes"' in waiting and "Ask to create this GitHub issue" not in waiting
     [issue] = fake_github.issues("acme", "shop")
     assert f'href="{issue["html_url"]}"' in filed and f"GitHub issue #{issue['number']}" in filed
+
+
+def test_a_retried_reviewer_keeps_decided_tickets_and_drops_undecided_ones(
+    review_factory, stream_factory, workspace, alice
+):
+    """A reviewer's attempt that starts again discards its unfinished notes, but a ticket a
+    person already decided stays decided, and proposing it again does not make a new one."""
+    from reviews.pipeline.reviewing import _reset_stream
+    from reviews.services.notes import ticket_dismiss
+
+    stream = stream_factory(review_factory(workspace), "security")
+    note_record(stream=stream, kind="ticket", fields={"title": "Rotate keys", "body": "Now."})
+    note_record(stream=stream, kind="comment", fields={"body": "hm", "path": None, "line": None})
+    note_record(stream=stream, kind="ticket", fields={"title": "Undecided", "body": ""})
+    decided = ReviewerTicket.objects.get(stream=stream, title="Rotate keys")
+    ticket_dismiss(ticket=decided, user=alice, reason="done elsewhere")
+
+    _reset_stream(stream)
+
+    assert list(ReviewerTicket.objects.filter(stream=stream)) == [decided]
+    again = note_record(
+        stream=stream, kind="ticket", fields={"title": "Rotate keys", "body": "Now."}
+    )
+    fresh = note_record(stream=stream, kind="ticket", fields={"title": "New idea", "body": ""})
+    assert again == decided.note_index == 0 and fresh == 1
+    decided.refresh_from_db()
+    assert decided.status == "dismissed" and decided.reason == "done elsewhere"
+    assert ReviewerTicket.objects.get(stream=stream, note_index=1).title == "New idea"
+    stream.refresh_from_db()
+    assert [n["kind"] for n in stream.notes] == ["ticket", "ticket"]
