@@ -70,6 +70,9 @@ class ReviewSpace(models.Model):
     flagged_for_human = models.BooleanField(default=False)
     flagged_at = models.DateTimeField(null=True, blank=True)
     flag_reason = models.TextField(blank=True)
+    # The newest round a person had seen when they last cleared the flag: those rounds do not
+    # count towards raising it again.
+    flag_seen_through = models.PositiveIntegerField(default=0)
     # Why the review ended, when it ended by something other than a publish: merged, closed,
     # or done (a person, with `closed_note`).
     closed_reason = models.CharField(max_length=20, blank=True)

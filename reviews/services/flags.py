@@ -12,7 +12,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from guardrails.audit import SYSTEM, Actor, Target, audit_record
-from guardrails.models import AuditEvent
 from reviews.domain.flagging import flag_reason
 from reviews.events import emit, emit_list_row
 from reviews.models import ReviewRound, ReviewSpace
@@ -30,23 +29,6 @@ def _finished_outcomes(space: ReviewSpace) -> list[tuple[int, str]]:
     )
 
 
-def _seen_through(space: ReviewSpace) -> int:
-    """The newest round a person had seen when they last cleared the flag (0: never cleared).
-    Read from the audit trail, where every clearing is recorded with that round."""
-    cleared = (
-        AuditEvent.objects.filter(
-            workspace_id=space.workspace_id,
-            action="review.flag_cleared",
-            target_type="reviewspace",
-            target_id=str(space.pk),
-        )
-        .order_by("-seq")
-        .values_list("payload", flat=True)
-        .first()
-    )
-    return int((cleared or {}).get("round") or 0)
-
-
 def space_flag_check(*, space: ReviewSpace | int) -> bool:
     """Flag the review for a person when its rounds keep ending without approval. Idempotent;
     never lowers the flag. Returns True when this call raised it."""
@@ -60,7 +42,7 @@ def space_flag_check(*, space: ReviewSpace | int) -> bool:
         if locked.flagged_for_human:
             return False
         outcomes = _finished_outcomes(locked)
-        reason = flag_reason(outcomes, seen_through=_seen_through(locked))
+        reason = flag_reason(outcomes, seen_through=locked.flag_seen_through)
         if reason is None:
             return False
         locked.flagged_for_human = True
@@ -100,7 +82,16 @@ def space_flag_clear(
             "flagged_at": locked.flagged_at.isoformat() if locked.flagged_at else None,
         }
         locked.flagged_for_human, locked.flagged_at, locked.flag_reason = False, None, ""
-        locked.save(update_fields=["flagged_for_human", "flagged_at", "flag_reason", "updated_at"])
+        locked.flag_seen_through = seen
+        locked.save(
+            update_fields=[
+                "flagged_for_human",
+                "flagged_at",
+                "flag_reason",
+                "flag_seen_through",
+                "updated_at",
+            ]
+        )
         audit_record(
             action="review.flag_cleared",
             actor=Actor.of(actor),
