@@ -6,6 +6,7 @@ transition checked by the pure rules (guardrails/rules.py) and audited (§3.12).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -99,9 +100,12 @@ def _notify(request: ApprovalRequest, kind: str) -> None:
 
     if request.target_type == "reviewspace":
         # A publish asked for, decided or executed changes what the review's status says.
+        from reviews.models import ReviewSpace
         from reviews.services.spaces import space_status_refresh
 
-        space_status_refresh(space=int(request.target_id))
+        # A review deleted for good with its repository has no status left to tell.
+        with contextlib.suppress(ReviewSpace.DoesNotExist):
+            space_status_refresh(space=int(request.target_id))
     approvals_emit(request, kind)
 
 
@@ -477,6 +481,25 @@ def approval_withdraw(
             locked, rules.Status.CANCELLED, "approval.withdrawn", Actor.of(actor), http_request
         )
     return locked
+
+
+def approvals_cancel_for(
+    *, workspace: Workspace, target_type: str, target_ids: list[str], why: str, actor: Any
+) -> int:
+    """Cancel the open requests acting on targets that are going away (a repository's reviews
+    deleted for good): nobody can approve, or execute, an action on nothing."""
+    cancelled = 0
+    for request in ApprovalRequest.objects.select_for_update().filter(
+        workspace=workspace,
+        target_type=target_type,
+        target_id__in=target_ids,
+        status__in=[rules.Status.PENDING, rules.Status.APPROVED],
+    ):
+        request.decided_at = timezone.now()
+        request.error = why[:2000]
+        _set_status(request, rules.Status.CANCELLED, "approval.cancelled", Actor.of(actor))
+        cancelled += 1
+    return cancelled
 
 
 def approvals_expire_due() -> int:

@@ -793,6 +793,15 @@ def repository_purge(
         for stone in stones:
             Tombstone.objects.filter(kind=stone.kind, object_id=stone.object_id).delete()
         Tombstone.objects.bulk_create(stones)
+        from guardrails.services import approvals_cancel_for
+
+        cancelled = approvals_cancel_for(
+            workspace=repo.workspace,
+            target_type="reviewspace",
+            target_ids=[str(s.pk) for s in spaces],
+            why=f"The reviews of {repo} were deleted for good.",
+            actor=user,
+        )
         audit_record(
             action="repositories.deleted",
             actor=Actor.of(user),
@@ -803,6 +812,7 @@ def repository_purge(
                 "after": None,
                 "deleted": counts,
                 "review_spaces": [{"id": s.pk, "label": _space_label(s)} for s in spaces],
+                "approval_requests_cancelled": cancelled,
             },
             request=request,
         )

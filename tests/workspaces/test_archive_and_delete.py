@@ -479,3 +479,38 @@ def test_an_archived_review_is_neither_published_nor_approved(publishable, alice
     )
     assert refused.status_code == 409 and "archived" in refused.json()["detail"]
     assert ApprovalRequest.objects.filter(target_id=str(space.pk)).count() == 1
+
+
+def test_deleting_for_good_cancels_open_requests_on_those_reviews(
+    triaged, workspace, alice, member_factory
+):
+    """A publish request still waiting on a deleted review leaves the inbox: cancelled, with
+    the reason, counted in the deletion's audit event; approving it is no longer possible."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from guardrails.services import approval_decide
+
+    repo, space, _ = triaged
+    vera = member_factory(workspace, "approver", "vera@example.com")
+    waiting = ApprovalRequest.objects.create(
+        workspace=workspace,
+        action_class="prPublish",
+        requester=alice,
+        target_type="reviewspace",
+        target_id=str(space.pk),
+        target_label=str(space.pull_request),
+        payload={"space": space.pk},
+        payload_hash="0" * 64,
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
+    services.repository_archive(repository=repo, actor=alice)
+    owner = Membership.objects.get(workspace=workspace, user=alice)
+    services.repository_purge(repository=repo, actor=owner, typed_name=repo.full_name)
+    waiting.refresh_from_db()
+    assert waiting.status == "cancelled" and "deleted for good" in waiting.error
+    event = AuditEvent.objects.get(workspace=workspace, action="repositories.deleted")
+    assert event.payload["approval_requests_cancelled"] == 1
+    with pytest.raises(Exception, match=r"(?i)cancelled|not pending|no longer"):
+        approval_decide(request=waiting, approver=vera, decision="approve")
