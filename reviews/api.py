@@ -222,7 +222,7 @@ def review_start(request, slug: Slug, body: ReviewStart):
 
 @router.post(
     "/{slug}/reviews/{space_id}/nodes/{node_id}/{action}",
-    response=responses({200: dict}, 400, 403, 404, 413, 422),
+    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
 )
 def node_act(
     request,
@@ -253,7 +253,7 @@ def node_act(
 
 @router.post(
     "/{slug}/reviews/{space_id}/disagreements/{node_id}/decide",
-    response=responses({200: dict}, 400, 403, 404, 413, 422),
+    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
 )
 def disagreement_decide(
     request, slug: Slug, space_id: Id, node_id: Id, body: DisagreementDecisionIn
@@ -287,7 +287,7 @@ def disagreement_decide(
 
 @router.post(
     "/{slug}/reviews/{space_id}/requirements",
-    response=responses({202: dict}, 400, 403, 404, 413, 422, 503),
+    response=responses({202: dict}, 400, 403, 404, 409, 413, 422, 503),
 )
 def supply_request(request, slug: Slug, space_id: Id, body: RequestIn):
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "supply the original request")
@@ -308,7 +308,7 @@ def supply_request(request, slug: Slug, space_id: Id, body: RequestIn):
 
 @router.post(
     "/{slug}/reviews/{space_id}/axes/{axis}",
-    response=responses({201: dict}, 400, 403, 404, 413, 422),
+    response=responses({201: dict}, 400, 403, 404, 409, 413, 422),
 )
 def submit_axis(
     request,
