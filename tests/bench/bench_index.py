@@ -15,7 +15,6 @@ import argparse
 import json
 import resource
 import shutil
-import subprocess
 import tempfile
 import time
 import tracemalloc
@@ -26,28 +25,10 @@ import django
 from reviews.index import build_index, changed_texts, files_at_commit, update_index
 from reviews.index.cohorts import compute_cohorts
 from reviews.sources.git_local import LocalGitSource
+from tests.bench.scratch_git import git
 
 MIN_PY_FILES = 2_000
 CHANGED_FILES = 10
-
-_GIT = (
-    "git",
-    "-c",
-    "user.name=Quorum Bench",
-    "-c",
-    "user.email=bench@quorum.invalid",
-    "-c",
-    "init.defaultBranch=main",
-    "-c",
-    "commit.gpgsign=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-)
-
-
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run([*_GIT, *args], cwd=repo, check=True, capture_output=True)
-    return out.stdout.decode().strip()
 
 
 def _generated_module(package: int, number: int) -> str:
@@ -87,9 +68,9 @@ def make_repository(root: Path) -> int:
             (directory / f"m{number}.py").write_text(_generated_module(package, number))
         count = sum(1 for _ in root.rglob("*.py"))
         package += 1
-    _git(root, "init", "--quiet")
-    _git(root, "add", "-A")
-    _git(root, "commit", "--quiet", "-m", "base")
+    git(root, "init", "--quiet")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "base")
     return count
 
 
@@ -99,8 +80,8 @@ def change_files(root: Path) -> list[str]:
     chosen = candidates[:CHANGED_FILES]
     for path in chosen:
         path.write_text(path.read_text() + "\n\ndef _bench_added(value):\n    return str(value)\n")
-    _git(root, "checkout", "--quiet", "-b", "feature")
-    _git(root, "commit", "--quiet", "-am", "ten files")
+    git(root, "checkout", "--quiet", "-b", "feature")
+    git(root, "commit", "--quiet", "-am", "ten files")
     return [p.relative_to(root).as_posix() for p in chosen]
 
 

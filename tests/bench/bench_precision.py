@@ -77,32 +77,13 @@ from reviews.pipeline.runner import run_inline  # noqa: E402
 from reviews.services import codeindex  # noqa: E402
 from reviews.services.requests import review_request  # noqa: E402
 from reviews.sources.diffs import parse_unified_diff  # noqa: E402
+from tests.bench.scratch_git import git  # noqa: E402
 from workspaces.models import Repository  # noqa: E402
 from workspaces.services import resolve_local_repository, workspace_create  # noqa: E402
 
 DEFAULT_PACKAGES = ("django", "pydantic", "httpx", "click", "attrs", "requests", "werkzeug")
 PRIORITIES = ("P0", "P1", "P2", "P3")
 TOP_RULES = 25
-
-_GIT = (
-    "git",
-    "-c",
-    "user.name=Quorum Bench",
-    "-c",
-    "user.email=bench@quorum.invalid",
-    "-c",
-    "init.defaultBranch=main",
-    "-c",
-    "commit.gpgsign=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-)
-
-
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run([*_GIT, *args], cwd=repo, check=True, capture_output=True)
-    return out.stdout.decode().strip()
-
 
 # -- the scratch repository ---------------------------------------------------------------------
 
@@ -155,16 +136,16 @@ def copy_packages(names: list[str], dest: Path) -> tuple[list[dict], list[str]]:
 
 def build_repository(repo: Path, names: list[str]) -> tuple[str, str, list[dict], list[str]]:
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     (repo / "README.md").write_text("# Precision benchmark\n\nKnown-good code, added at once.\n")
-    _git(repo, "add", "README.md")
-    _git(repo, "commit", "-q", "-m", "base: README only")
-    base = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "checkout", "-q", "-b", "precision")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "base: README only")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "precision")
     used, missing = copy_packages(names, repo)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "add well-reviewed packages")
-    head = _git(repo, "rev-parse", "HEAD")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "add well-reviewed packages")
+    head = git(repo, "rev-parse", "HEAD")
     return base, head, used, missing
 
 
@@ -172,7 +153,7 @@ def quorum_code() -> dict[str, object]:
     """Which Quorum code was measured: the commit, and uncommitted changes to it if any."""
     base = Path(settings.BASE_DIR)
     try:
-        commit = _git(base, "rev-parse", "HEAD")
+        commit = git(base, "rev-parse", "HEAD")
         status = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
             cwd=base,
