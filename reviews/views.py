@@ -398,9 +398,11 @@ def disagreement_decide(
         messages.error(request, str(exc))
     else:
         messages.success(request, "Disagreement decided.")
-    return redirect(
-        f"{reverse('reviews:detail', args=[membership.workspace.slug, space.pk])}#disagreements"
-    )
+    url = reverse("reviews:detail", args=[membership.workspace.slug, space.pk])
+    newest = space.rounds.order_by("-number").values_list("number", flat=True).first()
+    # Back to the round the person decided on, when it is an earlier one.
+    pinned = f"?round={review_round.number}" if review_round.number != newest else ""
+    return redirect(f"{url}{pinned}#disagreements")
 
 
 @member_view

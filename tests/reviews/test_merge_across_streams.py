@@ -22,6 +22,7 @@ from reviews.sample_repo import BASE_FILES, FEATURE_FILES
 from reviews.selectors import node_view, review_page
 from reviews.services.publishing import publish_review
 from reviews.services.requests import review_request
+from reviews.services.spaces import round_start
 from tests.fakes.model_server import good_findings, sample_finding
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
@@ -200,11 +201,15 @@ def test_a_person_decides_the_disagreement(reviewed, client_for, alice, member_f
     sql.refresh_from_db()
     assert sql.priority == "P0"
 
+    # A push meanwhile: the person decides on round 1, read in the switcher, and comes back to it.
+    round_start(space=space, head_sha="f" * 40, tier="light")
     response = client_for(alice).post(url, {"decision": "first", "reason": "exploitable"})
     assert response.status_code == 302
+    assert response["Location"].endswith(f"/reviews/{space.pk}/?round=1#disagreements")
     nodes = ReviewNode.objects.filter(round=reviewed).filter(pk=sql.pk) | sql.duplicates.all()
     assert {(n.priority, n.type) for n in nodes} == {("P0", "bug")}
-    assert not any(d.key == str(sql.pk) for d in review_page(space=space).disagreements)
+    decided = review_page(space=space, round_number=1).disagreements
+    assert not any(d.key == str(sql.pk) for d in decided)
     event = AuditEvent.objects.get(action="disagreement.decided")
     assert event.actor_label == alice.email
     assert event.payload["sides"]["second"]["reviewers"] == ["performance"]
