@@ -147,3 +147,13 @@ def node_payload(**overrides):
     }
     payload.update(overrides)
     return payload
+
+
+def use_fake_github(settings, fake_github) -> None:
+    """Quorum talks to the fake GitHub with an installation token of the App `quorum[bot]`."""
+    settings.GITHUB_API_URL, settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = (
+        fake_github.base_url,
+        "ghs_app",
+        "",
+    )
+    fake_github.add_token("ghs_app", login="quorum[bot]")

@@ -13,7 +13,7 @@ from reviews.services.spaces import (
     space_status_refresh,
 )
 from reviews.services.verdicts import round_finalise
-from tests.fixtures import node_payload
+from tests.fixtures import node_payload, use_fake_github
 from workspaces.models import Repository
 
 BASE = "".join(f"v{i} = {i}\n" for i in range(1, 31))
@@ -25,14 +25,9 @@ def publishable(fake_github, git_repo_factory, settings, workspace, alice, membe
     repo = git_repo_factory()
     repo.commit("base", {"calc.py": BASE}, branch="main")
     repo.commit("change", {"calc.py": BASE.replace("v3 = 3\n", "v3 = 3 / 0\n")}, branch="feature")
-    fake_github.add_token("ghs_app", login="quorum[bot]")
+    use_fake_github(settings, fake_github)
     fake_github.add_repo("acme", "app", repo.path)
     fake_github.add_pull("acme", "app", 5, base="main", head="feature", author="dev")
-    settings.GITHUB_API_URL, settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = (
-        fake_github.base_url,
-        "ghs_app",
-        "",
-    )
     repository = Repository.objects.create(workspace=workspace, kind="github", full_name="acme/app")
     pr = pull_request_upsert(
         repository=repository,

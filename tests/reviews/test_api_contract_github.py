@@ -9,6 +9,7 @@ import pytest
 from reviews.models import ReviewRound
 from reviews.pipeline.runner import run_inline
 from reviews.services.requests import review_request
+from tests.fixtures import use_fake_github
 from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,12 +60,7 @@ def github_pr(fake_github, git_repo_factory, settings, workspace, alice, tmp_pat
     settings.QUORUM_LLM_PROVIDER = ""
     settings.QUORUM_LLM_MODEL = ""
     settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    settings.GITHUB_API_URL, settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = (
-        fake_github.base_url,
-        "ghs_app",
-        "",
-    )
-    fake_github.add_token("ghs_app", login="quorum[bot]")
+    use_fake_github(settings, fake_github)
     assert workspace.gated_axes == ["apiContract"]  # the default
 
     def open_and_review(base_files, head_files, *, number=1):

@@ -24,7 +24,7 @@ from reviews.services.spaces import (
     space_status_refresh,
 )
 from reviews.services.verdicts import round_finalise
-from tests.fixtures import node_payload
+from tests.fixtures import node_payload, use_fake_github
 from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,12 +41,7 @@ def pull(fake_github, git_repo_factory, settings, workspace, alice, tmp_path):
     settings.QUORUM_LLM_PROVIDER = ""
     settings.QUORUM_LLM_MODEL = ""
     settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    settings.GITHUB_API_URL, settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = (
-        fake_github.base_url,
-        "ghs_app",
-        "",
-    )
-    fake_github.add_token("ghs_app", login="quorum[bot]")
+    use_fake_github(settings, fake_github)
     repo = git_repo_factory()
     repo.commit("base", {"app.py": "x = 1\n"}, branch="main")
     repo.commit("first try", {"calc.py": EVAL}, branch="feature")

@@ -24,6 +24,7 @@ from reviews.services.publishing import publish_review
 from reviews.services.requests import review_request
 from reviews.services.spaces import round_start
 from tests.fakes.model_server import good_findings, sample_finding
+from tests.fixtures import use_fake_github
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
 
@@ -97,12 +98,7 @@ def reviewed(fake_github, git_repo_factory, fake_model, settings, workspace, ali
         },
     )
     settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    settings.GITHUB_API_URL, settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = (
-        fake_github.base_url,
-        "ghs_app",
-        "",
-    )
-    fake_github.add_token("ghs_app", login="quorum[bot]")
+    use_fake_github(settings, fake_github)
     repo = git_repo_factory("shop")
     repo.commit("base", BASE_FILES, branch="main")
     repo.commit("feature", FEATURE_FILES, branch="feature")

@@ -28,6 +28,7 @@ from reviews.sample_repo import BASE_FILES, FEATURE_FILES, create_sample_reposit
 from reviews.services.notes import note_record
 from reviews.services.requests import review_request
 from tests.fakes.model_server import Script, calls, sample_finding, text
+from tests.fixtures import use_fake_github
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
 
@@ -64,12 +65,7 @@ def noted(fake_github, git_repo_factory, fake_model, settings, workspace, alice,
     scenario.model_settings(settings, fake_model)
     scenario.install(fake_model, overrides={"implementation": _noting_reviewer()})
     settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    settings.GITHUB_API_URL, settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = (
-        fake_github.base_url,
-        "ghs_app",
-        "",
-    )
-    fake_github.add_token("ghs_app", login="quorum[bot]")
+    use_fake_github(settings, fake_github)
     repo = git_repo_factory("shop")
     repo.commit("base", BASE_FILES, branch="main")
     repo.commit("feature", FEATURE_FILES, branch="feature")

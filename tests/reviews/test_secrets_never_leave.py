@@ -20,7 +20,7 @@ from reviews.sample_repo import BASE_FILES, FEATURE_FILES
 from reviews.services.nodes import node_dismiss, node_record
 from reviews.services.publishing import publish_review
 from reviews.services.requests import review_request
-from tests.fixtures import node_payload
+from tests.fixtures import node_payload, use_fake_github
 from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,12 +70,7 @@ def published(fake_github, git_repo_factory, settings, workspace, alice, tmp_pat
     settings.QUORUM_LLM_PROVIDER = ""
     settings.QUORUM_LLM_MODEL = ""
     settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    settings.GITHUB_API_URL, settings.GITHUB_TOKEN, settings.GITHUB_APP_ID = (
-        fake_github.base_url,
-        "ghs_app",
-        "",
-    )
-    fake_github.add_token("ghs_app", login="quorum[bot]")
+    use_fake_github(settings, fake_github)
     repo = git_repo_factory("shop")
     repo.commit("base", BASE_FILES, branch="main")
     repo.commit("feature", {**FEATURE_FILES, "shop/settings.py": SETTINGS}, branch="feature")
