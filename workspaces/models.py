@@ -128,16 +128,52 @@ class ReviewerConfig(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def model_choice(self) -> rules.ModelChoice | None:
+        return reviewer_model(self)
+
     def effective_model(self) -> str:
-        if self.model_provider and self.model_name:
-            return rules.model_label(self.model_provider, self.model_name)
-        return rules.model_label(settings.QUORUM_LLM_PROVIDER, settings.QUORUM_LLM_MODEL)
+        """The model this reviewer runs on ("" when none): what calibration compares with."""
+        choice = self.model_choice()
+        return choice.label if choice else ""
 
     @property
     def calibration_stale(self) -> bool:
         return rules.calibration_stale(
             effective_model=self.effective_model(), calibrated_model=self.calibrated_model
         )
+
+
+def server_model() -> rules.ModelChoice | None:
+    """The server's default model (QUORUM_LLM_*), or None when it has none."""
+    return rules.model_choice(
+        provider=settings.QUORUM_LLM_PROVIDER,
+        name=settings.QUORUM_LLM_MODEL,
+        base_url=settings.QUORUM_LLM_BASE_URL,
+        api_key_env="",
+        default=None,
+    )
+
+
+def reviewer_model(config: ReviewerConfig | None) -> rules.ModelChoice | None:
+    """The one place that decides which model a reviewer runs on: its own settings over the
+    server's (`config` None: a reviewer without settings, such as a verification lens)."""
+    if config is None:
+        return server_model()
+    return rules.model_choice(
+        provider=config.model_provider,
+        name=config.model_name,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        default=server_model(),
+    )
+
+
+def workspace_model_configured(workspace: Workspace) -> bool:
+    """Whether any model reviewer of the workspace can run: the server has a model, or one of
+    its reviewers names both a provider and a model of its own."""
+    if server_model() is not None:
+        return True
+    return workspace.reviewers.exclude(model_provider="").exclude(model_name="").exists()
 
 
 class Repository(models.Model):

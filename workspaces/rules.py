@@ -6,6 +6,7 @@ No Django here, so the rules can be read and property-tested on their own.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -180,6 +181,44 @@ def clean_few_shots(values: Any) -> list[dict[str, str]]:
 
 def model_label(provider: str, name: str) -> str:
     return f"{provider}:{name}" if provider and name else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The model a reviewer runs on. `api_key_env` names the environment variable holding its
+    key ("": the server's own key); `base_url` "" is the provider's default endpoint."""
+
+    provider: str
+    name: str
+    base_url: str = ""
+    api_key_env: str = ""
+
+    @property
+    def label(self) -> str:
+        return model_label(self.provider, self.name)
+
+
+def model_choice(
+    *,
+    provider: str,
+    name: str,
+    base_url: str,
+    api_key_env: str,
+    default: ModelChoice | None,
+) -> ModelChoice | None:
+    """A reviewer's own model settings over the server's defaults, field by field (a reviewer
+    may name only a model and keep the server's provider). None when no provider and model
+    name are known: the reviewer cannot run, only the offline analyzers can."""
+    provider = provider or (default.provider if default else "")
+    name = name or (default.name if default else "")
+    if not provider or not name:
+        return None
+    return ModelChoice(
+        provider=provider,
+        name=name,
+        base_url=base_url or (default.base_url if default else ""),
+        api_key_env=api_key_env,
+    )
 
 
 def calibration_stale(*, effective_model: str, calibrated_model: str) -> bool:

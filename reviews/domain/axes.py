@@ -141,9 +141,67 @@ def token_axes_detailed(
     return results
 
 
+def clearing_steps(axis: AxisName, result: AxisResult) -> list[dict[str, str]]:
+    """What would clear a gate this result holds (pass and warn clear it): structured, so the
+    page, the report and the posted review can say why a verdict is held and what to do."""
+    if result in CLEARS_GATE:
+        return []
+    steps = []
+    if result is AxisResult.FAIL and axis is AxisName.API_CONTRACT:
+        steps.append(
+            {"action": "fix", "label": "restore the removed or changed public API in the change"}
+        )
+    steps.append(
+        {
+            "action": "submit",
+            "label": f"submit {axis} from CI",
+            "api": f"POST /api/v1/workspaces/<workspace>/reviews/<review>/axes/{axis}",
+        }
+    )
+    steps.append(
+        {
+            "action": "ungate",
+            "label": f"un-gate {axis} in Settings → Workspace rules",
+            "setting": "gated_axes",
+        }
+    )
+    return steps
+
+
 def deterministic_axis_result(submitted: AxisResult | None) -> AxisResult:
     """Absence of evidence never turns a gate green: nothing submitted → unavailable."""
     return submitted if submitted is not None else AxisResult.UNAVAILABLE
+
+
+#: Why a deterministic axis is unavailable when nothing computed it and nothing was submitted.
+_NOT_COMPUTED = (
+    (AxisName.VISUAL, "no visual result was submitted for this round"),
+    (AxisName.PERFORMANCE, "performance is enumeration only: nothing computes it unless submitted"),
+    (AxisName.API_CONTRACT, "no code index for this round: the API contract was not computed"),
+)
+
+
+def deterministic_axes(
+    *, submitted: Collection[str], fast_exit: bool
+) -> list[tuple[AxisName, AxisResult, dict]]:
+    """The deterministic axes a finishing round records itself, given the axes already
+    submitted for it (their values) and whether it was a docs-only or formatting-only change.
+
+    visual and performance are never computed from nothing; a submitted result stays. A
+    fast-exit change passes apiContract (no code, so no interface, changed); otherwise every
+    axis not submitted is `unavailable` with the steps that would clear it (the pipeline
+    replaces apiContract with the code index's result when it has one)."""
+    done = set(submitted)
+    out: list[tuple[AxisName, AxisResult, dict]] = []
+    if fast_exit and AxisName.API_CONTRACT.value not in done:
+        reason = "docs-only or formatting-only change: no code, so no API, changed"
+        out.append((AxisName.API_CONTRACT, AxisResult.PASS, {"reason": reason}))
+        done.add(AxisName.API_CONTRACT.value)
+    for axis, reason in _NOT_COMPUTED:
+        if axis.value not in done:
+            steps = clearing_steps(axis, AxisResult.UNAVAILABLE)
+            out.append((axis, AxisResult.UNAVAILABLE, {"reason": reason, "to_clear": steps}))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from reviews.domain.axes import CLEARS_GATE, deterministic_axis_result
+from reviews.domain.axes import clearing_steps, deterministic_axis_result
 from reviews.domain.types import AxisName, AxisResult, Category, NodeView
 from reviews.index.api_openapi import (
     UnreadableDocument,
@@ -99,33 +99,6 @@ def changed_language(path: str) -> tuple[str, bool] | None:
         return _CHECKED_NAMES[language], True
     name = UNCHECKED_LANGUAGES.get(PurePosixPath(path).suffix.lower())
     return (name, False) if name else None
-
-
-def clearing_steps(axis: AxisName, result: AxisResult) -> list[dict[str, str]]:
-    """What would clear a gate this result holds (pass and warn clear it): structured, so the
-    page, the report and the posted review can say why a verdict is held and what to do."""
-    if result in CLEARS_GATE:
-        return []
-    steps = []
-    if result is AxisResult.FAIL and axis is AxisName.API_CONTRACT:
-        steps.append(
-            {"action": "fix", "label": "restore the removed or changed public API in the change"}
-        )
-    steps.append(
-        {
-            "action": "submit",
-            "label": f"submit {axis} from CI",
-            "api": f"POST /api/v1/workspaces/<workspace>/reviews/<review>/axes/{axis}",
-        }
-    )
-    steps.append(
-        {
-            "action": "ungate",
-            "label": f"un-gate {axis} in Settings → Workspace rules",
-            "setting": "gated_axes",
-        }
-    )
-    return steps
 
 
 def compute_api_contract(

@@ -12,12 +12,12 @@ from django.db import transaction
 
 from reviews.agents.redaction import redact_diff
 from reviews.domain import types as t
-from reviews.domain.axes import AnalyzerRun, token_axes_detailed
+from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
 from reviews.domain.panel import PanelMode, coverage_gaps, plan_panel
 from reviews.domain.selection import select_reviewers
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import reviewing
+from reviews.pipeline import inputs, reviewer_runs
 from reviews.pipeline.template import reviewers_for
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
@@ -27,6 +27,7 @@ from reviews.services.flags import space_flag_check
 from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import axis_record, round_finalise
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
+from workspaces.models import workspace_model_configured
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +76,11 @@ def prepare(review_round: ReviewRound) -> None:
     if not review_round.diff:
         # Stored, shown (cohort previews) and exported: a committed secret stops here. The
         # analyzers read the checkout, so the secret scanner still sees what was committed.
-        review_round.diff = redact_diff(reviewing.fetch_diff(review_round))
+        review_round.diff = redact_diff(inputs.fetch_diff(review_round))
         review_round.save(update_fields=["diff"])
     files = changed_files(review_round)
     classification = classify_change(_file_changes(files), review_round.diff)
-    model_ready = reviewing.model_configured(space.workspace)
+    model_ready = workspace_model_configured(space.workspace)
     facts: dict[str, Any] = {
         "tier": review_round.tier,
         "fast_exit": classification.fast_exit is not None,
@@ -114,7 +115,7 @@ def prepare(review_round: ReviewRound) -> None:
     }
     review_round.save(update_fields=["stats"])
     if not facts["fast_exit"]:
-        worktree = reviewing.round_worktree_ready(review_round)
+        worktree = inputs.round_worktree_ready(review_round)
         cohorts = codeindex.round_cohorts(review_round, worktree)
         review_round.stats = {**review_round.stats, "cohorts": codeindex.cohorts_json(cohorts)}
         review_round.save(update_fields=["stats"])
@@ -126,7 +127,7 @@ def prepare(review_round: ReviewRound) -> None:
                 "agent": entry.key,
                 "dimension": entry.dimension,
                 "kind": ReviewerStream.Kind.ANALYZER
-                if entry.key in reviewing.ANALYZERS
+                if entry.key in reviewer_runs.ANALYZERS
                 else ReviewerStream.Kind.MODEL,
             },
         )
@@ -158,7 +159,7 @@ def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
 
 
 def run_reviewer_step(step: PipelineStep) -> dict[str, Any]:
-    return reviewing.run_stream(step.stream)
+    return reviewer_runs.run_stream(step.stream)
 
 
 # -- consolidate ----------------------------------------------------------------------------
@@ -211,7 +212,7 @@ def create_panel_steps(review_round: ReviewRound) -> list[PipelineStep]:
 
 
 def run_panel_step(step: PipelineStep) -> dict[str, Any]:
-    return reviewing.verify_node(step.node, step.round)
+    return reviewer_runs.verify_node(step.node, step.round)
 
 
 # -- critic and follow-up --------------------------------------------------------------------
@@ -278,7 +279,7 @@ def analyzer_runs(streams: list[ReviewerStream]) -> list[AnalyzerRun]:
     """Analyzer streams that finished, with the files they checked (their coverage note)."""
     runs = []
     for stream in streams:
-        analyzer = reviewing.ANALYZERS.get(stream.agent)
+        analyzer = reviewer_runs.ANALYZERS.get(stream.agent)
         if (
             stream.kind != ReviewerStream.Kind.ANALYZER
             or stream.state != ReviewerStream.State.DONE
@@ -349,7 +350,7 @@ def finalise(review_round: ReviewRound) -> None:
         }
     else:
         token_axes_record(review_round, streams=streams, nodes=nodes)
-        worktree = reviewing.round_worktree_ready(review_round)
+        worktree = inputs.round_worktree_ready(review_round)
         result, details = codeindex.test_gap(codeindex.round_cohorts(review_round, worktree), nodes)
         axis_record(
             review_round=review_round,
@@ -358,7 +359,10 @@ def finalise(review_round: ReviewRound) -> None:
             source="cohorts",
             details=details,
         )
-    for axis, result, details in reviewing.deterministic_axes(review_round):
+    submitted = review_round.axes.filter(source="submitted").values_list("axis", flat=True)
+    for axis, result, details in deterministic_axes(
+        submitted=set(submitted), fast_exit=bool(facts.get("fast_exit"))
+    ):
         if axis is t.AxisName.API_CONTRACT and not facts.get("fast_exit"):
             result, details = codeindex.api_contract(review_round)
         axis_record(

@@ -50,7 +50,7 @@ def requirements_rerun_task(stream_id: int, actor_id: int | None = None) -> None
     from django.contrib.auth import get_user_model
 
     from reviews.models import ReviewerStream
-    from reviews.pipeline.reviewing import run_stream
+    from reviews.pipeline.reviewer_runs import run_stream
     from reviews.services.verdicts import round_finalise
 
     stream = ReviewerStream.objects.select_related("round").get(pk=stream_id)

@@ -14,6 +14,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from reviews.domain import types as t
+from reviews.domain.axes import clearing_steps
 from reviews.index import (
     CodeIndex,
     build_index,
@@ -24,7 +25,6 @@ from reviews.index import (
     update_index,
 )
 from reviews.index.axes_compute import (
-    clearing_steps,
     compute_api_contract,
     compute_test_gap,
     contract_file,

@@ -72,13 +72,13 @@ from django.core.management import call_command  # noqa: E402
 
 from reviews.domain.types import ACTIVE_STATUSES  # noqa: E402
 from reviews.models import ReviewerStream, ReviewNode  # noqa: E402
-from reviews.pipeline import reviewing, stages  # noqa: E402
+from reviews.pipeline import inputs, reviewer_runs, stages  # noqa: E402
 from reviews.pipeline.runner import run_inline  # noqa: E402
 from reviews.services import codeindex  # noqa: E402
 from reviews.services.requests import review_request  # noqa: E402
 from reviews.sources.diffs import parse_unified_diff  # noqa: E402
 from tests.bench.scratch_git import git  # noqa: E402
-from workspaces.models import Repository  # noqa: E402
+from workspaces.models import Repository, workspace_model_configured  # noqa: E402
 from workspaces.services import resolve_local_repository, workspace_create  # noqa: E402
 
 DEFAULT_PACKAGES = ("django", "pydantic", "httpx", "click", "attrs", "requests", "werkzeug")
@@ -192,8 +192,8 @@ class Timings:
         return timed
 
     def install(self) -> None:
-        for key, analyzer in list(reviewing.ANALYZERS.items()):
-            reviewing.ANALYZERS[key] = dataclasses.replace(
+        for key, analyzer in list(reviewer_runs.ANALYZERS.items()):
+            reviewer_runs.ANALYZERS[key] = dataclasses.replace(
                 analyzer, run=self.wrap(f"analyzer:{key}", analyzer.run)
             )
         for name in ("round_cohorts", "api_contract", "test_gap"):
@@ -201,10 +201,10 @@ class Timings:
         for name in ("round_consolidate", "round_finalise", "redact_diff", "classify_change"):
             setattr(stages, name, self.wrap(name, getattr(stages, name)))
         for name in ("fetch_diff", "round_worktree_ready"):
-            setattr(reviewing, name, self.wrap(name, getattr(reviewing, name)))
+            setattr(inputs, name, self.wrap(name, getattr(inputs, name)))
         stages.INLINE = {k: self.wrap(f"stage:{k}", v) for k, v in stages.INLINE.items()}
         stages.STEP_RUNNERS = {k: self.wrap(f"step:{k}", v) for k, v in stages.STEP_RUNNERS.items()}
-        reviewing.node_record = self.wrap("node_record", reviewing.node_record)
+        reviewer_runs.node_record = self.wrap("node_record", reviewer_runs.node_record)
 
     def summary(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -346,7 +346,7 @@ def main() -> None:
     repository = Repository.objects.create(
         workspace=workspace, kind="local", local_path=str(resolved)
     )
-    assert not reviewing.model_configured(workspace), "a model is configured: offline only"
+    assert not workspace_model_configured(workspace), "a model is configured: offline only"
 
     timings = Timings()
     timings.install()

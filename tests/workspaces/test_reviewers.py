@@ -140,3 +140,32 @@ def test_it_creates_and_deletes_a_custom_reviewer_but_never_a_builtin(workspace,
         AuditEvent.objects.filter(action__startswith="reviewers.").values_list("action", flat=True)
     )
     assert actions == ["reviewers.created", "reviewers.deleted"]
+
+
+def test_the_model_a_reviewer_runs_on_is_decided_in_one_place(workspace, settings):
+    """Its own settings over the server's, field by field; what the settings page calls its
+    model is what the pipeline runs (workspaces/models.py `reviewer_model`)."""
+    from workspaces.models import reviewer_model, workspace_model_configured
+    from workspaces.rules import ModelChoice
+
+    settings.QUORUM_LLM_PROVIDER, settings.QUORUM_LLM_MODEL = "openai", "server-model"
+    settings.QUORUM_LLM_BASE_URL = "https://llm.example/v1"
+    config = ReviewerConfig.objects.get(workspace=workspace, key="quality")
+    assert reviewer_model(None) == ModelChoice("openai", "server-model", "https://llm.example/v1")
+    assert config.effective_model() == "openai:server-model"
+    config.model_provider, config.model_name = "anthropic", "claude-x"
+    config.api_key_env = "QUALITY_KEY"
+    assert reviewer_model(config) == ModelChoice(
+        "anthropic", "claude-x", "https://llm.example/v1", "QUALITY_KEY"
+    )
+    assert config.effective_model() == "anthropic:claude-x"
+    # A reviewer naming only a model keeps the server's provider, and runs on that pair.
+    config.model_provider = ""
+    assert config.effective_model() == "openai:claude-x"
+    assert workspace_model_configured(workspace)
+
+    settings.QUORUM_LLM_PROVIDER = settings.QUORUM_LLM_MODEL = ""
+    assert reviewer_model(None) is None and config.effective_model() == ""
+    assert not workspace_model_configured(workspace)
+    ReviewerConfig.objects.filter(pk=config.pk).update(model_provider="openai", model_name="m")
+    assert workspace_model_configured(workspace)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from reviews.domain.axes import (
     AnalyzerRun,
     axis_floor,
+    deterministic_axes,
     deterministic_axis_result,
     gating_axes,
     token_axes,
@@ -160,3 +161,34 @@ def test_analyzers_only_ever_add_coverage(coverage, priorities, runs) -> None:
             assert result is without[axis]
         if without[axis] is not AxisResult.UNAVAILABLE:
             assert result is not AxisResult.UNAVAILABLE
+
+
+SUBMITTABLE = [AxisName.VISUAL.value, AxisName.PERFORMANCE.value, AxisName.API_CONTRACT.value]
+
+
+@given(st.sets(st.sampled_from(SUBMITTABLE)), st.booleans())
+def test_deterministic_axes_never_pass_from_nothing_and_never_replace_a_submission(
+    submitted: set[str], fast_exit: bool
+) -> None:
+    out = deterministic_axes(submitted=submitted, fast_exit=fast_exit)
+    axes = [axis for axis, _, _ in out]
+    assert len(axes) == len(set(axes))
+    assert not set(axes) & {AxisName(a) for a in submitted}  # a submitted result stays
+    assert set(axes) | {AxisName(a) for a in submitted} == {AxisName(a) for a in SUBMITTABLE}
+    for axis, result, details in out:
+        assert details["reason"]
+        if result is AxisResult.PASS:
+            # Only a docs-only or formatting-only change passes, and only the API contract.
+            assert fast_exit and axis is AxisName.API_CONTRACT
+        else:
+            assert result is AxisResult.UNAVAILABLE
+            assert details["to_clear"]  # says what would clear the gate
+
+
+def test_a_fast_exit_passes_the_api_contract_only() -> None:
+    out = {axis: result for axis, result, _ in deterministic_axes(submitted=(), fast_exit=True)}
+    assert out == {
+        AxisName.API_CONTRACT: AxisResult.PASS,
+        AxisName.VISUAL: AxisResult.UNAVAILABLE,
+        AxisName.PERFORMANCE: AxisResult.UNAVAILABLE,
+    }

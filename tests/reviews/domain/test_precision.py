@@ -17,7 +17,7 @@ from reviews.domain.precision import (
     live_secret,
 )
 from reviews.domain.types import Priority
-from reviews.pipeline.reviewing import ANALYZERS
+from reviews.pipeline.reviewer_runs import ANALYZERS
 
 
 def test_the_analyzer_identities_are_the_registered_analyzers() -> None:

@@ -1,0 +1,106 @@
+"""What a reviewer and a verification lens are told: the brief (change map, changed files,
+the diff), the memory of earlier decisions, and the finding a lens judges. Everything that
+came from the pull request is fenced as untrusted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reviews.agents.untrusted import untrusted_block
+from reviews.domain import types as t
+from reviews.domain.briefs import build_brief
+from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
+from reviews.pipeline.inputs import file_text
+from reviews.sources.diffs import ChangedFile
+
+MAX_DIFF_CHARS = 120_000
+
+
+def reviewer_brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed: bool) -> str:
+    review_round = stream.round
+    pr = review_round.space.pull_request
+    listed = files[:10] if narrowed else files
+    summaries = {
+        f.path: f"{f.status}, +{f.additions} −{f.deletions}"
+        + (" (not shown: binary or too large)" if f.not_for_models else "")
+        for f in listed
+    }
+    dimension = (
+        t.Dimension(stream.dimension)
+        if stream.dimension in t.Dimension.__members__.values()
+        else t.Dimension.QUALITY
+    )
+    brief = build_brief(
+        map_pointers=change_map_pointers(review_round, dimension),
+        reviewer=t.ReviewerSpec(dimension),
+        what_changed=f"Pull request {pr}: {pr.title}",
+        original_request=review_round.original_request or None,
+        changed_files=summaries,
+        out_of_scope=[
+            "Style preferences with no functional effect beyond a P3 note.",
+            "Code the change does not touch, unless the change makes it wrong.",
+        ],
+    )
+    diff_text = "".join(
+        f"diff --git a/{f.old_path or f.path} b/{f.path}\n" + "".join(h.text for h in f.hunks)
+        for f in listed
+        if not f.not_for_models
+    )[:MAX_DIFF_CHARS]
+    parts = [brief]
+    if pr.body:
+        parts.append(untrusted_block(pr.body, label="pull_request_description"))
+    parts.append(untrusted_block(diff_text, label="diff"))
+    return "\n\n".join(parts)
+
+
+def change_map_pointers(review_round: ReviewRound, dimension: t.Dimension) -> list[str]:
+    """The shared change map (§3.10), as anchors a finding may cite in `map_anchor`."""
+    stats = review_round.stats or {}
+    pointers = []
+    for cohort in stats.get("cohorts", [])[:12]:
+        radius = cohort.get("blast_radius")
+        reach = f", {radius['definitions']} dependent definitions" if radius else ""
+        symbols = ", ".join(cohort.get("symbols", [])[:6]) or ", ".join(cohort.get("paths", [])[:4])
+        pointers.append(f"map:{cohort['key'][:8]} — {cohort['label']}{reach}: {symbols}")
+    risks = stats.get("classification", {}).get("risks", [])
+    if dimension in (t.Dimension.SECURITY, t.Dimension.ARCHITECTURE, t.Dimension.IMPLEMENTATION):
+        for i, risk in enumerate(risks[:12]):
+            pointers.append(
+                f"map:risk-{i} — high-risk pattern {risk['pattern']} at {risk['where']}"
+            )
+    return pointers
+
+
+def memory_hints(stream: ReviewerStream) -> list[str]:
+    space = stream.round.space
+    facts = MemoryFact.objects.filter(
+        workspace_id=space.workspace_id, repository_id=space.pull_request.repository_id
+    ).order_by("-created_at")[:20]
+    return [f.statement for f in facts]
+
+
+def finding_prompt(node: ReviewNode, root: Path) -> str:
+    lines = file_text(root)(node.path) if node.path else None
+    excerpt = ""
+    if lines and node.start_line:
+        lo, hi = (
+            max(node.start_line - 10, 1),
+            min((node.end_line or node.start_line) + 10, len(lines)),
+        )
+        excerpt = "\n".join(f"{i:>5}  {lines[i - 1]}" for i in range(lo, hi + 1))
+    finding = {
+        "title": node.title,
+        "type": node.type,
+        "priority": node.priority,
+        "category": node.category,
+        "where": f"{node.path}:{node.start_line}-{node.end_line}" if node.path else "whole change",
+        "body": node.body,
+    }
+    parts = [
+        "The finding to judge (written by another reviewer):",
+        untrusted_block(json.dumps(finding, indent=2), label="finding"),
+    ]
+    if excerpt:
+        parts.append(untrusted_block(excerpt, label=f"code {node.path}"))
+    return "\n\n".join(parts)
