@@ -1,6 +1,7 @@
 """The approval rules as a pure state machine. No Django here.
 
-pending → approved | denied | expired | cancelled; approved → executing → executed | failed.
+pending → approved | denied | expired | cancelled; approved → executing → executed | failed;
+approved → expired | cancelled | failed (refused before it ran). `TRANSITIONS` is the table.
 - the requester never approves their own request;
 - an approver must hold the approver role (or admin/owner) when deciding;
 - a request past its expiry, or whose pull request moved to a new head, never executes;
@@ -30,6 +31,22 @@ class Status(StrEnum):
 TERMINAL = frozenset(
     {Status.DENIED, Status.EXPIRED, Status.CANCELLED, Status.EXECUTED, Status.FAILED}
 )
+
+#: status → the statuses it may move to; the one writer (guardrails/services.py
+#: `approval_transition`) refuses every other move. A pending request stays pending while it
+#: collects approvals; an approved one fails without executing when its checks refuse it.
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    Status.PENDING: frozenset(
+        {Status.PENDING, Status.APPROVED, Status.DENIED, Status.EXPIRED, Status.CANCELLED}
+    ),
+    Status.APPROVED: frozenset({Status.EXECUTING, Status.EXPIRED, Status.CANCELLED, Status.FAILED}),
+    Status.EXECUTING: frozenset({Status.EXECUTED, Status.FAILED}),
+    **{status: frozenset() for status in TERMINAL},
+}
+
+
+def may_move(old: str, new: str) -> bool:
+    return Status(new) in TRANSITIONS[Status(old)]
 
 
 class Policy(StrEnum):

@@ -277,7 +277,7 @@ def approval_decide(
             rules.expire(machine, now=now).status is rules.Status.EXPIRED
             and machine.status is not rules.Status.EXPIRED
         ):
-            _set_status(locked, rules.Status.EXPIRED, "approval.expired", SYSTEM)
+            approval_transition(locked, rules.Status.EXPIRED, "approval.expired", SYSTEM)
             error = "The request has expired."
         else:
             try:
@@ -303,7 +303,7 @@ def approval_decide(
                 error = "You already decided on this request."
             else:
                 locked.decided_at = now
-                _set_status(
+                approval_transition(
                     locked,
                     after.status,
                     _DECISION_AUDIT.get(after.status, "approval.recorded"),
@@ -335,16 +335,25 @@ _DECISION_AUDIT = {
 }
 
 
-def _set_status(
+def approval_transition(
     request: ApprovalRequest,
     status: rules.Status,
-    audit_action: str,
-    actor: Actor,
+    audit_action: str | None,
+    actor: Actor | None,
     http_request: Any = None,
     **extra: Any,
 ) -> None:
+    """The only writer of ApprovalRequest.status, called with the row locked (or, sweeping,
+    with the status just read). Raises ApprovalError unless the table in guardrails/rules.py
+    allows the move; saves the decision and execution columns the caller set with it, then
+    audits it as `audit_action` and tells the requester once the transaction commits.
+    `audit_action` None: an internal step (approved → executing) nobody is told about."""
+    if not rules.may_move(request.status, status):
+        raise rules.ApprovalError(f"A {request.status} request cannot become {status.value}.")
     request.status = status.value
     request.save(update_fields=["status", "decided_at", "executed_at", "result", "error"])
+    if audit_action is None:
+        return
     _audit(request, audit_action, actor, http_request, **extra)
     transaction.on_commit(lambda: _notify(request, status.value))
 
@@ -417,7 +426,7 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
         except rules.ApprovalError as exc:
             expired = now >= locked.expires_at
             locked.error = str(exc)
-            _set_status(
+            approval_transition(
                 locked,
                 rules.Status.EXPIRED if expired else rules.Status.FAILED,
                 "approval.expired" if expired else "approval.failed",
@@ -425,14 +434,13 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
                 reason=str(exc),
             )
             return locked
-        locked.status = rules.Status.EXECUTING.value
-        locked.save(update_fields=["status"])
+        approval_transition(locked, rules.Status.EXECUTING, None, None)
     # Outside the lock: the checks below call GitHub. Nobody else can start: we are executing.
     refusal = _binding_error(locked, spec) or _stale_reason(spec, locked.payload, locked.head_sha)
     if refusal is not None:
         with transaction.atomic():
             locked.error, locked.executed_at = refusal, timezone.now()
-            _set_status(
+            approval_transition(
                 locked, rules.Status.FAILED, "approval.refused_at_execution", SYSTEM, reason=refusal
             )
         return locked
@@ -442,7 +450,7 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
         log.warning("approved request %s did not execute: %s", request_id, exc)
         with transaction.atomic():
             locked.error, locked.executed_at = str(exc)[:2000], timezone.now()
-            _set_status(
+            approval_transition(
                 locked, rules.Status.FAILED, "approval.failed", SYSTEM, error=str(exc)[:500]
             )
         return locked
@@ -451,7 +459,7 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
         approvers = list(
             locked.decisions.filter(decision="approve").values_list("approver__email", flat=True)
         )
-        _set_status(
+        approval_transition(
             locked,
             rules.Status.EXECUTED,
             f"{locked.action_class}.executed",
@@ -477,7 +485,7 @@ def approval_withdraw(
         except rules.ApprovalError as exc:
             raise RuleError(str(exc)) from exc
         locked.decided_at = timezone.now()
-        _set_status(
+        approval_transition(
             locked, rules.Status.CANCELLED, "approval.withdrawn", Actor.of(actor), http_request
         )
     return locked
@@ -497,7 +505,7 @@ def approvals_cancel_for(
     ):
         request.decided_at = timezone.now()
         request.error = why[:2000]
-        _set_status(request, rules.Status.CANCELLED, "approval.cancelled", Actor.of(actor))
+        approval_transition(request, rules.Status.CANCELLED, "approval.cancelled", Actor.of(actor))
         cancelled += 1
     return cancelled
 
@@ -509,7 +517,7 @@ def approvals_expire_due() -> int:
         status__in=[rules.Status.PENDING, rules.Status.APPROVED], expires_at__lte=now
     ).select_related("workspace", "requester"):
         with transaction.atomic():
-            _set_status(request, rules.Status.EXPIRED, "approval.expired", SYSTEM)
+            approval_transition(request, rules.Status.EXPIRED, "approval.expired", SYSTEM)
             expired += 1
     return expired
 

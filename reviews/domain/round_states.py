@@ -1,7 +1,7 @@
 """A review round's own states and the moves between them.
 
 One table says which moves are allowed; the one service that writes `ReviewRound.state`
-(reviews/services/rounds.py `round_state_set`) refuses every other move, so a cancelled round
+(reviews/services/rounds.py `round_transition`) refuses every other move, so a cancelled round
 never comes back as finished and a finished one is never cancelled.
 
     queued (pending) → running → finished

@@ -19,6 +19,28 @@ class TicketStatus(StrEnum):
     CREATED = "created"
 
 
+#: status → the statuses it may move to; the one writer (reviews/services/notes.py
+#: `ticket_transition`) refuses every other move. An issue may be filed straight from a
+#: proposed ticket (the policy allows it) or once its request is approved; a request that
+#: ended without filing leaves the ticket requested, to be asked for again or dismissed.
+TRANSITIONS: dict[TicketStatus, frozenset[TicketStatus]] = {
+    TicketStatus.OPEN: frozenset(
+        {TicketStatus.REQUESTED, TicketStatus.CREATED, TicketStatus.DISMISSED}
+    ),
+    TicketStatus.REQUESTED: frozenset(
+        {TicketStatus.REQUESTED, TicketStatus.CREATED, TicketStatus.DISMISSED}
+    ),
+    TicketStatus.CREATED: frozenset(),
+    TicketStatus.DISMISSED: frozenset(),
+}
+
+
+def sources_of(new: str) -> frozenset[TicketStatus]:
+    """Every status from which a ticket may move to `new` (the writer's compare-and-set)."""
+    target = TicketStatus(new)
+    return frozenset(s for s, targets in TRANSITIONS.items() if target in targets)
+
+
 #: Approval states in which an issue request may still file the issue.
 REQUEST_OPEN = frozenset({"pending", "approved", "executing"})
 

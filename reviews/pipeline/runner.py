@@ -19,18 +19,20 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
+from typing import Any
 
 from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from reviews.domain.step_states import StepState, sources_of
 from reviews.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
-from reviews.services.rounds import round_state_set
+from reviews.services.rounds import round_transition
 
 log = logging.getLogger(__name__)
 
@@ -176,14 +178,13 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
     if following is None:
         return False
     # Conditional: a round superseded or cancelled since it was read keeps that state.
-    if not round_state_set(review_round, ReviewRound.State.RUNNING):
+    if not round_transition(review_round, ReviewRound.State.RUNNING):
         return False
     if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
         stage=following.name
     ):
         return False
     review_round.stage = following.name
-    review_round.state = ReviewRound.State.RUNNING
     emit(review_round.space_id, "review.stage", stage=following.name)
     if following.kind == "inline":
         return _run_inline(review_round, following)
@@ -229,13 +230,22 @@ def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) 
     for step in stale:
         # updated_at restarts the clock: a step waiting behind others in the queue is sent again
         # once per lease, not on every look.
-        PipelineStep.objects.filter(pk=step.pk, state=step.state).update(
-            state=PipelineStep.State.PENDING, updated_at=now
-        )
+        step_transition(step.pk, StepState.PENDING, Q(state=step.state), updated_at=now)
         dispatch("step", step.pk)
 
 
 # -- steps ----------------------------------------------------------------------------------
+
+
+def step_transition(step_id: int, to: StepState, claim: Q, **fields: Any) -> int:
+    """The only writer of PipelineStep.state: moves the step to `to` if the table in
+    reviews/domain/step_states.py allows it from the state it is in now and `claim` (the
+    attempt or lease the caller holds) still matches, with the columns that go with the move.
+    Returns the number of steps moved (0 or 1)."""
+    sources = [s.value for s in sources_of(to)]
+    return PipelineStep.objects.filter(claim, pk=step_id, state__in=sources).update(
+        state=to.value, **fields
+    )
 
 
 def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
@@ -284,15 +294,13 @@ def run_step_surviving(step_id: int, *, dispatch: Dispatch = celery_dispatch) ->
 def _claim_step(step_id: int) -> int | None:
     """Take the step; the attempt number is the claim's token."""
     now = timezone.now()
-    claimed = (
-        PipelineStep.objects.filter(pk=step_id)
-        .filter(
-            Q(state=PipelineStep.State.PENDING)
-            | Q(state=PipelineStep.State.RUNNING, lease_until__lt=now)
-        )
-        .update(
-            state=PipelineStep.State.RUNNING, attempts=F("attempts") + 1, lease_until=now + _lease()
-        )
+    claimed = step_transition(
+        step_id,
+        StepState.RUNNING,
+        Q(state=PipelineStep.State.PENDING)
+        | Q(state=PipelineStep.State.RUNNING, lease_until__lt=now),
+        attempts=F("attempts") + 1,
+        lease_until=now + _lease(),
     )
     if claimed != 1:
         return None
@@ -309,9 +317,13 @@ def _release_step(step_id: int, attempt: int) -> None:
     """Hand the claim back so a retry (here or on another worker) can take it at once."""
     try:
         retry_db(
-            lambda: PipelineStep.objects.filter(
-                pk=step_id, state=PipelineStep.State.RUNNING, attempts=attempt
-            ).update(state=PipelineStep.State.PENDING, lease_until=None, updated_at=timezone.now()),
+            lambda: step_transition(
+                step_id,
+                StepState.PENDING,
+                Q(state=PipelineStep.State.RUNNING, attempts=attempt),
+                lease_until=None,
+                updated_at=timezone.now(),
+            ),
             what=f"releasing step {step_id}",
             delays=(0.5, 1.0, 2.0),
         )
@@ -354,9 +366,14 @@ def _finish(
 
     def write() -> int:
         with transaction.atomic():
-            return PipelineStep.objects.filter(
-                pk=step.pk, state=PipelineStep.State.RUNNING, attempts=attempt
-            ).update(state=state, error=error[:2000], result=result or {}, lease_until=None)
+            return step_transition(
+                step.pk,
+                StepState(state),
+                Q(state=PipelineStep.State.RUNNING, attempts=attempt),
+                error=error[:2000],
+                result=result or {},
+                lease_until=None,
+            )
 
     if retry_db(write, what=f"finishing step {step.pk}") == 1:
         return True

@@ -57,10 +57,10 @@ def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
 
 
 def round_fail(review_round: ReviewRound, message: str) -> None:
-    from reviews.services.rounds import round_state_set
+    from reviews.services.rounds import round_transition
 
     # Only an open round fails: a superseded or cancelled one keeps the state that ended it.
-    if not round_state_set(review_round, ReviewRound.State.FAILED, error=message):
+    if not round_transition(review_round, ReviewRound.State.FAILED, error=message):
         return
     from reviews.events import emit
 
@@ -401,13 +401,13 @@ def finalise(review_round: ReviewRound) -> None:
         ],
     }
     review_round.save(update_fields=["stats"])
-    from reviews.services.rounds import round_state_set
+    from reviews.services.rounds import round_transition
 
     with transaction.atomic():
         # Finished only from running (reviews/domain/round_states.py): a round superseded by a
         # push (or cancelled) while it ran gets no verdict and keeps its state; the round that
         # replaced it decides.
-        if not round_state_set(review_round, ReviewRound.State.FINISHED):
+        if not round_transition(review_round, ReviewRound.State.FINISHED):
             review_round.refresh_from_db(fields=["state"])
             return
         round_finalise(review_round=review_round)

@@ -143,13 +143,17 @@ def _locked(node: ReviewNode) -> ReviewNode:
     )
 
 
-def _set_status(
+def node_transition(
     node: ReviewNode, status: NodeStatus, *, reason: str = "", follow: bool = True
 ) -> bool:
-    """The one write of a node's status. The round's verdict follows in the same transaction
-    (`follow=False`: the caller calls `_follow` itself, after its own audit event)."""
+    """The only writer of ReviewNode.status, called with the node's row locked. Raises
+    TransitionError unless the status ladder (reviews/domain/consensus.py) allows the move;
+    staying in the same status writes nothing and returns False. The round's verdict follows
+    in the same transaction (`follow=False`: the caller calls `_follow` itself, after its own
+    audit event)."""
     if node.status == status.value:
         return False
+    consensus.check_transition(NodeStatus(node.status), status)
     before = node.status
     node.status = status.value
     node.save(update_fields=["status", "updated_at"])
@@ -184,7 +188,7 @@ def node_confirm(
         NodeConfirmation.objects.get_or_create(
             node=locked, agent=by_agent, lens=lens, defaults={"verdict": "real", "reason": reason}
         )
-        _set_status(locked, new_status, reason=f"confirmed by {by_agent}")
+        node_transition(locked, new_status, reason=f"confirmed by {by_agent}")
     return locked
 
 
@@ -222,7 +226,7 @@ def _person_action(
                 lens=NodeConfirmation.Lens.PEER,
                 defaults={"verdict": "real", "reason": reason},
             )
-        _set_status(locked, new_status, follow=False)
+        node_transition(locked, new_status, follow=False)
         space = locked.space
         if action is consensus.Action.DISMISS:
             fact = consensus.suppression_fact_for_dismissal(
@@ -317,7 +321,7 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
                 defaults={"verdict": verdict.value, "reason": reason},
             )
             if verdict is LensVerdict.REAL and locked.status == NodeStatus.OPEN:
-                _set_status(
+                node_transition(
                     locked,
                     consensus.confirm(
                         status=NodeStatus(locked.status),
@@ -344,8 +348,7 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
             fields += ["priority", "severity"]
         locked.save(update_fields=fields)
         if outcome.status is PanelStatus.FILTERED:
-            consensus.check_transition(NodeStatus(locked.status), NodeStatus.DISMISSED)
-            _set_status(locked, NodeStatus.DISMISSED)
+            node_transition(locked, NodeStatus.DISMISSED)
     return outcome
 
 

@@ -20,6 +20,7 @@ from config.safeurl import web_url_or_blank
 from guardrails.audit import Actor, Target, audit_record
 from reviews.agents.redaction import redact_text
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
+from reviews.domain.tickets import sources_of as ticket_sources_of
 from reviews.events import emit
 from reviews.models import ReviewerStream, ReviewerTicket
 
@@ -35,6 +36,25 @@ LOCAL_REPOSITORY = (
 
 class TicketError(Exception):
     """The ticket cannot be changed that way now; the message says why."""
+
+
+# -- a ticket's status ---------------------------------------------------------------------------
+
+
+def ticket_transition(ticket: ReviewerTicket, to: TicketStatus, **fields: Any) -> bool:
+    """The only writer of ReviewerTicket.status: moves the ticket to `to` if the table in
+    reviews/domain/tickets.py allows it from the status it has now (compare-and-set), with the
+    columns that go with the move. Returns False, changing nothing, when it is not allowed;
+    the instance is updated when it moved."""
+    moved = ReviewerTicket.objects.filter(
+        pk=ticket.pk, status__in=[s.value for s in ticket_sources_of(to)]
+    ).update(status=to.value, **fields)
+    if not moved:
+        return False
+    ticket.status = to.value
+    for name, value in fields.items():
+        setattr(ticket, name, value)
+    return True
 
 
 # -- what reviewers leave ------------------------------------------------------------------------
@@ -137,11 +157,13 @@ def ticket_dismiss(
         locked = _locked(ticket)
         if not _state(locked).may_dismiss:
             raise TicketError(f"This ticket cannot be dismissed: it is {_state(locked).label}.")
-        locked.status = TicketStatus.DISMISSED
-        locked.decided_by = user
-        locked.decided_at = timezone.now()
-        locked.reason = reason
-        locked.save(update_fields=["status", "decided_by", "decided_at", "reason"])
+        ticket_transition(
+            locked,
+            TicketStatus.DISMISSED,
+            decided_by=user,
+            decided_at=timezone.now(),
+            reason=reason,
+        )
         space = locked.round.space
         audit_record(
             action="ticket.dismissed",
@@ -245,9 +267,7 @@ def ticket_issue_request(
             http_request=http_request,
         )
         if result.outcome == "pending" and result.request is not None:
-            ReviewerTicket.objects.filter(pk=locked.pk).exclude(
-                status__in=[TicketStatus.CREATED, TicketStatus.DISMISSED]
-            ).update(status=TicketStatus.REQUESTED, approval_request=result.request)
+            ticket_transition(locked, TicketStatus.REQUESTED, approval_request=result.request)
             emit(space.pk, "review.ticket", ticket=locked.pk, status=TicketStatus.REQUESTED)
     return result
 
@@ -290,14 +310,14 @@ def ticket_issue_execute(payload: dict[str, Any], requester: Any) -> dict[str, A
                     f"check the issues of {repository} before asking again."
                 ) from exc
             raise RuntimeError(f"GitHub refused the issue: {exc}") from exc
-        ticket.status = TicketStatus.CREATED
-        ticket.issue_number = int(issue["number"])
-        # GitHub's answer is still input: the URL becomes a link on our pages.
-        ticket.issue_url = web_url_or_blank(str(issue.get("html_url") or ""))[:500]
-        ticket.decided_by = requester if getattr(requester, "pk", None) else None
-        ticket.decided_at = timezone.now()
-        ticket.save(
-            update_fields=["status", "issue_number", "issue_url", "decided_by", "decided_at"]
+        ticket_transition(
+            ticket,
+            TicketStatus.CREATED,
+            issue_number=int(issue["number"]),
+            # GitHub's answer is still input: the URL becomes a link on our pages.
+            issue_url=web_url_or_blank(str(issue.get("html_url") or ""))[:500],
+            decided_by=requester if getattr(requester, "pk", None) else None,
+            decided_at=timezone.now(),
         )
         emit(ticket.round.space_id, "review.ticket", ticket=ticket.pk, status=ticket.status)
     return _issue_result(ticket)

@@ -16,9 +16,11 @@ from reviews.domain.round_states import (
     sources_of,
     state_label,
 )
+from reviews.domain.stream_states import StreamState
 from reviews.events import emit
 from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
 from reviews.services.spaces import space_status_refresh
+from reviews.services.streams import stream_transition
 from reviews.services.verdicts import axis_record, verdict_follow
 
 SUBMITTABLE_AXES = (t.AxisName.VISUAL, t.AxisName.PERFORMANCE, t.AxisName.API_CONTRACT)
@@ -43,14 +45,15 @@ def _audit(
     )
 
 
-def round_state_set(
+def round_transition(
     review_round: ReviewRound, to: RoundState | str, *, error: str | None = None
 ) -> bool:
     """The only writer of ReviewRound.state. Moves the round to `to` if the table in
     reviews/domain/round_states.py allows it from the state it is in NOW (compare-and-set, so
     a cancel and a finishing pipeline cannot both win), stamps `finished_at` on a terminal
     state, and lets the space's status follow. Returns False, changing nothing, when the move
-    is not allowed (the round ended meanwhile); True when the round is in `to` afterwards."""
+    is not allowed (the round ended meanwhile); True when the round is in `to` afterwards, and
+    then `review_round` says so too."""
     to = RoundState(to)
     fields: dict[str, Any] = {"state": to.value}
     if to.terminal:
@@ -66,10 +69,13 @@ def round_state_set(
         if not moved:
             # Only staying in a non-terminal state (the next stage of a running round) is a
             # success without a write.
-            return (
+            stays = (
                 not to.terminal
                 and ReviewRound.objects.filter(pk=review_round.pk, state=to.value).exists()
             )
+            if stays:
+                review_round.state = to.value
+            return stays
         space_status_refresh(space=review_round.space_id)
     for name, value in fields.items():
         setattr(review_round, name, value)
@@ -83,7 +89,7 @@ def round_cancel(
     with transaction.atomic():
         who = getattr(actor, "email", "") or getattr(actor, "label", "") or "a person"
         error = reason or f"Cancelled by {who}."
-        if not round_state_set(review_round, RoundState.CANCELLED, error=error):
+        if not round_transition(review_round, RoundState.CANCELLED, error=error):
             current = ReviewRound.objects.get(pk=review_round.pk).state
             raise RoundError(
                 f"Round {review_round.number} is {state_label(current).lower()}: nothing to cancel."
@@ -161,9 +167,7 @@ def round_supply_request(
             dimension=t.Dimension.REQUIREMENTS, state=ReviewerStream.State.SKIPPED
         ).first()
         if stream is not None:
-            ReviewerStream.objects.filter(pk=stream.pk).update(
-                state=ReviewerStream.State.PENDING, error=""
-            )
+            stream_transition(stream, StreamState.PENDING, error="")
         _audit(review_round, actor, "review.request_supplied", request, rerun=stream is not None)
         verdict_follow(
             review_round=review_round,

@@ -152,9 +152,9 @@ def round_start(
             return latest
         superseded = latest if latest is not None and latest.state in open_states else None
         if superseded is not None:
-            from reviews.services.rounds import round_state_set
+            from reviews.services.rounds import round_transition
 
-            if round_state_set(latest, ReviewRound.State.SUPERSEDED):
+            if round_transition(latest, ReviewRound.State.SUPERSEDED):
                 worktrees_release_after_commit(space_id=locked.pk, round_numbers=[latest.number])
             else:  # it ended on its own meanwhile: nothing was superseded
                 superseded = None

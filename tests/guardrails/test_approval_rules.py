@@ -27,6 +27,7 @@ class ApprovalMachine(RuleBasedStateMachine):
         self.head = "a" * 40
         self.eligible_approvals: set[int] = set()
         self.executed_at: list[tuple[datetime, str]] = []
+        self.seen = self.approval.status
 
     @rule(user=USERS, role=ROLES)
     def approve(self, user, role):
@@ -61,7 +62,17 @@ class ApprovalMachine(RuleBasedStateMachine):
         except rules.ApprovalError:
             return
         self.executed_at.append((self.now, self.head))
-        self.approval = rules.executed(self.approval, ok=True)
+        executing = rules.start_execution(self.approval)
+        assert rules.may_move(self.approval.status, executing.status)
+        self.approval = rules.executed(executing, ok=True)
+        self.seen = executing.status
+
+    @invariant()
+    def every_move_is_in_the_table(self):
+        """What the rules do, the one writer's table allows (guardrails/services.py)."""
+        if self.approval.status is not self.seen:
+            assert rules.may_move(self.seen, self.approval.status), (self.seen, self.approval)
+        self.seen = self.approval.status
 
     @invariant()
     def never_self_approved(self):
@@ -164,3 +175,27 @@ def test_only_the_requester_withdraws_and_only_an_open_request(status, who):
         assert not allowed
     else:
         assert allowed and after.status is rules.Status.CANCELLED
+
+
+STATUSES = st.sampled_from(list(rules.Status))
+
+
+def test_the_table_covers_the_model_statuses() -> None:
+    from guardrails.models import ApprovalRequest
+
+    assert set(rules.TRANSITIONS) == set(rules.Status)
+    assert {s.value for s in rules.Status} == {
+        v for v, _ in ApprovalRequest._meta.get_field("status").choices
+    }
+
+
+@given(STATUSES, STATUSES)
+def test_a_terminal_status_never_changes_and_only_an_approved_request_executes(old, new):
+    if old in rules.TERMINAL:
+        assert not rules.may_move(old, new)
+    if new is rules.Status.EXECUTING and rules.may_move(old, new):
+        assert old is rules.Status.APPROVED
+    if new is rules.Status.EXECUTED and rules.may_move(old, new):
+        assert old is rules.Status.EXECUTING
+    if new is rules.Status.APPROVED and rules.may_move(old, new):
+        assert old is rules.Status.PENDING

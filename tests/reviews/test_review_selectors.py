@@ -89,9 +89,9 @@ def test_the_page_carries_delta_disagreements_and_the_display_split(review_facto
     assert [v.priority for v in page.display.grouped_below] == ["P3"]
 
     # The delta compares with the last FINISHED round of a different head.
-    from reviews.services.rounds import round_state_set
+    from reviews.services.rounds import round_transition
 
-    assert round_state_set(review_round, "running") and round_state_set(review_round, "finished")
+    assert round_transition(review_round, "running") and round_transition(review_round, "finished")
     next_round = round_start(space=review_round.space, head_sha="e" * 40, tier="light")
     impl2 = stream_factory(next_round, "implementation")
     node_record(stream=impl2, payload=node_payload(priority="P0", type="bug", anchor=anchor))

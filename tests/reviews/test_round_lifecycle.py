@@ -12,7 +12,7 @@ from django.test import Client
 from guardrails.models import AuditEvent
 from reviews.models import ReviewNode, ReviewRound, ReviewSpace
 from reviews.sample_repo import create_sample_repository
-from reviews.services.rounds import RoundError, round_cancel, round_rerun, round_state_set
+from reviews.services.rounds import RoundError, round_cancel, round_rerun, round_transition
 from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -154,11 +154,11 @@ def test_cancel_and_rerun_keep_the_last_verdict_and_say_same_head(
 
 def test_the_finishing_pipeline_never_overwrites_a_cancel(review_factory, alice):
     review_round = review_factory()
-    assert round_state_set(review_round, "running")
-    assert round_state_set(review_round, "running")  # the next stage: stays running
+    assert round_transition(review_round, "running")
+    assert round_transition(review_round, "running")  # the next stage: stays running
     round_cancel(review_round=review_round, actor=alice)
-    assert not round_state_set(review_round, "finished")
-    assert not round_state_set(review_round, "failed", error="late failure")
+    assert not round_transition(review_round, "finished")
+    assert not round_transition(review_round, "failed", error="late failure")
     review_round.refresh_from_db()
     assert (review_round.state, review_round.error) == ("cancelled", f"Cancelled by {alice.email}.")
     review_round.space.refresh_from_db()
@@ -172,8 +172,8 @@ def test_rerun_refuses_what_it_cannot_rerun(review_factory, alice, settings):
     review_round = review_factory()
     with pytest.raises(RoundError, match="only a failed or cancelled round is re-run"):
         round_rerun(review_round=review_round, actor=alice)
-    round_state_set(review_round, "running")
-    round_state_set(review_round, "failed", error="The prepare stage failed: boom")
+    round_transition(review_round, "running")
+    round_transition(review_round, "failed", error="The prepare stage failed: boom")
     review_round.space.refresh_from_db()
     assert review_round.space.status == "failed"
     from reviews.services.spaces import round_start
@@ -223,7 +223,7 @@ def test_the_list_and_page_say_states_in_words(review_factory, workspace, alice,
     assert ">Queued</span>" in listing and "Round queued" in listing
     assert ">Awaiting approval</option>" in listing  # the filter offers words too
     assert ">in_progress<" not in listing and ">pending<" not in listing
-    round_state_set(review_round, "running")
+    round_transition(review_round, "running")
     listing = client.get(f"/w/{workspace.slug}/reviews/").content.decode()
     assert ">Reviewing</span>" in listing and "Round running" in listing
     page = client.get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/").content.decode()
@@ -250,10 +250,10 @@ def test_a_page_pinned_to_an_earlier_round_stays_on_it_live_and_acts_on_it(
     node = node_record(
         stream=stream_factory(first, "implementation"), payload=node_payload(title="Round one bug")
     ).node
-    round_state_set(first, "running")
-    round_state_set(first, "finished")
+    round_transition(first, "running")
+    round_transition(first, "finished")
     second = round_start(space=first.space, head_sha="c" * 40, tier="light")
-    round_state_set(second, "running")
+    round_transition(second, "running")
     client = client_for(alice)
     url = f"/w/{workspace.slug}/reviews/{first.space_id}/"
     newest = client.get(url).content.decode()  # the running round: round 1's bug is gone

@@ -89,3 +89,22 @@ def test_the_issue_body_says_where_the_ticket_came_from():
         body
         == "Do it.\n\n---\nProposed by the security reviewer while reviewing acme/app#5 (round 2)."
     )
+
+
+def test_no_ticket_move_outside_the_table_is_accepted():
+    from reviews.domain.tickets import TRANSITIONS, TicketStatus, sources_of
+    from reviews.models import ReviewerTicket
+
+    assert {s.value for s in TicketStatus} == set(ReviewerTicket.Status.values)
+    assert set(TRANSITIONS) == set(TicketStatus)
+    for new in TicketStatus:
+        assert sources_of(new) == {old for old in TicketStatus if new in TRANSITIONS[old]}
+        # A filed or dismissed ticket is decided for good.
+        assert TicketStatus.CREATED not in sources_of(new)
+        assert TicketStatus.DISMISSED not in sources_of(new)
+    # The ladder of what the page offers agrees: a ticket that may be dismissed may move there.
+    for status in TicketStatus:
+        if ticket_state(status).may_dismiss:
+            assert TicketStatus.DISMISSED in TRANSITIONS[status]
+        if ticket_state(status).may_request_issue:
+            assert TicketStatus.REQUESTED in TRANSITIONS[status]
