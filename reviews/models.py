@@ -1,6 +1,8 @@
 """Persistence of review spaces, rounds, streams, nodes, axes and verdicts.
 
-The rules live in reviews/domain; status fields are written only by reviews/services.
+The rules live in reviews/domain. Each state and status column has one writer, a function
+that applies its transition table (tests/test_single_writers.py lists them and checks that
+nothing else writes one); a pipeline step's state is written by the pipeline runner.
 """
 
 from __future__ import annotations
