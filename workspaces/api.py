@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
@@ -12,13 +12,12 @@ from config.api_types import Id, Input, ReviewerKey, Slug, Text, responses
 from workspaces import services
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import membership_get, require
-from workspaces.rules import Perm
+from workspaces.rules import AntiPatterns, Criteria, Criterion, FewShot, FewShots, GatedAxes, Perm
 
 router = Router(tags=["workspaces"])
 
 TierName = Literal["light", "balanced", "thorough", "adaptive"]
 RoleName = Literal["owner", "admin", "approver", "reviewer", "viewer"]
-AxisName = Literal["visual", "apiContract", "performance"]
 
 
 class WorkspaceOut(Schema):
@@ -34,18 +33,7 @@ class RulesOut(Schema):
 
 class RulesIn(Input):
     tier: TierName
-    gated_axes: list[AxisName] = Field(default_factory=list)
-
-
-class FewShot(Input):
-    excerpt: Text = Field(min_length=1, max_length=20000)
-    good: Text = Field(min_length=1, max_length=2000)
-    bad: Text = Field(default="", max_length=2000)
-
-
-class Criterion(Input):
-    name: Text = Field(min_length=1, max_length=200)
-    weight: float = Field(gt=0, le=10)
+    gated_axes: GatedAxes = Field(default_factory=list)
 
 
 class ReviewerOut(Schema):
@@ -75,11 +63,10 @@ class ReviewerPatch(Input):
     model_provider: Literal["", "openai", "anthropic"] | None = None
     model_name: Text | None = Field(default=None, max_length=200)
     instructions: Text | None = Field(default=None, max_length=20000)
-    anti_patterns: list[Annotated[Text, Field(max_length=200)]] | None = Field(
-        default=None, max_length=100
-    )
-    criteria: list[Criterion] | None = Field(default=None, max_length=100)
-    few_shots: list[FewShot] | None = Field(default=None, max_length=50)
+    # The shapes the settings form and the service check too (workspaces/rules.py).
+    anti_patterns: AntiPatterns | None = None
+    criteria: Criteria | None = None
+    few_shots: FewShots | None = None
     calibrated_model: Text | None = Field(default=None, max_length=220)
 
 

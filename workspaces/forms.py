@@ -1,8 +1,11 @@
-"""Forms for the settings pages. They parse; the services decide (workspaces/services.py)."""
+"""Forms for the settings pages. They parse; the services decide (workspaces/services.py).
+Reviewer profiles are checked against the shapes in workspaces/rules.py, which the API and the
+service use too; a form shows their problems as its own errors."""
 
 from __future__ import annotations
 
 from django import forms
+from pydantic import ValidationError
 
 from workspaces import rules
 from workspaces.models import Membership, Repository, ReviewerConfig
@@ -61,7 +64,10 @@ class ReviewerConfigForm(forms.Form):
     )
 
     def clean_anti_patterns(self) -> list[str]:
-        return _lines(self.cleaned_data["anti_patterns"])
+        try:
+            return rules.clean_anti_patterns(_lines(self.cleaned_data["anti_patterns"]))
+        except rules.RuleError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_criteria(self) -> list[dict]:
         parsed = []
@@ -115,6 +121,15 @@ class FewShotForm(forms.Form):
         filled = [f for f in ("excerpt", "good", "bad") if (data.get(f) or "").strip()]
         if filled and not {"excerpt", "good"} <= set(filled):
             raise forms.ValidationError("A few-shot needs both a code excerpt and a good verdict.")
+        if filled:
+            shot = {f: data.get(f) or "" for f in ("excerpt", "good", "bad")}
+            try:
+                rules.FewShot.model_validate(shot)
+            except ValidationError as exc:
+                for error in exc.errors():
+                    field = str(error["loc"][0]) if error["loc"] else None
+                    message = str(error["msg"]).removeprefix("Value error, ")
+                    self.add_error(field if field in self.fields else None, message)
         return data
 
 

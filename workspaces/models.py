@@ -9,6 +9,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from config.typed_json import SchemaJSONField
 from workspaces import rules
 
 
@@ -18,7 +19,7 @@ class Workspace(models.Model):
     name = models.CharField(max_length=100)
     slug = models.SlugField(max_length=50, unique=True)
     tier = models.CharField(max_length=16, choices=Tier.choices, default=rules.Tier.BALANCED.value)
-    gated_axes = models.JSONField(default=list, blank=True)
+    gated_axes = SchemaJSONField(schema=rules.GatedAxes, default=list, blank=True)
     # Model spending per round and per call (issue: pipeline §1); the panel's mode (§3.10).
     round_token_budget = models.PositiveIntegerField(default=400_000)
     call_timeout_seconds = models.PositiveIntegerField(default=120)
@@ -113,9 +114,10 @@ class ReviewerConfig(models.Model):
     # The NAME of the environment variable holding the key: keys never enter the database.
     api_key_env = models.CharField(max_length=100, blank=True)
     instructions = models.TextField(blank=True)
-    anti_patterns = models.JSONField(default=list, blank=True)
-    criteria = models.JSONField(default=list, blank=True)
-    few_shots = models.JSONField(default=list, blank=True)
+    # The shapes the settings form, the API and the service share (workspaces/rules.py).
+    anti_patterns = SchemaJSONField(schema=rules.AntiPatterns, default=list, blank=True)
+    criteria = SchemaJSONField(schema=rules.Criteria, default=list, blank=True)
+    few_shots = SchemaJSONField(schema=rules.FewShots, default=list, blank=True)
     calibrated_model = models.CharField(max_length=220, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -228,7 +230,7 @@ class Tombstone(models.Model):
     kind = models.CharField(max_length=50)  # the audit target type: reviewspace, repository, …
     object_id = models.CharField(max_length=64)
     label = models.CharField(max_length=300)
-    counts = models.JSONField(default=dict, blank=True)
+    counts = SchemaJSONField(schema=rules.TombstoneCounts, default=dict, blank=True)
     deleted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

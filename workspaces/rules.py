@@ -8,7 +8,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from reviews.domain.types import Tier
 
@@ -90,8 +100,12 @@ TIER_HELP = {
 }
 
 # Deterministic axes a workspace may gate on; token axes are advisory only.
-GATEABLE_AXES = ("visual", "apiContract", "performance")
+GateableAxis = Literal["visual", "apiContract", "performance"]
+GATEABLE_AXES: tuple[str, ...] = get_args(GateableAxis)
 DEFAULT_GATED_AXES = ("apiContract",)
+# Workspace.gated_axes, the rules form, the API and clean_gated_axes all use this one type.
+GatedAxes = list[GateableAxis]
+GATED_AXES: TypeAdapter[list[str]] = TypeAdapter(GatedAxes)
 
 
 def clean_gated_axes(values: list[str]) -> list[str]:
@@ -135,48 +149,128 @@ BASE_AGENTS = ("implementation", "quality", "architecture", "requirements", "com
 MODEL_PROVIDERS = ("", "openai", "anthropic")
 
 
+# -- a reviewer's profile: anti-patterns, weighted criteria, few-shots ---------------------------
+#
+# One model per shape, shared by the settings form (workspaces/forms.py), the API schemas
+# (workspaces/api.py), the service (the clean_* functions below) and the ReviewerConfig columns,
+# which validate every write against them. Each caller turns a ValidationError into its own
+# error shape: a form error, a 422, a RuleError.
+
+
+def _storable(value: str) -> str:
+    # PostgreSQL refuses NUL in jsonb text (config/api_types.py says the same for the API).
+    if "\x00" in value:
+        raise ValueError("text cannot contain NUL (\\x00) characters")
+    return value
+
+
+StoredText = Annotated[
+    str, AfterValidator(_storable), Field(json_schema_extra={"pattern": r"^[^\x00]*$"})
+]
+_Stripped = Annotated[StoredText, AfterValidator(str.strip)]
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+_IntWeight = Annotated[int, Field(gt=0, le=10)]
+_FloatWeight = Annotated[float, Field(gt=0, le=10)]
+
+
+class Criterion(BaseModel):
+    """A weighted review criterion: a name and a weight in (0, 10]."""
+
+    model_config = _STRICT
+
+    name: Annotated[_Stripped, Field(min_length=1, max_length=200)]
+    # An int stays an int ("5", not "5.0", in the form and the prompt); a bool is no weight.
+    weight: _IntWeight | _FloatWeight
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("a criterion needs a name")
+        return value
+
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 10:
+            raise ValueError("the weight must be a number in (0, 10]")
+        return value
+
+
+class FewShot(BaseModel):
+    """A calibration example: a code excerpt, the good verdict and an optional bad one."""
+
+    model_config = _STRICT
+
+    excerpt: Annotated[StoredText, Field(min_length=1, max_length=20000)]
+    good: Annotated[_Stripped, Field(min_length=1, max_length=2000)]
+    bad: Annotated[_Stripped, Field(max_length=2000)] = ""
+
+    @field_validator("excerpt", "good")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is required and must be text")
+        return value
+
+
+AntiPattern = Annotated[_Stripped, Field(max_length=200)]
+
+
+def _drop_blank(values: list[str]) -> list[str]:
+    return [v for v in values if v]
+
+
+AntiPatterns = Annotated[list[AntiPattern], Field(max_length=100), AfterValidator(_drop_blank)]
+Criteria = Annotated[list[Criterion], Field(max_length=100)]
+FewShots = Annotated[list[FewShot], Field(max_length=50)]
+
+ANTI_PATTERNS: TypeAdapter[list[str]] = TypeAdapter(AntiPatterns)
+CRITERIA: TypeAdapter[list[Criterion]] = TypeAdapter(Criteria)
+FEW_SHOTS: TypeAdapter[list[FewShot]] = TypeAdapter(FewShots)
+
+
+def schema_problem(exc: ValidationError, *, item: str, items: str) -> str:
+    """The first problem in words: which item (1-based), which field, what is wrong."""
+    error = exc.errors()[0]
+    loc = list(error["loc"])
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not loc:
+        return f"{items} must be a list: {message}."
+    where = item
+    if isinstance(loc[0], int):
+        where += f" {loc.pop(0) + 1}"
+    if loc:
+        where += f", '{'.'.join(str(p) for p in loc)}'"
+    return f"{where}: {message}."
+
+
+def _clean(adapter: TypeAdapter[Any], values: Any, *, item: str, items: str) -> list[Any]:
+    try:
+        cleaned = adapter.validate_python(values)
+    except ValidationError as exc:
+        raise RuleError(schema_problem(exc, item=item, items=items)) from exc
+    return adapter.dump_python(cleaned, mode="json")  # type: ignore[no-any-return]
+
+
 def clean_anti_patterns(values: Any) -> list[str]:
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise RuleError("Anti-patterns must be a list of names.")
-    return [v.strip() for v in values if v.strip()]
+    return _clean(ANTI_PATTERNS, values, item="Anti-pattern", items="Anti-patterns")
 
 
 def clean_criteria(values: Any) -> list[dict[str, Any]]:
     """Weighted criteria: [{"name": str, "weight": number in (0, 10]}]."""
-    if not isinstance(values, list):
-        raise RuleError("Criteria must be a list of {name, weight}.")
-    cleaned = []
-    for i, item in enumerate(values, start=1):
-        if not isinstance(item, dict) or not str(item.get("name", "")).strip():
-            raise RuleError(f"Criterion {i} needs a name.")
-        weight = item.get("weight")
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 10:
-            raise RuleError(f"Criterion {i} ({item['name']}): weight must be a number in (0, 10].")
-        cleaned.append({"name": str(item["name"]).strip(), "weight": weight})
-    return cleaned
+    return _clean(CRITERIA, values, item="Criterion", items="Criteria")
 
 
 def clean_few_shots(values: Any) -> list[dict[str, str]]:
     """Calibration few-shots: [{"excerpt": code, "good": verdict, "bad": optional verdict}]."""
-    if not isinstance(values, list):
-        raise RuleError("Few-shots must be a list.")
-    cleaned = []
-    for i, item in enumerate(values, start=1):
-        if not isinstance(item, dict):
-            raise RuleError(f"Few-shot {i} must be an object with excerpt, good and optional bad.")
-        unknown = set(item) - {"excerpt", "good", "bad"}
-        if unknown:
-            raise RuleError(f"Few-shot {i}: unknown field(s) {', '.join(sorted(unknown))}.")
-        for field in ("excerpt", "good"):
-            if not isinstance(item.get(field), str) or not item[field].strip():
-                raise RuleError(f"Few-shot {i}: '{field}' is required and must be text.")
-        bad = item.get("bad", "")
-        if not isinstance(bad, str):
-            raise RuleError(f"Few-shot {i}: 'bad' must be text.")
-        cleaned.append(
-            {"excerpt": item["excerpt"], "good": item["good"].strip(), "bad": bad.strip()}
-        )
-    return cleaned
+    return _clean(FEW_SHOTS, values, item="Few-shot", items="Few-shots")
+
+
+# Tombstone.counts: how many rounds, findings, … went with a deleted object.
+TombstoneCounts = dict[str, int]
 
 
 def model_label(provider: str, name: str) -> str:
