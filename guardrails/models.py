@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from config.api_types import JsonObject
+from config.typed_json import SchemaJSONField
 from guardrails import rules
 
 
@@ -76,7 +78,8 @@ class AuditEvent(models.Model):
     target_type = models.CharField(max_length=50, blank=True)
     target_id = models.CharField(max_length=64, blank=True)
     target_label = models.CharField(max_length=300, blank=True)
-    payload = models.JSONField(default=dict)
+    # What the action names, as the hash covers it: any JSON object (its keys vary by action).
+    payload = SchemaJSONField(schema=JsonObject, default=dict)
     created_at = models.DateTimeField()
     ip = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=300, blank=True)
@@ -168,7 +171,8 @@ class ApprovalRequest(models.Model):
     target_type = models.CharField(max_length=50)
     target_id = models.CharField(max_length=64)
     target_label = models.CharField(max_length=300)
-    payload = models.JSONField()
+    # The action's arguments, as approved (its keys vary by action class): any JSON object.
+    payload = SchemaJSONField(schema=JsonObject)
     payload_hash = models.CharField(max_length=64)
     head_sha = models.CharField(max_length=40, blank=True)
     status = models.CharField(
@@ -176,7 +180,7 @@ class ApprovalRequest(models.Model):
     )
     approvals_required = models.PositiveSmallIntegerField(default=1)
     expires_at = models.DateTimeField()
-    result = models.JSONField(default=dict, blank=True)
+    result = SchemaJSONField(schema=JsonObject, default=dict, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)

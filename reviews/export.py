@@ -108,7 +108,7 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
             }
             for a in page.axes
         ],
-        "cohorts": (review_round.stats.get("cohorts", []) if review_round else []),
+        "cohorts": (review_round.stats.to_json().get("cohorts", []) if review_round else []),
         "nodes": [_node(n, page) for n in page.nodes],
         "disagreements": [
             {
@@ -141,9 +141,9 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
             }
             for s in page.streams
         ],
-        "stats": {
-            k: v for k, v in (review_round.stats if review_round else {}).items() if k != "facts"
-        },
+        # The round's statistics; the pipeline's control state (facts, done stages) has
+        # columns of its own and is not part of the review.
+        "stats": review_round.stats.to_json() if review_round else {},
         "notes": _notes(page),
     }
 
@@ -286,5 +286,5 @@ def _node(node, page: ReviewPage) -> dict[str, Any]:
             "diff": node.fix_diff or None,
             "fix_prompt": node.fix_prompt or None,
         },
-        "tags": node.tags,
+        "tags": node.tags.to_json(),
     }

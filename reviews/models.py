@@ -10,7 +10,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from config.api_types import JsonObject
+from config.typed_json import SchemaJSONField
+from reviews.domain import stored_shapes as shapes
 from reviews.domain import types as t
+from reviews.domain.node_tags import NodeTags
+from reviews.domain.round_stats import RoundFacts, RoundStats, StageName
 from reviews.domain.space_status import SpaceStatus
 
 
@@ -117,8 +122,14 @@ class ReviewRound(models.Model):
     # Who holds the lease: a coordinator renews and releases only its own claim, never one a
     # second coordinator took after the first lost the database for longer than the lease.
     lease_token = models.CharField(max_length=32, blank=True)
-    # accepted/rejected per stream, filtered by the panel, reviewers failed, redactions, …
-    stats = models.JSONField(default=dict, blank=True)
+    # What the stages found: classification, cohorts, consolidation, critic, panel, tokens, …
+    stats = SchemaJSONField(schema=RoundStats, reads="model", default=dict, blank=True)
+    # What the pipeline's stage gates are evaluated against, set by the prepare stage (null
+    # until it ran) and by the critic (`followup`).
+    facts = SchemaJSONField(schema=RoundFacts, reads="model", null=True, blank=True)
+    # The inline stages that finished: the coordinator runs each once (fan-out stages keep
+    # their progress in PipelineStep rows).
+    done_stages = SchemaJSONField(schema=list[StageName], default=list, blank=True)
     error = models.TextField(blank=True)
     # A re-run reviews the same head again; a superseded round names the round that replaced it.
     rerun_of = models.ForeignKey(
@@ -138,6 +149,11 @@ class ReviewRound(models.Model):
 
     def __str__(self) -> str:
         return f"round {self.number} of space {self.space_id}"
+
+    @property
+    def fast_exit(self) -> bool:
+        """A docs-only or formatting-only change, approved with no reviewer."""
+        return self.facts is not None and self.facts.fast_exit
 
 
 class PipelineStep(models.Model):
@@ -162,7 +178,7 @@ class PipelineStep(models.Model):
     node = models.ForeignKey(
         "ReviewNode", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    result = models.JSONField(default=dict, blank=True)
+    result = SchemaJSONField(schema=shapes.StepResult, default=dict, blank=True)
     error = models.TextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -199,13 +215,13 @@ class ReviewerStream(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     accepted = models.PositiveIntegerField(default=0)
     rejected = models.PositiveIntegerField(default=0)
-    rejection_reasons = models.JSONField(default=list, blank=True)
+    rejection_reasons = SchemaJSONField(schema=shapes.RejectionReasons, default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     coverage_note = models.TextField(blank=True)
     # Cross-reviewer notes, comments and tickets the reviewer left (routed by the lead pass).
-    notes = models.JSONField(default=list, blank=True)
+    notes = SchemaJSONField(schema=shapes.StreamNotes, default=list, blank=True)
     refused_calls = models.PositiveIntegerField(default=0)
     redactions = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
@@ -237,14 +253,14 @@ class ReviewNode(models.Model):
     start_line = models.PositiveIntegerField(null=True, blank=True)
     end_line = models.PositiveIntegerField(null=True, blank=True)
     side = models.CharField(max_length=5, choices=_choices(t.Side), default=t.Side.RIGHT.value)
-    replacement_lines = models.JSONField(null=True, blank=True)
+    replacement_lines = SchemaJSONField(schema=shapes.ReplacementLines, null=True, blank=True)
     fix_diff = models.TextField(blank=True)
     fix_prompt = models.TextField(blank=True)
     confidence = models.FloatField()
     title = models.CharField(max_length=200)
     body = models.TextField(blank=True)
     map_anchor = models.CharField(max_length=200, blank=True)
-    triage_flags = models.JSONField(default=dict, blank=True)
+    triage_flags = SchemaJSONField(schema=shapes.TriageFlags, default=dict, blank=True)
     status = models.CharField(
         max_length=20, choices=Status.choices, default=t.NodeStatus.OPEN.value
     )
@@ -252,9 +268,9 @@ class ReviewNode(models.Model):
     duplicate_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
     )
-    credited_agents = models.JSONField(default=list, blank=True)
-    # co_located / cross_referenced / conflicting node ids, contested / unverified marks.
-    tags = models.JSONField(default=dict, blank=True)
+    credited_agents = SchemaJSONField(schema=shapes.AgentNames, default=list, blank=True)
+    # Lead-pass links, panel outcome, analyzer evidence, … (reviews/domain/node_tags.py)
+    tags = SchemaJSONField(schema=NodeTags, reads="model", default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -308,7 +324,8 @@ class AxisResult(models.Model):
     result = models.CharField(max_length=12, choices=_choices(t.AxisResult))
     gated = models.BooleanField(default=False)
     source = models.CharField(max_length=20)  # tokens | deterministic | submitted
-    details = models.JSONField(default=dict, blank=True)
+    # Free-form per axis (what was compared, what to do to clear it): any JSON object.
+    details = SchemaJSONField(schema=JsonObject, default=dict, blank=True)
     evidence_url = models.URLField(blank=True)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -329,7 +346,7 @@ class Verdict(models.Model):
     rule = models.CharField(max_length=300)
     # Null when the level rests on missing data (a gated axis nobody computed).
     confidence = models.FloatField(null=True, blank=True)
-    contributing = models.JSONField(default=list, blank=True)
+    contributing = SchemaJSONField(schema=shapes.ContributingNodes, default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -436,7 +453,7 @@ class PublishRecord(models.Model):
     event = models.CharField(max_length=20, blank=True)
     github_review_id = models.BigIntegerField(null=True, blank=True)
     html_url = models.URLField(max_length=500, blank=True)
-    plan = models.JSONField(default=dict, blank=True)
+    plan = SchemaJSONField(schema=shapes.PublishPlanSummary, default=dict, blank=True)
     error = models.TextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -477,7 +494,7 @@ class CodeIndexRecord(models.Model):
     commit_sha = models.CharField(max_length=40)
     indexed = models.BooleanField()
     reason = models.CharField(max_length=300, blank=True)
-    data = models.JSONField()
+    data = SchemaJSONField(schema=shapes.StoredCodeIndex)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -60,8 +60,7 @@ def report_markdown(page: ReviewPage) -> str:
         )
     else:
         verdict = node_verdict(views)
-    stats = page.round.stats or {}
-    panel = stats.get("panel")
+    panel = page.round.stats.panel
     notes = [s.coverage_note for s in page.streams if s.coverage_note]
     reviewer_notes_of = reviewer_notes(space=page.space, streams=page.streams)
     return render_report(
@@ -71,7 +70,7 @@ def report_markdown(page: ReviewPage) -> str:
             nodes=views,
             arbitrations=[(d, arbitrate(d)) for d in page.disagreements],
             positive_notes=notes,
-            panel=PanelSummary(**panel) if panel else None,
+            panel=PanelSummary(**panel.model_dump()) if panel else None,
             comments=[
                 ReportComment(reviewer=c.reviewer, body=c.body, location=c.location)
                 for c in reviewer_notes_of.comments

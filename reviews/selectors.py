@@ -12,6 +12,7 @@ from reviews.domain import types as t
 from reviews.domain.disagreements import Disagreement, find_disagreements
 from reviews.domain.fingerprints import RoundDelta, round_delta
 from reviews.domain.round_states import RoundRef, delta_base, shown_round, state_label
+from reviews.domain.round_stats import CohortSummary
 from reviews.domain.tiers import DisplaySplit, split_for_display
 from reviews.models import (
     AxisResult,
@@ -28,7 +29,7 @@ def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = N
     """The domain's view of a stored node. `confirmations` avoids a query when prefetched."""
     confirmed = confirmations if confirmations is not None else list(node.confirmations.all())
     flags = node.triage_flags or {}
-    analyzer = (node.tags or {}).get("analyzer") or {}
+    tags = node.tags
     return t.NodeView(
         id=str(node.pk),
         agent=node.stream.agent,
@@ -59,11 +60,9 @@ def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = N
         hot_path=flags.get("hot_path", False),
         critical_path=flags.get("critical_path", False),
         functional_effect=flags.get("functional_effect", True),
-        defect_classes=tuple(node.tags["defect_classes"])
-        if "defect_classes" in (node.tags or {})
-        else None,
-        analyzer_rule=analyzer.get("rule"),
-        high_precision=bool(analyzer.get("high_precision")),
+        defect_classes=tuple(tags.defect_classes) if tags.defect_classes is not None else None,
+        analyzer_rule=tags.analyzer.rule if tags.analyzer else None,
+        high_precision=bool(tags.analyzer and tags.analyzer.high_precision),
     )
 
 
@@ -365,7 +364,7 @@ def reviewer_notes(
     *,
     space: ReviewSpace,
     streams: list[ReviewerStream],
-    cohorts: list[dict] | None = None,
+    cohorts: list[CohortSummary] | None = None,
 ) -> ReviewerNotes:
     """Comments of the shown round's reviewers (from `streams`, no query) and every ticket of the
     space, earlier rounds included: a follow-up proposed once stays until someone decides it.
@@ -375,8 +374,8 @@ def reviewer_notes(
 
     anchors: dict[str, str] = {}
     for cohort in cohorts or []:
-        for path in cohort.get("paths", []):
-            anchors.setdefault(path, f"cohort-{cohort['key'][:12]}")
+        for path in cohort.paths:
+            anchors.setdefault(path, f"cohort-{cohort.key[:12]}")
     comments = []
     for stream in streams:
         for note in stream.notes or []:

@@ -161,7 +161,7 @@ def review_context(
     actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
     main_ids = {int(v.id) for v in page.display.main} if page.display else set()
     cards = [n for n in page.nodes if n.duplicate_of_id is None]
-    cohorts = (page.round.stats.get("cohorts", []) if page.round else []) or []
+    cohorts = page.round.stats.cohort_list if page.round else []
     findings_at: dict[tuple[str, int], list] = {}
     for node in page.nodes:
         if node.path and node.start_line and node.duplicate_of_id is None:
@@ -190,7 +190,7 @@ def review_context(
         "cohorts": cohorts,
         "findings_at": findings_at,
         "read_keys": read_keys,
-        "cohorts_read": sum(1 for c in cohorts if c["key"] in read_keys),
+        "cohorts_read": sum(1 for c in cohorts if c.key in read_keys),
         "process_blocked": blocked,
         "can_start": allows(membership, Perm.START_REVIEW),
         # A local repository has no GitHub to publish to: its report is downloaded instead.

@@ -56,19 +56,17 @@ def reviewer_brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed
 
 def change_map_pointers(review_round: ReviewRound, dimension: t.Dimension) -> list[str]:
     """The shared change map (§3.10), as anchors a finding may cite in `map_anchor`."""
-    stats = review_round.stats or {}
+    stats = review_round.stats
     pointers = []
-    for cohort in stats.get("cohorts", [])[:12]:
-        radius = cohort.get("blast_radius")
-        reach = f", {radius['definitions']} dependent definitions" if radius else ""
-        symbols = ", ".join(cohort.get("symbols", [])[:6]) or ", ".join(cohort.get("paths", [])[:4])
-        pointers.append(f"map:{cohort['key'][:8]} — {cohort['label']}{reach}: {symbols}")
-    risks = stats.get("classification", {}).get("risks", [])
+    for cohort in stats.cohort_list[:12]:
+        radius = cohort.blast_radius
+        reach = f", {radius.definitions} dependent definitions" if radius else ""
+        symbols = ", ".join(cohort.symbols[:6]) or ", ".join(cohort.paths[:4])
+        pointers.append(f"map:{cohort.key[:8]} — {cohort.label}{reach}: {symbols}")
+    risks = stats.risk_list
     if dimension in (t.Dimension.SECURITY, t.Dimension.ARCHITECTURE, t.Dimension.IMPLEMENTATION):
         for i, risk in enumerate(risks[:12]):
-            pointers.append(
-                f"map:risk-{i} — high-risk pattern {risk['pattern']} at {risk['where']}"
-            )
+            pointers.append(f"map:risk-{i} — high-risk pattern {risk.pattern} at {risk.where}")
     return pointers
 
 

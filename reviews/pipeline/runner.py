@@ -1,6 +1,6 @@
 """The durable coordinator of a round.
 
-Progress lives in the database: `ReviewRound.stage` and `stats["done_stages"]` for inline stages,
+Progress lives in the database: `ReviewRound.stage` and `ReviewRound.done_stages` for inline stages,
 `PipelineStep` rows for fan-out stages. `advance` is safe to call any number of times from any
 process: it takes a short lease on the round, moves it as far as it can, and lets go. Steps run
 in their own tasks (one per reviewer, one per panel finding) and call `advance` when they end.
@@ -131,7 +131,7 @@ def _stage(name: str) -> Stage:
 
 
 def _next_stage(review_round: ReviewRound) -> Stage | None:
-    facts = review_round.stats.get("facts", {})
+    facts = review_round.facts.for_gates() if review_round.facts else {}
     names = [s.name for s in PR_REVIEW_STAGES]
     start = names.index(review_round.stage) + 1 if review_round.stage else 0
     for stage in PR_REVIEW_STAGES[start:]:
@@ -146,7 +146,7 @@ def _stage_complete(round_id: int) -> bool:
         return review_round is not None
     stage = _stage(review_round.stage)
     if stage.kind == "inline":
-        return stage.name in review_round.stats.get("done_stages", [])
+        return stage.name in review_round.done_stages
     return (
         not review_round.steps.filter(stage=stage.name)
         .exclude(state__in=TERMINAL_STEP_STATES)
@@ -172,7 +172,7 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
             _recover_steps(review_round, current, dispatch)
             if not _stage_complete(round_id):
                 return False
-        elif current.name not in review_round.stats.get("done_stages", []):
+        elif current.name not in review_round.done_stages:
             return _run_inline(review_round, current)
     following = _next_stage(review_round)
     if following is None:
@@ -208,10 +208,9 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
         stages.round_fail(review_round, f"The {stage.name} stage failed: {exc}")
         return False
     review_round.refresh_from_db()
-    done = review_round.stats.setdefault("done_stages", [])
-    if stage.name not in done:
-        done.append(stage.name)
-    review_round.save(update_fields=["stats"])
+    if stage.name not in review_round.done_stages:
+        review_round.done_stages = [*review_round.done_stages, stage.name]
+        review_round.save(update_fields=["done_stages"])
     return review_round.state in OPEN_STATES
 
 

@@ -15,6 +15,7 @@ from reviews.domain import types as t
 from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
 from reviews.domain.panel import PanelMode, coverage_gaps, plan_panel
+from reviews.domain.round_stats import PanelOutcome, RoundFacts
 from reviews.domain.selection import select_reviewers
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import inputs, reviewer_runs
@@ -81,43 +82,42 @@ def prepare(review_round: ReviewRound) -> None:
     files = changed_files(review_round)
     classification = classify_change(_file_changes(files), review_round.diff)
     model_ready = workspace_model_configured(space.workspace)
-    facts: dict[str, Any] = {
-        "tier": review_round.tier,
-        "fast_exit": classification.fast_exit is not None,
-        "model_configured": model_ready,
-        "python_changed": any(
+    facts = RoundFacts(
+        tier=review_round.tier,
+        fast_exit=classification.fast_exit is not None,
+        model_configured=model_ready,
+        python_changed=any(
             f.path.endswith(".py") and not f.is_binary and f.new_path for f in files
         ),
-        "panel_mode": space.workspace.panel_mode,
-        "followup": False,
-    }
+        panel_mode=space.workspace.panel_mode,
+        followup=False,
+    )
     if review_round.tier == t.Tier.ADAPTIVE:
         selection = select_reviewers(classification)
-        facts["selected"] = [
+        facts.selected = [
             (_reviewer_key(spec), spec.dimension.value) for spec in selection.reviewers
         ]
-        facts["selection_rationale"] = list(selection.rationale)
-    entries = [] if facts["fast_exit"] else reviewers_for(facts)
-    review_round.stats = {
-        **review_round.stats,
-        "facts": facts,
-        "classification": {
+        facts.selection_rationale = list(selection.rationale)
+    entries = [] if facts.fast_exit else reviewers_for(facts.for_gates())
+    review_round.facts = facts
+    review_round.stats = review_round.stats.with_(
+        classification={
             "fast_exit": classification.fast_exit,
             "size": classification.size,
             "files": classification.file_count,
             "changed_lines": classification.changed_lines,
             "risks": [{"pattern": r.pattern, "where": r.where} for r in classification.risks],
         },
-        "reviewers": [e.key for e in entries],
-        "not_covered_by_model": []
+        reviewers=[e.key for e in entries],
+        not_covered_by_model=[]
         if model_ready
         else ["no model configured: only offline analyzers ran"],
-    }
-    review_round.save(update_fields=["stats"])
-    if not facts["fast_exit"]:
+    )
+    review_round.save(update_fields=["facts", "stats"])
+    if not facts.fast_exit:
         worktree = inputs.round_worktree_ready(review_round)
         cohorts = codeindex.round_cohorts(review_round, worktree)
-        review_round.stats = {**review_round.stats, "cohorts": codeindex.cohorts_json(cohorts)}
+        review_round.stats = review_round.stats.with_(cohorts=codeindex.cohorts_json(cohorts))
         review_round.save(update_fields=["stats"])
     for entry in entries:
         ReviewerStream.objects.get_or_create(
@@ -170,13 +170,12 @@ def consolidate(review_round: ReviewRound) -> None:
     counts = {
         s.name: {"accepted": s.accepted, "rejected": s.rejected} for s in review_round.streams.all()
     }
-    review_round.stats = {
-        **review_round.stats,
-        "consolidation": summary,
-        "streams": counts,
-        "cross_notes": round_route_notes(review_round=review_round),
-        "walkthrough": walkthrough(review_round=review_round),
-    }
+    review_round.stats = review_round.stats.with_(
+        consolidation=summary,
+        streams=counts,
+        cross_notes=round_route_notes(review_round=review_round),
+        walkthrough=walkthrough(review_round=review_round),
+    )
     review_round.save(update_fields=["stats"])
 
 
@@ -194,9 +193,9 @@ def create_panel_steps(review_round: ReviewRound) -> list[PipelineStep]:
     by_id = {str(n.pk): n for n in nodes}
     for node_id in plan.unverified:
         node = by_id[node_id]
-        node.tags = {**node.tags, "unverified": True}
+        node.tags = node.tags.with_(unverified=True)
         node.save(update_fields=["tags"])
-    review_round.stats = {**review_round.stats, "panel_narrowed": plan.narrowed}
+    review_round.stats = review_round.stats.with_(panel_narrowed=plan.narrowed)
     review_round.save(update_fields=["stats"])
     created = []
     for node_id in plan.verify:
@@ -223,7 +222,7 @@ def critic(review_round: ReviewRound) -> None:
     ran = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.DONE}
     # A process-blocked reviewer waits for a person, not for a follow-up reviewer.
     warranted = {stream_dimension(s) for s in streams if s.state != ReviewerStream.State.SKIPPED}
-    risks = review_round.stats.get("classification", {}).get("risks", [])
+    risks = review_round.stats.risk_list
     if risks:
         warranted.add(t.Dimension.SECURITY)
     nodes = [
@@ -237,10 +236,10 @@ def critic(review_round: ReviewRound) -> None:
         ran=ran,
         changed_files=[f.path for f in changed_files(review_round)],
         nodes=nodes,
-        hot_spots={r["where"].split(":")[0] for r in risks},
+        hot_spots={r.where.split(":")[0] for r in risks},
     )
-    facts = dict(review_round.stats.get("facts", {}))
-    follow_up = gaps.follow_up if facts.get("model_configured") else None
+    facts = review_round.facts
+    follow_up = gaps.follow_up if facts is not None and facts.model_configured else None
     already = review_round.streams.filter(name__startswith="followup-").exists()
     if follow_up is not None and not already:
         ReviewerStream.objects.get_or_create(
@@ -252,18 +251,17 @@ def critic(review_round: ReviewRound) -> None:
                 "kind": ReviewerStream.Kind.MODEL,
             },
         )
-        facts["followup"] = True
-    review_round.stats = {
-        **review_round.stats,
-        "facts": facts,
-        "critic": {
+        assert facts is not None  # a follow-up needs a model, a fact the prepare stage set
+        review_round.facts = facts.model_copy(update={"followup": True})
+    review_round.stats = review_round.stats.with_(
+        critic={
             "missing_dimensions": [d.value for d in gaps.missing_dimensions],
             "uncited_files": list(gaps.uncited_files),
             "uncovered_hot_spots": list(gaps.uncovered_hot_spots),
             "follow_up": follow_up.value if follow_up else None,
         },
-    }
-    review_round.save(update_fields=["stats"])
+    )
+    review_round.save(update_fields=["facts", "stats"])
 
 
 def create_followup_steps(review_round: ReviewRound) -> list[PipelineStep]:
@@ -332,22 +330,22 @@ def token_axes_record(
 
 
 def finalise(review_round: ReviewRound) -> None:
-    facts = review_round.stats.get("facts", {})
-    if facts.get("followup"):
+    facts = review_round.facts
+    fast_exit = facts is not None and facts.fast_exit
+    if facts is not None and facts.followup:
         # The follow-up reviewer's findings are merged with the others' as well.
         summary = round_consolidate(review_round=review_round)
-        review_round.stats = {**review_round.stats, "consolidation": summary}
+        review_round.stats = review_round.stats.with_(consolidation=summary)
         review_round.save(update_fields=["stats"])
     streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
     nodes = [
         node_view(n, [])
         for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
     ]
-    if facts.get("fast_exit"):
-        review_round.stats = {
-            **review_round.stats,
-            "fast_exit_note": "Docs-only or formatting-only change: approved with no reviewer.",
-        }
+    if fast_exit:
+        review_round.stats = review_round.stats.with_(
+            fast_exit_note="Docs-only or formatting-only change: approved with no reviewer."
+        )
     else:
         token_axes_record(review_round, streams=streams, nodes=nodes)
         worktree = inputs.round_worktree_ready(review_round)
@@ -360,10 +358,8 @@ def finalise(review_round: ReviewRound) -> None:
             details=details,
         )
     submitted = review_round.axes.filter(source="submitted").values_list("axis", flat=True)
-    for axis, result, details in deterministic_axes(
-        submitted=set(submitted), fast_exit=bool(facts.get("fast_exit"))
-    ):
-        if axis is t.AxisName.API_CONTRACT and not facts.get("fast_exit"):
+    for axis, result, details in deterministic_axes(submitted=set(submitted), fast_exit=fast_exit):
+        if axis is t.AxisName.API_CONTRACT and not fast_exit:
             result, details = codeindex.api_contract(review_round)
         axis_record(
             review_round=review_round,
@@ -377,21 +373,18 @@ def finalise(review_round: ReviewRound) -> None:
         for n in nodes
         if n.stream in {s.name for s in streams if s.kind == ReviewerStream.Kind.MODEL}
     ]
-    review_round.stats = {
-        **review_round.stats,
+    review_round.stats = review_round.stats.with_(
         # §3.10: the share of model findings that cite the shared change map.
-        "context_utilization": round(
-            sum(1 for n in model_nodes if n.map_anchor) / len(model_nodes), 3
-        )
+        context_utilization=round(sum(1 for n in model_nodes if n.map_anchor) / len(model_nodes), 3)
         if model_nodes
         else None,
-        "tokens": {
+        tokens={
             "in": sum(s.tokens_in for s in streams),
             "out": sum(s.tokens_out for s in streams),
         },
-        "panel": _panel_summary(review_round),
-        "reviewers_failed": [s.name for s in streams if s.state == ReviewerStream.State.FAILED],
-        "prose_only": [
+        panel=_panel_summary(review_round),
+        reviewers_failed=[s.name for s in streams if s.state == ReviewerStream.State.FAILED],
+        prose_only=[
             s.name
             for s in streams
             if s.kind == ReviewerStream.Kind.MODEL
@@ -399,7 +392,7 @@ def finalise(review_round: ReviewRound) -> None:
             and s.accepted == 0
             and not s.coverage_note
         ],
-    }
+    )
     review_round.save(update_fields=["stats"])
     from reviews.services.rounds import round_transition
 
@@ -414,26 +407,26 @@ def finalise(review_round: ReviewRound) -> None:
         space_flag_check(space=review_round.space_id)  # two rounds without approval: a person
 
 
-def _panel_summary(review_round: ReviewRound) -> dict[str, Any]:
+def _panel_summary(review_round: ReviewRound) -> PanelOutcome:
     if (
-        "panel" not in review_round.stats.get("done_stages", [])
+        "panel" not in review_round.done_stages
         and not review_round.steps.filter(stage="panel").exists()
     ):
-        return {"skipped": True}
+        return PanelOutcome(skipped=True)
     tags = [
-        n.tags or {}
+        n.tags
         for n in ReviewNode.objects.filter(round=review_round, duplicate_of__isnull=True).only(
             "tags"
         )
     ]
-    return {
-        "verified": sum(tg.get("panel") == "confirmed" for tg in tags),
-        "filtered": sum(tg.get("panel") == "filtered" for tg in tags),
-        "contested": sum(tg.get("panel") == "contested" for tg in tags),
-        "unverified": sum(bool(tg.get("unverified")) for tg in tags),
-        "narrowed": bool(review_round.stats.get("panel_narrowed")),
-        "skipped": False,
-    }
+    return PanelOutcome(
+        verified=sum(tg.panel == "confirmed" for tg in tags),
+        filtered=sum(tg.panel == "filtered" for tg in tags),
+        contested=sum(tg.panel == "contested" for tg in tags),
+        unverified=sum(bool(tg.unverified) for tg in tags),
+        narrowed=bool(review_round.stats.panel_narrowed),
+        skipped=False,
+    )
 
 
 INLINE = {"prepare": prepare, "consolidate": consolidate, "critic": critic, "finalise": finalise}

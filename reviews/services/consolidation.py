@@ -38,14 +38,11 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
         demoted = 0
         for view in result.nodes:
             node = nodes[view.id]
-            tags = {
-                k: v
-                for k, v in (node.tags or {}).items()
-                if k not in ("co_located", "cross_referenced", "conflicting")
-            }
-            tags.update({k: sorted(v) for k, v in links[view.id].items()})
+            tags = node.tags.without("co_located", "cross_referenced", "conflicting").with_(
+                **{k: sorted(v) for k, v in links[view.id].items()}
+            )
             if view.defect_classes is not None:
-                tags["defect_classes"] = list(view.defect_classes)
+                tags = tags.with_(defect_classes=list(view.defect_classes))
             duplicate_of = int(view.duplicate_of) if view.duplicate_of else None
             changes = {
                 "duplicate_of_id": duplicate_of,
@@ -82,9 +79,9 @@ def round_route_notes(*, review_round: ReviewRound) -> dict[str, list[dict]]:
         .select_related("stream")
         .only("pk", "tags", "stream__agent")
     ):
-        for note in (node.tags or {}).get("cross_notes", []):
-            routed[note["dimension"]].append(
-                {"from": node.stream.agent, "node": node.pk, "note": note["note"]}
+        for note in node.tags.cross_notes or []:
+            routed[note.dimension.value].append(
+                {"from": node.stream.agent, "node": node.pk, "note": note.note}
             )
     return dict(routed)
 
@@ -92,7 +89,7 @@ def round_route_notes(*, review_round: ReviewRound) -> dict[str, list[dict]]:
 def walkthrough(*, review_round: ReviewRound) -> str:
     """The lead's short tour of the change: cohorts in reading order and what was found there.
     It edits nothing and restates no finding (§3.8)."""
-    cohorts = (review_round.stats or {}).get("cohorts", [])
+    cohorts = review_round.stats.cohort_list
     counts: dict[str, int] = defaultdict(int)
     for path in ReviewNode.objects.filter(
         round=review_round, duplicate_of__isnull=True
@@ -100,7 +97,7 @@ def walkthrough(*, review_round: ReviewRound) -> str:
         counts[path or ""] += 1
     lines = []
     for i, cohort in enumerate(cohorts, start=1):
-        paths = cohort.get("paths", [])
+        paths = cohort.paths
         found = sum(counts.get(p, 0) for p in paths)
         lines.append(
             f"{i}. {', '.join(paths[:4])}{'…' if len(paths) > 4 else ''} — {found} finding(s)"

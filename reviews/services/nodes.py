@@ -20,6 +20,7 @@ from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews.domain import consensus
 from reviews.domain.fingerprints import node_fingerprint
+from reviews.domain.node_tags import NodeTags
 from reviews.domain.nodes import (
     Accepted,
     FileLines,
@@ -128,12 +129,12 @@ def node_record(
     return RecordResult(node=node, created=True)
 
 
-def _initial_tags(p: NodePayload, evidence: Mapping[str, Any] | None) -> dict[str, Any]:
-    tags: dict[str, Any] = {}
+def _initial_tags(p: NodePayload, evidence: Mapping[str, Any] | None) -> NodeTags:
+    tags = NodeTags()
     if p.cross_notes:
-        tags["cross_notes"] = [n.model_dump(mode="json") for n in p.cross_notes]
+        tags = tags.with_(cross_notes=[n.model_dump(mode="json") for n in p.cross_notes])
     if evidence:
-        tags["analyzer"] = dict(evidence)
+        tags = tags.with_(analyzer=dict(evidence))
     return tags
 
 
@@ -337,11 +338,7 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
                 lens=NodeConfirmation.Lens.SEVERITY,
                 defaults={"verdict": severity_answer[1].value, "reason": severity_answer[2]},
             )
-        locked.tags = {
-            **(locked.tags or {}),
-            "panel": outcome.status.value,
-            "panel_note": outcome.note,
-        }
+        locked.tags = locked.tags.with_(panel=outcome.status.value, panel_note=outcome.note)
         fields = ["tags", "updated_at"]
         if outcome.status is PanelStatus.CONFIRMED:
             locked.priority, locked.severity = outcome.priority.value, outcome.severity.value
@@ -451,10 +448,9 @@ def disagreement_decide(
                 continue
             node.priority, node.type = view.priority.value, NodeType(view.type).value
             node.severity = severity_for_priority(view.priority).value
-            node.tags = {
-                **(node.tags or {}),
-                "decided": {"by": user.pk, "side": list(reviewers), "reason": reason},
-            }
+            node.tags = node.tags.with_(
+                decided={"by": user.pk, "side": list(reviewers), "reason": reason}
+            )
             node.save(update_fields=["priority", "type", "severity", "tags", "updated_at"])
             changed.append(node)
         audit_record(

@@ -109,7 +109,7 @@ def verdict_follow(
     still runs there is nothing to follow: its last stage decides with the same rules."""
     if not Verdict.objects.filter(round=review_round).exists():
         return None
-    if not review_round.stats.get("facts", {}).get("fast_exit"):
+    if not review_round.fast_exit:
         # The token axes follow the active findings too (a dismissed finding stops failing
         # its axis). The pipeline owns how they are computed; imported here to avoid a cycle.
         from reviews.pipeline.stages import token_axes_record

@@ -12,6 +12,7 @@ from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
 from config.safeurl import web_url_or_blank
+from reviews.domain.round_stats import PreviewHunk
 
 register = template.Library()
 
@@ -49,11 +50,11 @@ def _code(path: str, text: str) -> str:
 
 
 @register.simple_tag
-def hunk_rows(path: str, hunk: dict, findings: dict | None = None) -> SafeString:
+def hunk_rows(path: str, hunk: PreviewHunk, findings: dict | None = None) -> SafeString:
     """A hunk as table rows: old/new line numbers, +/- marks, highlighted code, and the
     findings anchored on a line shown right under it (§ guided review: findings inline)."""
     findings = findings or {}
-    lines = hunk.get("text", "").splitlines()
+    lines = hunk.text.splitlines()
     old = new = 0
     rows = []
     for raw in lines:

@@ -224,9 +224,9 @@ class Timings:
 
 
 def rule_of(node: ReviewNode) -> str:
-    analyzer = (node.tags or {}).get("analyzer")
-    if isinstance(analyzer, dict) and analyzer.get("rule"):
-        return str(analyzer["rule"])
+    analyzer = node.tags.analyzer
+    if analyzer is not None and analyzer.rule:
+        return analyzer.rule
     return node.title.split(":", 1)[0].strip()
 
 
@@ -370,13 +370,13 @@ def main() -> None:
     large = [f.path for f in files if f.not_for_models_reason == "large"]
     nodes = list(ReviewNode.objects.filter(round=review_round).select_related("stream"))
     verdict = review_round.verdict
-    stats = review_round.stats or {}
+    stats = review_round.stats.to_json()
     report = {
         "quorum_code": code,
         "packages": used,
         "packages_missing": missing,
         "tier": review_round.tier,
-        "model_configured": stats.get("facts", {}).get("model_configured"),
+        "model_configured": review_round.facts.model_configured if review_round.facts else None,
         "changed_files": len(files),
         "python_files_with_added_lines": len(added_py),  # empty __init__.py files add none
         "changed_lines": added_lines,

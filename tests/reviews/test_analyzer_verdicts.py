@@ -53,7 +53,7 @@ def _shell_node(review_round) -> ReviewNode:
 def test_offline_an_unlisted_analyzer_p0_holds_with_the_reason(review) -> None:
     review_round = review()
     node = _shell_node(review_round)
-    assert node.priority == "P0" and node.tags["analyzer"]["high_precision"] is False
+    assert node.priority == "P0" and node.tags.analyzer.high_precision is False
     verdict = review_round.verdict
     assert verdict.level == "hold"
     assert verdict.rule.startswith("unconfirmed analyzer finding (B602)")

@@ -1,0 +1,193 @@
+"""The shapes a round keeps as JSON: what its stages found (`RoundStats`), the facts its stage
+gates are evaluated against (`RoundFacts`) and the stages it has finished (`StageName`).
+
+`RoundStats` is written stage by stage (prepare, panel planning, consolidate, critic, finalise):
+every key is optional, and a key a stage has not written yet is absent from the stored JSON
+rather than stored empty. It is read by the review page, the report, the export and the
+pipeline's later stages, always through these models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reviews.domain.classification import FastExit, SizeClass
+
+StageName = Literal[
+    "prepare", "reviewers", "consolidate", "panel", "critic", "followup", "finalise"
+]
+PanelModeName = Literal["normal", "rigorous", "fast"]
+
+
+class _Record(BaseModel):
+    # Closed: a misspelt key is refused on write instead of stored and never read.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class RoundFacts(_Record):
+    """What the prepare stage (and the critic, for `followup`) learnt about the round; the
+    pipeline template's runWhen gates read these and nothing else."""
+
+    tier: str
+    fast_exit: bool
+    model_configured: bool
+    python_changed: bool
+    panel_mode: PanelModeName
+    followup: bool = False
+    # Adaptive rounds: the reviewers chosen from the change, as (reviewer key, dimension).
+    selected: list[tuple[str, str]] | None = None
+    selection_rationale: list[str] | None = None
+
+    def for_gates(self) -> dict[str, Any]:
+        """The facts as the mapping `gate_passes` and `reviewers_for` read."""
+        return self.model_dump(exclude_none=True)
+
+
+# -- prepare ------------------------------------------------------------------------------------
+
+
+class Risk(_Record):
+    pattern: str
+    where: str  # path:line
+
+
+class Classification(_Record):
+    fast_exit: FastExit | None
+    size: SizeClass
+    files: int
+    changed_lines: int
+    risks: list[Risk] = []
+
+
+class BlastRadius(_Record):
+    definitions: int
+    files: int
+
+
+class ReadingStep(_Record):
+    path: str
+    symbols: list[str]
+    is_test: bool
+
+
+class PreviewHunk(_Record):
+    index: int
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    section: str
+    text: str
+
+
+class FilePreview(_Record):
+    path: str
+    hunks: list[PreviewHunk]
+
+
+class CohortSummary(_Record):
+    """A cohort of the change as the review page shows it (reviews/index/cohorts.py)."""
+
+    key: str
+    label: str
+    paths: list[str]
+    symbols: list[str]
+    context: list[str]
+    edges: list[tuple[str, str, str]]  # (source, target, kind)
+    blast_radius: BlastRadius | None
+    reading_order: list[ReadingStep]
+    diagram: str
+    previews: list[FilePreview]
+
+
+# -- consolidate ----------------------------------------------------------------------------
+
+
+class Consolidation(_Record):
+    demoted_duplicates: int
+    co_located: int
+    cross_referenced: int
+    conflicting: int
+
+
+class StreamCounts(_Record):
+    accepted: int
+    rejected: int
+
+
+class RoutedNote(_Record):
+    """A reviewer's note about another dimension, routed to it by the lead pass."""
+
+    sender: str = Field(alias="from")  # the reviewer (agent) that wrote it
+    node: int
+    note: str
+
+
+# -- critic and finalise ----------------------------------------------------------------------
+
+
+class CriticReport(_Record):
+    missing_dimensions: list[str]
+    uncited_files: list[str]
+    uncovered_hot_spots: list[str]
+    follow_up: str | None
+
+
+class TokenTotals(_Record):
+    tokens_in: int = Field(alias="in")
+    tokens_out: int = Field(alias="out")
+
+
+class PanelOutcome(_Record):
+    """What the verification panel did; `skipped` alone when it did not run."""
+
+    verified: int = 0
+    filtered: int = 0
+    contested: int = 0
+    unverified: int = 0
+    narrowed: bool = False
+    skipped: bool = False
+
+
+class RoundStats(_Record):
+    # prepare
+    classification: Classification | None = None
+    reviewers: list[str] | None = None
+    not_covered_by_model: list[str] | None = None
+    cohorts: list[CohortSummary] | None = None
+    # panel planning
+    panel_narrowed: bool | None = None
+    # consolidate (and finalise again after a follow-up reviewer)
+    consolidation: Consolidation | None = None
+    streams: dict[str, StreamCounts] | None = None
+    cross_notes: dict[str, list[RoutedNote]] | None = None
+    walkthrough: str | None = None
+    # critic
+    critic: CriticReport | None = None
+    # finalise
+    fast_exit_note: str | None = None
+    context_utilization: float | None = None  # share of model findings citing the change map
+    tokens: TokenTotals | None = None
+    panel: PanelOutcome | None = None
+    reviewers_failed: list[str] | None = None
+    prose_only: list[str] | None = None
+
+    def with_(self, **values: Any) -> RoundStats:
+        """A copy with these keys written (validated: a wrong shape raises here)."""
+        return RoundStats.model_validate(
+            {**self.model_dump(by_alias=True, exclude_unset=True), **values}
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The stats as stored and exported: only the keys the stages wrote."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    @property
+    def cohort_list(self) -> list[CohortSummary]:
+        return self.cohorts or []
+
+    @property
+    def risk_list(self) -> list[Risk]:
+        return self.classification.risks if self.classification else []
