@@ -28,7 +28,7 @@ class WorkspaceOut(Schema):
 
 class RulesOut(Schema):
     tier: str
-    gated_axes: list[str]
+    gated_axes: GatedAxes
 
 
 class RulesIn(Input):
