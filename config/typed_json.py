@@ -34,7 +34,7 @@ from typing import Any, Literal
 from django.core import exceptions
 from django.db import models
 from django.db.models.query_utils import DeferredAttribute
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 Reads = Literal["model", "json"]
@@ -42,6 +42,8 @@ Reads = Literal["model", "json"]
 
 class _SchemaAttribute(DeferredAttribute):
     """Keeps a `reads="model"` field's value a schema object whatever is assigned to it."""
+
+    field: SchemaJSONField
 
     def __set__(self, instance: models.Model, value: Any) -> None:
         instance.__dict__[self.field.attname] = self.field.to_schema(value)
@@ -56,12 +58,14 @@ class SchemaJSONField(models.JSONField):
         self.adapter: TypeAdapter[Any] | None = None if schema is None else TypeAdapter(schema)
         super().__init__(*args, **kwargs)
 
-    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+    def deconstruct(self) -> Any:
         name, _path, args, kwargs = super().deconstruct()
         return name, "django.db.models.JSONField", args, kwargs
 
-    def contribute_to_class(self, cls: type[models.Model], name: str, **kwargs: Any) -> None:
-        super().contribute_to_class(cls, name, **kwargs)
+    def contribute_to_class(
+        self, cls: type[models.Model], name: str, private_only: bool = False
+    ) -> None:
+        super().contribute_to_class(cls, name, private_only=private_only)
         if self.reads == "model" and self.adapter is not None:
             setattr(cls, self.attname, _SchemaAttribute(self))
 
@@ -76,13 +80,21 @@ class SchemaJSONField(models.JSONField):
             f"{where} does not match its schema: {problems}", code="schema"
         )
 
+    def _invalid_type(self, value: BaseModel) -> exceptions.ValidationError:
+        return exceptions.ValidationError(
+            f"{self.name} holds {self.schema.__name__}, not {type(value).__name__}",
+            code="schema",
+        )
+
     def validated(self, value: Any, *, stored: bool = False) -> Any:
         """The value as the schema's object (a model, a list of models, …). A model object is
         checked again: attribute assignments on it were not. `stored`: a value read from the
         database, where a key a later version retired is ignored (and gone on the next
         write) rather than making the row unreadable."""
         assert self.adapter is not None
-        if isinstance(self.schema, type) and isinstance(value, self.schema):
+        if isinstance(value, BaseModel) and isinstance(self.schema, type):
+            if not isinstance(value, self.schema):
+                raise self._invalid_type(value)
             value = value.model_dump(by_alias=True, exclude_unset=True, warnings=False)
         try:
             return self.adapter.validate_python(value, extra="ignore" if stored else None)

@@ -105,7 +105,7 @@ GATEABLE_AXES: tuple[str, ...] = get_args(GateableAxis)
 DEFAULT_GATED_AXES = ("apiContract",)
 # Workspace.gated_axes, the rules form, the API and clean_gated_axes all use this one type.
 GatedAxes = list[GateableAxis]
-GATED_AXES: TypeAdapter[list[str]] = TypeAdapter(GatedAxes)
+GATED_AXES: TypeAdapter[GatedAxes] = TypeAdapter(GatedAxes)
 
 
 def clean_gated_axes(values: list[str]) -> list[str]:
@@ -240,8 +240,10 @@ def schema_problem(exc: ValidationError, *, item: str, items: str) -> str:
     if not loc:
         return f"{items} must be a list: {message}."
     where = item
-    if isinstance(loc[0], int):
-        where += f" {loc.pop(0) + 1}"
+    first = loc[0]
+    if isinstance(first, int):
+        where += f" {first + 1}"
+        loc.pop(0)
     if loc:
         where += f", '{'.'.join(str(p) for p in loc)}'"
     return f"{where}: {message}."

@@ -173,3 +173,9 @@ def test_migrations_see_a_plain_json_field():
     field = ReviewRound._meta.get_field("stats")
     _name, path, _args, kwargs = field.deconstruct()
     assert path == "django.db.models.JSONField" and "schema" not in kwargs
+
+
+def test_a_model_of_another_schema_is_refused(review_factory):
+    review_round = review_factory()
+    with pytest.raises(ValidationError, match="holds RoundStats, not NodeTags"):
+        review_round.stats = NodeTags(unverified=True)
