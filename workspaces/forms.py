@@ -1,4 +1,4 @@
-"""Forms for the settings pages. They parse; the services decide (workspaces/services.py)."""
+"""Forms for the settings pages. They parse; the services decide (workspaces/services/)."""
 
 from __future__ import annotations
 
