@@ -12,13 +12,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from guardrails.audit import SYSTEM, Actor, Target, audit_record
+from reviews.domain.errors import ApplicationError
 from reviews.domain.flagging import flag_reason
 from reviews.events import emit, emit_list_row
 from reviews.models import ReviewRound, ReviewSpace
 
 
-class FlagError(Exception):
+class FlagError(ApplicationError):
     """The flag cannot be changed that way; the message says why."""
+
+    code = "flag_conflict"
+    http_status = 409
 
 
 def _finished_outcomes(space: ReviewSpace) -> list[tuple[int, str]]:
