@@ -35,7 +35,9 @@ from workspaces.services.tenancy import (
     installation_bind,
     installation_unbind,
     local_root_grant,
+    member_add,
     repository_grant,
+    user_ensure,
 )
 from workspaces.services.tokens import (
     api_token_authenticate,
@@ -58,6 +60,7 @@ __all__ = [
     "invitation_link_token",
     "invitation_revoke",
     "local_root_grant",
+    "member_add",
     "member_change_role",
     "member_invite",
     "member_remove",
@@ -74,5 +77,6 @@ __all__ = [
     "reviewer_config_delete",
     "reviewer_config_update",
     "rules_update",
+    "user_ensure",
     "workspace_create",
 ]

@@ -29,9 +29,9 @@ def _local_roots(workspace: Workspace) -> list[Path]:
     return [g for g in granted if any(g == f or g.is_relative_to(f) for f in fence)]
 
 
-def resolve_local_repository(path: str, workspace: Workspace) -> Path:
+def resolve_local_repository(path: str, workspace: Workspace, *, anywhere: bool = False) -> Path:
     """Resolve `path` (symlinks included) and insist it lies under a root granted to
-    `workspace`."""
+    `workspace` (`anywhere`: a server operator's own command, which needs no grant)."""
     if not path or "\x00" in path:
         raise RuleError("Give the absolute path of a git repository on the server.")
     candidate = Path(path)
@@ -42,7 +42,8 @@ def resolve_local_repository(path: str, workspace: Workspace) -> Path:
     except (OSError, RuntimeError):
         raise RuleError(f"{path} does not exist on the server.") from None
     roots = _local_roots(workspace)
-    if not any(resolved == root or resolved.is_relative_to(root) for root in roots):
+    inside = any(resolved == root or resolved.is_relative_to(root) for root in roots)
+    if not anywhere and not inside:
         allowed = ", ".join(str(r) for r in roots) or "(none granted to this workspace)"
         raise RuleError(
             f"{path} is outside the directories this workspace may use: {allowed}. "
@@ -99,13 +100,19 @@ def repository_connect(
     auto_review: bool = False,
     review_drafts: bool = False,
     request: Any = None,
+    operator: bool = False,
 ) -> Repository:
+    """Connect a repository (or connect an archived one again, its reviews restored). The
+    settings page, the API and the operator's commands all connect here, audited alike.
+    `operator`: a server operator at the shell (`manage.py review`), who needs no grant or
+    installation for what the server itself can read."""
     branch = rules.clean_branch(base_branch or "main")
     if kind == Repository.Kind.GITHUB:
         fields = {"full_name": rules.clean_github_name(name)}
-        check_github_access(workspace, fields["full_name"])
+        if not operator:
+            check_github_access(workspace, fields["full_name"])
     elif kind == Repository.Kind.LOCAL:
-        fields = {"local_path": str(resolve_local_repository(name, workspace))}
+        fields = {"local_path": str(resolve_local_repository(name, workspace, anywhere=operator))}
     else:
         raise RuleError(f"Unknown repository kind {kind!r}; use github or local.")
     with transaction.atomic():
@@ -138,7 +145,11 @@ def repository_connect(
             actor=Actor.of(actor),
             workspace=workspace,
             target=Target.of(repo),
-            payload={"before": None, "after": repo.snapshot()},
+            payload={
+                "before": None,
+                "after": repo.snapshot(),
+                **({"operator": True} if operator else {}),
+            },
             request=request,
         )
     return repo

@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from guardrails.audit import SYSTEM, Actor, Target, audit_record
 from workspaces import rules
+from workspaces.live_access import access_changed
 from workspaces.models import (
     GitHubInstallation,
     LocalRootGrant,
+    Membership,
     RepositoryGrant,
     Workspace,
 )
@@ -117,3 +120,61 @@ def local_root_grant(*, workspace: Workspace, path: str, actor: Any = None) -> L
             path=str(resolved),
         )
     return row
+
+
+# Accounts and memberships a server operator's commands set up (manage.py demo_setup, review).
+# People sign up and join through invitations; these are the shell's shortcut, audited.
+
+_UNUSABLE = object()
+
+
+def user_ensure(*, email: str, password: Any = _UNUSABLE) -> Any:
+    """The account for `email`, created when missing (audited on the global chain). A given
+    `password` is set (audited too, never recorded); without one a new account cannot log in
+    with a password."""
+    User = get_user_model()
+    with transaction.atomic():
+        user, created = User.objects.get_or_create(username=email, defaults={"email": email})
+        if created:
+            if password is _UNUSABLE:
+                user.set_unusable_password()
+            else:
+                user.set_password(password)
+            user.save(update_fields=["password"])
+            audit_record(
+                action="tenancy.user_created",
+                actor=SYSTEM,
+                target=Target("user", str(user.pk), email),
+                payload={"email": email},
+            )
+        elif password is not _UNUSABLE and not user.check_password(password):
+            user.set_password(password)
+            user.save(update_fields=["password"])
+            audit_record(
+                action="tenancy.user_password_set",
+                actor=SYSTEM,
+                target=Target("user", str(user.pk), email),
+                payload={"email": email},
+            )
+    return user
+
+
+def member_add(*, workspace: Workspace, user: Any, role: str, actor: Any = None) -> Membership:
+    """Make `user` a member in `role` without an invitation (a server operator's act); an
+    existing membership is kept as it is."""
+    if role not in rules.Role.__members__.values():
+        raise RuleError(f"Unknown role {role!r}.")
+    with transaction.atomic():
+        membership, created = Membership.objects.get_or_create(
+            workspace=workspace, user=user, defaults={"role": role}
+        )
+        if created:
+            access_changed(user.pk)
+            _operator_audit(
+                "tenancy.member_added",
+                workspace,
+                actor,
+                Target("user", str(user.pk), user.email),
+                role=role,
+            )
+    return membership
