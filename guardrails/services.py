@@ -266,7 +266,7 @@ def approval_decide(
         raise ReadOnlyError(archived_message(archived))
     now = timezone.now()
     error = None
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = (
             ApprovalRequest.objects.select_for_update(of=("self",))
             .select_related("workspace", "requester")
@@ -479,7 +479,7 @@ def approval_withdraw(
     *, request: ApprovalRequest, actor: Any, http_request: Any = None
 ) -> ApprovalRequest:
     """The requester takes back their own open request; no role is needed to do that."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = (
             ApprovalRequest.objects.select_for_update(of=("self",))
             .select_related("workspace", "requester")

@@ -72,7 +72,7 @@ def space_flag_clear(
 ) -> ReviewSpace:
     """A person has looked: lower the flag (audited with who cleared it). The rounds seen so far
     do not count again; another two rounds without approval raise it again."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = (
             ReviewSpace.objects.select_for_update(of=("self",))
             .select_related("workspace", "pull_request")

@@ -156,7 +156,7 @@ def ticket_dismiss(
 ) -> ReviewerTicket:
     """A person decides the ticket is not worth filing; audited with the reason."""
     reason = (reason or "").strip()[:2000]
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = _locked(ticket)
         if not _state(locked).may_dismiss:
             raise TicketError(f"This ticket cannot be dismissed: it is {_state(locked).label}.")
@@ -245,7 +245,7 @@ def ticket_issue_request(
 
     # The ticket stays locked until the request exists: two people asking at once make one
     # request, and the second is told the ticket is already on its way.
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = _locked(ticket)
         if not _state(locked).may_request_issue:
             raise TicketError(

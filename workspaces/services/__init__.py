@@ -1,6 +1,13 @@
 """Every write to workspace state, one function per change, each audited. One module per
 entity; the names are re-exported here, so `from workspaces import services` and
-`from workspaces.services import …` keep working."""
+`from workspaces.services import …` keep working.
+
+A service that only pages, the API and commands call is the outermost transaction: it opens it
+with `transaction.atomic(durable=True)`, so a caller that wraps it in a transaction of its own
+fails at once instead of silently widening it. Those that other code calls inside its own
+transaction (workspace_create, user_ensure and member_add under demo_setup's, repository_archive
+and installation_unbind under a webhook's, repository_restore under repository_connect's) open
+an ordinary one. Tests run inside the test case's transaction, which durable blocks accept."""
 
 from workspaces.services.archive import (
     repository_archive,

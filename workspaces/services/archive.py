@@ -126,7 +126,7 @@ def repository_purge(
 
     if not rules.role_allows(actor.role, Perm.DELETE_REVIEWS):
         raise RuleError("Only an owner can delete a repository's reviews for good.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         repo = Repository.objects.select_for_update().get(pk=repository.pk)
         rules.check_typed_name(expected=str(repo), typed=typed_name)
         if repo.archived_at is None:

@@ -66,7 +66,7 @@ def member_invite(*, actor: Membership, email: str, role: str, request: Any = No
     if "@" not in email:
         raise RuleError(f"{email!r} is not an email address.")
     rules.check_role_change(actor_role=actor.role, target_role=role, new_role=role, owners=2)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         if Membership.objects.filter(workspace=workspace, user__email__iexact=email).exists():
             raise RuleError(f"{email} is already a member.")
         try:
@@ -123,7 +123,7 @@ def invitation_check_recipient(invitation: Invitation, user: Any) -> None:
 
 
 def invitation_accept(*, token: str, user: Any, request: Any = None) -> Membership:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         invitation = invitation_from_token(token)
         invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
         invitation_check_recipient(invitation, user)
@@ -147,7 +147,7 @@ def invitation_accept(*, token: str, user: Any, request: Any = None) -> Membersh
 def member_change_role(
     *, actor: Membership, membership: Membership, role: str, request: Any = None
 ) -> Membership:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         owners = _owner_count_locked(actor.workspace)
         target = Membership.objects.select_for_update().get(pk=membership.pk)
         rules.check_role_change(
@@ -171,7 +171,7 @@ def member_change_role(
 
 
 def member_remove(*, actor: Membership, membership: Membership, request: Any = None) -> None:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         owners = _owner_count_locked(actor.workspace)
         target = Membership.objects.select_for_update().get(pk=membership.pk)
         rules.check_role_change(
@@ -190,7 +190,7 @@ def member_remove(*, actor: Membership, membership: Membership, request: Any = N
 
 
 def invitation_revoke(*, actor: Membership, invitation: Invitation, request: Any = None) -> None:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         invitation.delete()
         audit_record(
             action="members.invitation_revoked",

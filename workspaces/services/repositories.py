@@ -115,7 +115,7 @@ def repository_connect(
         fields = {"local_path": str(resolve_local_repository(name, workspace, anywhere=operator))}
     else:
         raise RuleError(f"Unknown repository kind {kind!r}; use github or local.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         existing = (
             Repository.objects.select_for_update()
             .filter(workspace=workspace, kind=kind, **fields)
@@ -164,7 +164,7 @@ def repository_update(
     review_drafts: bool | None = None,
     request: Any = None,
 ) -> Repository:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         repo = Repository.objects.select_for_update().get(pk=repository.pk)
         before = repo.snapshot()
         if base_branch is not None:

@@ -58,7 +58,7 @@ def reviewer_config_update(
     clean = _clean_reviewer_data(data)
     if config.builtin and clean.get("base_agent", config.base_agent) != config.base_agent:
         raise RuleError("The base agent of a built-in reviewer cannot change.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         cfg = ReviewerConfig.objects.select_for_update().get(pk=config.pk)
         before = {f: getattr(cfg, f) for f in clean if getattr(cfg, f) != clean[f]}
         if not before:
@@ -86,7 +86,7 @@ def reviewer_config_create(
     clean = _clean_reviewer_data(data)
     if "base_agent" not in clean or "name" not in clean:
         raise RuleError("A custom reviewer needs a name and a base agent.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         if ReviewerConfig.objects.filter(workspace=workspace, key=key).exists():
             raise RuleError(f"A reviewer with key {key!r} already exists.")
         cfg = ReviewerConfig.objects.create(workspace=workspace, key=key, builtin=False, **clean)
@@ -104,7 +104,7 @@ def reviewer_config_create(
 def reviewer_config_delete(*, config: ReviewerConfig, actor: Any, request: Any = None) -> None:
     if config.builtin:
         raise RuleError("Built-in reviewers cannot be deleted; disable them instead.")
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         snapshot = {f: getattr(config, f) for f in _REVIEWER_FIELDS}
         audit_record(
             action="reviewers.deleted",

@@ -37,7 +37,7 @@ def installation_bind(
     *, workspace: Workspace, installation_id: int, account_login: str = "", actor: Any = None
 ) -> GitHubInstallation:
     """Bind a GitHub App installation to one workspace (a server operator's act)."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         existing = GitHubInstallation.objects.filter(installation_id=installation_id).first()
         if existing is not None and existing.workspace_id != workspace.pk:
             raise RuleError(
@@ -79,7 +79,7 @@ def installation_unbind(*, installation_id: int, actor: Any = None) -> None:
 
 def repository_grant(*, workspace: Workspace, full_name: str, actor: Any = None) -> RepositoryGrant:
     name = rules.clean_github_name(full_name)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         row, _ = RepositoryGrant.objects.get_or_create(
             workspace=workspace,
             full_name=name,
@@ -106,7 +106,7 @@ def local_root_grant(*, workspace: Workspace, path: str, actor: Any = None) -> L
             f"{path} must be a directory under QUORUM_LOCAL_REPO_ROOTS "
             f"({', '.join(map(str, fence)) or 'none'})."
         )
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         row, _ = LocalRootGrant.objects.get_or_create(
             workspace=workspace,
             path=str(resolved),

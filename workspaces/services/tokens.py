@@ -22,7 +22,7 @@ def api_token_create(*, user: Any, name: str, request: Any = None) -> tuple[ApiT
     if not name:
         raise RuleError("Give the token a name, so you can recognise it later.")
     secret = settings.QUORUM_API_TOKEN_PREFIX + secrets.token_urlsafe(32)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         token = ApiToken.objects.create(
             user=user, name=name[:100], prefix=secret[:10], digest=ApiToken.digest_of(secret)
         )
@@ -37,7 +37,7 @@ def api_token_create(*, user: Any, name: str, request: Any = None) -> tuple[ApiT
 
 
 def api_token_revoke(*, token: ApiToken, actor: Any, request: Any = None) -> ApiToken:
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         token = ApiToken.objects.select_for_update().get(pk=token.pk)
         if token.revoked_at is None:
             token.revoked_at = timezone.now()

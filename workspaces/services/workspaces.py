@@ -53,7 +53,7 @@ def rules_update(
         allowed = ", ".join(t.value for t in rules.Tier)
         raise RuleError(f"Unknown tier {tier!r}; choose one of: {allowed}.")
     gated = rules.clean_gated_axes(gated_axes)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         ws = Workspace.objects.select_for_update().get(pk=workspace.pk)
         before = {"tier": ws.tier, "gated_axes": ws.gated_axes}
         ws.tier, ws.gated_axes = tier, gated
