@@ -160,6 +160,7 @@ def test_an_htmx_refusal_is_a_fragment_aimed_at_the_error_region(
     # The region is on every page, and htmx is told to swap 400 and 409 answers.
     page = client.get(f"/w/{workspace.slug}/reviews/{open_node.space_id}/").content.decode()
     assert 'id="errors"' in page and '"code": "40[09]", "swap": true' in page
+    assert "{#" not in page and "{% comment" not in page  # template comments stay comments
 
 
 def test_a_plain_post_refusal_is_a_message_on_the_page_it_returns_to(
