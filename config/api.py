@@ -11,7 +11,7 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, django_auth
 
 from config.api_types import JSONParser
-from workspaces.rules import RuleError
+from reviews.domain.errors import ApplicationError
 from workspaces.services import api_token_authenticate
 
 
@@ -47,9 +47,11 @@ def _unauthenticated(request, exc):
     )
 
 
-@api.exception_handler(RuleError)
-def _rule_error(request, exc):
-    return api.create_response(request, {"detail": str(exc)}, status=400)
+@api.exception_handler(ApplicationError)
+def _application_error(request, exc: ApplicationError):
+    # The one place a domain or service error becomes an HTTP answer for the API: routes let
+    # them through. {"detail": message, "code": code} plus any ids the error carries.
+    return api.create_response(request, exc.body(), status=exc.http_status)
 
 
 @api.exception_handler(PermissionDenied)

@@ -160,6 +160,9 @@ class Input(Schema):
 
 class ErrorOut(Schema):
     detail: str
+    # Stable, for clients to branch on (reviews/domain/errors.py); absent on the framework's
+    # own answers (authentication, unparseable bodies).
+    code: str | None = None
 
 
 class ValidationIssue(Schema):
@@ -173,7 +176,7 @@ class ValidationErrorOut(Schema):
 
 
 _ERRORS: dict[int, type[Schema]] = {
-    400: ErrorOut,  # refused by a workspace rule (RuleError): the body is valid, the act is not
+    400: ErrorOut,  # refused by a rule (an ApplicationError): the body is valid, the act is not
     401: ErrorOut,
     403: ErrorOut,
     404: ErrorOut,  # also for workspaces the caller is not a member of

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
-from ninja.errors import HttpError
 
 from config.api_types import ErrorOut, Filter, Id, Input, Limit, Offset, Slug, Text, responses
-from guardrails.models import ApprovalRequest, AuditEvent
+from guardrails.models import ApprovalRequest
+from guardrails.selectors import audit_events
 from guardrails.services import approval_decide, approval_withdraw
 from reviews.selectors import space_get_for_user
 from reviews.services import publishing
-from workspaces.middleware import archived_approval_target, archived_message
 from workspaces.permissions import membership_get, require
-from workspaces.rules import Perm, RuleError
+from workspaces.rules import Perm
 
 router = Router(tags=["guardrails"])
 
@@ -82,21 +82,15 @@ def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
     space = space_get_for_user(space_id=space_id, workspace_slug=slug)
-    if space.pull_request.repository.archived_at is not None:
-        raise HttpError(409, archived_message(space.pull_request.repository))
-    try:
-        result = publishing.publish_request(
-            space=space,
-            selection=body.selection,
-            approve_on_ship=body.approve_on_ship,
-            actor=request.user,
-            http_request=request,
-        )
-    except publishing.AlreadyPublished as exc:
-        # Each round is posted once, whatever the selection: this one is on GitHub already.
-        return Status(409, {"detail": str(exc)})
-    except publishing.PublishError as exc:
-        raise RuleError(str(exc)) from exc
+    # An archived repository (409), a round already on GitHub (409: each round is posted once,
+    # whatever the selection) or nothing to publish (400) is refused by the service.
+    result = publishing.publish_request(
+        space=space,
+        selection=body.selection,
+        approve_on_ship=body.approve_on_ship,
+        actor=request.user,
+        http_request=request,
+    )
     if result.outcome == "refused":
         return Status(409, {"detail": result.reason})
     if result.outcome == "pending":
@@ -140,9 +134,6 @@ def approval_decision(
         membership, Perm.DECIDE_APPROVAL, attempted="decide on approval requests", request=request
     )
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
-    archived = archived_approval_target(approval) if decision == "approve" else None
-    if archived is not None:
-        raise HttpError(409, archived_message(archived))
     decided = approval_decide(
         request=approval,
         approver=request.user,
@@ -160,18 +151,24 @@ def audit_list(
     action: Filter = "",
     actor: Filter = "",
     target: Filter = "",
+    since: date | None = None,
+    until: date | None = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ):
+    """Newest first. `action`: starts with; `actor`: the actor's label contains (any case);
+    `target`: the target's id is exactly it or its label contains it; `since`/`until`: days,
+    both included. The audit page filters the same way (guardrails.selectors.audit_events)."""
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.VIEW_AUDIT, attempted="read the audit trail", request=request)
-    events = AuditEvent.objects.filter(workspace=membership.workspace).order_by("-seq")
-    if action:
-        events = events.filter(action__startswith=action)
-    if actor:
-        events = events.filter(actor_label__icontains=actor)
-    if target:
-        events = events.filter(target_id=target)
+    events = audit_events(
+        workspace=membership.workspace,
+        action=action,
+        actor=actor,
+        target=target,
+        since=since,
+        until=until,
+    )
     return [
         {
             "seq": e.seq,

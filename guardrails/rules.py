@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
+from reviews.domain.errors import ApplicationError
 from workspaces.rules import Perm, role_allows
 
 
@@ -55,8 +56,16 @@ class Policy(StrEnum):
     DENY = "deny"
 
 
-class ApprovalError(Exception):
+class ApprovalError(ApplicationError):
     """A decision or execution the rules refuse; the message says why."""
+
+    code = "approval_refused"
+
+
+class ApprovalExpired(ApprovalError):
+    """The request is past its expiry: whoever catches it marks the request expired."""
+
+    code = "approval_expired"
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ def _open_check(approval: Approval, now: datetime) -> None:
     if approval.status in TERMINAL:
         raise ApprovalError(f"The request is {approval.status.value}.")
     if now >= approval.expires_at:
-        raise ApprovalError("The request has expired.")
+        raise ApprovalExpired("The request has expired.")
 
 
 def approve(
@@ -175,7 +184,7 @@ def check_executable(approval: Approval, *, current_head_sha: str, now: datetime
             f"Only an approved request executes (this one is {approval.status.value})."
         )
     if now >= approval.expires_at:
-        raise ApprovalError("The request expired before it could execute.")
+        raise ApprovalExpired("The request expired before it could execute.")
     if current_head_sha != approval.head_sha:
         raise ApprovalError(
             "The pull request has a new head since the request was made: the approval is stale."

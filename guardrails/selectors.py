@@ -1,6 +1,15 @@
 from __future__ import annotations
 
+from datetime import date, datetime, time
+from typing import TYPE_CHECKING
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
 from guardrails.models import AuditChainHead, AuditEvent
+
+if TYPE_CHECKING:
+    from workspaces.models import Workspace
 
 
 def audit_chains() -> list[str]:
@@ -9,3 +18,39 @@ def audit_chains() -> list[str]:
     with_entries = AuditEvent.objects.values_list("chain", flat=True).distinct()
     with_head = AuditChainHead.objects.values_list("chain", flat=True)
     return sorted(set(with_entries) | set(with_head))
+
+
+def audit_events(
+    *,
+    workspace: Workspace,
+    action: str = "",
+    actor: str = "",
+    target: str = "",
+    since: date | None = None,
+    until: date | None = None,
+) -> QuerySet[AuditEvent]:
+    """A workspace's audit trail, newest first, filtered the same way on the page, its exports
+    and the API. Every filter is optional; given together, an event must match all of them:
+
+    - `action`: the action starts with it (`approval.` finds every approval event);
+    - `actor`: the actor's label contains it, any case (an email or part of one);
+    - `target`: the target's id is exactly it, or its label contains it, any case;
+    - `since` / `until`: the event happened on or after / on or before that day (the server's
+      time zone), both days included.
+    """
+    events = AuditEvent.objects.filter(workspace=workspace)
+    if action:
+        events = events.filter(action__startswith=action)
+    if actor:
+        events = events.filter(actor_label__icontains=actor)
+    if target:
+        events = events.filter(Q(target_id=target) | Q(target_label__icontains=target))
+    if since is not None:
+        events = events.filter(
+            created_at__gte=timezone.make_aware(datetime.combine(since, time.min))
+        )
+    if until is not None:
+        events = events.filter(
+            created_at__lte=timezone.make_aware(datetime.combine(until, time.max))
+        )
+    return events.order_by("-seq")

@@ -24,7 +24,8 @@ from guardrails.audit import APP, SYSTEM, Actor, Target, audit_record
 from guardrails.models import ActionPolicy, ApprovalDecision, ApprovalRequest, Execution
 from guardrails.presence import present_approvers
 from workspaces.models import Membership, Workspace
-from workspaces.rules import Perm, RuleError
+from workspaces.rules import Perm, ReadOnlyError, RuleError, archived_message
+from workspaces.selectors import archived_approval_target
 
 log = logging.getLogger(__name__)
 
@@ -259,9 +260,13 @@ def approval_decide(
     A refused decision (self-approval, wrong role, expired…) changes nothing and is audited."""
     if decision not in ("approve", "deny"):
         raise RuleError("Decide with approve or deny.")
+    archived = archived_approval_target(request) if decision == "approve" else None
+    if archived is not None:
+        # Approving would change a read-only review (a publish of one of its rounds).
+        raise ReadOnlyError(archived_message(archived))
     now = timezone.now()
     error = None
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = (
             ApprovalRequest.objects.select_for_update(of=("self",))
             .select_related("workspace", "requester")
@@ -424,7 +429,7 @@ def approval_execute(*, request_id: int) -> ApprovalRequest:
             rules.start_execution(machine)
             Execution.objects.create(request=locked)
         except rules.ApprovalError as exc:
-            expired = now >= locked.expires_at
+            expired = isinstance(exc, rules.ApprovalExpired)
             locked.error = str(exc)
             approval_transition(
                 locked,
@@ -474,7 +479,7 @@ def approval_withdraw(
     *, request: ApprovalRequest, actor: Any, http_request: Any = None
 ) -> ApprovalRequest:
     """The requester takes back their own open request; no role is needed to do that."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = (
             ApprovalRequest.objects.select_for_update(of=("self",))
             .select_related("workspace", "requester")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, time
+from datetime import date
 
 from django.contrib import messages
 from django.core.handlers.asgi import ASGIRequest
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -15,11 +15,13 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_http_methods, require_POST
 
+from config.errors import errors_as_messages
 from guardrails import exports, rules
 from guardrails.actions import REGISTRY
 from guardrails.audit import chain_name
-from guardrails.models import ApprovalRequest, AuditEvent
+from guardrails.models import ApprovalRequest
 from guardrails.presence import present_approvers
+from guardrails.selectors import audit_events
 from guardrails.services import (
     approval_decide,
     approval_withdraw,
@@ -29,7 +31,6 @@ from guardrails.services import (
 )
 from guardrails.verification import chain_verify
 from workspaces.confirm import confirmation_page, confirmed
-from workspaces.middleware import archived_approval_target, archived_message
 from workspaces.models import Membership, Tombstone
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
@@ -99,13 +100,7 @@ def approval_decision(
             cancel_url=reverse("guardrails:approvals", args=[membership.workspace.slug]),
             context={"workspace": membership.workspace, "membership": membership},
         )
-    archived = (
-        archived_approval_target(approval) if request.POST.get("decision") == "approve" else None
-    )
-    if archived is not None:
-        messages.error(request, archived_message(archived))
-        return redirect("guardrails:approvals", membership.workspace.slug)
-    try:
+    with errors_as_messages(request):
         approval_decide(
             request=approval,
             approver=request.user,
@@ -113,9 +108,6 @@ def approval_decision(
             reason=request.POST.get("reason", "")[:2000],
             http_request=request,
         )
-    except RuleError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Request #{approval.pk}: {request.POST.get('decision')}d.")
     return redirect("guardrails:approvals", membership.workspace.slug)
 
@@ -127,11 +119,8 @@ def approval_withdraw_view(
 ) -> HttpResponse:
     """The requester takes their own request back; the service checks it is theirs."""
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
-    try:
+    with errors_as_messages(request):
         approval_withdraw(request=approval, actor=request.user, http_request=request)
-    except RuleError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Request #{approval.pk} withdrawn.")
     return redirect("guardrails:approvals", membership.workspace.slug)
 
@@ -139,23 +128,25 @@ def approval_withdraw_view(
 # -- audit -----------------------------------------------------------------------------------
 
 
+def _day(raw: str) -> date | None:
+    try:
+        return parse_date(raw)
+    except ValueError:  # well formed but no such day (2024-02-30): no bound, as for garbage
+        return None
+
+
 def _audit_filtered(request: HttpRequest, membership: Membership):
-    events = AuditEvent.objects.filter(workspace=membership.workspace)
+    """The query string's filters, read the way the API reads its parameters (a malformed day
+    is no bound here, where the API answers 422)."""
     q = request.GET
-    if q.get("actor"):
-        events = events.filter(actor_label__icontains=q["actor"])
-    if q.get("action"):
-        events = events.filter(action__startswith=q["action"])
-    if q.get("target"):
-        events = events.filter(Q(target_label__icontains=q["target"]) | Q(target_id=q["target"]))
-    for key, bound, edge in (
-        ("since", "created_at__gte", time.min),
-        ("until", "created_at__lte", time.max),
-    ):
-        day = parse_date(q.get(key, "") or "")
-        if day:
-            events = events.filter(**{bound: timezone.make_aware(datetime.combine(day, edge))})
-    return events.order_by("-seq")
+    return audit_events(
+        workspace=membership.workspace,
+        action=q.get("action", ""),
+        actor=q.get("actor", ""),
+        target=q.get("target", ""),
+        since=_day(q.get("since", "")),
+        until=_day(q.get("until", "")),
+    )
 
 
 @member_view
@@ -209,6 +200,14 @@ def audit_export(request: HttpRequest, membership: Membership, fmt: str) -> Http
 # -- settings ----------------------------------------------------------------------------------
 
 
+def _whole(request: HttpRequest, name: str, default: int) -> int:
+    raw = request.POST.get(name) or str(default)
+    try:
+        return int(raw)
+    except ValueError:
+        raise RuleError(f"{name.replace('_', ' ').capitalize()} must be a whole number.") from None
+
+
 @member_view
 @require_http_methods(["GET", "POST"])
 def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
@@ -217,19 +216,16 @@ def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResp
         require(
             membership, Perm.MANAGE_RULES, attempted="change guardrail policies", request=request
         )
-        try:
+        with errors_as_messages(request):
             outcome = policy_update(
                 workspace=ws,
                 action=request.POST.get("action_class", ""),
                 policy=request.POST.get("policy", ""),
-                approvals_required=int(request.POST.get("approvals_required") or 1),
-                expires_after_minutes=int(request.POST.get("expires_after_minutes") or 60),
+                approvals_required=_whole(request, "approvals_required", 1),
+                expires_after_minutes=_whole(request, "expires_after_minutes", 60),
                 actor=request.user,
                 http_request=request,
             )
-        except (RuleError, ValueError) as exc:
-            messages.error(request, str(exc))
-        else:
             if outcome.applied:
                 messages.success(request, "Policy saved.")
             elif outcome.request is not None:

@@ -6,7 +6,6 @@ from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
-from ninja.errors import HttpError
 
 from config.api_types import (
     MAX_INT,
@@ -22,20 +21,24 @@ from config.api_types import (
     responses,
 )
 from config.safeurl import OptionalWebUrl
-from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.export import review_json
 from reviews.models import ReviewerTicket, ReviewNode
-from reviews.selectors import review_page, space_get_for_user, spaces_for_list
+from reviews.selectors import (
+    disagreement_round,
+    review_page,
+    round_newest,
+    space_get_for_user,
+    spaces_for_list,
+)
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
-from reviews.services.flags import FlagError, space_flag_clear
-from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
-from reviews.services.rounds import RoundError, axis_submit, round_supply_request
-from workspaces.middleware import archived_message
+from reviews.services.flags import space_flag_clear
+from reviews.services.requests import review_request
+from reviews.services.rounds import axis_submit, round_supply_request
 from workspaces.models import Repository
 from workspaces.permissions import membership_get, require
-from workspaces.rules import Perm, RuleError
+from workspaces.rules import Perm, ReadOnlyError, archived_message
 
 router = Router(tags=["reviews"])
 
@@ -107,12 +110,8 @@ def _space(request, slug: str, space_id: int, perm: Perm = Perm.VIEW, attempted:
     space = space_get_for_user(space_id=space_id, workspace_slug=slug)
     if perm is not Perm.VIEW and space.pull_request.repository.archived_at is not None:
         # Reviews of a disconnected repository are read-only (workspaces/middleware.py).
-        raise HttpError(409, archived_message(space.pull_request.repository))
+        raise ReadOnlyError(archived_message(space.pull_request.repository))
     return membership, space
-
-
-def _errors(exc: Exception) -> RuleError:
-    return RuleError(str(exc))
 
 
 @router.get("/{slug}/reviews", response=responses({200: list[ReviewSummary]}, 404, 422))
@@ -161,10 +160,7 @@ def flag_clear(request, slug: Slug, space_id: Id, body: FlagClearIn):
     """A person has looked at a review flagged for a person: clear the flag (audited as
     `review.flag_cleared` with who cleared it). 409 when it is not flagged."""
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "clear the flag for a person")
-    try:
-        space_flag_clear(space=space, actor=request.user, note=body.note, request=request)
-    except FlagError as exc:
-        raise HttpError(409, str(exc)) from exc
+    space_flag_clear(space=space, actor=request.user, note=body.note, request=request)
     return {"space": space.pk, "flagged_for_human": False}
 
 
@@ -190,30 +186,17 @@ def review_start(request, slug: Slug, body: ReviewStart):
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.START_REVIEW, attempted="start reviews", request=request)
     repository = get_object_or_404(Repository, pk=body.repository, workspace=membership.workspace)
-    try:
-        review_round = review_request(
-            repository=repository,
-            actor=request.user,
-            number=body.number,
-            base=body.base,
-            head=body.head,
-            original_request=body.original_request,
-            tier=body.tier,
-            request=request,
-        )
-    except ReviewRequestError as exc:
-        raise _errors(exc) from exc
-    except ReviewQueuedError as exc:
-        queued = exc.review_round
-        return Status(
-            503,
-            {
-                "detail": str(exc),
-                "space": queued.space_id,
-                "round": queued.number,
-                "state": queued.state,
-            },
-        )
+    # A queue that is down answers 503 with the round's ids (ReviewQueuedError.extra).
+    review_round = review_request(
+        repository=repository,
+        actor=request.user,
+        number=body.number,
+        base=body.base,
+        head=body.head,
+        original_request=body.original_request,
+        tier=body.tier,
+        request=request,
+    )
     return Status(
         202,
         {"space": review_round.space_id, "round": review_round.number, "state": review_round.state},
@@ -236,18 +219,9 @@ def node_act(
     node = get_object_or_404(
         ReviewNode.objects.select_related("stream", "space"), pk=node_id, space=space
     )
-    if node.duplicate_of_id is not None:
-        raise RuleError(f"#{node.pk} is a duplicate: act on #{node.duplicate_of_id}.")
-    act = {
-        "confirm": node_services.node_confirm_by_person,
-        "resolve": node_services.node_resolve,
-        "dismiss": node_services.node_dismiss,
-        "reopen": node_services.node_reopen,
-    }[action]
-    try:
-        node = act(node=node, user=request.user, reason=body.reason, request=request)
-    except consensus.ConsensusError as exc:
-        raise _errors(exc) from exc
+    node = node_services.node_act(
+        node=node, action=action, user=request.user, reason=body.reason, request=request
+    )
     return {"id": node.pk, "status": node.status}
 
 
@@ -262,20 +236,15 @@ def disagreement_decide(
     every node there takes the `first` or `second` side's priority and type, or the disputed
     findings are dismissed with the reason."""
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide disagreements")
-    review_round = space.rounds.order_by("-number").first()
-    if review_round is None:
-        raise RuleError("This review has no round yet.")
-    try:
-        changed = node_services.disagreement_decide(
-            review_round=review_round,
-            key=str(node_id),
-            decision=body.decision,
-            user=request.user,
-            reason=body.reason,
-            request=request,
-        )
-    except (node_services.DisagreementError, consensus.ConsensusError) as exc:
-        raise _errors(exc) from exc
+    review_round = disagreement_round(space=space, key=node_id)
+    changed = node_services.disagreement_decide(
+        review_round=review_round,
+        key=str(node_id),
+        decision=body.decision,
+        user=request.user,
+        reason=body.reason,
+        request=request,
+    )
     return {
         "decision": body.decision,
         "nodes": [
@@ -291,18 +260,13 @@ def disagreement_decide(
 )
 def supply_request(request, slug: Slug, space_id: Id, body: RequestIn):
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "supply the original request")
-    review_round = space.rounds.order_by("-number").first()
-    if review_round is None:
-        raise RuleError("This review has no round yet.")
-    try:
-        stream = round_supply_request(
-            review_round=review_round,
-            text=body.original_request,
-            actor=request.user,
-            request=request,
-        )
-    except RoundError as exc:
-        raise _errors(exc) from exc
+    review_round = round_newest(space=space)
+    stream = round_supply_request(
+        review_round=review_round,
+        text=body.original_request,
+        actor=request.user,
+        request=request,
+    )
     return Status(202, {"rerun": stream.name if stream else None})
 
 
@@ -318,21 +282,16 @@ def submit_axis(
     body: AxisIn,
 ):
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "submit axis results")
-    review_round = space.rounds.order_by("-number").first()
-    if review_round is None:
-        raise RuleError("This review has no round yet.")
-    try:
-        row = axis_submit(
-            review_round=review_round,
-            axis=t.AxisName(axis),
-            result=t.AxisResult(body.result),
-            evidence_url=body.evidence_url,
-            details=body.details,
-            actor=request.user,
-            request=request,
-        )
-    except RoundError as exc:
-        raise _errors(exc) from exc
+    review_round = round_newest(space=space)
+    row = axis_submit(
+        review_round=review_round,
+        axis=t.AxisName(axis),
+        result=t.AxisResult(body.result),
+        evidence_url=body.evidence_url,
+        details=body.details,
+        actor=request.user,
+        request=request,
+    )
     return Status(
         201,
         {"axis": row.axis, "result": row.result, "gated": row.gated, "round": review_round.number},
@@ -367,12 +326,9 @@ def ticket_dismiss(request, slug: Slug, space_id: Id, ticket_id: Id, body: Ticke
     """Dismiss a ticket a reviewer proposed (`notes.tickets` in the review), with a reason."""
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "dismiss reviewer tickets")
     ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
-    try:
-        ticket = note_services.ticket_dismiss(
-            ticket=ticket, user=request.user, reason=body.reason, request=request
-        )
-    except note_services.TicketError as exc:
-        raise _errors(exc) from exc
+    ticket = note_services.ticket_dismiss(
+        ticket=ticket, user=request.user, reason=body.reason, request=request
+    )
     return _ticket_out(ticket)
 
 
@@ -386,16 +342,13 @@ def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketI
     workspace's rule refuses it now, 400 for a local repository or a decided ticket."""
     _, space = _space(request, slug, space_id, Perm.REQUEST_PUBLISH, "create GitHub issues")
     ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
-    try:
-        result = note_services.ticket_issue_request(
-            ticket=ticket,
-            actor=request.user,
-            title=body.title,
-            body=body.body,
-            http_request=request,
-        )
-    except note_services.TicketError as exc:
-        raise _errors(exc) from exc
+    result = note_services.ticket_issue_request(
+        ticket=ticket,
+        actor=request.user,
+        title=body.title,
+        body=body.body,
+        http_request=request,
+    )
     ticket = ReviewerTicket.objects.select_related("approval_request").get(pk=ticket.pk)
     if result.outcome == "refused":
         return Status(409, {"detail": result.reason, "ticket": _ticket_out(ticket)})
@@ -439,15 +392,7 @@ def round_rerun_api(request, slug: Slug, space_id: Id, number: Id):
 
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "re-run reviews")
     review_round = _round_of(space, number)
-    try:
-        new = round_rerun(review_round=review_round, actor=request.user, request=request)
-    except RoundError as exc:
-        return Status(409, {"detail": str(exc)})
-    except ReviewQueuedError as exc:
-        new = exc.review_round
-        return Status(
-            503, {"detail": str(exc), "space": space.pk, "round": new.number, "state": new.state}
-        )
+    new = round_rerun(review_round=review_round, actor=request.user, request=request)
     return Status(
         202,
         {"space": space.pk, "round": new.number, "state": new.state, "rerun_of": number},
@@ -473,8 +418,5 @@ def round_cancel_api(request, slug: Slug, space_id: Id, number: Id, confirm: Fil
                 "cancel it. Nothing was changed."
             },
         )
-    try:
-        review_round = round_cancel(review_round=review_round, actor=request.user, request=request)
-    except RoundError as exc:
-        return Status(409, {"detail": str(exc)})
+    review_round = round_cancel(review_round=review_round, actor=request.user, request=request)
     return {"space": space.pk, "round": review_round.number, "state": review_round.state}

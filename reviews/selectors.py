@@ -23,6 +23,7 @@ from reviews.models import (
     ReviewSpace,
     Verdict,
 )
+from workspaces.rules import RuleError
 
 
 def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = None) -> t.NodeView:
@@ -74,6 +75,25 @@ def space_get_for_user(*, space_id: int, workspace_slug: str) -> ReviewSpace:
         ).get(pk=space_id, workspace__slug=workspace_slug)
     except ReviewSpace.DoesNotExist:
         raise Http404("No such review.") from None
+
+
+NO_ROUND = "This review has no round yet."
+
+
+def round_newest(*, space: ReviewSpace) -> ReviewRound:
+    """The round an action on the review as a whole applies to: its newest. Raises RuleError
+    when it has none yet (page and API alike)."""
+    review_round = space.rounds.order_by("-number").first()
+    if review_round is None:
+        raise RuleError(NO_ROUND)
+    return review_round
+
+
+def disagreement_round(*, space: ReviewSpace, key: int) -> ReviewRound:
+    """The round of a disagreement: the round of its key node (an earlier round read in the
+    switcher too), else the newest."""
+    key_node = ReviewNode.objects.filter(pk=key, space=space).select_related("round").first()
+    return key_node.round if key_node is not None else round_newest(space=space)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from config.errors import errors_as_messages
 from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
 from reviews.domain import types as t
+from reviews.domain.errors import ApplicationError
+from reviews.domain.outcomes import is_process_block
 from reviews.domain.round_states import can_cancel, can_rerun, state_label
 from reviews.domain.space_status import (
     LADDER,
@@ -31,23 +34,24 @@ from reviews.models import (
 )
 from reviews.reporting import report_markdown
 from reviews.selectors import (
+    disagreement_round,
     review_page,
     reviewer_notes,
+    round_newest,
     space_get_for_user,
     spaces_for_list,
 )
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
-from reviews.services.flags import FlagError, space_flag_clear
+from reviews.services.flags import space_flag_clear
 from reviews.services.publishing import (
-    PublishError,
     publish_plan_current,
     publish_refusal_for,
     publish_request,
     published_record,
 )
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
-from reviews.services.rounds import RoundError, round_cancel, round_rerun, round_supply_request
+from reviews.services.rounds import round_cancel, round_rerun, round_supply_request
 from reviews.sources.publish_plan import review_event
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.models import Membership
@@ -55,13 +59,6 @@ from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
 from workspaces.views import is_htmx, member_view
-
-NODE_ACTIONS = {
-    "confirm": node_services.node_confirm_by_person,
-    "resolve": node_services.node_resolve,
-    "dismiss": node_services.node_dismiss,
-    "reopen": node_services.node_reopen,
-}
 
 
 def node_actions_for(membership: Membership, view: t.NodeView) -> list[str]:
@@ -74,7 +71,7 @@ def node_actions_for(membership: Membership, view: t.NodeView) -> list[str]:
         author_agent=view.agent,
         by=consensus.Actor.person(str(membership.user_id)),
     )
-    return [a.value for a in consensus.Action if a in allowed and a.value in NODE_ACTIONS]
+    return [a.value for a in consensus.Action if a in allowed and a in node_services.PERSON_ACTIONS]
 
 
 @member_view
@@ -171,7 +168,7 @@ def review_context(
             "cohort_key", flat=True
         )
     )
-    blocked = [s for s in page.streams if s.error.startswith("process block")]
+    blocked = [s for s in page.streams if is_process_block(s.error)]
     # What a publish would post now follows the current verdict (the preview page plans it in
     # full against GitHub); the header says it so a decision's effect shows at once.
     publish_event = (
@@ -276,12 +273,8 @@ def _round_param(request: HttpRequest) -> int | None:
     if not raw:
         return None
     if not raw.isdigit() or len(raw) > 9:
-        raise _BadRound(f"“{raw[:40]}” is not a round number: use ?round=1, ?round=2, …")
+        raise RuleError(f"“{raw[:40]}” is not a round number: use ?round=1, ?round=2, …")
     return int(raw)
-
-
-class _BadRound(Exception):
-    pass
 
 
 @member_view
@@ -290,10 +283,7 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
         space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     except Http404:  # deleted for good: say what it was
         return tombstone_or_404(request, membership, kind="reviewspace", object_id=space_id)
-    try:
-        round_number = _round_param(request)
-    except _BadRound as exc:
-        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    round_number = _round_param(request)
     return render(request, "reviews/detail.html", review_context(membership, space, round_number))
 
 
@@ -313,13 +303,10 @@ def flag_clear(request: HttpRequest, membership: Membership, space_id: int) -> H
     """A person has looked at a review flagged after rounds without approval (audited)."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.TRIAGE_NODES, attempted="clear the flag for a person", request=request)
-    try:
+    with errors_as_messages(request):
         space_flag_clear(
             space=space, actor=request.user, note=request.POST.get("note", ""), request=request
         )
-    except FlagError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, "Flag cleared: you are recorded as the person who looked.")
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
@@ -327,10 +314,7 @@ def flag_clear(request: HttpRequest, membership: Membership, space_id: int) -> H
 @member_view
 def review_report(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
-    try:
-        round_number = _round_param(request)
-    except _BadRound as exc:
-        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    round_number = _round_param(request)
     markdown = report_markdown(review_page(space=space, round_number=round_number))
     response = HttpResponse(markdown, content_type="text/markdown; charset=utf-8")
     if request.GET.get("download"):
@@ -353,18 +337,15 @@ def node_action(
         ReviewNode.objects.select_related("stream", "space"), pk=node_id, space=space
     )
     if not form.is_valid():
-        return HttpResponse("Unknown action.", status=400)
-    if node.duplicate_of_id is not None:
-        return HttpResponse("A duplicate is decided with its canonical finding.", status=409)
-    try:
-        NODE_ACTIONS[form.cleaned_data["action"]](
-            node=node, user=request.user, reason=form.cleaned_data["reason"], request=request
+        raise RuleError("Unknown action, or a reason longer than 2000 characters.")
+    with errors_as_messages(request):
+        node_services.node_act(
+            node=node,
+            action=form.cleaned_data["action"],
+            user=request.user,
+            reason=form.cleaned_data["reason"],
+            request=request,
         )
-    except consensus.ConsensusError as exc:
-        if is_htmx(request):
-            return HttpResponse(str(exc), status=409)
-        messages.error(request, str(exc))
-        return redirect("reviews:detail", membership.workspace.slug, space.pk)
     if is_htmx(request):
         context = review_context(membership, space, round_number=node.round.number)
         context["node"] = context["page"].node(node.pk)
@@ -380,12 +361,8 @@ def disagreement_decide(
     """A person settles a disagreement: one side's priority and type, or dismiss with a reason."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.TRIAGE_NODES, attempted="decide disagreements", request=request)
-    # The round of the disagreement's key node: an earlier round read in the switcher too.
-    key_node = ReviewNode.objects.filter(pk=node_id, space=space).select_related("round").first()
-    review_round = key_node.round if key_node else space.rounds.order_by("-number").first()
-    if review_round is None:
-        return HttpResponse("No round.", status=404)
-    try:
+    review_round = disagreement_round(space=space, key=node_id)
+    with errors_as_messages(request):
         node_services.disagreement_decide(
             review_round=review_round,
             key=str(node_id),
@@ -394,9 +371,6 @@ def disagreement_decide(
             reason=request.POST.get("reason", "")[:2000],
             request=request,
         )
-    except (node_services.DisagreementError, consensus.ConsensusError) as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, "Disagreement decided.")
     url = reverse("reviews:detail", args=[membership.workspace.slug, space.pk])
     newest = space.rounds.order_by("-number").values_list("number", flat=True).first()
@@ -426,17 +400,13 @@ def cohort_read(
 def supply_request(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.START_REVIEW, attempted="supply the original request", request=request)
-    review_round = space.rounds.order_by("-number").first()
-    try:
+    with errors_as_messages(request):
         stream = round_supply_request(
-            review_round=review_round,
+            review_round=round_newest(space=space),
             text=request.POST.get("original_request", ""),
             actor=request.user,
             request=request,
         )
-    except RoundError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(
             request,
             f"Thanks: the {stream.name} reviewer runs again with it." if stream else "Saved.",
@@ -486,11 +456,8 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
             cancel_url=here,
             context={"workspace": membership.workspace, "membership": membership},
         )
-    try:
+    with errors_as_messages(request):
         round_cancel(review_round=review_round, actor=request.user, request=request)
-    except RoundError as exc:
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Round {review_round.number} cancelled.")
     return redirect(here)
 
@@ -506,10 +473,11 @@ def rerun_round(request: HttpRequest, membership: Membership, space_id: int) -> 
         return HttpResponse("This review has no round to re-run.", status=404)
     try:
         new = round_rerun(review_round=review_round, actor=request.user, request=request)
-    except RoundError as exc:
-        messages.error(request, str(exc))
     except ReviewQueuedError as exc:
-        messages.warning(request, str(exc))
+        # Not a refusal: the new round exists and starts once the queue is back.
+        messages.warning(request, exc.message)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
     else:
         messages.success(
             request,
@@ -530,7 +498,9 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
     if request.method == "POST":
         require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
-        try:
+        with errors_as_messages(request):
+            # The page publishes what the preview showed: every open finding, approving on a
+            # Ship verdict (the API chooses both).
             result = publish_request(
                 space=space,
                 selection="all_open",
@@ -539,24 +509,19 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
                 seen_digest=request.POST.get("plan_digest", ""),
                 http_request=request,
             )
-        except PublishError as exc:
-            messages.error(request, str(exc))
-            return redirect("reviews:publish", membership.workspace.slug, space.pk)
-        if result.outcome == "refused":
-            messages.error(request, result.reason)
-        elif result.outcome == "pending":
-            messages.success(
-                request, f"Publish request #{result.request.pk} is waiting for an approver."
-            )
-        else:
-            messages.success(request, "Published to GitHub.")
-        return redirect("reviews:detail", membership.workspace.slug, space.pk)
-    try:
-        context = publish_preview_context(membership, space)
-    except PublishError as exc:
-        messages.error(request, str(exc))
-        return redirect("reviews:detail", membership.workspace.slug, space.pk)
-    return render(request, "reviews/publish.html", context)
+            if result.outcome == "refused":
+                messages.error(request, result.reason)
+            elif result.outcome == "pending":
+                messages.success(
+                    request, f"Publish request #{result.request.pk} is waiting for an approver."
+                )
+            else:
+                messages.success(request, "Published to GitHub.")
+            return redirect("reviews:detail", membership.workspace.slug, space.pk)
+        return redirect("reviews:publish", membership.workspace.slug, space.pk)
+    with errors_as_messages(request):
+        return render(request, "reviews/publish.html", publish_preview_context(membership, space))
+    return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
 
 @_read_only_when_archived
@@ -588,15 +553,10 @@ def ticket_dismiss(
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.TRIAGE_NODES, attempted="dismiss reviewer tickets", request=request)
     ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
-    try:
+    with errors_as_messages(request):
         note_services.ticket_dismiss(
             ticket=ticket, user=request.user, reason=request.POST.get("reason", ""), request=request
         )
-    except note_services.TicketError as exc:
-        if is_htmx(request):
-            return HttpResponse(str(exc), status=409)
-        messages.error(request, str(exc))
-    else:
         messages.success(request, f"Ticket “{ticket.title}” dismissed.")
     return redirect(_ticket_anchor(membership, space, ticket))
 
@@ -612,7 +572,7 @@ def ticket_issue(
     require(membership, Perm.REQUEST_PUBLISH, attempted="create GitHub issues", request=request)
     ticket = get_object_or_404(ReviewerTicket, pk=ticket_id, round__space=space)
     here = _ticket_anchor(membership, space, ticket)
-    try:
+    with errors_as_messages(request):
         result = note_services.ticket_issue_request(
             ticket=ticket,
             actor=request.user,
@@ -620,13 +580,12 @@ def ticket_issue(
             body=request.POST.get("body") if "body" in request.POST else None,
             http_request=request,
         )
-    except (note_services.TicketError, RuleError) as exc:
-        messages.error(request, str(exc))
-        return redirect(here)
-    if result.outcome == "refused":
-        messages.error(request, result.reason)
-    elif result.outcome == "pending":
-        messages.success(request, f"Issue request #{result.request.pk} is waiting for an approver.")
-    else:
-        messages.success(request, "GitHub issue created.")
+        if result.outcome == "refused":
+            messages.error(request, result.reason)
+        elif result.outcome == "pending":
+            messages.success(
+                request, f"Issue request #{result.request.pk} is waiting for an approver."
+            )
+        else:
+            messages.success(request, "GitHub issue created.")
     return redirect(here)

@@ -72,7 +72,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "copies a duplicate's priority, type, severity, body, fix and tags by name from the"
         " dict literal above it; no status among them"
     ),
-    ("workspaces.services", "reviewer_config_update"): (
+    ("workspaces.services.reviewers", "reviewer_config_update"): (
         "copies a reviewer's validated settings by name; ReviewerConfig has no state or status"
     ),
     ("guardrails.verification", "_checkpoint_save"): (

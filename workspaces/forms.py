@@ -1,4 +1,4 @@
-"""Forms for the settings pages. They parse; the services decide (workspaces/services.py).
+"""Forms for the settings pages. They parse; the services decide (workspaces/services/).
 Reviewer profiles are checked against the shapes in workspaces/rules.py, which the API and the
 service use too; a form shows their problems as its own errors."""
 

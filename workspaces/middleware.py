@@ -12,55 +12,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from config.errors import error_fragment
+from workspaces.rules import archived_message
+from workspaces.selectors import archived_space_repository
+
 # A person's own reading progress changes nothing in the review.
 PERSONAL_ROUTES = frozenset({"cohort_read"})
-
-
-def archived_message(repository) -> str:
-    return (
-        f"{repository} is archived (disconnected): its reviews are kept read-only. "
-        "An admin connects it again under Settings → Repositories to act on them."
-    )
-
-
-def archived_approval_target(approval) -> object | None:
-    """The archived repository an approval request would act on (a publish of one of its
-    reviews): approving it is a change to a read-only review."""
-    from reviews.models import ReviewSpace
-
-    if approval.target_type != "reviewspace":
-        return None
-    space = (
-        ReviewSpace.objects.filter(
-            pk=int(approval.target_id) if approval.target_id.isdigit() else None,
-            workspace_id=approval.workspace_id,
-            pull_request__repository__archived_at__isnull=False,
-        )
-        .select_related("pull_request__repository")
-        .first()
-    )
-    return space.pull_request.repository if space is not None else None
-
-
-def archived_space_repository(*, user, slug: str, space_id) -> object | None:
-    """The archived repository of space `space_id`, if `user` is a member of its workspace."""
-    from reviews.models import ReviewSpace
-
-    try:
-        space_pk = int(space_id)
-    except (TypeError, ValueError):
-        return None
-    space = (
-        ReviewSpace.objects.filter(
-            pk=space_pk,
-            workspace__slug=slug,
-            workspace__memberships__user=user,
-            pull_request__repository__archived_at__isnull=False,
-        )
-        .select_related("pull_request__repository")
-        .first()
-    )
-    return space.pull_request.repository if space is not None else None
 
 
 class ArchivedReviewsReadOnly:
@@ -90,7 +47,7 @@ class ArchivedReviewsReadOnly:
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": message}, status=409)
         if request.headers.get("HX-Request") == "true":
-            return HttpResponse(message, status=409, content_type="text/plain; charset=utf-8")
+            return error_fragment(message, 409)
         back = reverse("reviews:detail", args=[view_kwargs["slug"], int(view_kwargs["space_id"])])
         context = {"title": "This repository is archived", "message": message, "back": back}
         html = render_to_string("workspaces/refused.html", context, request=request)

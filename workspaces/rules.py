@@ -20,6 +20,7 @@ from pydantic import (
     field_validator,
 )
 
+from reviews.domain.errors import ApplicationError
 from reviews.domain.types import Tier
 
 
@@ -75,8 +76,25 @@ def role_allows(role: str | None, perm: Perm) -> bool:
     return ROLE_RANK[Role(role)] >= ROLE_RANK[MIN_ROLE[perm]]
 
 
-class RuleError(ValueError):
+class RuleError(ApplicationError, ValueError):
     """Input that breaks a workspace rule; the message is shown to the user as is."""
+
+    code = "rule_violation"
+
+
+class ReadOnlyError(ApplicationError):
+    """A change to a review of a disconnected (archived) repository: its reviews are kept
+    read-only until an admin connects it again."""
+
+    code = "repository_archived"
+    http_status = 409
+
+
+def archived_message(repository: object) -> str:
+    return (
+        f"{repository} is archived (disconnected): its reviews are kept read-only. "
+        "An admin connects it again under Settings → Repositories to act on them."
+    )
 
 
 def check_role_change(

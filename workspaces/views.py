@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from config.errors import errors_as_messages
 from workspaces import rules, services
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
@@ -199,7 +200,7 @@ def member_change(request: HttpRequest, membership: Membership, member_id: int) 
             cancel_url=reverse("workspaces:members", args=[ws.slug]),
             context=_ctx(membership),
         )
-    try:
+    with errors_as_messages(request):
         if request.POST.get("action") == "remove":
             services.member_remove(actor=membership, membership=target, request=request)
             messages.success(request, f"{target.user.email} removed.")
@@ -211,8 +212,6 @@ def member_change(request: HttpRequest, membership: Membership, member_id: int) 
                 actor=membership, membership=target, role=form.cleaned_data["role"], request=request
             )
             messages.success(request, f"{target.user.email} is now {form.cleaned_data['role']}.")
-    except RuleError as exc:
-        messages.error(request, str(exc))
     return redirect("workspaces:members", ws.slug)
 
 
@@ -248,13 +247,11 @@ def reviewer_edit(
         attempted = "change reviewer configs" if config else "add reviewers"
         require(membership, Perm.MANAGE_REVIEWERS, attempted=attempted, request=request)
         if config and request.POST.get("action") == "delete":
-            try:
+            with errors_as_messages(request):
                 services.reviewer_config_delete(config=config, actor=request.user, request=request)
-            except RuleError as exc:
-                messages.error(request, str(exc))
-                return redirect("workspaces:reviewer", ws.slug, config.key)
-            messages.success(request, f"Reviewer {config.name} deleted.")
-            return redirect("workspaces:reviewers", ws.slug)
+                messages.success(request, f"Reviewer {config.name} deleted.")
+                return redirect("workspaces:reviewers", ws.slug)
+            return redirect("workspaces:reviewer", ws.slug, config.key)
         form = ReviewerConfigForm(request.POST)
         shots = FewShotFormSet(request.POST, prefix="shots")
         if form.is_valid() and shots.is_valid():
@@ -344,15 +341,13 @@ def repository_change(request: HttpRequest, membership: Membership, repo_id: int
     if request.POST.get("action") == "remove":
         return _disconnect(request, membership, repo)
     form = RepositoryUpdateForm(request.POST)
-    try:
+    with errors_as_messages(request):
         if not form.is_valid():
             raise RuleError("Give a base branch.")
         services.repository_update(
             repository=repo, actor=request.user, request=request, **form.cleaned_data
         )
         messages.success(request, f"{repo} updated.")
-    except RuleError as exc:
-        messages.error(request, str(exc))
     return redirect("workspaces:repositories", ws.slug)
 
 

@@ -17,11 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .errors import ApplicationError
 from .types import Category, NodeStatus, NodeView
 
 
-class ConsensusError(Exception):
+class ConsensusError(ApplicationError):
     """A status change the rules forbid; the message is shown to the caller as is."""
+
+    code = "transition_refused"
 
 
 class TransitionError(ConsensusError):
@@ -29,7 +32,7 @@ class TransitionError(ConsensusError):
 
 
 class SelfConfirmationError(ConsensusError):
-    pass
+    code = "self_confirmation"
 
 
 class ActorKind(StrEnum):

@@ -30,6 +30,16 @@ def block_kind(*, from_requirements_check: bool, original_request: str | None) -
     return BlockKind.CODE
 
 
+# What a requirements reviewer's stream records (its `error`, state skipped) while it waits for
+# the original request: the page asks for the request, the verdict ignores the stream.
+PROCESS_BLOCK = "process block: the original request is missing; supply it to run this reviewer"
+
+
+def is_process_block(error: str) -> bool:
+    """Whether a stream's recorded error is the process block (never a failure)."""
+    return error == PROCESS_BLOCK
+
+
 def counts_toward_verdict(kind: BlockKind) -> bool:
     """Only a code block may block the change; a process block asks for input instead."""
     return kind is BlockKind.CODE

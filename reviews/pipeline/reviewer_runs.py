@@ -23,6 +23,7 @@ from reviews.agents.runtime import ModelConfig, ModelRunError, ModelRuntime, Rev
 from reviews.agents.secret_scan import run_secret_scan
 from reviews.domain import types as t
 from reviews.domain.lens_answers import coverage_note, parse_lens_answer
+from reviews.domain.outcomes import PROCESS_BLOCK
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline.faults import retry_db
@@ -50,7 +51,6 @@ ANALYZER_SCOPES = {
     "secrets": "credential patterns (the redaction rules)",
 }
 LENSES = ("reachability", "false_positive", "severity")
-PROCESS_BLOCK = "process block: the original request is missing; supply it to run this reviewer"
 
 
 def _runtime_model(

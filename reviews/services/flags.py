@@ -12,13 +12,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from guardrails.audit import SYSTEM, Actor, Target, audit_record
+from reviews.domain.errors import ApplicationError
 from reviews.domain.flagging import flag_reason
 from reviews.events import emit, emit_list_row
 from reviews.models import ReviewRound, ReviewSpace
 
 
-class FlagError(Exception):
+class FlagError(ApplicationError):
     """The flag cannot be changed that way; the message says why."""
+
+    code = "flag_conflict"
+    http_status = 409
 
 
 def _finished_outcomes(space: ReviewSpace) -> list[tuple[int, str]]:
@@ -68,7 +72,7 @@ def space_flag_clear(
 ) -> ReviewSpace:
     """A person has looked: lower the flag (audited with who cleared it). The rounds seen so far
     do not count again; another two rounds without approval raise it again."""
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = (
             ReviewSpace.objects.select_for_update(of=("self",))
             .select_related("workspace", "pull_request")

@@ -19,6 +19,7 @@ from django.db.models import F
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews.domain import consensus
+from reviews.domain.errors import ApplicationError
 from reviews.domain.fingerprints import node_fingerprint
 from reviews.domain.node_tags import NodeTags
 from reviews.domain.nodes import (
@@ -296,6 +297,38 @@ def node_reopen(
     )
 
 
+# What a person may do to a finding from the page or the API (an agent's confirm is node_confirm).
+PERSON_ACTIONS = {
+    consensus.Action.CONFIRM: node_confirm_by_person,
+    consensus.Action.RESOLVE: node_resolve,
+    consensus.Action.DISMISS: node_dismiss,
+    consensus.Action.REOPEN: node_reopen,
+}
+
+
+def node_act(
+    *, node: ReviewNode, action: str, user: Any, reason: str = "", request: Any = None
+) -> ReviewNode:
+    """A person's decision on a finding, the page's buttons and the API alike: an unknown action
+    or a demoted duplicate (decided with its canonical finding) is refused before the status
+    rules are asked."""
+    try:
+        act = PERSON_ACTIONS[consensus.Action(action)]
+    except (ValueError, KeyError):
+        allowed = ", ".join(a.value for a in PERSON_ACTIONS)
+        raise consensus.TransitionError(
+            f"Unknown action {action!r}; use {allowed}.", code="unknown_action"
+        ) from None
+    if node.duplicate_of_id is not None:
+        raise consensus.TransitionError(
+            f"#{node.pk} is a duplicate: it is decided with its canonical finding "
+            f"#{node.duplicate_of_id}.",
+            code="duplicate_node",
+            http_status=409,
+        )
+    return act(node=node, user=user, reason=reason, request=request)
+
+
 def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str]]) -> Any:
     """Record the verification panel's three lenses on a node and apply the survival rule
     (§3.10): filtered nodes are dismissed and tagged (counted, never silently dropped); a lens
@@ -352,8 +385,10 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
 # -- disagreements ---------------------------------------------------------------------------
 
 
-class DisagreementError(Exception):
+class DisagreementError(ApplicationError):
     """The disagreement is gone (already decided, a finding closed) or the decision is bad."""
+
+    code = "disagreement_refused"
 
 
 DISAGREEMENT_DECISIONS = ("first", "second", "dismiss")

@@ -19,6 +19,7 @@ from django.utils import timezone
 from config.safeurl import web_url_or_blank
 from guardrails.audit import Actor, Target, audit_record
 from reviews.agents.redaction import redact_text
+from reviews.domain.errors import ApplicationError
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
 from reviews.domain.tickets import sources_of as ticket_sources_of
 from reviews.events import emit
@@ -34,8 +35,10 @@ LOCAL_REPOSITORY = (
 )
 
 
-class TicketError(Exception):
+class TicketError(ApplicationError):
     """The ticket cannot be changed that way now; the message says why."""
+
+    code = "ticket_refused"
 
 
 # -- a ticket's status ---------------------------------------------------------------------------
@@ -153,7 +156,7 @@ def ticket_dismiss(
 ) -> ReviewerTicket:
     """A person decides the ticket is not worth filing; audited with the reason."""
     reason = (reason or "").strip()[:2000]
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = _locked(ticket)
         if not _state(locked).may_dismiss:
             raise TicketError(f"This ticket cannot be dismissed: it is {_state(locked).label}.")
@@ -195,7 +198,7 @@ def _github_repository(ticket: ReviewerTicket) -> str:
     if repository.kind != "github":
         raise TicketError(LOCAL_REPOSITORY)
     if repository.archived_at is not None:
-        from workspaces.middleware import archived_message
+        from workspaces.rules import archived_message
 
         raise TicketError(archived_message(repository))
     return repository.full_name
@@ -242,7 +245,7 @@ def ticket_issue_request(
 
     # The ticket stays locked until the request exists: two people asking at once make one
     # request, and the second is told the ticket is already on its way.
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         locked = _locked(ticket)
         if not _state(locked).may_request_issue:
             raise TicketError(

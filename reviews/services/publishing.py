@@ -22,6 +22,7 @@ from config.safeurl import web_url_or_blank
 from guardrails.audit import APP, Target, audit_record
 from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
+from reviews.domain.errors import ApplicationError
 from reviews.domain.space_status import (
     SpaceStatus,
     can_execute_publish,
@@ -48,18 +49,24 @@ from reviews.sources.publish_plan import (
     plan_digest,
     plan_document,
 )
+from workspaces.rules import ReadOnlyError, archived_message
 
 log = logging.getLogger(__name__)
 
 SELECTIONS = ("all_open", "consensus")
 
 
-class PublishError(Exception):
+class PublishError(ApplicationError):
     """Publishing is not possible now; the message says why."""
+
+    code = "publish_refused"
 
 
 class AlreadyPublished(PublishError):
     """The round is on GitHub already (or on its way): it is never posted twice."""
+
+    code = "already_published"
+    http_status = 409
 
 
 LOCAL_REPOSITORY = (
@@ -248,13 +255,16 @@ def publish_request(
 ) -> Any:
     """The one way to ask for a publish: plan against GitHub now, then the guardrails
     checkpoint with that exact plan. `seen_digest` (the preview a person read) must still be
-    what would be posted. Returns the checkpoint's result."""
+    what would be posted. Returns the checkpoint's result. The page and the API both ask here:
+    the page for every open finding, approving on Ship; the API for what the client chose."""
     from guardrails import rules
     from guardrails.services import checkpoint, policy_for
 
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
         pk=space.pk
     )
+    if space.pull_request.repository.archived_at is not None:
+        raise ReadOnlyError(archived_message(space.pull_request.repository))
     refusal = publish_refusal_for(space)
     if refusal is not None:
         raise (AlreadyPublished if published_record(_newest(space)) else PublishError)(refusal)

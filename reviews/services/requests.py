@@ -8,6 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.background import QueueUnavailable
 from guardrails.audit import Actor, Target, audit_record
+from reviews.domain.errors import ApplicationError
 from reviews.models import ReviewRound
 from reviews.pipeline.dispatch import round_enqueue
 from reviews.services.github import github_client
@@ -17,11 +18,13 @@ from reviews.sources.github_client import GitHubError
 from workspaces.models import Repository
 
 
-class ReviewRequestError(Exception):
+class ReviewRequestError(ApplicationError):
     """The review cannot start; the message is for the person who asked."""
 
+    code = "review_refused"
 
-class ReviewQueuedError(Exception):
+
+class ReviewQueuedError(ApplicationError):
     """The round is recorded but the task queue did not take it: the sweeper starts it once the
     queue is back (reviews/pipeline/sweeper.py). The message is for the person who asked."""
 
@@ -31,6 +34,14 @@ class ReviewQueuedError(Exception):
             "when it returns."
         )
         self.review_round = review_round
+
+    code = "queue_unavailable"
+    http_status = 503
+
+    def extra(self) -> dict[str, Any]:
+        # The round exists and starts by itself once the queue is back.
+        queued = self.review_round
+        return {"space": queued.space_id, "round": queued.number, "state": queued.state}
 
 
 def _local_pull_request(repository: Repository, base: str, head: str):

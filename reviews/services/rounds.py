@@ -10,6 +10,7 @@ from django.utils import timezone
 from config.safeurl import web_url_problem
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
+from reviews.domain.errors import ApplicationError
 from reviews.domain.round_states import (
     RoundState,
     can_rerun,
@@ -26,8 +27,17 @@ from reviews.services.verdicts import axis_record, verdict_follow
 SUBMITTABLE_AXES = (t.AxisName.VISUAL, t.AxisName.PERFORMANCE, t.AxisName.API_CONTRACT)
 
 
-class RoundError(Exception):
-    """The change is not possible in the round's current state; the message says why."""
+class RoundError(ApplicationError):
+    """The change is not possible (bad input, or the round's state); the message says why."""
+
+    code = "round_refused"
+
+
+class RoundConflict(RoundError):
+    """The round's state (ended, re-run, not the newest) refuses the change."""
+
+    code = "round_conflict"
+    http_status = 409
 
 
 def _audit(
@@ -91,7 +101,7 @@ def round_cancel(
         error = reason or f"Cancelled by {who}."
         if not round_transition(review_round, RoundState.CANCELLED, error=error):
             current = ReviewRound.objects.get(pk=review_round.pk).state
-            raise RoundError(
+            raise RoundConflict(
                 f"Round {review_round.number} is {state_label(current).lower()}: nothing to cancel."
             )
         _audit(review_round, actor, "review.cancelled", request)
@@ -112,9 +122,9 @@ def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -
 
     repository = review_round.space.pull_request.repository
     if repository.archived_at is not None:
-        raise RoundError(f"{repository} is disconnected: its reviews are kept read-only.")
+        raise RoundConflict(f"{repository} is disconnected: its reviews are kept read-only.")
     if review_round.space.closed_reason in ("merged", "closed"):
-        raise RoundError(
+        raise RoundConflict(
             f"The pull request was {review_round.space.closed_reason}: there is nothing to "
             "review again."
         )
@@ -123,15 +133,15 @@ def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -
         old = ReviewRound.objects.get(pk=review_round.pk)
         again = old.reruns.order_by("number").first()
         if again is not None:
-            raise RoundError(f"Round {old.number} was already re-run as round {again.number}.")
+            raise RoundConflict(f"Round {old.number} was already re-run as round {again.number}.")
         newest = space.rounds.order_by("-number").first()
         if newest is not None and newest.number != old.number:
-            raise RoundError(
+            raise RoundConflict(
                 f"Round {old.number} is not the newest round: round {newest.number} reviews "
                 "this pull request now."
             )
         if not can_rerun(old.state):
-            raise RoundError(
+            raise RoundConflict(
                 f"Round {old.number} is {state_label(old.state).lower()}: only a failed or "
                 "cancelled round is re-run."
             )

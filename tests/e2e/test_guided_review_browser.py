@@ -78,6 +78,17 @@ def test_reading_a_review_dismissing_and_a_second_browser_seeing_it_live(
     assert ReviewNode.objects.get(pk=target.pk).status == "dismissed"
     screenshot(alice, "review-page")
 
+    # A refused action (dismissing it again) shows its message in the page's error region,
+    # whatever element asked; the card stays as it is.
+    alice.evaluate(
+        """([url, id]) => htmx.ajax("POST", url, {source: "#node-" + id, target: "#node-" + id,
+            swap: "outerHTML", values: {action: "dismiss", reason: "again"}})""",
+        [f"{url}nodes/{target.pk}/", target.pk],
+    )
+    alice.wait_for_selector("#errors .message-error", timeout=5000)
+    assert "cannot become dismissed" in alice.locator("#errors").inner_text()
+    assert alice.locator(f"#node-{target.pk}.node-dismissed").count() == 1
+
 
 def test_the_list_and_the_review_page_have_no_serious_accessibility_violations(
     reviewed, asgi_server, browser, workspace

@@ -13,7 +13,6 @@ import re
 import sys
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from reviews.export import review_json
@@ -23,7 +22,8 @@ from reviews.selectors import review_page
 from reviews.services.requests import ReviewRequestError, review_request
 from workspaces import rules
 from workspaces.models import Membership, Repository, Workspace
-from workspaces.services import workspace_create
+from workspaces.rules import RuleError
+from workspaces.services import repository_connect, user_ensure, workspace_create
 
 EXIT = {"ship": 0, "hold": 3, "block": 4}
 PR_URL = re.compile(r"^https?://[^/]+/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)/pull/(?P<number>\d+)/?$")
@@ -87,12 +87,7 @@ class Command(BaseCommand):
                 .first()
             )
             return ws, owner.user
-        user, created = get_user_model().objects.get_or_create(
-            username=CLI_EMAIL, defaults={"email": CLI_EMAIL}
-        )
-        if created:
-            user.set_unusable_password()
-            user.save()
+        user = user_ensure(email=CLI_EMAIL)
         ws = Workspace.objects.filter(slug="local").first() or workspace_create(
             name="Local", slug="local", owner=user
         )
@@ -104,10 +99,7 @@ class Command(BaseCommand):
         match = PR_URL.match(source)
         if match:
             name = f"{match['owner']}/{match['repo']}"
-            repo, _ = Repository.objects.get_or_create(
-                workspace=ws, kind=Repository.Kind.GITHUB, full_name=name
-            )
-            return repo, int(match["number"])
+            return self._connected(ws, actor, Repository.Kind.GITHUB, name), int(match["number"])
         path = Path(source).expanduser().resolve()
         if not (path / ".git").exists():
             raise CommandError(
@@ -115,9 +107,21 @@ class Command(BaseCommand):
             )
         if not head:
             raise CommandError("A local review needs --head (and optionally --base).")
-        # The operator running this command already has the server's shell: the directory
-        # allow-list guards the web settings page, not this command.
-        repo, _ = Repository.objects.get_or_create(
-            workspace=ws, kind=Repository.Kind.LOCAL, local_path=str(path)
-        )
-        return repo, None
+        return self._connected(ws, actor, Repository.Kind.LOCAL, str(path)), None
+
+    def _connected(self, ws: Workspace, actor, kind: str, name: str) -> Repository:
+        """The repository as connected already, else connected now through the service (so the
+        audit trail has it). The operator running this command already has the server's shell:
+        the directory allow-list and the GitHub grants guard the web pages, not this command."""
+        field = "full_name__iexact" if kind == Repository.Kind.GITHUB else "local_path"
+        repo = Repository.objects.filter(
+            workspace=ws, kind=kind, archived_at__isnull=True, **{field: name}
+        ).first()
+        if repo is not None:
+            return repo
+        try:
+            return repository_connect(
+                workspace=ws, actor=actor, kind=kind, name=name, operator=True
+            )
+        except RuleError as exc:
+            raise CommandError(str(exc)) from exc

@@ -6,12 +6,11 @@ import secrets
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from workspaces import services
-from workspaces.models import Membership, Workspace
+from workspaces.models import Workspace
 
 SAMPLE_REQUEST = "Add product search, an export of the product list, and a way to delete orders."
 DEMO_USERS = [
@@ -32,23 +31,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, password: str | None = None, no_review: bool = False, **options):
         password = password or secrets.token_urlsafe(9)
-        User = get_user_model()
         with transaction.atomic():
             users = {}
             for email, _role in DEMO_USERS:
-                user, _ = User.objects.get_or_create(username=email, defaults={"email": email})
-                user.set_password(password)
-                user.save()
-                users[email] = user
+                users[email] = services.user_ensure(email=email, password=password)
             workspace = Workspace.objects.filter(slug="demo").first()
             if workspace is None:
                 workspace = services.workspace_create(
                     name="Demo", slug="demo", owner=users["admin@example.com"]
                 )
             for email, role in DEMO_USERS:
-                Membership.objects.get_or_create(
-                    workspace=workspace, user=users[email], defaults={"role": role}
-                )
+                services.member_add(workspace=workspace, user=users[email], role=role)
         if not no_review:
             self._sample_review(workspace, users["admin@example.com"])
         self.stdout.write(self.style.SUCCESS("Demo workspace ready: http://127.0.0.1:8000/"))

@@ -1,0 +1,117 @@
+"""The workspace's reviewer configurations: create, change, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from guardrails.audit import Actor, Target, audit_record
+from workspaces import rules
+from workspaces.models import (
+    ReviewerConfig,
+    Workspace,
+)
+from workspaces.rules import RuleError
+
+_REVIEWER_FIELDS = (
+    "name",
+    "base_agent",
+    "brief",
+    "enabled",
+    "model_provider",
+    "model_name",
+    "instructions",
+    "anti_patterns",
+    "criteria",
+    "few_shots",
+    "calibrated_model",
+)
+
+
+def _clean_reviewer_data(data: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(data) - set(_REVIEWER_FIELDS)
+    if unknown:
+        raise RuleError(f"Unknown reviewer field(s): {', '.join(sorted(unknown))}.")
+    clean = dict(data)
+    if "name" in clean and not str(clean["name"]).strip():
+        raise RuleError("A reviewer needs a name.")
+    if "base_agent" in clean and clean["base_agent"] not in rules.BASE_AGENTS:
+        raise RuleError(
+            f"Unknown base agent {clean['base_agent']!r}; one of: {', '.join(rules.BASE_AGENTS)}."
+        )
+    if "model_provider" in clean and clean["model_provider"] not in rules.MODEL_PROVIDERS:
+        raise RuleError(f"Unknown model provider {clean['model_provider']!r}.")
+    if "anti_patterns" in clean:
+        clean["anti_patterns"] = rules.clean_anti_patterns(clean["anti_patterns"])
+    if "criteria" in clean:
+        clean["criteria"] = rules.clean_criteria(clean["criteria"])
+    if "few_shots" in clean:
+        clean["few_shots"] = rules.clean_few_shots(clean["few_shots"])
+    return clean
+
+
+def reviewer_config_update(
+    *, config: ReviewerConfig, actor: Any, data: dict[str, Any], request: Any = None
+) -> ReviewerConfig:
+    clean = _clean_reviewer_data(data)
+    if config.builtin and clean.get("base_agent", config.base_agent) != config.base_agent:
+        raise RuleError("The base agent of a built-in reviewer cannot change.")
+    with transaction.atomic(durable=True):
+        cfg = ReviewerConfig.objects.select_for_update().get(pk=config.pk)
+        before = {f: getattr(cfg, f) for f in clean if getattr(cfg, f) != clean[f]}
+        if not before:
+            return cfg
+        for field in before:
+            setattr(cfg, field, clean[field])
+        cfg.save()
+        audit_record(
+            action="reviewers.updated",
+            actor=Actor.of(actor),
+            workspace=cfg.workspace,
+            target=Target.of(cfg),
+            payload={"before": before, "after": {f: clean[f] for f in before}},
+            request=request,
+        )
+    return cfg
+
+
+def reviewer_config_create(
+    *, workspace: Workspace, actor: Any, key: str, data: dict[str, Any], request: Any = None
+) -> ReviewerConfig:
+    key = slugify(key)[:50]
+    if not key:
+        raise RuleError("A reviewer needs a key (letters, digits, dashes).")
+    clean = _clean_reviewer_data(data)
+    if "base_agent" not in clean or "name" not in clean:
+        raise RuleError("A custom reviewer needs a name and a base agent.")
+    with transaction.atomic(durable=True):
+        if ReviewerConfig.objects.filter(workspace=workspace, key=key).exists():
+            raise RuleError(f"A reviewer with key {key!r} already exists.")
+        cfg = ReviewerConfig.objects.create(workspace=workspace, key=key, builtin=False, **clean)
+        audit_record(
+            action="reviewers.created",
+            actor=Actor.of(actor),
+            workspace=workspace,
+            target=Target.of(cfg),
+            payload={"before": None, "after": {"key": key, **clean}},
+            request=request,
+        )
+    return cfg
+
+
+def reviewer_config_delete(*, config: ReviewerConfig, actor: Any, request: Any = None) -> None:
+    if config.builtin:
+        raise RuleError("Built-in reviewers cannot be deleted; disable them instead.")
+    with transaction.atomic(durable=True):
+        snapshot = {f: getattr(config, f) for f in _REVIEWER_FIELDS}
+        audit_record(
+            action="reviewers.deleted",
+            actor=Actor.of(actor),
+            workspace=config.workspace,
+            target=Target.of(config),
+            payload={"before": {"key": config.key, **snapshot}, "after": None},
+            request=request,
+        )
+        config.delete()

@@ -1,0 +1,79 @@
+"""Creating a workspace (with its default reviewers) and changing its rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from guardrails.audit import Actor, Target, audit_record
+from workspaces import rules
+from workspaces.defaults import DEFAULT_REVIEWERS
+from workspaces.models import (
+    Membership,
+    ReviewerConfig,
+    Workspace,
+)
+from workspaces.rules import RuleError
+
+
+def workspace_create(*, name: str, owner: Any, slug: str = "", request: Any = None) -> Workspace:
+    name = name.strip()
+    if not name:
+        raise RuleError("A workspace needs a name.")
+    slug = slugify(slug or name)[:50]
+    if not slug:
+        raise RuleError("The workspace name must contain letters or digits.")
+    with transaction.atomic():
+        if Workspace.objects.filter(slug=slug).exists():
+            raise RuleError(f"The address {slug!r} is taken; choose another name.")
+        workspace = Workspace.objects.create(
+            name=name, slug=slug, gated_axes=list(rules.DEFAULT_GATED_AXES)
+        )
+        Membership.objects.create(workspace=workspace, user=owner, role=rules.Role.OWNER)
+        ReviewerConfig.objects.bulk_create(
+            ReviewerConfig(workspace=workspace, builtin=True, **spec) for spec in DEFAULT_REVIEWERS
+        )
+        audit_record(
+            action="workspace.created",
+            actor=Actor.of(owner),
+            workspace=workspace,
+            target=Target.of(workspace),
+            payload={"name": name, "slug": slug},
+            request=request,
+        )
+    return workspace
+
+
+def rules_update(
+    *, workspace: Workspace, actor: Any, tier: str, gated_axes: list[str], request: Any = None
+) -> Workspace:
+    if tier not in rules.Tier.__members__.values():
+        allowed = ", ".join(t.value for t in rules.Tier)
+        raise RuleError(f"Unknown tier {tier!r}; choose one of: {allowed}.")
+    gated = rules.clean_gated_axes(gated_axes)
+    with transaction.atomic(durable=True):
+        ws = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        before = {"tier": ws.tier, "gated_axes": ws.gated_axes}
+        ws.tier, ws.gated_axes = tier, gated
+        ws.save(update_fields=["tier", "gated_axes"])
+        if before["tier"] != tier:
+            audit_record(
+                action="rules.tier_changed",
+                actor=Actor.of(actor),
+                workspace=ws,
+                target=Target.of(ws),
+                payload={"before": before["tier"], "after": tier},
+                request=request,
+            )
+        if before["gated_axes"] != gated:
+            audit_record(
+                action="rules.gated_axes_changed",
+                actor=Actor.of(actor),
+                workspace=ws,
+                target=Target.of(ws),
+                payload={"before": before["gated_axes"], "after": gated},
+                request=request,
+            )
+    return ws
