@@ -11,7 +11,9 @@ from django.conf import settings
 from django.db import models
 
 from reviews.domain import types as t
+from reviews.domain.round_states import RoundState
 from reviews.domain.space_status import SpaceStatus
+from reviews.domain.tickets import TicketStatus
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -94,13 +96,7 @@ class ReviewSpace(models.Model):
 
 
 class ReviewRound(models.Model):
-    class State(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        FINISHED = "finished", "finished"
-        FAILED = "failed", "failed"
-        CANCELLED = "cancelled", "cancelled"
-        SUPERSEDED = "superseded", "superseded"
+    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in RoundState})
 
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
@@ -179,17 +175,8 @@ class PipelineStep(models.Model):
 class ReviewerStream(models.Model):
     """One reviewer's named stream inside a round. `agent` is the identity consensus checks."""
 
-    class Kind(models.TextChoices):
-        MODEL = "model", "model"
-        ANALYZER = "analyzer", "offline analyzer"
-        VERIFIER = "verifier", "verification lens"
-
-    class State(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
-        SKIPPED = "skipped", "skipped"
+    Kind = models.TextChoices("Kind", {k.name: (k.value, k.label) for k in t.StreamKind})
+    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in t.StreamState})
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="streams")
     name = models.CharField(max_length=60)
@@ -280,11 +267,7 @@ class ReviewNode(models.Model):
 class NodeConfirmation(models.Model):
     """A peer's confirmation, or a verification lens's verdict on a node (§3.3, §3.10)."""
 
-    class Lens(models.TextChoices):
-        PEER = "peer", "peer reviewer"
-        REACHABILITY = "reachability", "reachability / correctness"
-        FALSE_POSITIVE = "false_positive", "false-positive causes"
-        SEVERITY = "severity", "severity calibration"
+    Lens = models.TextChoices("Lens", {x.name: (x.value, x.label) for x in t.ConfirmationLens})
 
     node = models.ForeignKey(ReviewNode, on_delete=models.CASCADE, related_name="confirmations")
     agent = models.CharField(max_length=60)
@@ -416,15 +399,8 @@ class PublishRecord(models.Model):
     idempotent (a failed attempt does not count; rows from before the rule are kept, marked
     `legacy_duplicate`)."""
 
-    class State(models.TextChoices):
-        CLAIMED = "claimed", "publishing"
-        POSTED = "posted", "posted"
-        FAILED = "failed", "failed"
-        UNCERTAIN = "uncertain", "outcome unknown"
-
-    class Path(models.TextChoices):
-        INLINE = "inline", "inline comments"
-        FOLDED_FALLBACK = "folded_fallback", "everything folded into the body after a 422"
+    State = models.TextChoices("State", {s.name: (s.value, s.label) for s in t.PublishState})
+    Path = models.TextChoices("Path", {p.name: (p.value, p.label) for p in t.PublishPath})
 
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="publications")
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="publications")
@@ -459,7 +435,8 @@ class PublishRecord(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["round"],
-                condition=~models.Q(state="failed") & models.Q(legacy_duplicate=False),
+                condition=~models.Q(state=t.PublishState.FAILED.value)
+                & models.Q(legacy_duplicate=False),
                 name="publish_once_per_round",
             )
         ]
@@ -523,11 +500,7 @@ class PipelineSweep(models.Model):
 class ReviewerTicket(models.Model):
     """A ticket a reviewer proposed (`create_ticket`), and what a person decided about it."""
 
-    class Status(models.TextChoices):
-        OPEN = "open", "proposed"
-        DISMISSED = "dismissed", "dismissed"
-        REQUESTED = "requested", "issue awaiting approval"
-        CREATED = "created", "issue created"
+    Status = models.TextChoices("Status", {s.name: (s.value, s.label) for s in TicketStatus})
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="tickets")
     stream = models.ForeignKey(ReviewerStream, on_delete=models.CASCADE, related_name="tickets")
