@@ -7,28 +7,32 @@ from typing import Annotated, Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
+from pydantic import Strict
 
 from config.api_types import Id, Input, ReviewerKey, Slug, Text, responses
+from reviews.domain.types import Tier
 from workspaces import services
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import membership_get, require
-from workspaces.rules import Perm
+from workspaces.rules import Perm, Role
 
 router = Router(tags=["workspaces"])
 
-TierName = Literal["light", "balanced", "thorough", "adaptive"]
-RoleName = Literal["owner", "admin", "approver", "reviewer", "viewer"]
+# Request values from the domain's vocabulary, sent as their text values (strict input would
+# otherwise want enum instances).
+TierName = Annotated[Tier, Strict(False)]
+RoleName = Annotated[Role, Strict(False)]
 AxisName = Literal["visual", "apiContract", "performance"]
 
 
 class WorkspaceOut(Schema):
     slug: str
     name: str
-    role: str
+    role: Role
 
 
 class RulesOut(Schema):
-    tier: str
+    tier: Tier
     gated_axes: list[str]
 
 
@@ -92,13 +96,13 @@ class ReviewerCreate(ReviewerPatch):
 class MemberOut(Schema):
     id: int
     email: str
-    role: str
+    role: Role
 
 
 class InvitationOut(Schema):
     id: int
     email: str
-    role: str
+    role: Role
     pending: bool = True
 
 
