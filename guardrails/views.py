@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_http_methods, require_POST
 
+from config.vocabulary import template_enums
 from guardrails import exports, rules
 from guardrails.actions import REGISTRY
 from guardrails.audit import chain_name
@@ -59,12 +60,13 @@ def inbox_context(membership: Membership) -> dict:
         "previews": {r.pk: _preview(r) for r in pending},
         "can_decide": allows(membership, Perm.DECIDE_APPROVAL),
         "approvers_present": len(present_approvers(workspace_id=ws.pk)),
+        **template_enums(ActionName=rules.ActionName),
     }
 
 
 def _preview(request: ApprovalRequest) -> dict | None:
     """What was asked, exactly as it would run: the stored plan, not a fresh computation."""
-    if request.action_class == "prPublish":
+    if request.action_class == rules.ActionName.PR_PUBLISH:
         return request.payload.get("plan")
     return None
 
@@ -86,7 +88,7 @@ def approval_decision(
         membership, Perm.DECIDE_APPROVAL, attempted="decide on approval requests", request=request
     )
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
-    if request.POST.get("decision") == "deny" and not confirmed(request):
+    if request.POST.get("decision") == rules.Decision.DENY and not confirmed(request):
         return confirmation_page(
             request,
             title=f"Deny request #{approval.pk} ({approval.target_label})?",
@@ -100,7 +102,9 @@ def approval_decision(
             context={"workspace": membership.workspace, "membership": membership},
         )
     archived = (
-        archived_approval_target(approval) if request.POST.get("decision") == "approve" else None
+        archived_approval_target(approval)
+        if request.POST.get("decision") == rules.Decision.APPROVE
+        else None
     )
     if archived is not None:
         messages.error(request, archived_message(archived))

@@ -11,14 +11,19 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from config.vocabulary import template_enums
 from guardrails.models import ApprovalRequest
+from guardrails.rules import ActionName, CheckpointOutcome
+from guardrails.rules import Status as ApprovalStatus
 from reviews.domain import consensus
 from reviews.domain import types as t
-from reviews.domain.round_states import can_cancel, can_rerun, state_label
+from reviews.domain.round_states import RoundState, can_cancel, can_rerun, state_label
 from reviews.domain.space_status import (
     LADDER,
+    ClosedReason,
     SpaceStatus,
 )
+from reviews.domain.tickets import TicketStatus
 from reviews.export import review_json
 from reviews.forms import NewReviewForm, NodeActionForm
 from reviews.models import (
@@ -57,10 +62,10 @@ from workspaces.tombstones import tombstone_or_404
 from workspaces.views import is_htmx, member_view
 
 NODE_ACTIONS = {
-    "confirm": node_services.node_confirm_by_person,
-    "resolve": node_services.node_resolve,
-    "dismiss": node_services.node_dismiss,
-    "reopen": node_services.node_reopen,
+    consensus.Action.CONFIRM: node_services.node_confirm_by_person,
+    consensus.Action.RESOLVE: node_services.node_resolve,
+    consensus.Action.DISMISS: node_services.node_dismiss,
+    consensus.Action.REOPEN: node_services.node_reopen,
 }
 
 
@@ -74,7 +79,7 @@ def node_actions_for(membership: Membership, view: t.NodeView) -> list[str]:
         author_agent=view.agent,
         by=consensus.Actor.person(str(membership.user_id)),
     )
-    return [a.value for a in consensus.Action if a in allowed and a.value in NODE_ACTIONS]
+    return [a.value for a in consensus.Action if a in allowed and a in NODE_ACTIONS]
 
 
 @member_view
@@ -152,6 +157,18 @@ def _read_only_when_archived(build):
     return wrapper
 
 
+#: The vocabulary the review page compares with: its templates never spell a status.
+PAGE_VOCABULARY = template_enums(
+    RoundState=RoundState,
+    SpaceStatus=SpaceStatus,
+    PublishState=t.PublishState,
+    ApprovalStatus=ApprovalStatus,
+    TicketStatus=TicketStatus,
+    Lens=t.ConfirmationLens,
+    NodeAction=consensus.Action,
+)
+
+
 @_read_only_when_archived
 def review_context(
     membership: Membership, space: ReviewSpace, round_number: int | None = None
@@ -198,7 +215,7 @@ def review_context(
         and space.pull_request.repository.kind == "github",
         "publication": ApprovalRequest.objects.filter(
             workspace=membership.workspace,
-            action_class="prPublish",
+            action_class=ActionName.PR_PUBLISH,
             target_type="reviewspace",
             target_id=str(space.pk),
         )
@@ -221,6 +238,7 @@ def review_context(
         **_rounds_context(membership, page, round_number),
         **_publication_context(space, page),
         **_flag_context(membership, space),
+        **PAGE_VOCABULARY,
     }
 
 
@@ -265,7 +283,7 @@ def _rounds_context(membership: Membership, page, round_number: int | None) -> d
         and newest is not None
         and can_rerun(newest.state)
         and page.space.pull_request.repository.archived_at is None
-        and page.space.closed_reason not in ("merged", "closed"),
+        and page.space.closed_reason not in (ClosedReason.MERGED, ClosedReason.CLOSED),
         "delta_labels": {n.pk: page.delta_view.label(n.fingerprint) for n in page.nodes},
     }
 
@@ -466,7 +484,7 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
         return HttpResponse("This review has no round to cancel.", status=404)
     if not confirmed(request):
         finished = (
-            space.rounds.filter(state="finished", number__lt=review_round.number)
+            space.rounds.filter(state=ReviewRound.State.FINISHED, number__lt=review_round.number)
             .order_by("-number")
             .first()
         )
@@ -542,9 +560,9 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
         except PublishError as exc:
             messages.error(request, str(exc))
             return redirect("reviews:publish", membership.workspace.slug, space.pk)
-        if result.outcome == "refused":
+        if result.outcome is CheckpointOutcome.REFUSED:
             messages.error(request, result.reason)
-        elif result.outcome == "pending":
+        elif result.outcome is CheckpointOutcome.PENDING:
             messages.success(
                 request, f"Publish request #{result.request.pk} is waiting for an approver."
             )
@@ -623,9 +641,9 @@ def ticket_issue(
     except (note_services.TicketError, RuleError) as exc:
         messages.error(request, str(exc))
         return redirect(here)
-    if result.outcome == "refused":
+    if result.outcome is CheckpointOutcome.REFUSED:
         messages.error(request, result.reason)
-    elif result.outcome == "pending":
+    elif result.outcome is CheckpointOutcome.PENDING:
         messages.success(request, f"Issue request #{result.request.pk} is waiting for an approver.")
     else:
         messages.success(request, "GitHub issue created.")
