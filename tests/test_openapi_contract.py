@@ -75,7 +75,7 @@ def undescribed_bodies(document: dict[str, Any]) -> list[str]:
         for method, operation in operations.items():
             for status, response in operation.get("responses", {}).items():
                 where = f"{method.upper()} {path} {status}"
-                if status == "204":
+                if str(status) == "204":  # No Content: no body to describe
                     continue
                 schema = response.get("content", {}).get("application/json", {}).get("schema")
                 if schema is None:
