@@ -382,5 +382,8 @@ class TicketIssuePendingOut(Schema):
 
 
 class TicketIssueRefusedOut(Schema):
+    """409: the workspace's rule refuses the issue now (with the ticket), or the repository is
+    archived and its reviews are read-only (the detail alone)."""
+
     detail: str
-    ticket: TicketOut
+    ticket: TicketOut | None = None

@@ -258,3 +258,11 @@ def test_model_choices_are_the_domain_enums():
     ]
     for choices, enum in labelled:
         assert [(c.value, c.label) for c in choices] == [(m.value, m.label) for m in enum]
+
+
+def test_the_api_role_literal_is_the_role_enum():
+    from typing import get_args
+
+    from workspaces.api import RoleName
+
+    assert list(get_args(RoleName)) == [r.value for r in workspace_rules.Role]

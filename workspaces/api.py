@@ -19,9 +19,10 @@ from workspaces.rules import Perm, Role
 router = Router(tags=["workspaces"])
 
 # Request values from the domain's vocabulary, sent as their text values (strict input would
-# otherwise want enum instances).
+# otherwise want enum instances). A role is a Literal of the Role values, in their order
+# (tests/test_vocabulary_literals.py holds the two equal): the request schema lists them inline.
 TierName = Annotated[Tier, Strict(False)]
-RoleName = Annotated[Role, Strict(False)]
+RoleName = Literal["owner", "admin", "approver", "reviewer", "viewer"]
 AxisName = Literal["visual", "apiContract", "performance"]
 
 
