@@ -17,6 +17,7 @@ from config.api_types import JsonMap
 from reviews.domain import types as t
 from reviews.domain.round_states import RoundState
 from reviews.domain.space_status import SpaceStatus
+from reviews.domain.stream_states import StreamState
 from reviews.domain.tickets import TicketStatus
 
 # The review JSON ---------------------------------------------------------------------------
@@ -227,7 +228,7 @@ class ReviewStreamOut(Schema):
     name: str
     agent: str
     kind: t.StreamKind
-    state: t.StreamState
+    state: StreamState
     accepted: int
     rejected: int
     tokens_in: int

@@ -13,6 +13,8 @@ from django.db import models
 from reviews.domain import types as t
 from reviews.domain.round_states import RoundState
 from reviews.domain.space_status import SpaceStatus
+from reviews.domain.step_states import StepState
+from reviews.domain.stream_states import StreamState
 from reviews.domain.tickets import TicketStatus
 
 
@@ -140,11 +142,7 @@ class PipelineStep(models.Model):
     """One unit of fan-out work in a stage (a reviewer, a panel finding). The rows are the
     pipeline's durable progress: a stage advances only when all of its steps are terminal."""
 
-    class State(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in StepState})
 
     round = models.ForeignKey("ReviewRound", on_delete=models.CASCADE, related_name="steps")
     stage = models.CharField(max_length=20)
@@ -176,7 +174,7 @@ class ReviewerStream(models.Model):
     """One reviewer's named stream inside a round. `agent` is the identity consensus checks."""
 
     Kind = models.TextChoices("Kind", {k.name: (k.value, k.label) for k in t.StreamKind})
-    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in t.StreamState})
+    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in StreamState})
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="streams")
     name = models.CharField(max_length=60)

@@ -19,7 +19,14 @@ from enum import Enum
 from pathlib import Path
 
 from guardrails import rules as guardrail_rules
-from reviews.domain import consensus, round_states, space_status, tickets
+from reviews.domain import (
+    consensus,
+    round_states,
+    space_status,
+    step_states,
+    stream_states,
+    tickets,
+)
 from reviews.domain import types as t
 from workspaces import rules as workspace_rules
 
@@ -32,7 +39,7 @@ VOCABULARY: tuple[type[Enum], ...] = (
     t.VerdictLevel,
     t.ReviewState,
     t.NodeStatus,
-    t.StreamState,
+    stream_states.StreamState,
     t.StreamKind,
     t.ConfirmationLens,
     t.PublishState,
@@ -215,6 +222,7 @@ def test_model_choices_are_the_domain_enums():
     from reviews.models import (
         AxisResult,
         NodeConfirmation,
+        PipelineStep,
         PublishRecord,
         ReviewerStream,
         ReviewerTicket,
@@ -232,7 +240,8 @@ def test_model_choices_are_the_domain_enums():
         (values(ReviewSpace, "status"), space_status.SpaceStatus),
         (values(ReviewRound, "state"), round_states.RoundState),
         (values(ReviewRound, "tier"), t.Tier),
-        (values(ReviewerStream, "state"), t.StreamState),
+        (values(ReviewerStream, "state"), stream_states.StreamState),
+        (values(PipelineStep, "state"), step_states.StepState),
         (values(ReviewerStream, "kind"), t.StreamKind),
         (values(ReviewNode, "status"), t.NodeStatus),
         (values(NodeConfirmation, "lens"), t.ConfirmationLens),

@@ -94,16 +94,6 @@ class NodeStatus(StrEnum):
     DISMISSED = "dismissed"
 
 
-class StreamState(StrEnum):
-    """Where one reviewer's stream is within its round."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-
-
 class StreamKind(StrEnum):
     """What runs behind a stream: a model reviewer, an offline analyzer or a verification lens."""
 
