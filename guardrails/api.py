@@ -8,12 +8,25 @@ from typing import Literal
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
-from config.api_types import ErrorOut, Filter, Id, Input, Limit, Offset, Slug, Text, responses
+from config.api_types import (
+    ErrorOut,
+    Filter,
+    Id,
+    Input,
+    JsonMap,
+    Limit,
+    Offset,
+    Slug,
+    Text,
+    responses,
+)
+from guardrails import rules
 from guardrails.models import ApprovalRequest
 from guardrails.selectors import audit_events
 from guardrails.services import approval_decide, approval_withdraw
 from reviews.selectors import space_get_for_user
 from reviews.services import publishing
+from reviews.sources.publish_plan import Selection
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm
 
@@ -22,7 +35,7 @@ router = Router(tags=["guardrails"])
 
 class PublishIn(Input):
     # §3.11: the API publishes only peer-confirmed findings and never approves unless asked.
-    selection: Literal["all_open", "consensus"] = "consensus"
+    selection: Selection = "consensus"
     approve_on_ship: bool = False
 
 
@@ -33,15 +46,17 @@ class DecisionIn(Input):
 class ApprovalOut(Schema):
     id: int
     action_class: str
-    status: str
+    status: rules.Status
     requester: str
     target: str
-    payload: dict
+    # The action's payload as approved (its shape depends on the action class).
+    payload: JsonMap
     payload_hash: str
     head_sha: str
     created_at: str
     expires_at: str
-    result: dict
+    # What the action returned once executed; empty before.
+    result: JsonMap
     error: str
 
 
@@ -53,8 +68,26 @@ class AuditOut(Schema):
     target_type: str
     target_id: str
     target_label: str
-    payload: dict
+    # What the event records; its shape depends on the action.
+    payload: JsonMap
     hash: str
+
+
+class PublishedResultOut(Schema):
+    github_review_id: int | None
+    url: str
+    path: str
+    round: int
+
+
+class PublishExecutedOut(Schema):
+    detail: Literal["executed"]
+    result: PublishedResultOut
+
+
+class PublishPendingOut(Schema):
+    detail: str
+    request: ApprovalOut
 
 
 def _approval(r: ApprovalRequest) -> dict:
@@ -76,7 +109,15 @@ def _approval(r: ApprovalRequest) -> dict:
 
 @router.post(
     "/{slug}/reviews/{space_id}/publish-requests",
-    response=responses({200: dict, 202: dict, 409: ErrorOut}, 400, 403, 404, 413, 422, 503),
+    response=responses(
+        {200: PublishExecutedOut, 202: PublishPendingOut, 409: ErrorOut},
+        400,
+        403,
+        404,
+        413,
+        422,
+        503,
+    ),
 )
 def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
     membership = membership_get(user=request.user, slug=slug)
@@ -91,9 +132,9 @@ def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
         actor=request.user,
         http_request=request,
     )
-    if result.outcome == "refused":
+    if result.outcome is rules.CheckpointOutcome.REFUSED:
         return Status(409, {"detail": result.reason})
-    if result.outcome == "pending":
+    if result.outcome is rules.CheckpointOutcome.PENDING:
         return Status(202, {"detail": result.reason, "request": _approval(result.request)})
     return Status(200, {"detail": "executed", "result": result.result})
 
@@ -127,7 +168,7 @@ def approval_withdraw_route(request, slug: Slug, request_id: Id):
     response=responses({200: ApprovalOut}, 400, 403, 404, 409, 413, 422, 503),
 )
 def approval_decision(
-    request, slug: Slug, request_id: Id, decision: Literal["approve", "deny"], body: DecisionIn
+    request, slug: Slug, request_id: Id, decision: rules.Decision, body: DecisionIn
 ):
     membership = membership_get(user=request.user, slug=slug)
     require(

@@ -56,6 +56,29 @@ class Policy(StrEnum):
     DENY = "deny"
 
 
+class CheckpointOutcome(StrEnum):
+    """What the checkpoint did with a mutating action."""
+
+    ALLOWED = "allowed"  # it ran
+    PENDING = "pending"  # it waits for an approver
+    REFUSED = "refused"  # the policy or a missing approver stopped it
+
+
+class ActionName(StrEnum):
+    """The action classes a workspace sets a policy for (guardrails/actions.py)."""
+
+    PR_PUBLISH = "prPublish"
+    ISSUE_CREATE = "issueCreate"
+    POLICY_CHANGE = "policyChange"
+
+
+class Decision(StrEnum):
+    """What an approver decides about a request."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+
+
 class ApprovalError(ApplicationError):
     """A decision or execution the rules refuse; the message says why."""
 

@@ -37,7 +37,7 @@ NO_APPROVER = (
 
 @dataclass(frozen=True)
 class CheckpointResult:
-    outcome: str  # allowed | pending | refused
+    outcome: rules.CheckpointOutcome
     reason: str = ""
     request: ApprovalRequest | None = None
     result: dict[str, Any] | None = None
@@ -140,7 +140,7 @@ def checkpoint(
             payload={**base, "reason": reason},
             request=http_request,
         )
-        return CheckpointResult("refused", reason)
+        return CheckpointResult(rules.CheckpointOutcome.REFUSED, reason)
     digest = payload_hash(action, clean)
     if policy.policy == rules.Policy.ALLOW:
         return _run_allowed(spec, clean, digest, actor, workspace, target, http_request)
@@ -156,7 +156,7 @@ def checkpoint(
             payload={**base, "reason": NO_APPROVER},
             request=http_request,
         )
-        return CheckpointResult("refused", NO_APPROVER)
+        return CheckpointResult(rules.CheckpointOutcome.REFUSED, NO_APPROVER)
     with transaction.atomic():
         existing = ApprovalRequest.objects.filter(
             workspace=workspace,
@@ -164,7 +164,11 @@ def checkpoint(
             status__in=[rules.Status.PENDING, rules.Status.APPROVED],
         ).first()
         if existing is not None:
-            return CheckpointResult("pending", "An identical request is already waiting.", existing)
+            return CheckpointResult(
+                rules.CheckpointOutcome.PENDING,
+                "An identical request is already waiting.",
+                existing,
+            )
         request = ApprovalRequest.objects.create(
             workspace=workspace,
             action_class=action,
@@ -180,7 +184,7 @@ def checkpoint(
         )
         _audit(request, "approval.requested", who, http_request, payload=clean)
         transaction.on_commit(lambda: _notify(request, "requested"))
-    return CheckpointResult("pending", "Waiting for an approver.", request)
+    return CheckpointResult(rules.CheckpointOutcome.PENDING, "Waiting for an approver.", request)
 
 
 def _run_allowed(
@@ -220,7 +224,7 @@ def _run_allowed(
             payload={**base, "reason": reason},
             request=http_request,
         )
-        return CheckpointResult("refused", reason)
+        return CheckpointResult(rules.CheckpointOutcome.REFUSED, reason)
     # Like an approved request, it is the app that acted, for the person named in the payload.
     audit_record(
         action=f"{spec.name}.executed",
@@ -230,7 +234,7 @@ def _run_allowed(
         payload={**base, "result": result, "requester": who.label, "approvers": []},
         request=http_request,
     )
-    return CheckpointResult("allowed", result=result)
+    return CheckpointResult(rules.CheckpointOutcome.ALLOWED, result=result)
 
 
 def _stale_reason(spec: Any, payload: dict[str, Any], bound_head: str) -> str | None:

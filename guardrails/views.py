@@ -16,6 +16,7 @@ from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import errors_as_messages
+from config.vocabulary import template_enums
 from guardrails import exports, rules
 from guardrails.actions import REGISTRY
 from guardrails.audit import chain_name
@@ -60,12 +61,13 @@ def inbox_context(membership: Membership) -> dict:
         "previews": {r.pk: _preview(r) for r in pending},
         "can_decide": allows(membership, Perm.DECIDE_APPROVAL),
         "approvers_present": len(present_approvers(workspace_id=ws.pk)),
+        **template_enums(ActionName=rules.ActionName),
     }
 
 
 def _preview(request: ApprovalRequest) -> dict | None:
     """What was asked, exactly as it would run: the stored plan, not a fresh computation."""
-    if request.action_class == "prPublish":
+    if request.action_class == rules.ActionName.PR_PUBLISH:
         return request.payload.get("plan")
     return None
 
@@ -87,7 +89,7 @@ def approval_decision(
         membership, Perm.DECIDE_APPROVAL, attempted="decide on approval requests", request=request
     )
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
-    if request.POST.get("decision") == "deny" and not confirmed(request):
+    if request.POST.get("decision") == rules.Decision.DENY and not confirmed(request):
         return confirmation_page(
             request,
             title=f"Deny request #{approval.pk} ({approval.target_label})?",

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
+from pydantic import Strict
 
 from config.api_types import (
     MAX_INT,
     WEB_URL_PATTERN,
     BodyId,
+    ErrorOut,
     Filter,
     Id,
     Input,
@@ -21,7 +23,26 @@ from config.api_types import (
     responses,
 )
 from config.safeurl import OptionalWebUrl
+from guardrails.rules import CheckpointOutcome
+from reviews.api_schemas import (
+    AxisSubmittedOut,
+    DisagreementDecidedOut,
+    FlagClearedOut,
+    NodeStatusOut,
+    RequirementsRerunOut,
+    ReviewJson,
+    RoundQueueDownOut,
+    RoundRefOut,
+    RoundRerunOut,
+    RoundSummaryOut,
+    TicketIssueFiledOut,
+    TicketIssuePendingOut,
+    TicketIssueRefusedOut,
+    TicketOut,
+)
+from reviews.domain import consensus
 from reviews.domain import types as t
+from reviews.domain.space_status import SpaceStatus
 from reviews.export import review_json
 from reviews.models import ReviewerTicket, ReviewNode
 from reviews.selectors import (
@@ -49,10 +70,10 @@ class ReviewSummary(Schema):
     id: int
     pull_request: str
     title: str
-    status: str
+    status: SpaceStatus
     round: int | None
-    tier: str | None
-    verdict: str | None
+    tier: t.Tier | None
+    verdict: t.VerdictLevel | None
     confidence: float | None
     open_by_priority: dict[str, int]
     # Two rounds in a row ended without approval: a person should decide (until one clears it).
@@ -66,7 +87,7 @@ class ReviewStart(Input):
     base: Text = Field(default="", max_length=255)
     head: Text = Field(default="", max_length=255)
     original_request: Text = Field(default="", max_length=20000)
-    tier: Literal["light", "balanced", "thorough", "adaptive"] | None = None
+    tier: Annotated[t.Tier, Strict(False)] | None = None
 
 
 class NodeAction(Input):
@@ -97,7 +118,7 @@ class TicketIssueIn(Input):
 
 
 class AxisIn(Input):
-    result: Literal["pass", "warn", "fail", "partial", "unavailable"]
+    result: Annotated[t.AxisResult, Strict(False)]
     # CI systems send it; it is rendered as a link, so only http(s) is accepted (422).
     evidence_url: OptionalWebUrl = Field(default="", max_length=200, pattern=WEB_URL_PATTERN)
     details: JsonObject = Field(default_factory=dict)
@@ -154,7 +175,7 @@ def review_list(
 
 @router.post(
     "/{slug}/reviews/{space_id}/flag/clear",
-    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
+    response=responses({200: FlagClearedOut}, 400, 403, 404, 409, 413, 422),
 )
 def flag_clear(request, slug: Slug, space_id: Id, body: FlagClearIn):
     """A person has looked at a review flagged for a person: clear the flag (audited as
@@ -166,8 +187,9 @@ def flag_clear(request, slug: Slug, space_id: Id, body: FlagClearIn):
 
 @router.get(
     "/{slug}/reviews/{space_id}",
-    response=responses({200: dict}, 404, 422),
+    response=responses({200: ReviewJson}, 404, 422),
     summary="One review, schema quorum.review/v1",
+    by_alias=True,
 )
 def review_get(request, slug: Slug, space_id: Id, round: Id | None = None):
     """`round`: one round's findings and verdict (404 if the review has no such round);
@@ -178,7 +200,8 @@ def review_get(request, slug: Slug, space_id: Id, round: Id | None = None):
 
 
 @router.post(
-    "/{slug}/reviews", response=responses({202: dict, 503: dict}, 400, 403, 404, 413, 422, 503)
+    "/{slug}/reviews",
+    response=responses({202: RoundRefOut, 503: RoundQueueDownOut}, 400, 403, 404, 413, 422),
 )
 def review_start(request, slug: Slug, body: ReviewStart):
     """202 when queued. 503 when the task queue is down: the round exists (ids in the body)
@@ -205,14 +228,14 @@ def review_start(request, slug: Slug, body: ReviewStart):
 
 @router.post(
     "/{slug}/reviews/{space_id}/nodes/{node_id}/{action}",
-    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
+    response=responses({200: NodeStatusOut}, 400, 403, 404, 409, 413, 422),
 )
 def node_act(
     request,
     slug: Slug,
     space_id: Id,
     node_id: Id,
-    action: Literal["confirm", "resolve", "dismiss", "reopen"],
+    action: consensus.Action,
     body: NodeAction,
 ):
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, f"{action} findings")
@@ -227,7 +250,7 @@ def node_act(
 
 @router.post(
     "/{slug}/reviews/{space_id}/disagreements/{node_id}/decide",
-    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
+    response=responses({200: DisagreementDecidedOut}, 400, 403, 404, 409, 413, 422),
 )
 def disagreement_decide(
     request, slug: Slug, space_id: Id, node_id: Id, body: DisagreementDecisionIn
@@ -256,7 +279,7 @@ def disagreement_decide(
 
 @router.post(
     "/{slug}/reviews/{space_id}/requirements",
-    response=responses({202: dict}, 400, 403, 404, 409, 413, 422, 503),
+    response=responses({202: RequirementsRerunOut}, 400, 403, 404, 409, 413, 422, 503),
 )
 def supply_request(request, slug: Slug, space_id: Id, body: RequestIn):
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "supply the original request")
@@ -272,7 +295,7 @@ def supply_request(request, slug: Slug, space_id: Id, body: RequestIn):
 
 @router.post(
     "/{slug}/reviews/{space_id}/axes/{axis}",
-    response=responses({201: dict}, 400, 403, 404, 409, 413, 422),
+    response=responses({201: AxisSubmittedOut}, 400, 403, 404, 409, 413, 422),
 )
 def submit_axis(
     request,
@@ -298,7 +321,7 @@ def submit_axis(
     )
 
 
-def _ticket_out(ticket: ReviewerTicket) -> dict:
+def _ticket_out(ticket: ReviewerTicket) -> dict[str, Any]:
     from reviews.domain.tickets import ticket_state
 
     request = ticket.approval_request
@@ -320,7 +343,7 @@ def _ticket_out(ticket: ReviewerTicket) -> dict:
 
 @router.post(
     "/{slug}/reviews/{space_id}/tickets/{ticket_id}/dismiss",
-    response=responses({200: dict}, 400, 403, 404, 409, 413, 422),
+    response=responses({200: TicketOut}, 400, 403, 404, 409, 413, 422),
 )
 def ticket_dismiss(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketDismissIn):
     """Dismiss a ticket a reviewer proposed (`notes.tickets` in the review), with a reason."""
@@ -334,7 +357,14 @@ def ticket_dismiss(request, slug: Slug, space_id: Id, ticket_id: Id, body: Ticke
 
 @router.post(
     "/{slug}/reviews/{space_id}/tickets/{ticket_id}/issue",
-    response=responses({200: dict, 202: dict, 409: dict}, 400, 403, 404, 413, 422),
+    response=responses(
+        {200: TicketIssueFiledOut, 202: TicketIssuePendingOut, 409: TicketIssueRefusedOut},
+        400,
+        403,
+        404,
+        413,
+        422,
+    ),
 )
 def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketIssueIn):
     """Ask for a proposed ticket to become a GitHub issue (action class issueCreate, approved
@@ -350,9 +380,9 @@ def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketI
         http_request=request,
     )
     ticket = ReviewerTicket.objects.select_related("approval_request").get(pk=ticket.pk)
-    if result.outcome == "refused":
+    if result.outcome is CheckpointOutcome.REFUSED:
         return Status(409, {"detail": result.reason, "ticket": _ticket_out(ticket)})
-    if result.outcome == "pending":
+    if result.outcome is CheckpointOutcome.PENDING:
         return Status(
             202,
             {"detail": result.reason, "request": result.request.pk, "ticket": _ticket_out(ticket)},
@@ -364,7 +394,7 @@ def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketI
 
 @router.get(
     "/{slug}/reviews/{space_id}/rounds",
-    response=responses({200: list[dict]}, 404, 422),
+    response=responses({200: list[RoundSummaryOut]}, 404, 422),
     summary="Every round of a review, oldest first",
 )
 def round_list(request, slug: Slug, space_id: Id):
@@ -382,7 +412,7 @@ def _round_of(space, number: int):
 
 @router.post(
     "/{slug}/reviews/{space_id}/rounds/{number}/rerun",
-    response=responses({202: dict, 409: dict, 503: dict}, 403, 404, 422),
+    response=responses({202: RoundRerunOut, 409: ErrorOut, 503: RoundQueueDownOut}, 403, 404, 422),
 )
 def round_rerun_api(request, slug: Slug, space_id: Id, number: Id):
     """Review a failed or cancelled round's head again as a new round (202, queued like a
@@ -401,7 +431,7 @@ def round_rerun_api(request, slug: Slug, space_id: Id, number: Id):
 
 @router.post(
     "/{slug}/reviews/{space_id}/rounds/{number}/cancel",
-    response=responses({200: dict, 409: dict}, 403, 404, 422),
+    response=responses({200: RoundRefOut, 409: ErrorOut}, 403, 404, 422),
 )
 def round_cancel_api(request, slug: Slug, space_id: Id, number: Id, confirm: Filter = ""):
     """Cancel a queued or running round. Irreversible, so it asks for `?confirm=yes`: without

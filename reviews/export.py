@@ -1,5 +1,8 @@
 """The versioned JSON form of a review, shared by `manage.py review --format json` and the API.
 
+Its schema, field by field, is `ReviewJson` in reviews/api_schemas.py, published in
+/api/v1/openapi.json; tests/test_openapi_contract.py checks a real review against it.
+
 Schema `quorum.review/v1`:
 - `schema`, `space` {id, status}, `pull_request` {repository, number, base_ref, head_ref,
   base_sha, head_sha, title}, `round` {number, tier, state, stage, error}

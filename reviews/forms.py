@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from reviews.domain.consensus import Action
 from workspaces.models import Repository, Workspace
 
 
@@ -35,12 +36,5 @@ class NewReviewForm(forms.Form):
 
 
 class NodeActionForm(forms.Form):
-    action = forms.ChoiceField(
-        choices=[
-            ("confirm", "confirm"),
-            ("resolve", "resolve"),
-            ("dismiss", "dismiss"),
-            ("reopen", "reopen"),
-        ]
-    )
+    action = forms.ChoiceField(choices=[(a.value, a.value) for a in Action])
     reason = forms.CharField(max_length=2000, required=False)

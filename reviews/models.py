@@ -15,8 +15,12 @@ from config.typed_json import SchemaJSONField
 from reviews.domain import stored_shapes as shapes
 from reviews.domain import types as t
 from reviews.domain.node_tags import NodeTags
+from reviews.domain.round_states import RoundState
 from reviews.domain.round_stats import RoundFacts, RoundStats, StageName
 from reviews.domain.space_status import SpaceStatus
+from reviews.domain.step_states import StepState
+from reviews.domain.stream_states import StreamState
+from reviews.domain.tickets import TicketStatus
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -99,13 +103,7 @@ class ReviewSpace(models.Model):
 
 
 class ReviewRound(models.Model):
-    class State(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        FINISHED = "finished", "finished"
-        FAILED = "failed", "failed"
-        CANCELLED = "cancelled", "cancelled"
-        SUPERSEDED = "superseded", "superseded"
+    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in RoundState})
 
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
@@ -160,11 +158,7 @@ class PipelineStep(models.Model):
     """One unit of fan-out work in a stage (a reviewer, a panel finding). The rows are the
     pipeline's durable progress: a stage advances only when all of its steps are terminal."""
 
-    class State(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in StepState})
 
     round = models.ForeignKey("ReviewRound", on_delete=models.CASCADE, related_name="steps")
     stage = models.CharField(max_length=20)
@@ -195,17 +189,8 @@ class PipelineStep(models.Model):
 class ReviewerStream(models.Model):
     """One reviewer's named stream inside a round. `agent` is the identity consensus checks."""
 
-    class Kind(models.TextChoices):
-        MODEL = "model", "model"
-        ANALYZER = "analyzer", "offline analyzer"
-        VERIFIER = "verifier", "verification lens"
-
-    class State(models.TextChoices):
-        PENDING = "pending", "pending"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
-        SKIPPED = "skipped", "skipped"
+    Kind = models.TextChoices("Kind", {k.name: (k.value, k.label) for k in t.StreamKind})
+    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in StreamState})
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="streams")
     name = models.CharField(max_length=60)
@@ -296,11 +281,7 @@ class ReviewNode(models.Model):
 class NodeConfirmation(models.Model):
     """A peer's confirmation, or a verification lens's verdict on a node (§3.3, §3.10)."""
 
-    class Lens(models.TextChoices):
-        PEER = "peer", "peer reviewer"
-        REACHABILITY = "reachability", "reachability / correctness"
-        FALSE_POSITIVE = "false_positive", "false-positive causes"
-        SEVERITY = "severity", "severity calibration"
+    Lens = models.TextChoices("Lens", {x.name: (x.value, x.label) for x in t.ConfirmationLens})
 
     node = models.ForeignKey(ReviewNode, on_delete=models.CASCADE, related_name="confirmations")
     agent = models.CharField(max_length=60)
@@ -433,15 +414,8 @@ class PublishRecord(models.Model):
     idempotent (a failed attempt does not count; rows from before the rule are kept, marked
     `legacy_duplicate`)."""
 
-    class State(models.TextChoices):
-        CLAIMED = "claimed", "publishing"
-        POSTED = "posted", "posted"
-        FAILED = "failed", "failed"
-        UNCERTAIN = "uncertain", "outcome unknown"
-
-    class Path(models.TextChoices):
-        INLINE = "inline", "inline comments"
-        FOLDED_FALLBACK = "folded_fallback", "everything folded into the body after a 422"
+    State = models.TextChoices("State", {s.name: (s.value, s.label) for s in t.PublishState})
+    Path = models.TextChoices("Path", {p.name: (p.value, p.label) for p in t.PublishPath})
 
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="publications")
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="publications")
@@ -476,7 +450,8 @@ class PublishRecord(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["round"],
-                condition=~models.Q(state="failed") & models.Q(legacy_duplicate=False),
+                condition=~models.Q(state=t.PublishState.FAILED.value)
+                & models.Q(legacy_duplicate=False),
                 name="publish_once_per_round",
             )
         ]
@@ -540,11 +515,7 @@ class PipelineSweep(models.Model):
 class ReviewerTicket(models.Model):
     """A ticket a reviewer proposed (`create_ticket`), and what a person decided about it."""
 
-    class Status(models.TextChoices):
-        OPEN = "open", "proposed"
-        DISMISSED = "dismissed", "dismissed"
-        REQUESTED = "requested", "issue awaiting approval"
-        CREATED = "created", "issue created"
+    Status = models.TextChoices("Status", {s.name: (s.value, s.label) for s in TicketStatus})
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="tickets")
     stream = models.ForeignKey(ReviewerStream, on_delete=models.CASCADE, related_name="tickets")

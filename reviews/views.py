@@ -12,16 +12,21 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import errors_as_messages
+from config.vocabulary import template_enums
 from guardrails.models import ApprovalRequest
+from guardrails.rules import ActionName, CheckpointOutcome
+from guardrails.rules import Status as ApprovalStatus
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
 from reviews.domain.outcomes import is_process_block
-from reviews.domain.round_states import can_cancel, can_rerun, state_label
+from reviews.domain.round_states import RoundState, can_cancel, can_rerun, state_label
 from reviews.domain.space_status import (
     LADDER,
+    ClosedReason,
     SpaceStatus,
 )
+from reviews.domain.tickets import TicketStatus
 from reviews.export import review_json
 from reviews.forms import NewReviewForm, NodeActionForm
 from reviews.models import (
@@ -149,6 +154,18 @@ def _read_only_when_archived(build):
     return wrapper
 
 
+#: The vocabulary the review page compares with: its templates never spell a status.
+PAGE_VOCABULARY = template_enums(
+    RoundState=RoundState,
+    SpaceStatus=SpaceStatus,
+    PublishState=t.PublishState,
+    ApprovalStatus=ApprovalStatus,
+    TicketStatus=TicketStatus,
+    Lens=t.ConfirmationLens,
+    NodeAction=consensus.Action,
+)
+
+
 @_read_only_when_archived
 def review_context(
     membership: Membership, space: ReviewSpace, round_number: int | None = None
@@ -195,7 +212,7 @@ def review_context(
         and space.pull_request.repository.kind == "github",
         "publication": ApprovalRequest.objects.filter(
             workspace=membership.workspace,
-            action_class="prPublish",
+            action_class=ActionName.PR_PUBLISH,
             target_type="reviewspace",
             target_id=str(space.pk),
         )
@@ -218,6 +235,7 @@ def review_context(
         **_rounds_context(membership, page, round_number),
         **_publication_context(space, page),
         **_flag_context(membership, space),
+        **PAGE_VOCABULARY,
     }
 
 
@@ -262,7 +280,7 @@ def _rounds_context(membership: Membership, page, round_number: int | None) -> d
         and newest is not None
         and can_rerun(newest.state)
         and page.space.pull_request.repository.archived_at is None
-        and page.space.closed_reason not in ("merged", "closed"),
+        and page.space.closed_reason not in (ClosedReason.MERGED, ClosedReason.CLOSED),
         "delta_labels": {n.pk: page.delta_view.label(n.fingerprint) for n in page.nodes},
     }
 
@@ -436,7 +454,7 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
         return HttpResponse("This review has no round to cancel.", status=404)
     if not confirmed(request):
         finished = (
-            space.rounds.filter(state="finished", number__lt=review_round.number)
+            space.rounds.filter(state=ReviewRound.State.FINISHED, number__lt=review_round.number)
             .order_by("-number")
             .first()
         )
@@ -509,9 +527,9 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
                 seen_digest=request.POST.get("plan_digest", ""),
                 http_request=request,
             )
-            if result.outcome == "refused":
+            if result.outcome is CheckpointOutcome.REFUSED:
                 messages.error(request, result.reason)
-            elif result.outcome == "pending":
+            elif result.outcome is CheckpointOutcome.PENDING:
                 messages.success(
                     request, f"Publish request #{result.request.pk} is waiting for an approver."
                 )
@@ -580,9 +598,9 @@ def ticket_issue(
             body=request.POST.get("body") if "body" in request.POST else None,
             http_request=request,
         )
-        if result.outcome == "refused":
+        if result.outcome is CheckpointOutcome.REFUSED:
             messages.error(request, result.reason)
-        elif result.outcome == "pending":
+        elif result.outcome is CheckpointOutcome.PENDING:
             messages.success(
                 request, f"Issue request #{result.request.pk} is waiting for an approver."
             )

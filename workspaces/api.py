@@ -3,31 +3,45 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
+from pydantic import Strict
 
 from config.api_types import Id, Input, ReviewerKey, Slug, Text, responses
+from reviews.domain.types import Tier
 from workspaces import services
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import membership_get, require
-from workspaces.rules import AntiPatterns, Criteria, Criterion, FewShot, FewShots, GatedAxes, Perm
+from workspaces.rules import (
+    AntiPatterns,
+    Criteria,
+    Criterion,
+    FewShot,
+    FewShots,
+    GatedAxes,
+    Perm,
+    Role,
+)
 
 router = Router(tags=["workspaces"])
 
-TierName = Literal["light", "balanced", "thorough", "adaptive"]
+# Request values from the domain's vocabulary, sent as their text values (strict input would
+# otherwise want enum instances). A role is a Literal of the Role values, in their order
+# (tests/test_vocabulary_literals.py holds the two equal): the request schema lists them inline.
+TierName = Annotated[Tier, Strict(False)]
 RoleName = Literal["owner", "admin", "approver", "reviewer", "viewer"]
 
 
 class WorkspaceOut(Schema):
     slug: str
     name: str
-    role: str
+    role: Role
 
 
 class RulesOut(Schema):
-    tier: str
+    tier: Tier
     gated_axes: GatedAxes
 
 
@@ -79,13 +93,13 @@ class ReviewerCreate(ReviewerPatch):
 class MemberOut(Schema):
     id: int
     email: str
-    role: str
+    role: Role
 
 
 class InvitationOut(Schema):
     id: int
     email: str
-    role: str
+    role: Role
     pending: bool = True
 
 

@@ -26,7 +26,7 @@ from workspaces.forms import (
     WorkspaceCreateForm,
     few_shots_from,
 )
-from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
+from workspaces.models import Invitation, Membership, Repository, ReviewerConfig, Workspace
 from workspaces.permissions import allows, may_create_workspace, membership_get, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
@@ -137,6 +137,7 @@ def general(request: HttpRequest, membership: Membership) -> HttpResponse:
         form=form,
         saved=saved,
         tier_help=[(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
+        default_tier=Workspace._meta.get_field("tier").default,
         can_edit=allows(membership, Perm.MANAGE_RULES),
     )
     template = "workspaces/settings_general.html"

@@ -18,6 +18,19 @@ class TicketStatus(StrEnum):
     REQUESTED = "requested"
     CREATED = "created"
 
+    @property
+    def label(self) -> str:
+        """The status in words as the admin shows it (the page says more: `ticket_state`)."""
+        return _STATUS_LABELS[self]
+
+
+_STATUS_LABELS = {
+    TicketStatus.OPEN: "proposed",
+    TicketStatus.DISMISSED: "dismissed",
+    TicketStatus.REQUESTED: "issue awaiting approval",
+    TicketStatus.CREATED: "issue created",
+}
+
 
 #: status → the statuses it may move to; the one writer (reviews/services/notes.py
 #: `ticket_transition`) refuses every other move. An issue may be filed straight from a

@@ -94,6 +94,85 @@ class NodeStatus(StrEnum):
     DISMISSED = "dismissed"
 
 
+class StreamKind(StrEnum):
+    """What runs behind a stream: a model reviewer, an offline analyzer or a verification lens."""
+
+    MODEL = "model"
+    ANALYZER = "analyzer"
+    VERIFIER = "verifier"
+
+    @property
+    def label(self) -> str:
+        return _STREAM_KIND_LABELS[self]
+
+
+_STREAM_KIND_LABELS = {
+    StreamKind.MODEL: "model",
+    StreamKind.ANALYZER: "offline analyzer",
+    StreamKind.VERIFIER: "verification lens",
+}
+
+
+class ConfirmationLens(StrEnum):
+    """Who confirmed a node: a peer reviewer, or one of the verification panel's lenses."""
+
+    PEER = "peer"
+    REACHABILITY = "reachability"
+    FALSE_POSITIVE = "false_positive"
+    SEVERITY = "severity"
+
+    @property
+    def label(self) -> str:
+        return _LENS_LABELS[self]
+
+
+_LENS_LABELS = {
+    ConfirmationLens.PEER: "peer reviewer",
+    ConfirmationLens.REACHABILITY: "reachability / correctness",
+    ConfirmationLens.FALSE_POSITIVE: "false-positive causes",
+    ConfirmationLens.SEVERITY: "severity calibration",
+}
+
+
+class PublishState(StrEnum):
+    """A round's GitHub review: claimed while it is being posted, then posted, failed, or
+    uncertain (GitHub did not say whether it took it)."""
+
+    CLAIMED = "claimed"
+    POSTED = "posted"
+    FAILED = "failed"
+    UNCERTAIN = "uncertain"
+
+    @property
+    def label(self) -> str:
+        return _PUBLISH_STATE_LABELS[self]
+
+
+_PUBLISH_STATE_LABELS = {
+    PublishState.CLAIMED: "publishing",
+    PublishState.POSTED: "posted",
+    PublishState.FAILED: "failed",
+    PublishState.UNCERTAIN: "outcome unknown",
+}
+
+
+class PublishPath(StrEnum):
+    """How a posted review reached GitHub."""
+
+    INLINE = "inline"
+    FOLDED_FALLBACK = "folded_fallback"
+
+    @property
+    def label(self) -> str:
+        return _PUBLISH_PATH_LABELS[self]
+
+
+_PUBLISH_PATH_LABELS = {
+    PublishPath.INLINE: "inline comments",
+    PublishPath.FOLDED_FALLBACK: "everything folded into the body after a 422",
+}
+
+
 #: Statuses the finaliser counts (§3.7) and the publisher still considers (§3.11).
 ACTIVE_STATUSES = frozenset({NodeStatus.OPEN, NodeStatus.CONSENSUS_READY})
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from config.safeurl import web_url_or_blank
 from guardrails.audit import Actor, Target, audit_record
+from guardrails.rules import CheckpointOutcome
 from reviews.agents.redaction import redact_text
 from reviews.domain.errors import ApplicationError
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
@@ -269,7 +270,7 @@ def ticket_issue_request(
             payload=payload,
             http_request=http_request,
         )
-        if result.outcome == "pending" and result.request is not None:
+        if result.outcome is CheckpointOutcome.PENDING and result.request is not None:
             ticket_transition(locked, TicketStatus.REQUESTED, approval_request=result.request)
             emit(space.pk, "review.ticket", ticket=locked.pk, status=TicketStatus.REQUESTED)
     return result

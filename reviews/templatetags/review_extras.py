@@ -13,6 +13,7 @@ from pygments.util import ClassNotFound
 
 from config.safeurl import web_url_or_blank
 from reviews.domain.round_stats import PreviewHunk
+from reviews.domain.types import VerdictLevel
 
 register = template.Library()
 
@@ -126,6 +127,15 @@ def space_status_label(status: str) -> str:
         return SpaceStatus(status).label
     except ValueError:
         return in_words(status)
+
+
+_VERDICT_BADGES = {VerdictLevel.BLOCK: "✖ Block", VerdictLevel.HOLD: "‖ Hold"}
+
+
+@register.filter
+def verdict_badge(level: str) -> str:
+    """`verdict.level|verdict_badge`: "✖ Block", "‖ Hold" or "✓ Ship"."""
+    return _VERDICT_BADGES.get(level, "✓ Ship")
 
 
 @register.filter
