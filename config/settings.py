@@ -95,7 +95,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "quorum.sqlite3",
+            "NAME": str(VAR_DIR / "quorum.sqlite3"),
             # Background threads write too: wait for the lock instead of failing at once.
             "OPTIONS": {
                 "timeout": 20,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from config.api_types import (
+    INTEGRAL,
     MAX_INT,
     WEB_URL_PATTERN,
     BodyId,
@@ -18,7 +19,6 @@ from config.api_types import (
     JsonObject,
     Slug,
     Text,
-    body_int,
     responses,
 )
 from config.safeurl import OptionalWebUrl
@@ -39,7 +39,8 @@ from workspaces.rules import Perm, RuleError
 
 router = Router(tags=["reviews"])
 
-PullNumber = body_int(ge=1, le=MAX_INT)
+NO_ROUND = "This review has no round yet."
+PullNumber = Annotated[int, Field(ge=1, le=MAX_INT), INTEGRAL]
 
 
 class ReviewSummary(Schema):
@@ -264,7 +265,7 @@ def disagreement_decide(
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide disagreements")
     review_round = space.rounds.order_by("-number").first()
     if review_round is None:
-        raise RuleError("This review has no round yet.")
+        raise HttpError(409, NO_ROUND)
     try:
         changed = node_services.disagreement_decide(
             review_round=review_round,
@@ -293,7 +294,7 @@ def supply_request(request, slug: Slug, space_id: Id, body: RequestIn):
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "supply the original request")
     review_round = space.rounds.order_by("-number").first()
     if review_round is None:
-        raise RuleError("This review has no round yet.")
+        raise HttpError(409, NO_ROUND)
     try:
         stream = round_supply_request(
             review_round=review_round,
@@ -320,7 +321,7 @@ def submit_axis(
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "submit axis results")
     review_round = space.rounds.order_by("-number").first()
     if review_round is None:
-        raise RuleError("This review has no round yet.")
+        raise HttpError(409, NO_ROUND)
     try:
         row = axis_submit(
             review_round=review_round,

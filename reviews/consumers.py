@@ -7,6 +7,8 @@ reaches every open page through the space's channel group (reviews/events.py).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -23,7 +25,7 @@ from workspaces.permissions import membership_get
 log = logging.getLogger(__name__)
 
 
-def csrf_context(scope: dict) -> dict:
+def csrf_context(scope: Mapping[str, Any]) -> dict[str, str]:
     """Forms rendered for a socket have no request: give {% csrf_token %} the browser's own CSRF
     cookie (an unmasked secret, which Django accepts), so they can still be posted."""
     token = scope.get("cookies", {}).get(settings.CSRF_COOKIE_NAME, "")
@@ -63,7 +65,6 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _authorize(self) -> bool:
-        self.membership = None
         user = self.scope.get("user")
         space = (
             ReviewSpace.objects.select_related("workspace", "pull_request__repository")

@@ -50,6 +50,7 @@ from reviews.services.requests import ReviewQueuedError, ReviewRequestError, rev
 from reviews.services.rounds import RoundError, round_cancel, round_rerun, round_supply_request
 from reviews.sources.publish_plan import review_event
 from workspaces.confirm import confirmation_page, confirmed
+from workspaces.http import AuthenticatedHttpRequest
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
@@ -408,7 +409,7 @@ def disagreement_decide(
 @member_view
 @require_POST
 def cohort_read(
-    request: HttpRequest, membership: Membership, space_id: int, key: str
+    request: AuthenticatedHttpRequest, membership: Membership, space_id: int, key: str
 ) -> HttpResponse:
     """Mark a cohort read (or unread) for this person; kept by the cohort's content key."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
@@ -427,6 +428,8 @@ def supply_request(request: HttpRequest, membership: Membership, space_id: int) 
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.START_REVIEW, attempted="supply the original request", request=request)
     review_round = space.rounds.order_by("-number").first()
+    if review_round is None:
+        return HttpResponse("This review has no round yet.", status=409)
     try:
         stream = round_supply_request(
             review_round=review_round,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from reviews.domain.types import Tier
+from reviews.domain.types import Tier as Tier  # re-exported: forms and services import it here
 
 
 class Role(StrEnum):

@@ -25,6 +25,7 @@ from workspaces.forms import (
     WorkspaceCreateForm,
     few_shots_from,
 )
+from workspaces.http import AuthenticatedHttpRequest
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import allows, may_create_workspace, membership_get, require
 from workspaces.rules import Perm, RuleError
@@ -52,7 +53,7 @@ def _ctx(membership: Membership, **extra) -> dict:
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     first = Membership.objects.filter(user=request.user).select_related("workspace").first()
     if first is not None:
         return redirect("reviews:list", first.workspace.slug)
@@ -305,7 +306,7 @@ def repositories(request: HttpRequest, membership: Membership) -> HttpResponse:
             except RuleError as exc:
                 form.add_error("name", str(exc))
             else:
-                if getattr(repo, "restored", None):
+                if repo.restored:
                     kept = repo.restored
                     messages.success(
                         request,
@@ -478,7 +479,7 @@ def deleted(
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = TokenForm()
     new_secret = None
     if request.method == "POST":

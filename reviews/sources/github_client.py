@@ -249,9 +249,10 @@ class GitHubClient:
                 names.extend(str(r["full_name"]) for r in page["repositories"])
             except (KeyError, TypeError) as exc:
                 raise GitHubError(f"unexpected repositories page: {exc!r}") from exc
-            url, params = resp.links.get("next", {}).get("url"), None
-            if not url:
+            next_url = resp.links.get("next", {}).get("url")
+            if not next_url:
                 break
+            url, params = next_url, None
         return names
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:

@@ -55,6 +55,8 @@ def hunk_rows(path: str, hunk: dict, findings: dict | None = None) -> SafeString
     findings = findings or {}
     lines = hunk.get("text", "").splitlines()
     old = new = 0
+    new_line: int | str
+    old_line: int | str
     rows = []
     for raw in lines:
         header = _HUNK_HEADER.match(raw)
