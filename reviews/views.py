@@ -50,12 +50,12 @@ from reviews.services.requests import ReviewQueuedError, ReviewRequestError, rev
 from reviews.services.rounds import RoundError, round_cancel, round_rerun, round_supply_request
 from reviews.sources.publish_plan import review_event
 from workspaces.confirm import confirmation_page, confirmed
-from workspaces.http import AuthenticatedHttpRequest
+from workspaces.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
-from workspaces.views import is_htmx, member_view
+from workspaces.views import member_view
 
 NODE_ACTIONS = {
     "confirm": node_services.node_confirm_by_person,
@@ -342,7 +342,7 @@ def review_report(request: HttpRequest, membership: Membership, space_id: int) -
 @member_view
 @require_POST
 def node_action(
-    request: HttpRequest, membership: Membership, space_id: int, node_id: int
+    request: HtmxHttpRequest, membership: Membership, space_id: int, node_id: int
 ) -> HttpResponse:
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     form = NodeActionForm(request.POST)
@@ -362,11 +362,11 @@ def node_action(
             node=node, user=request.user, reason=form.cleaned_data["reason"], request=request
         )
     except consensus.ConsensusError as exc:
-        if is_htmx(request):
+        if request.htmx:
             return HttpResponse(str(exc), status=409)
         messages.error(request, str(exc))
         return redirect("reviews:detail", membership.workspace.slug, space.pk)
-    if is_htmx(request):
+    if request.htmx:
         context = review_context(membership, space, round_number=node.round.number)
         context["node"] = context["page"].node(node.pk)
         return render(request, "reviews/partials/node.html", context)
@@ -585,7 +585,7 @@ def _ticket_anchor(membership: Membership, space: ReviewSpace, ticket: ReviewerT
 @member_view
 @require_POST
 def ticket_dismiss(
-    request: HttpRequest, membership: Membership, space_id: int, ticket_id: int
+    request: HtmxHttpRequest, membership: Membership, space_id: int, ticket_id: int
 ) -> HttpResponse:
     """A person dismisses a reviewer's proposed ticket, with an optional reason (audited)."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
@@ -596,7 +596,7 @@ def ticket_dismiss(
             ticket=ticket, user=request.user, reason=request.POST.get("reason", ""), request=request
         )
     except note_services.TicketError as exc:
-        if is_htmx(request):
+        if request.htmx:
             return HttpResponse(str(exc), status=409)
         messages.error(request, str(exc))
     else:

@@ -12,6 +12,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from workspaces.http import HtmxHttpRequest
+
 # A person's own reading progress changes nothing in the review.
 PERSONAL_ROUTES = frozenset({"cohort_read"})
 
@@ -70,7 +72,7 @@ class ArchivedReviewsReadOnly:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+    def process_view(self, request: HtmxHttpRequest, view_func, view_args, view_kwargs):
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return None
         if "space_id" not in view_kwargs or "slug" not in view_kwargs:
@@ -89,7 +91,7 @@ class ArchivedReviewsReadOnly:
         message = archived_message(repository)
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": message}, status=409)
-        if request.headers.get("HX-Request") == "true":
+        if request.htmx:
             return HttpResponse(message, status=409, content_type="text/plain; charset=utf-8")
         back = reverse("reviews:detail", args=[view_kwargs["slug"], int(view_kwargs["space_id"])])
         context = {"title": "This repository is archived", "message": message, "back": back}

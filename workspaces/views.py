@@ -25,15 +25,11 @@ from workspaces.forms import (
     WorkspaceCreateForm,
     few_shots_from,
 )
-from workspaces.http import AuthenticatedHttpRequest
+from workspaces.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import allows, may_create_workspace, membership_get, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
-
-
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 def member_view(view):
@@ -103,7 +99,7 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
 
 @member_view
 @require_http_methods(["GET", "POST"])
-def general(request: HttpRequest, membership: Membership) -> HttpResponse:
+def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
     ws = membership.workspace
     form = RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes})
     saved = False
@@ -127,7 +123,7 @@ def general(request: HttpRequest, membership: Membership) -> HttpResponse:
             else:
                 saved = True
                 membership.workspace = ws
-                if not is_htmx(request):
+                if not request.htmx:
                     messages.success(request, "Workspace rules saved.")
                     return redirect("workspaces:general", ws.slug)
         if not form.is_valid():
@@ -140,7 +136,7 @@ def general(request: HttpRequest, membership: Membership) -> HttpResponse:
         can_edit=allows(membership, Perm.MANAGE_RULES),
     )
     template = "workspaces/settings_general.html"
-    if is_htmx(request):
+    if request.htmx:
         template += "#rules_card"
     return render(request, template, context, status=status)
 
