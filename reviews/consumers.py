@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
+from cachetools import LRUCache
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -33,7 +34,9 @@ def csrf_context(scope: Mapping[str, Any]) -> dict[str, str]:
 
 
 _CSRF_SLOT = "__quorum_csrf_slot__"
-_shared_renders: dict[tuple, str] = {}
+# One event's fragments per role, shared by the sockets of this process; the least recently
+# used go first. Reached only from the one thread database_sync_to_async runs _render in.
+_shared_renders: LRUCache[tuple[Any, ...], str] = LRUCache(maxsize=64)
 
 SECTIONS = ("header", "axes", "disagreements", "cohorts", "findings", "notes", "streams")
 
@@ -112,8 +115,6 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
             html = "\n".join(parts)
             if key:
                 _shared_renders[key] = html
-                while len(_shared_renders) > 64:
-                    _shared_renders.pop(next(iter(_shared_renders)))
         return html.replace(_CSRF_SLOT, csrf_context(self.scope).get("csrf_token", ""))
 
     async def _send_sections(
