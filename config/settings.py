@@ -310,5 +310,7 @@ LOGGING = {
         "daphne": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
+        # stamina logs each retry without saying of what; the callers log their own line.
+        "stamina": {"level": "ERROR"},
     },
 }
