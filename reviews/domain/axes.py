@@ -184,7 +184,7 @@ _NOT_COMPUTED = (
 
 def deterministic_axes(
     *, submitted: Collection[str], fast_exit: bool
-) -> list[tuple[AxisName, AxisResult, dict]]:
+) -> list[tuple[AxisName, AxisResult, dict[str, Any]]]:
     """The deterministic axes a finishing round records itself, given the axes already
     submitted for it (their values) and whether it was a docs-only or formatting-only change.
 
@@ -193,7 +193,7 @@ def deterministic_axes(
     axis not submitted is `unavailable` with the steps that would clear it (the pipeline
     replaces apiContract with the code index's result when it has one)."""
     done = set(submitted)
-    out: list[tuple[AxisName, AxisResult, dict]] = []
+    out: list[tuple[AxisName, AxisResult, dict[str, Any]]] = []
     if fast_exit and AxisName.API_CONTRACT.value not in done:
         reason = "docs-only or formatting-only change: no code, so no API, changed"
         out.append((AxisName.API_CONTRACT, AxisResult.PASS, {"reason": reason}))
