@@ -17,12 +17,13 @@ done; exit 1
 endef
 export FIND_PYTHON
 
-.PHONY: help venv demo serve test lint format bench clean
+.PHONY: help venv demo serve test lint check format bench clean
 
 help:
 	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000"
 	@echo "make test   - install and run the test suite (services used when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   - ruff check + format check"
+	@echo "make check  - lint, mypy, migrations in step with the models, check --deploy (CI runs it)"
 	@echo "make bench  - pipeline, code-index and analyzer-precision benchmarks"
 
 $(STAMP): pyproject.toml
@@ -59,9 +60,24 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# The full stack with DEBUG off, behind a TLS-terminating proxy, as README "HTTPS, security
+# headers and request limits" configures it. Nothing connects to these URLs; the keys are
+# random for each run.
+DEPLOY_ENV := DEBUG=false ALLOWED_HOSTS=quorum.example.com \
+	DATABASE_URL=postgres://quorum@127.0.0.1:5432/quorum REDIS_URL=redis://127.0.0.1:6379/0 \
+	SECURE_SSL_REDIRECT=true SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO \
+	SECURE_HSTS_SECONDS=31536000 SECURE_HSTS_INCLUDE_SUBDOMAINS=true SECURE_HSTS_PRELOAD=true
+RANDOM_KEY = $$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')
+
+check: lint
+	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(VENV)/bin/mypy
+	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) manage.py makemigrations --check --dry-run
+	env $(DEPLOY_ENV) SECRET_KEY=$(RANDOM_KEY) QUORUM_AUDIT_KEY=$(RANDOM_KEY) \
+	  $(PY) manage.py check --deploy --fail-level WARNING
+
 format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .mypy_cache

@@ -108,10 +108,14 @@ def _integral(value: Any) -> Any:
 Id = Annotated[int, Field(ge=1, le=MAX_BIGINT)]
 
 
+# For integers in a request body (parameters arrive as text and parse as usual). In an
+# Annotated type the bounds come before it: after it, pydantic leaves them out of the schema.
+INTEGRAL = BeforeValidator(_integral)
+
+
 def body_int(*, ge: int, le: int) -> Any:
-    """A bounded integer in a request body (parameters arrive as text and parse as usual).
-    The bounds come before the validator: after it, pydantic leaves them out of the schema."""
-    return Annotated[int, Field(ge=ge, le=le), BeforeValidator(_integral)]
+    """A bounded integer in a request body."""
+    return Annotated[int, Field(ge=ge, le=le), INTEGRAL]
 
 
 BodyId = body_int(ge=1, le=MAX_BIGINT)

@@ -161,9 +161,7 @@ def install_daphne_guard() -> None:
     from daphne import http_protocol
     from twisted.internet import reactor
 
-    base = http_protocol.WebRequest
-
-    class CappedWebRequest(base):
+    class CappedWebRequest(http_protocol.WebRequest):
         _refused = False
         _seen = 0
         _cap: int | None = None
@@ -211,7 +209,8 @@ def install_daphne_guard() -> None:
             ).encode()
             transport = self.channel.transport
             transport.write(head + body)
-            reactor.callLater(LINGER_SECONDS, transport.loseConnection)
+            # Twisted declares interface methods without `self`, which mypy cannot bind.
+            reactor.callLater(LINGER_SECONDS, transport.loseConnection)  # type: ignore[arg-type]
 
     http_protocol.WebRequest = CappedWebRequest
     _installed = True

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "ninja",
+    "django_htmx",
     "allauth",
     "allauth.account",
     "allauth.socialaccount",
@@ -61,6 +62,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",  # request.htmx
     "workspaces.middleware.ArchivedReviewsReadOnly",
     "config.errors.ApplicationErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -96,7 +98,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "quorum.sqlite3",
+            "NAME": str(VAR_DIR / "quorum.sqlite3"),
             # Background threads write too: wait for the lock instead of failing at once.
             "OPTIONS": {
                 "timeout": 20,
@@ -309,5 +311,7 @@ LOGGING = {
         "daphne": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
+        # stamina logs each retry without saying of what; the callers log their own line.
+        "stamina": {"level": "ERROR"},
     },
 }

@@ -135,7 +135,7 @@ class AuditEvent(models.Model):
 class ActionPolicy(models.Model):
     """Per workspace and action class: allow, require approval (the default) or deny."""
 
-    Policy = models.TextChoices(
+    Policy = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
         "Policy", {p.name: (p.value, p.value.replace("_", " ")) for p in rules.Policy}
     )
 
@@ -159,7 +159,9 @@ class ActionPolicy(models.Model):
 
 
 class ApprovalRequest(models.Model):
-    Status = models.TextChoices("Status", {s.name: (s.value, s.value) for s in rules.Status})
+    Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Status", {s.name: (s.value, s.value) for s in rules.Status}
+    )
 
     workspace = models.ForeignKey(
         "workspaces.Workspace", on_delete=models.CASCADE, related_name="approval_requests"

@@ -363,6 +363,7 @@ def approval_transition(
     request.save(update_fields=["status", "decided_at", "executed_at", "result", "error"])
     if audit_action is None:
         return
+    assert actor is not None, "an audited move names who made it"
     _audit(request, audit_action, actor, http_request, **extra)
     transaction.on_commit(lambda: _notify(request, status.value))
 

@@ -180,7 +180,7 @@ def audit(request: HttpRequest, membership: Membership) -> HttpResponse:
 
 
 @member_view
-def audit_export(request: HttpRequest, membership: Membership, fmt: str) -> HttpResponse:
+def audit_export(request: HttpRequest, membership: Membership, fmt: str) -> StreamingHttpResponse:
     """CSV or JSON Lines, streamed page by page: constant memory whatever the trail's size."""
     require(membership, Perm.VIEW_AUDIT, attempted="export the audit trail", request=request)
     if fmt not in exports.FORMATS:

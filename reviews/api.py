@@ -9,6 +9,7 @@ from ninja import Field, Router, Schema, Status
 from pydantic import Strict
 
 from config.api_types import (
+    INTEGRAL,
     MAX_INT,
     WEB_URL_PATTERN,
     BodyId,
@@ -19,7 +20,6 @@ from config.api_types import (
     JsonObject,
     Slug,
     Text,
-    body_int,
     responses,
 )
 from config.safeurl import OptionalWebUrl
@@ -63,7 +63,8 @@ from workspaces.rules import Perm, ReadOnlyError, archived_message
 
 router = Router(tags=["reviews"])
 
-PullNumber = body_int(ge=1, le=MAX_INT)
+NO_ROUND = "This review has no round yet."
+PullNumber = Annotated[int, Field(ge=1, le=MAX_INT), INTEGRAL]
 
 
 class ReviewSummary(Schema):

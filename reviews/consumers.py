@@ -7,8 +7,11 @@ reaches every open page through the space's channel group (reviews/events.py).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
+from cachetools import LRUCache
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -23,7 +26,7 @@ from workspaces.permissions import membership_get
 log = logging.getLogger(__name__)
 
 
-def csrf_context(scope: dict) -> dict:
+def csrf_context(scope: Mapping[str, Any]) -> dict[str, str]:
     """Forms rendered for a socket have no request: give {% csrf_token %} the browser's own CSRF
     cookie (an unmasked secret, which Django accepts), so they can still be posted."""
     token = scope.get("cookies", {}).get(settings.CSRF_COOKIE_NAME, "")
@@ -31,7 +34,9 @@ def csrf_context(scope: dict) -> dict:
 
 
 _CSRF_SLOT = "__quorum_csrf_slot__"
-_shared_renders: dict[tuple, str] = {}
+# One event's fragments per role, shared by the sockets of this process; the least recently
+# used go first. Reached only from the one thread database_sync_to_async runs _render in.
+_shared_renders: LRUCache[tuple[Any, ...], str] = LRUCache(maxsize=64)
 
 SECTIONS = ("header", "axes", "disagreements", "cohorts", "findings", "notes", "streams")
 
@@ -63,7 +68,6 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _authorize(self) -> bool:
-        self.membership = None
         user = self.scope.get("user")
         space = (
             ReviewSpace.objects.select_related("workspace", "pull_request__repository")
@@ -111,8 +115,6 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
             html = "\n".join(parts)
             if key:
                 _shared_renders[key] = html
-                while len(_shared_renders) > 64:
-                    _shared_renders.pop(next(iter(_shared_renders)))
         return html.replace(_CSRF_SLOT, csrf_context(self.scope).get("csrf_token", ""))
 
     async def _send_sections(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from reviews.domain.consensus import Action
@@ -21,10 +23,13 @@ class NewReviewForm(forms.Form):
     def __init__(self, *args, workspace: Workspace, **kwargs):
         super().__init__(*args, **kwargs)
         # A disconnected (archived) repository keeps its reviews but takes no new ones.
-        self.fields["repository"].queryset = workspace.repositories.filter(archived_at__isnull=True)
+        repository = self.fields["repository"]
+        assert isinstance(repository, forms.ModelChoiceField)
+        repository.queryset = workspace.repositories.filter(archived_at__isnull=True)
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         repo = data.get("repository")
         if repo is None:
             return data

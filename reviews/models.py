@@ -67,7 +67,9 @@ class PullRequest(models.Model):
 class ReviewSpace(models.Model):
     """One per pull request (§3.1): every reviewer, person and tool meets in the same room."""
 
-    Status = models.TextChoices("Status", {s.name: (s.value, s.value) for s in SpaceStatus})
+    Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Status", {s.name: (s.value, s.value) for s in SpaceStatus}
+    )
 
     pull_request = models.OneToOneField(PullRequest, on_delete=models.CASCADE, related_name="space")
     # Denormalised from the repository so permission-scoped lookups are one join.
@@ -222,7 +224,9 @@ class ReviewerStream(models.Model):
 class ReviewNode(models.Model):
     """A finding as data (§3.2). `payload_key` makes recording idempotent per stream."""
 
-    Status = models.TextChoices("Status", {s.name: (s.value, s.value) for s in t.NodeStatus})
+    Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Status", {s.name: (s.value, s.value) for s in t.NodeStatus}
+    )
 
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="nodes")
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="nodes")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
@@ -24,6 +25,9 @@ from reviews.models import (
     Verdict,
 )
 from workspaces.rules import RuleError
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
 def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = None) -> t.NodeView:
@@ -173,7 +177,7 @@ class RoundSummary:
 @dataclass
 class ReviewPage:
     space: ReviewSpace
-    rounds: list[ReviewRound]
+    rounds: Sequence[ReviewRound]
     round: ReviewRound | None
     streams: list[ReviewerStream] = field(default_factory=list)
     nodes: list[ReviewNode] = field(default_factory=list)
@@ -202,13 +206,15 @@ class ReviewPage:
         self._by_id = {n.pk: n for n in self.nodes}
 
 
-def _open_fingerprints(rows: list[dict], round_id: int) -> set[str]:
+def _open_fingerprints(rows: Sequence[Mapping[str, Any]], round_id: int) -> set[str]:
     """A round's canonical findings still open (neither dismissed nor resolved)."""
     active = {s.value for s in t.ACTIVE_STATUSES}
     return {r["fingerprint"] for r in rows if r["round_id"] == round_id and r["status"] in active}
 
 
-def _round_deltas(rounds: list[ReviewRound], rows: list[dict]) -> dict[int, DeltaView]:
+def _round_deltas(
+    rounds: Sequence[ReviewRound], rows: Sequence[Mapping[str, Any]]
+) -> dict[int, DeltaView]:
     """Each round's delta from the canonical findings of the space (`rows`), no query."""
     refs = [RoundRef(r.number, r.state, r.head_sha) for r in rounds]
     by_number = {r.number: r for r in rounds}
@@ -251,6 +257,7 @@ def review_page(*, space: ReviewSpace, round_number: int | None = None) -> Revie
     if round_number is not None and round_number not in {r.number for r in rounds}:
         raise Http404(f"This review has no round {round_number}.")
     number = shown_round([RoundRef(r.number, r.state, r.head_sha) for r in rounds], round_number)
+    assert number is not None  # there is at least one round
     current = next(r for r in rounds if r.number == number)
     streams = list(current.streams.all())
     nodes = list(
@@ -298,6 +305,16 @@ def review_page(*, space: ReviewSpace, round_number: int | None = None) -> Revie
     )
 
 
+class SpaceListAnnotations(TypedDict):
+    """What `spaces_for_list` adds to each space (and `count_p0`…`count_p3`)."""
+
+    round_number: int | None
+    round_tier: str | None
+    round_state: str | None
+    verdict_level: str | None
+    verdict_confidence: float | None
+
+
 def spaces_for_list(
     *,
     workspace_id: int,
@@ -305,7 +322,7 @@ def spaces_for_list(
     verdict: str = "",
     repository_id: int | None = None,
     flagged: bool = False,
-) -> QuerySet[ReviewSpace]:
+) -> QuerySet[WithAnnotations[ReviewSpace, SpaceListAnnotations]]:
     """The reviews list: latest round's tier/verdict and open counts by priority, annotated in
     one query whatever the number of spaces. `flagged`: only those that need a person."""
     latest = ReviewRound.objects.filter(space=OuterRef("pk")).order_by("-number")

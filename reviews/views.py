@@ -59,11 +59,12 @@ from reviews.services.requests import ReviewQueuedError, ReviewRequestError, rev
 from reviews.services.rounds import round_cancel, round_rerun, round_supply_request
 from reviews.sources.publish_plan import review_event
 from workspaces.confirm import confirmation_page, confirmed
+from workspaces.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from workspaces.models import Membership
 from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
-from workspaces.views import is_htmx, member_view
+from workspaces.views import member_view
 
 
 def node_actions_for(membership: Membership, view: t.NodeView) -> list[str]:
@@ -343,7 +344,7 @@ def review_report(request: HttpRequest, membership: Membership, space_id: int) -
 @member_view
 @require_POST
 def node_action(
-    request: HttpRequest, membership: Membership, space_id: int, node_id: int
+    request: HtmxHttpRequest, membership: Membership, space_id: int, node_id: int
 ) -> HttpResponse:
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     form = NodeActionForm(request.POST)
@@ -364,7 +365,7 @@ def node_action(
             reason=form.cleaned_data["reason"],
             request=request,
         )
-    if is_htmx(request):
+    if request.htmx:
         context = review_context(membership, space, round_number=node.round.number)
         context["node"] = context["page"].node(node.pk)
         return render(request, "reviews/partials/node.html", context)
@@ -400,7 +401,7 @@ def disagreement_decide(
 @member_view
 @require_POST
 def cohort_read(
-    request: HttpRequest, membership: Membership, space_id: int, key: str
+    request: AuthenticatedHttpRequest, membership: Membership, space_id: int, key: str
 ) -> HttpResponse:
     """Mark a cohort read (or unread) for this person; kept by the cohort's content key."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
@@ -565,7 +566,7 @@ def _ticket_anchor(membership: Membership, space: ReviewSpace, ticket: ReviewerT
 @member_view
 @require_POST
 def ticket_dismiss(
-    request: HttpRequest, membership: Membership, space_id: int, ticket_id: int
+    request: HtmxHttpRequest, membership: Membership, space_id: int, ticket_id: int
 ) -> HttpResponse:
     """A person dismisses a reviewer's proposed ticket, with an optional reason (audited)."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)

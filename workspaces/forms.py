@@ -4,6 +4,8 @@ service use too; a form shows their problems as its own errors."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from pydantic import ValidationError
 
@@ -116,8 +118,9 @@ class FewShotForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Bad verdict to avoid"
     )
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         filled = [f for f in ("excerpt", "good", "bad") if (data.get(f) or "").strip()]
         if filled and not {"excerpt", "good"} <= set(filled):
             raise forms.ValidationError("A few-shot needs both a code excerpt and a good verdict.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -66,9 +67,16 @@ def _session_valid(session, user) -> bool:
     return stored_hash is None or stored_hash == user.get_session_auth_hash()
 
 
-class LiveAccessMixin:
+if TYPE_CHECKING:
+    from channels.generic.websocket import AsyncWebsocketConsumer as _ConsumerBase
+else:
+    _ConsumerBase = object
+
+
+class LiveAccessMixin(_ConsumerBase):
     """For AsyncWebsocketConsumer subclasses holding `self.membership` once connected."""
 
+    membership: Membership
     _checked_at: float = 0.0
     _allowed: bool = True
 

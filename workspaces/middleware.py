@@ -13,6 +13,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from config.errors import error_fragment
+from workspaces.http import HtmxHttpRequest
 from workspaces.rules import archived_message
 from workspaces.selectors import archived_space_repository
 
@@ -27,7 +28,7 @@ class ArchivedReviewsReadOnly:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+    def process_view(self, request: HtmxHttpRequest, view_func, view_args, view_kwargs):
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return None
         if "space_id" not in view_kwargs or "slug" not in view_kwargs:
@@ -46,7 +47,7 @@ class ArchivedReviewsReadOnly:
         message = archived_message(repository)
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": message}, status=409)
-        if request.headers.get("HX-Request") == "true":
+        if request.htmx:
             return error_fragment(message, 409)
         back = reverse("reviews:detail", args=[view_kwargs["slug"], int(view_kwargs["space_id"])])
         context = {"title": "This repository is archived", "message": message, "back": back}

@@ -14,7 +14,9 @@ from workspaces import rules
 
 
 class Workspace(models.Model):
-    Tier = models.TextChoices("Tier", {t.name: (t.value, t.value.capitalize()) for t in rules.Tier})
+    Tier = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Tier", {t.name: (t.value, t.value.capitalize()) for t in rules.Tier}
+    )
 
     name = models.CharField(max_length=100)
     slug = models.SlugField(max_length=50, unique=True)
@@ -38,7 +40,9 @@ class Workspace(models.Model):
 
 
 class Membership(models.Model):
-    Role = models.TextChoices("Role", {r.name: (r.value, r.value.capitalize()) for r in rules.Role})
+    Role = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Role", {r.name: (r.value, r.value.capitalize()) for r in rules.Role}
+    )
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
@@ -91,7 +95,7 @@ class Invitation(models.Model):
 
 
 class ReviewerConfig(models.Model):
-    BaseAgent = models.TextChoices(
+    BaseAgent = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
         "BaseAgent", {a.upper(): (a, a.capitalize()) for a in rules.BASE_AGENTS}
     )
 
@@ -194,6 +198,8 @@ class Repository(models.Model):
     # Disconnecting archives: reviews stay readable, webhooks are ignored, reconnecting restores.
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Not a column: set on the instance that reconnecting returns, to say what came back.
+    restored: dict[str, int] | None = None
 
     class Meta:
         ordering = ["kind", "full_name", "local_path"]

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from reviews.domain.errors import ApplicationError
-from reviews.domain.types import Tier
+from reviews.domain.types import Tier as Tier  # re-exported: forms and services import it here
 
 
 class Role(StrEnum):

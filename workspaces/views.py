@@ -26,14 +26,11 @@ from workspaces.forms import (
     WorkspaceCreateForm,
     few_shots_from,
 )
+from workspaces.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig, Workspace
 from workspaces.permissions import allows, may_create_workspace, membership_get, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
-
-
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 def member_view(view):
@@ -53,7 +50,7 @@ def _ctx(membership: Membership, **extra) -> dict:
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     first = Membership.objects.filter(user=request.user).select_related("workspace").first()
     if first is not None:
         return redirect("reviews:list", first.workspace.slug)
@@ -103,7 +100,7 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
 
 @member_view
 @require_http_methods(["GET", "POST"])
-def general(request: HttpRequest, membership: Membership) -> HttpResponse:
+def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
     ws = membership.workspace
     form = RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes})
     saved = False
@@ -127,7 +124,7 @@ def general(request: HttpRequest, membership: Membership) -> HttpResponse:
             else:
                 saved = True
                 membership.workspace = ws
-                if not is_htmx(request):
+                if not request.htmx:
                     messages.success(request, "Workspace rules saved.")
                     return redirect("workspaces:general", ws.slug)
         if not form.is_valid():
@@ -141,7 +138,7 @@ def general(request: HttpRequest, membership: Membership) -> HttpResponse:
         can_edit=allows(membership, Perm.MANAGE_RULES),
     )
     template = "workspaces/settings_general.html"
-    if is_htmx(request):
+    if request.htmx:
         template += "#rules_card"
     return render(request, template, context, status=status)
 
@@ -303,7 +300,7 @@ def repositories(request: HttpRequest, membership: Membership) -> HttpResponse:
             except RuleError as exc:
                 form.add_error("name", str(exc))
             else:
-                if getattr(repo, "restored", None):
+                if repo.restored:
                     kept = repo.restored
                     messages.success(
                         request,
@@ -474,7 +471,7 @@ def deleted(
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = TokenForm()
     new_secret = None
     if request.method == "POST":

@@ -271,7 +271,8 @@ def regex_problem(pattern: str) -> str | None:
     except re.error as exc:
         return f"invalid regular expression ({exc})"
     try:
-        from re import _parser as parser  # CPython's own parser: the only exact way to walk it
+        # CPython's own parser: the only exact way to walk it (private, so typeshed omits it).
+        from re import _parser as parser  # type: ignore[attr-defined]
     except ImportError:  # pragma: no cover — other interpreters
         return "regular expressions are not supported here"
     constants = parser  # opcodes are re-exported by the parser module

@@ -68,6 +68,7 @@ from reviews.domain.nodes import node_tool_schema
 logger = logging.getLogger(__name__)
 
 ProviderName = Literal["openai", "anthropic"]
+
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
 TOOL_RETRIES = 3  # validation retries per registered tool (bad arguments from the model)
 REFUSALS_PER_TOOL = 5  # calls of one forbidden name answered with the refusal before giving up
@@ -75,6 +76,15 @@ _NODE_TOOL_DESCRIPTION = (
     "Record one finding about the change. Write `reasoning` first; a payload that does not "
     "match this schema creates no node and the call returns the reason."
 )
+
+
+def provider_name(value: str) -> ProviderName | None:
+    """`value` as a provider Quorum can call, or None (unset or unknown)."""
+    match value:
+        case "openai" | "anthropic":
+            return value
+        case _:
+            return None
 
 
 # -- configuration and results -----------------------------------------------------------------
@@ -403,12 +413,12 @@ class ModelRuntime:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        client = AsyncAnthropic(
+        anthropic_client = AsyncAnthropic(
             api_key=api_key, base_url=config.base_url, max_retries=0, timeout=config.timeout
         )
         return AnthropicModel(
-            config.model, provider=AnthropicProvider(anthropic_client=client)
-        ), client
+            config.model, provider=AnthropicProvider(anthropic_client=anthropic_client)
+        ), anthropic_client
 
     # -- running -----------------------------------------------------------------------------
 
@@ -629,7 +639,7 @@ def _code_tools(code: CodeTools, mode: ReviewMode, state: _RunState) -> list[Too
         """
         return _guarded(state, "get_diff", lambda: code.get_diff(path))
 
-    functions = {
+    functions: dict[str, Callable[..., str]] = {
         "read_file": read_file,
         "list_files": list_files,
         "grep": grep,

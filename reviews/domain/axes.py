@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .types import AxisName, AxisResult, Category, Dimension, NodeView, VerdictLevel
 
@@ -101,13 +102,13 @@ def token_axes_detailed(
     coverage: Mapping[Dimension, str | None],
     nodes: Iterable[NodeView],
     analyzers: Iterable[AnalyzerRun] = (),
-) -> dict[AxisName, tuple[AxisResult, dict]]:
+) -> dict[AxisName, tuple[AxisResult, dict[str, Any]]]:
     """Token axes from model reviewers (`coverage`, as in `token_axes`) and analyzers that ran,
     each with details: the model dimensions that ran and, per analyzer, the files it covered and
     how many active findings it raised or shares on the axis."""
     node_list = list(nodes)
     runs = [run for run in analyzers if run.files]
-    results: dict[AxisName, tuple[AxisResult, dict]] = {}
+    results: dict[AxisName, tuple[AxisResult, dict[str, Any]]] = {}
     for axis in sorted(TOKEN_AXES):
         dimensions = TOKEN_AXIS_DIMENSIONS[axis]
         own = [run for run in runs if axis in run.axes]
@@ -120,7 +121,7 @@ def token_axes_detailed(
             findings=findings,
         )
         counted = [n for n in findings if n.active and n.duplicate_of is None]
-        details: dict = {
+        details: dict[str, Any] = {
             "reviewers": sorted(str(d) for d in dimensions if d in coverage),
             "analyzers": [
                 {
@@ -183,7 +184,7 @@ _NOT_COMPUTED = (
 
 def deterministic_axes(
     *, submitted: Collection[str], fast_exit: bool
-) -> list[tuple[AxisName, AxisResult, dict]]:
+) -> list[tuple[AxisName, AxisResult, dict[str, Any]]]:
     """The deterministic axes a finishing round records itself, given the axes already
     submitted for it (their values) and whether it was a docs-only or formatting-only change.
 
@@ -192,7 +193,7 @@ def deterministic_axes(
     axis not submitted is `unavailable` with the steps that would clear it (the pipeline
     replaces apiContract with the code index's result when it has one)."""
     done = set(submitted)
-    out: list[tuple[AxisName, AxisResult, dict]] = []
+    out: list[tuple[AxisName, AxisResult, dict[str, Any]]] = []
     if fast_exit and AxisName.API_CONTRACT.value not in done:
         reason = "docs-only or formatting-only change: no code, so no API, changed"
         out.append((AxisName.API_CONTRACT, AxisResult.PASS, {"reason": reason}))

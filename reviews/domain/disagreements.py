@@ -29,6 +29,7 @@ from .types import NodeType, NodeView, Priority
 PRIORITY_GAP = 2
 
 Position = tuple[Priority, NodeType]
+_Rank = tuple[int, int, tuple[int, int], tuple[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +110,7 @@ def find_disagreements(nodes: Iterable[NodeView]) -> list[Disagreement]:
         for canonical in cluster:
             for node in members[canonical.id]:
                 holders[(node.priority, node.type)].append(node)
-        best: tuple | None = None
+        best: tuple[_Rank, Position, Position, tuple[str, ...]] | None = None
         for a, b in combinations(sorted(holders, key=_strictness), 2):
             reasons = _position_reasons(a, b)
             agents_a = {n.agent for n in holders[a]}

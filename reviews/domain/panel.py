@@ -63,7 +63,8 @@ def plan_panel(
 ) -> PanelPlan:
     """Which findings go to the verifiers. `conflicting_severity`: ids whose reviewers disagreed
     on severity (e.g. a merged group whose members had different priorities)."""
-    entered, not_entered = [], []
+    entered: list[NodeView] = []
+    not_entered: list[NodeView] = []
     for node in sorted(nodes, key=lambda n: n.id):
         eligible = node.active and node.duplicate_of is None
         (entered if eligible and node.confidence >= ENTRY_CONFIDENCE else not_entered).append(node)
@@ -74,7 +75,8 @@ def plan_panel(
     if mode is PanelMode.RIGOROUS or len(entered) <= COST_GUARD_LIMIT:
         return PanelPlan(ids, (), skipped, narrowed=False)
     low, high = UNCERTAIN_BAND
-    verify, rest = [], []
+    verify: list[str] = []
+    rest: list[str] = []
     for node in entered:
         worth_it = (
             node.severity in (Severity.CRITICAL, Severity.HIGH)

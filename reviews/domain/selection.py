@@ -69,12 +69,12 @@ def select_reviewers(change: ChangeClassification) -> Selection:
             return Selection(
                 (combined,), ("trivial change: one combined quality + requirements reviewer",)
             )
-        reviewers = (
+        trio = (
             ReviewerSpec(Dimension.REQUIREMENTS),
             ReviewerSpec(Dimension.QUALITY),
             ReviewerSpec(Dimension.SECURITY),
         )
-        return Selection(reviewers, ("trivial but high-risk change", risk_note))
+        return Selection(trio, ("trivial but high-risk change", risk_note))
 
     slots = 1 if change.size is SizeClass.NORMAL else 2
     domains = domain_candidates(change)[:slots]

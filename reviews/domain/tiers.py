@@ -55,7 +55,8 @@ class DisplaySplit:
 def split_for_display(nodes: Iterable[NodeView], tier: Tier) -> DisplaySplit:
     """Partition nodes (keeping their order) into the main list and the group below it."""
     threshold = DISPLAY_THRESHOLD[tier].rank
-    main, below = [], []
+    main: list[NodeView] = []
+    below: list[NodeView] = []
     for node in nodes:
         (main if node.priority.rank <= threshold else below).append(node)
     return DisplaySplit(main=tuple(main), grouped_below=tuple(below))

@@ -132,7 +132,7 @@ def _breaking(
     old: griffe.Object | griffe.Alias, new: griffe.Object | griffe.Alias
 ) -> list[ApiChange]:
     out = []
-    for breakage in griffe.find_breaking_changes(old, new):  # type: ignore[arg-type]
+    for breakage in griffe.find_breaking_changes(old, new):
         severity = "advisory" if breakage.kind in _ADVISORY_BREAKAGES else "breaking"
         detail = breakage.kind.value
         if breakage.kind.name.startswith("PARAMETER") and breakage.old_value is not None:

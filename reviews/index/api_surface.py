@@ -300,7 +300,9 @@ def _js_export_statement(
         out.update(found)
         return
     if is_default:
-        target = value if value is not None else (node.named_children or [None])[-1]
+        target = value
+        if target is None and node.named_children:
+            target = node.named_children[-1]
         if target is not None and target.type in (*_FUNCTION_VALUES, "function_declaration"):
             out["default"] = _js_callable("function", target, typed)
         else:
@@ -411,18 +413,27 @@ def _js_commonjs(node: ts.Node | None, out: dict[str, Export], typed: bool) -> N
                 out[_text(prop)] = Export("binding")
             elif prop.type == "pair":
                 value = prop.child_by_field_name("value")
-                callable_ = value is not None and value.type in _FUNCTION_VALUES
                 key = _text(prop.child_by_field_name("key"))
-                out[key] = _js_callable("function", value, typed) if callable_ else Export("value")
+                out[key] = (
+                    _js_callable("function", value, typed)
+                    if value is not None and value.type in _FUNCTION_VALUES
+                    else Export("value")
+                )
             elif prop.type == "method_definition":
                 out[_text(prop.child_by_field_name("name"))] = _js_callable("function", prop, typed)
     elif target == "module.exports":
-        callable_ = right is not None and right.type in _FUNCTION_VALUES
-        out["default"] = _js_callable("function", right, typed) if callable_ else Export("value")
+        out["default"] = (
+            _js_callable("function", right, typed)
+            if right is not None and right.type in _FUNCTION_VALUES
+            else Export("value")
+        )
     elif target.startswith(("exports.", "module.exports.")):
         name = target.rpartition(".")[2]
-        callable_ = right is not None and right.type in _FUNCTION_VALUES
-        out[name] = _js_callable("function", right, typed) if callable_ else Export("value")
+        out[name] = (
+            _js_callable("function", right, typed)
+            if right is not None and right.type in _FUNCTION_VALUES
+            else Export("value")
+        )
 
 
 __all__ = [

@@ -109,8 +109,8 @@ class PythonResolver:
         bound_by_import = False
         for scope in chain:
             candidate = f"{scope}.{first}"
-            found = self._defs.get(candidate)
-            if found is not None and found.parent == scope:
+            defined = self._defs.get(candidate)
+            if defined is not None and defined.parent == scope:
                 base = candidate
                 break
             bound = self._bindings.get((scope, first))

@@ -107,7 +107,9 @@ def _type_name(node: ts.Node | None) -> str:
         "type_arguments",
     ):
         inner = node.child_by_field_name("type") or node.child_by_field_name("name")
-        node = inner if inner is not None else (node.named_children or [None])[0]
+        if inner is None:
+            inner = node.named_children[0] if node.named_children else None
+        node = inner
     if node is None:
         return ""
     return _text(node).replace("::", ".")
@@ -221,9 +223,9 @@ class _Walker:
             self._ref(CALL, self._js_callee(node.child_by_field_name("constructor")), node, scope)
         elif kind in ("jsx_opening_element", "jsx_self_closing_element"):
             # <Widget/> renders a component: as good as a call for the graph.
-            name = _text(node.child_by_field_name("name"))
-            if name[:1].isupper():
-                self._ref(CALL, name, node, scope)
+            tag = _text(node.child_by_field_name("name"))
+            if tag[:1].isupper():
+                self._ref(CALL, tag, node, scope)
         return None
 
     def _js_heritage(self, heritage: ts.Node, scope: _Scope) -> None:

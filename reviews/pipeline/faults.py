@@ -6,22 +6,25 @@ of the review."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
 import psycopg
+import stamina
 from django.db import InterfaceError, OperationalError, connection
 
 log = logging.getLogger(__name__)
 
 # Django wraps the driver's errors; the driver's own can escape from code that uses it directly.
-CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+CONNECTION_ERRORS: tuple[type[Exception], ...] = (
     OperationalError,
     InterfaceError,
     psycopg.OperationalError,
     psycopg.InterfaceError,
 )
-DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)  # about 15 s in all: a restart, not an outage
+# Waits of 0.5, 1, 2, 4 and 8 s between six attempts, about 15 s in all: a restart, not an outage.
+ATTEMPTS = 6
+FIRST_WAIT = 0.5
+LONGEST_WAIT = 8.0
 
 
 def is_connection_error(exc: BaseException) -> bool:
@@ -36,16 +39,25 @@ def reset_connection() -> None:
         connection.connection = None
 
 
-def retry_db[T](call: Callable[[], T], *, what: str, delays: tuple[float, ...] = DELAYS) -> T:
-    """Run `call`; on a lost connection reconnect and run it again, at most len(delays) times.
-    The last error propagates: the caller decides what giving up means."""
-    for delay in (*delays, None):
-        try:
-            return call()
-        except CONNECTION_ERRORS as exc:
-            reset_connection()
-            if delay is None:
+def retry_db[T](call: Callable[[], T], *, what: str, attempts: int = ATTEMPTS) -> T:
+    """Run `call`; on a lost connection reconnect and run it again, up to `attempts` tries in
+    all. The last error propagates: the caller decides what giving up means."""
+    for attempt in stamina.retry_context(
+        on=CONNECTION_ERRORS,
+        attempts=attempts,
+        timeout=None,
+        wait_initial=FIRST_WAIT,
+        wait_max=LONGEST_WAIT,
+        wait_jitter=0.0,
+    ):
+        with attempt:
+            try:
+                return call()
+            except CONNECTION_ERRORS as exc:
+                reset_connection()
+                if attempt.num < attempts:
+                    log.warning(
+                        "%s lost the database (%s); again in %.1f s", what, exc, attempt.next_wait
+                    )
                 raise
-            log.warning("%s lost the database (%s); again in %.1f s", what, exc, delay)
-            time.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -20,6 +20,8 @@ def fetch_diff(review_round: ReviewRound) -> str:
         return source.diff(review_round.base_sha or pr.base_ref, review_round.head_sha).text
     from reviews.services.github import github_client
 
+    if pr.number is None:
+        raise ValueError(f"{pr} is on GitHub but has no pull request number")
     owner, name = repo.full_name.split("/", 1)
     with github_client() as client:
         return client.get_pull_diff(owner, name, pr.number)

@@ -19,7 +19,13 @@ from reviews.agents.analyzers import BANDIT, RUFF, RUFF_RULES, AnalyzerReviewer
 from reviews.agents.codetools import CodeTools
 from reviews.agents.prompts import ReviewerProfile, reviewer_system_prompt, verifier_system_prompt
 from reviews.agents.redaction import redact_text
-from reviews.agents.runtime import ModelConfig, ModelRunError, ModelRuntime, ReviewTools
+from reviews.agents.runtime import (
+    ModelConfig,
+    ModelRunError,
+    ModelRuntime,
+    ReviewTools,
+    provider_name,
+)
 from reviews.agents.secret_scan import run_secret_scan
 from reviews.domain import types as t
 from reviews.domain.lens_answers import coverage_note, parse_lens_answer
@@ -58,13 +64,14 @@ def _runtime_model(
 ) -> tuple[ModelConfig, str] | None:
     """The runtime's settings for the chosen model, and its API key (read from the
     environment here, never stored)."""
-    if choice is None:
+    provider = provider_name(choice.provider) if choice is not None else None
+    if choice is None or provider is None:
         return None
     key_env = choice.api_key_env
     api_key = os.environ.get(key_env, "") if key_env else settings.QUORUM_LLM_API_KEY
     return (
         ModelConfig(
-            provider=choice.provider,
+            provider=provider,
             model=choice.name,
             base_url=choice.base_url or None,
             timeout=float(workspace.call_timeout_seconds),

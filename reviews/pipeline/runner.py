@@ -120,7 +120,7 @@ def _release_round(round_id: int, token: str) -> None:
                 lease_until=None, lease_token=""
             ),
             what=f"releasing round {round_id}",
-            delays=(0.5, 1.0, 2.0),
+            attempts=4,  # waits of 0.5, 1 and 2 s: a lease lapses by itself anyway
         )
     except CONNECTION_ERRORS:
         log.warning("round %s: lease not released; it lapses by itself", round_id)
@@ -324,7 +324,7 @@ def _release_step(step_id: int, attempt: int) -> None:
                 updated_at=timezone.now(),
             ),
             what=f"releasing step {step_id}",
-            delays=(0.5, 1.0, 2.0),
+            attempts=4,  # waits of 0.5, 1 and 2 s: a lease lapses by itself anyway
         )
     except CONNECTION_ERRORS:
         log.warning("step %s: claim not handed back; its lease lapses by itself", step_id)

@@ -159,6 +159,8 @@ def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
 
 
 def run_reviewer_step(step: PipelineStep) -> dict[str, Any]:
+    if step.stream is None:
+        raise ValueError(f"reviewer step {step.pk} has no stream")
     return reviewer_runs.run_stream(step.stream)
 
 
@@ -211,6 +213,8 @@ def create_panel_steps(review_round: ReviewRound) -> list[PipelineStep]:
 
 
 def run_panel_step(step: PipelineStep) -> dict[str, Any]:
+    if step.node is None:
+        raise ValueError(f"panel step {step.pk} has no node")
     return reviewer_runs.verify_node(step.node, step.round)
 
 
@@ -284,7 +288,9 @@ def analyzer_runs(streams: list[ReviewerStream]) -> list[AnalyzerRun]:
             or analyzer is None
         ):
             continue
-        note = next((n for n in stream.notes or [] if n.get("kind") == "coverage"), {})
+        note: dict[str, Any] = next(
+            (n for n in stream.notes or [] if n.get("kind") == "coverage"), {}
+        )
         runs.append(
             AnalyzerRun(
                 tool=stream.agent,

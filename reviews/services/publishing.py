@@ -44,6 +44,7 @@ from reviews.sources.github_client import (
 from reviews.sources.publish_plan import (
     NodeRecord,
     PublishPlan,
+    Selection,
     build_publish_plan,
     fold_everything,
     plan_digest,
@@ -52,8 +53,6 @@ from reviews.sources.publish_plan import (
 from workspaces.rules import ReadOnlyError, archived_message
 
 log = logging.getLogger(__name__)
-
-SELECTIONS = ("all_open", "consensus")
 
 
 class PublishError(ApplicationError):
@@ -190,15 +189,23 @@ class CurrentPlan:
         }
 
 
-def _publishable_round(space: ReviewSpace) -> tuple[ReviewRound, Any]:
+def _publishable_round(space: ReviewSpace) -> tuple[ReviewRound, Any, int]:
+    """The newest round, its verdict and the pull request's number on GitHub."""
     review_round = space.rounds.order_by("-number").first()
-    verdict = getattr(review_round, "verdict", None) if review_round else None
-    if verdict is None:
+    verdict = getattr(review_round, "verdict", None) if review_round is not None else None
+    if review_round is None or verdict is None:
         raise PublishError("This review has no verdict yet.")
     pr = space.pull_request
     if pr.number is None or pr.repository.kind != "github":
         raise PublishError(LOCAL_REPOSITORY)
-    return review_round, verdict
+    return review_round, verdict, pr.number
+
+
+def _selection(selection: str) -> Selection:
+    match selection:
+        case "all_open" | "consensus":
+            return selection
+    raise PublishError(f"Unknown selection {selection!r}; use all_open or consensus.")
 
 
 def publish_plan_current(
@@ -210,24 +217,23 @@ def publish_plan_current(
 ) -> CurrentPlan:
     """Ask GitHub for the PR's head and diff, and plan the review from the current findings.
     A PR that moved past the reviewed commit cannot be published: it needs a new round."""
-    if selection not in SELECTIONS:
-        raise PublishError(f"Unknown selection {selection!r}; use all_open or consensus.")
+    chosen = _selection(selection)
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
         pk=space.pk
     )
-    review_round, verdict = _publishable_round(space)
+    review_round, verdict, number = _publishable_round(space)
     pr = space.pull_request
     owner, name = pr.repository.full_name.split("/", 1)
     own_client = client is None
     try:
         client = client or github_client()
-        github_head = str((client.get_pull(owner, name, pr.number).get("head") or {}).get("sha"))
+        github_head = str((client.get_pull(owner, name, number).get("head") or {}).get("sha"))
         if github_head != review_round.head_sha:
             raise PublishError(
                 f"The pull request's head on GitHub is now {github_head[:10]}, not the reviewed "
                 f"{review_round.head_sha[:10]}: a new review round is needed before publishing."
             )
-        commentable = _current_commentable(client, owner, name, pr.number)
+        commentable = _current_commentable(client, owner, name, number)
     except GitHubError as exc:
         raise PublishError(f"GitHub could not be asked about {pr}: {exc}") from exc
     finally:
@@ -236,7 +242,7 @@ def publish_plan_current(
     plan = build_publish_plan(
         nodes=_node_records(review_round),
         verdict=verdict.level.capitalize(),
-        selection=selection,
+        selection=chosen,
         approve_on_ship=approve_on_ship,
         commentable=commentable,
         rule=verdict.rule,
@@ -379,8 +385,7 @@ def publish_review(
 
     With `expected_digest`/`expected_head` (what an approval bound), the plan is recomputed
     against GitHub now and nothing is posted unless it is exactly what was approved."""
-    if selection not in SELECTIONS:
-        raise PublishError(f"Unknown selection {selection!r}; use all_open or consensus.")
+    chosen = _selection(selection)
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
         pk=space.pk
     )
@@ -391,7 +396,7 @@ def publish_review(
         return existing
     if not can_execute_publish(SpaceStatus(space.status)):
         raise PublishError(publish_refusal(SpaceStatus(space.status)))
-    review_round, verdict = _publishable_round(space)
+    review_round, verdict, number = _publishable_round(space)
     pr = space.pull_request
     bound = None
     if expected_digest is not None or expected_head is not None:
@@ -418,7 +423,9 @@ def publish_review(
         approval_request=approval_request,
     )
     if not ours:
-        return _existing_for(record, approval_request)
+        existing = _existing_for(record, approval_request)
+        assert existing is not None  # given a record, it returns it or refuses
+        return existing
 
     owner, name = pr.repository.full_name.split("/", 1)
     own_client = client is None
@@ -430,14 +437,14 @@ def publish_review(
             plan = build_publish_plan(
                 nodes=_node_records(review_round),
                 verdict=verdict.level.capitalize(),
-                selection=selection,
+                selection=chosen,
                 approve_on_ship=approve_on_ship,
-                commentable=_current_commentable(client, owner, name, pr.number),
+                commentable=_current_commentable(client, owner, name, number),
                 rule=verdict.rule,
             )
         path = PublishRecord.Path.INLINE
         commit = review_round.head_sha
-        post = partial(client.create_review, owner, name, pr.number, commit_id=commit)
+        post = partial(client.create_review, owner, name, number, commit_id=commit)
         try:
             response = post(body=plan.body, event=plan.event, comments=plan.api_comments())
         except GitHubValidationError:

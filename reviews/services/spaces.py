@@ -154,8 +154,10 @@ def round_start(
         if superseded is not None:
             from reviews.services.rounds import round_transition
 
-            if round_transition(latest, ReviewRound.State.SUPERSEDED):
-                worktrees_release_after_commit(space_id=locked.pk, round_numbers=[latest.number])
+            if round_transition(superseded, ReviewRound.State.SUPERSEDED):
+                worktrees_release_after_commit(
+                    space_id=locked.pk, round_numbers=[superseded.number]
+                )
             else:  # it ended on its own meanwhile: nothing was superseded
                 superseded = None
         review_round = ReviewRound.objects.create(

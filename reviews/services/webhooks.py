@@ -237,24 +237,18 @@ def installation_receive(event: InstallationEvent) -> str:
     workspace = binding.workspace
     archived: list[str] = []
     with transaction.atomic():
-        if event.event == "installation" and event.action == "deleted":
-            gone = workspace.repositories.filter(
-                kind=Repository.Kind.GITHUB, archived_at__isnull=True
-            )
-            if event.removed:  # the payload lists what it had; otherwise all of its account's
-                names = {n.lower() for n in event.removed}
-                gone = [r for r in gone if r.full_name.lower() in names]
-            elif event.account:
-                gone = gone.filter(full_name__istartswith=f"{event.account}/")
+        connected = workspace.repositories.filter(
+            kind=Repository.Kind.GITHUB, archived_at__isnull=True
+        )
+        gone: list[Repository]
+        if event.event == "installation" and event.action == "deleted" and not event.removed:
+            # The payload does not list what it had: all of its account's repositories.
+            if event.account:
+                connected = connected.filter(full_name__istartswith=f"{event.account}/")
+            gone = list(connected)
         else:
             names = {n.lower() for n in event.removed}
-            gone = [
-                r
-                for r in workspace.repositories.filter(
-                    kind=Repository.Kind.GITHUB, archived_at__isnull=True
-                )
-                if r.full_name.lower() in names
-            ]
+            gone = [r for r in connected if r.full_name.lower() in names]
         for repo in gone:
             repository_archive(repository=repo, actor=SYSTEM)
             archived.append(repo.full_name)

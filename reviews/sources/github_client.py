@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import jwt
+import tenacity
 
 from reviews.sources.github_errors import (
     DiffTooLarge,
@@ -249,9 +250,10 @@ class GitHubClient:
                 names.extend(str(r["full_name"]) for r in page["repositories"])
             except (KeyError, TypeError) as exc:
                 raise GitHubError(f"unexpected repositories page: {exc!r}") from exc
-            url, params = resp.links.get("next", {}).get("url"), None
-            if not url:
+            next_url = resp.links.get("next", {}).get("url")
+            if not next_url:
                 break
+            url, params = next_url, None
         return names
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
@@ -371,44 +373,60 @@ class GitHubClient:
         url = self._url(path_or_url)
         shown = f"{method} {urlsplit(url).path}"
         headers = {"Accept": accept, "Authorization": f"Bearer {token}"}
-        secondary_waits = 0
-        for attempt in range(1, self._max_attempts + 1):
-            last = attempt == self._max_attempts
+        rate_limited = 0  # responses so far that asked us to wait
+
+        def attempt(number: int) -> httpx.Response:
+            """One try: the response, a GitHubError that no retry helps, or _TryAgain."""
+            nonlocal rate_limited
             try:
                 resp = self._http.request(method, url, headers=headers, params=params, json=json)
             except httpx.TransportError as exc:
                 # A connect failure means nothing reached GitHub; anything later might have.
                 sent = not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-                if last or (sent and not idempotent):
-                    raise GitHubUnavailable(
-                        f"{shown}: {type(exc).__name__}: {exc}", maybe_applied=sent
-                    ) from exc
-                self._sleep(self._backoff(attempt))
-                continue
+                error = GitHubUnavailable(
+                    f"{shown}: {type(exc).__name__}: {exc}", maybe_applied=sent
+                )
+                if sent and not idempotent:
+                    raise error from exc
+                error.__cause__ = exc
+                raise _TryAgain(self._backoff(number), error) from exc
             if resp.status_code in expect:
                 return resp
-            wait = self._rate_limit_wait(resp, secondary_waits)
+            wait = self._rate_limit_wait(resp, rate_limited)
             if wait is not None:
-                secondary_waits += 1
-                retry_at = self._clock() + wait
-                if last or wait > self._max_wait:
-                    raise GitHubRateLimited(
-                        f"{shown}: rate limited ({_message(resp)}); retry in {wait:.0f}s",
-                        status=resp.status_code,
-                        retry_at=retry_at,
-                    )
-                self._sleep(wait)
-                continue
+                rate_limited += 1
+                limited = GitHubRateLimited(
+                    f"{shown}: rate limited ({_message(resp)}); retry in {wait:.0f}s",
+                    status=resp.status_code,
+                    retry_at=self._clock() + wait,
+                )
+                if wait > self._max_wait:
+                    raise limited
+                raise _TryAgain(wait, limited)
             if resp.status_code >= 500:
-                if last or not idempotent:
-                    raise GitHubUnavailable(
-                        f"{shown}: {resp.status_code} {_message(resp)}",
-                        status=resp.status_code,
-                        maybe_applied=not idempotent,
-                    )
-                self._sleep(self._backoff(attempt))
-                continue
+                unavailable = GitHubUnavailable(
+                    f"{shown}: {resp.status_code} {_message(resp)}",
+                    status=resp.status_code,
+                    maybe_applied=not idempotent,
+                )
+                if not idempotent:
+                    raise unavailable
+                raise _TryAgain(self._backoff(number), unavailable)
             raise _error_for(shown, resp)
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_TryAgain),
+            stop=tenacity.stop_after_attempt(self._max_attempts),
+            wait=_wait_asked,
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            for try_ in retrying:
+                with try_:
+                    return attempt(try_.retry_state.attempt_number)
+        except _TryAgain as exc:  # the last attempt: what it failed with, as the caller's error
+            raise exc.error from exc.error.__cause__
         raise AssertionError("unreachable")  # the last attempt always returns or raises
 
     def _url(self, path_or_url: str) -> str:
@@ -446,6 +464,23 @@ class GitHubClient:
             return max(float(reset) - self._clock(), 0.0) + 1.0
         # Secondary limit without instructions: at least a minute, doubling each time.
         return self._secondary_wait * 2**previous
+
+
+class _TryAgain(Exception):
+    """An attempt another may fix, after `wait` seconds; `error` is the caller's if none is
+    left."""
+
+    def __init__(self, wait: float, error: GitHubError) -> None:
+        super().__init__(str(error))
+        self.wait = wait
+        self.error = error
+
+
+def _wait_asked(state: tenacity.RetryCallState) -> float:
+    """The wait the failed attempt asked for: GitHub's (Retry-After, the rate limit's reset)
+    or the backoff for server errors and lost connections."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    return exc.wait if isinstance(exc, _TryAgain) else 0.0
 
 
 def _parse_retry_after(value: str, now: float) -> float | None:

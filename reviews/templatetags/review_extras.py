@@ -57,6 +57,8 @@ def hunk_rows(path: str, hunk: PreviewHunk, findings: dict | None = None) -> Saf
     findings = findings or {}
     lines = hunk.text.splitlines()
     old = new = 0
+    new_line: int | str
+    old_line: int | str
     rows = []
     for raw in lines:
         header = _HUNK_HEADER.match(raw)

@@ -157,3 +157,36 @@ def test_the_review_page_renders_in_constant_queries(
         assert response.content.decode().count('<article class="node') == size
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1], counts
+
+
+@pytest.mark.parametrize("via", ["page", "api"])
+def test_supplying_the_request_to_a_review_without_a_round_is_refused_clearly(
+    via, workspace, alice, client_for
+):
+    """A space whose rounds are all gone has no round to take the original request: the page
+    and the API answer 409 and say so, instead of failing on a missing round."""
+    from reviews.models import ReviewRound
+    from reviews.services.spaces import pull_request_upsert, space_get_or_create
+    from workspaces.models import Repository
+
+    repo = Repository.objects.create(workspace=workspace, kind="github", full_name="acme/empty")
+    pr = pull_request_upsert(
+        repository=repo, number=3, base_ref="main", head_ref="f", head_sha="c" * 40
+    )
+    space = space_get_or_create(pull_request=pr)
+    assert not ReviewRound.objects.filter(space=space).exists()
+    client = client_for(alice)
+    if via == "page":
+        response = client.post(
+            f"/w/{workspace.slug}/reviews/{space.pk}/request/", {"original_request": "Add X"}
+        )
+        assert response.status_code == 409
+        assert response.content == b"This review has no round yet."
+    else:
+        response = client.post(
+            f"/api/v1/workspaces/{workspace.slug}/reviews/{space.pk}/requirements",
+            {"original_request": "Add X"},
+            content_type="application/json",
+        )
+        assert response.status_code == 409
+        assert response.json()["detail"] == "This review has no round yet."

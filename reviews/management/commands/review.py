@@ -61,9 +61,11 @@ class Command(BaseCommand):
             )
         except ReviewRequestError as exc:
             raise CommandError(str(exc)) from exc
-        review_round = run_inline(
-            review_round.pk, on_progress=lambda stage: sys.stderr.write(f"… {stage or 'queued'}\n")
-        )
+
+        def progress(stage: str) -> None:
+            sys.stderr.write(f"… {stage or 'queued'}\n")
+
+        review_round = run_inline(review_round.pk, on_progress=progress)
         page = review_page(space=review_round.space)
         if format == "json":
             self.stdout.write(json.dumps(review_json(page), indent=2))
@@ -86,6 +88,8 @@ class Command(BaseCommand):
                 .select_related("user")
                 .first()
             )
+            if owner is None:
+                raise CommandError(f"Workspace {slug!r} has no owner to review as.")
             return ws, owner.user
         user = user_ensure(email=CLI_EMAIL)
         ws = Workspace.objects.filter(slug="local").first() or workspace_create(

@@ -77,5 +77,5 @@ class Command(BaseCommand):
                 self.stdout.write(f"  installation {i.installation_id} {i.account_login}")
             for g in ws.repository_grants.all():
                 self.stdout.write(f"  repository {g.full_name}")
-            for g in ws.local_root_grants.all():
-                self.stdout.write(f"  local root {g.path}")
+            for root in ws.local_root_grants.all():
+                self.stdout.write(f"  local root {root.path}")
