@@ -379,7 +379,7 @@ def finalise(review_round: ReviewRound) -> None:
     ]
     review_round.stats = {
         **review_round.stats,
-        # §3.10: the share of model findings that cite the shared change map.
+        # The share of model findings that cite the shared change map.
         "context_utilization": round(
             sum(1 for n in model_nodes if n.map_anchor) / len(model_nodes), 3
         )
