@@ -1,6 +1,6 @@
 """Start background work after commit: Celery in the full stack, a server thread when embedded.
 
-Work started from the browser must never run inside the request (issue: foundation). In the
+Work started from the browser must never run inside the request. In the
 embedded default there is no broker, so a small thread pool in the server process stands in.
 """
 

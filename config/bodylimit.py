@@ -1,4 +1,4 @@
-"""Request bodies are capped before they are buffered (README "Request size limits").
+"""Request bodies are capped before they are buffered (docs/security.md#request-body-caps).
 
 Three layers share one pure rule, `body_cap(path)`:
 

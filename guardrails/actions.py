@@ -122,7 +122,7 @@ def _publish_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
 
 
 class IssueCreatePayload(BaseModel):
-    """A reviewer's ticket filed as a GitHub issue: exactly this title and body, in exactly this
+    """A reviewer's ticket filed as a GitHub issue, exactly this title and body, in exactly this
     repository. `head_sha` binds the ticket and the repository (reviews/services/notes.py)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -34,7 +34,7 @@ router = Router(tags=["guardrails"])
 
 
 class PublishIn(Input):
-    # §3.11: the API publishes only peer-confirmed findings and never approves unless asked.
+    # The API publishes only peer-confirmed findings and never approves unless asked.
     selection: Selection = "consensus"
     approve_on_ship: bool = False
 

@@ -1,7 +1,7 @@
 """The checkpoint and the approval requests: the one path from a person's wish to a mutation.
 
 `checkpoint` is what every mutating action calls. Approval status changes only here, each
-transition checked by the pure rules (guardrails/rules.py) and audited (§3.12).
+transition checked by the pure rules (guardrails/rules.py) and audited.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reviews API: the same checks and services as the pages (issue: guided review §6)."""
+"""Reviews API: the same checks and services as the pages (docs/review-json.md#the-api)."""
 
 from __future__ import annotations
 

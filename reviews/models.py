@@ -65,7 +65,8 @@ class PullRequest(models.Model):
 
 
 class ReviewSpace(models.Model):
-    """One per pull request (§3.1): every reviewer, person and tool meets in the same room."""
+    """One per pull request: every reviewer, person and tool meets in the same room
+    (docs/domain-rules.md#review-spaces-and-streams)."""
 
     Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
         "Status", {s.name: (s.value, s.value) for s in SpaceStatus}
@@ -222,7 +223,8 @@ class ReviewerStream(models.Model):
 
 
 class ReviewNode(models.Model):
-    """A finding as data (§3.2). `payload_key` makes recording idempotent per stream."""
+    """A finding as data (docs/domain-rules.md#findings-as-data). `payload_key` makes recording
+    idempotent per stream."""
 
     Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
         "Status", {s.name: (s.value, s.value) for s in t.NodeStatus}
@@ -283,7 +285,8 @@ class ReviewNode(models.Model):
 
 
 class NodeConfirmation(models.Model):
-    """A peer's confirmation, or a verification lens's verdict on a node (§3.3, §3.10)."""
+    """A peer's confirmation, or a verification lens's verdict on a node
+    (docs/domain-rules.md#consensus-and-peer-confirmation)."""
 
     Lens = models.TextChoices("Lens", {x.name: (x.value, x.label) for x in t.ConfirmationLens})
 
@@ -365,7 +368,8 @@ class VerdictChange(models.Model):
 
 
 class MemoryFact(models.Model):
-    """Workspace memory: non-binding hints for later reviews, e.g. a dismissal (§3.3)."""
+    """Workspace memory: non-binding hints for later reviews, e.g. a dismissal
+    (docs/domain-rules.md#dismissal-memory)."""
 
     class Kind(models.TextChoices):
         SUPPRESSION = "suppression", "suppression hint"
@@ -465,7 +469,7 @@ class PublishRecord(models.Model):
 
 
 class CodeIndexRecord(models.Model):
-    """A repository's code index at one commit, kept so later rounds reuse it (§3.5)."""
+    """A repository's code index at one commit, kept so later rounds reuse it."""
 
     repository = models.ForeignKey(
         "workspaces.Repository", on_delete=models.CASCADE, related_name="code_indexes"
@@ -487,7 +491,7 @@ class CodeIndexRecord(models.Model):
 
 class CohortProgress(models.Model):
     """A person's reading progress, keyed by the content-derived cohort key so it survives a
-    rebase, a force-push and a new round (§3.5)."""
+    rebase, a force-push and a new round."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="progress")

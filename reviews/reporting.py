@@ -22,7 +22,7 @@ from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream
 from reviews.selectors import ReviewPage, reviewer_notes
 
-# Offline analyzers report on a dimension too (§3.13): bandit is a security reviewer.
+# Offline analyzers report on a dimension too: bandit is a security reviewer.
 _ANALYZER_DIMENSIONS = {
     "ruff": t.Dimension.QUALITY,
     "bandit": t.Dimension.SECURITY,

@@ -509,7 +509,8 @@ def rerun_round(request: HttpRequest, membership: Membership, space_id: int) -> 
 @member_view
 @require_http_methods(["GET", "POST"])
 def publish(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
-    """Preview the GitHub review, then ask the guardrails checkpoint to publish it (§3.11)."""
+    """Preview the GitHub review, then ask the guardrails checkpoint to publish it
+    (docs/domain-rules.md#publish-once-per-round)."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     refusal = publish_refusal_for(space)
     if refusal is not None:

@@ -22,7 +22,8 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=50, unique=True)
     tier = models.CharField(max_length=16, choices=Tier.choices, default=rules.Tier.BALANCED.value)
     gated_axes = SchemaJSONField(schema=rules.GatedAxes, default=list, blank=True)
-    # Model spending per round and per call (issue: pipeline §1); the panel's mode (§3.10).
+    # Model spending per round and per call; the verification panel's mode
+    # (docs/domain-rules.md#the-panel-lenses).
     round_token_budget = models.PositiveIntegerField(default=400_000)
     call_timeout_seconds = models.PositiveIntegerField(default=120)
     panel_mode = models.CharField(
@@ -108,7 +109,8 @@ class ReviewerConfig(models.Model):
     key = models.SlugField(max_length=50)
     name = models.CharField(max_length=100)
     base_agent = models.CharField(max_length=20, choices=BaseAgent.choices)
-    # Security and performance are not agents of their own: a base agent with a brief (§3.4).
+    # Security and performance are not agents of their own: a base agent with a brief
+    # (docs/domain-rules.md#reviewer-dimensions-and-briefs).
     brief = models.TextField(blank=True)
     builtin = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)

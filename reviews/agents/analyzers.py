@@ -2,7 +2,7 @@
 
 "Without a configured model, offline analyzer reviewers (ruff, bandit) still
 produce real findings". Each analyzer is a named reviewer with the dimensions it covers, so the
-pipeline can tell which angles no model looked at (§3.10 completeness critic). Results become
+pipeline can tell which angles no model looked at (the completeness critic). Results become
 `add_review_node` payload dicts validated by `parse_node_payload`, exactly like a model's.
 
 Only findings on added lines are kept: a review comments on the change, not on what was already
@@ -44,7 +44,8 @@ Decisions:
 - Triage severity always follows the priority (`severity_for_priority`), effort is small.
 - `fix.replacement_lines` only when ruff offers a *safe* fix whose edits all stay on the one
   anchored line and leave exactly one line: that is a one-click suggestion a person can trust
-  (§3.2). Deletions and multi-line fixes get a fix prompt instead.
+  (docs/domain-rules.md#findings-as-data). Deletions and multi-line fixes get a fix prompt
+  instead.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ class AnalyzerResult:
 
 @dataclass(frozen=True)
 class AnalyzerReviewer:
-    """A reviewer that needs no model. `axes` are the §3.6 axes its findings speak to."""
+    """A reviewer that needs no model. `axes` are the axes its findings speak to."""
 
     name: str
     dimensions: frozenset[Dimension]

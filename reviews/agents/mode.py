@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-#: Tools that record review output. They write only into the reviewer's own stream (§3.1).
+#: Tools that record review output. They write only into the reviewer's own stream
+#: (docs/domain-rules.md#review-spaces-and-streams).
 FINDING_TOOLS = frozenset(
     {"add_review_node", "confirm_review_node", "list_review_nodes", "add_comment", "create_ticket"}
 )

@@ -16,11 +16,11 @@ Rules it enforces:
   names share the agent's default tool-retry budget (`REFUSALS_PER_TOOL`): a model that calls
   the same forbidden tool more often than that ends the run with a non-retryable error.
   Calls whose arguments pydantic-ai itself rejects (broken JSON) never reach a tool; the guard
-  counts them in `RunOutcome.malformed_calls` for the round's statistics (§3.2).
+  counts them in `RunOutcome.malformed_calls` for the round's statistics.
 - Errors are raised as `ModelRunError` with `retryable` set: timeouts, connection errors, 429
   and 5xx can succeed on a retry; 401/403, an unknown model, a rejected request, an exhausted
   budget or a misbehaving model cannot. SDK-level retries are off (`max_retries=0`): the
-  pipeline owns retrying (§3.9 retries a failed reviewer once), and hidden retries would
+  pipeline owns retrying (it retries a failed reviewer once), and hidden retries would
   multiply latency and cost.
 """
 
@@ -256,7 +256,7 @@ class _ReviewModeGuard(AbstractCapability[Any]):
 
     mode: ReviewMode = field(default_factory=ReviewMode)
     # Calls whose arguments pydantic-ai rejected before any tool ran (broken JSON, wrong types):
-    # counted like malformed payloads the tools themselves reject (§3.2 round statistics).
+    # counted like malformed payloads the tools themselves reject (the round's statistics).
     malformed: Counter[str] = field(default_factory=Counter)
     _seen: set[str] = field(default_factory=set)
 
@@ -522,7 +522,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         def add_review_node(**payload: Any) -> str:
             return _guarded(state, "add_review_node", lambda: record(payload))
 
-        # The schema comes from the domain (`reasoning` first, §3.2) and is not enforced by
+        # The schema comes from the domain (`reasoning` first) and is not enforced by
         # pydantic-ai, so a malformed payload reaches the implementation, which rejects it with
         # a reason instead of the framework burning the tool's retry budget.
         node_tool = Tool.from_schema(

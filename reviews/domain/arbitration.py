@@ -37,7 +37,7 @@ class ArbitrationContext:
     """What the arbiter knows beyond the two nodes.
 
     `clearly_false_positive`: ids of nodes shown to be false positives (e.g. filtered by the
-    verification panel, §3.10). `merits_winner`/`merits_note`: the lead's judgement, if any.
+    verification panel). `merits_winner`/`merits_note`: the lead's judgement, if any.
     """
 
     requirements_noncompliance: bool = False
@@ -58,7 +58,7 @@ _STATE_ORDER = (ReviewState.APPROVED, ReviewState.CHANGES_REQUESTED, ReviewState
 
 
 def stance(node: NodeView) -> ReviewState:
-    """What a node alone says about the change, by the finaliser's own rules (§3.7)."""
+    """What a node alone says about the change, by the finaliser's own rules."""
     return REVIEW_STATE_FOR_VERDICT[node_verdict([node]).level]
 
 

@@ -1,11 +1,11 @@
 """Reviewer briefs: self-contained, exactly three sections.
 
 1. Context — what changed and why, the reviewer's focus, the change-map parts relevant to its
-   dimension (§3.10), and the original request verbatim;
+   dimension, and the original request verbatim;
 2. Changed Files — each path with a one-line summary;
 3. Out of Scope / Trade-offs — what must not be flagged.
 
-The original request and the summaries come from the PR, i.e. untrusted input (§3.13): the
+The original request and the summaries come from the PR, i.e. untrusted input: the
 request is quoted verbatim inside a fence longer than any backtick run it contains, so it
 cannot close the fence and pose as instructions. Briefs never mention other reviewers' verdicts:
 reviewers are isolated.

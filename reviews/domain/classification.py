@@ -256,7 +256,7 @@ def detect_risks(changes: Sequence[FileChange], diff_text: str) -> tuple[RiskMat
 def classify_change(
     changes: Sequence[FileChange], diff_text: str, *, hot_spots: Collection[str] = ()
 ) -> ChangeClassification:
-    """Classify a change. `hot_spots` are paths the change map marks as hot (§3.10)."""
+    """Classify a change. `hot_spots` are paths the change map marks as hot."""
     file_count = len(changes)
     changed_lines = sum(c.added + c.removed for c in changes)
     fast_exit = None

@@ -3,13 +3,14 @@
 Who may do what:
 - an *agent* may only `confirm`, and only a node written by another agent. Identity is the agent
   behind a stream, never the stream's name: the same agent writing under a second stream name is
-  still the author (§3.3 "an agent can never confirm its own node").
+  still the author ("an agent can never confirm its own node").
 - a *person* may `resolve`, `dismiss` and `reopen`, and may `confirm` as a peer: a person is
   never the author of an agent's node, so a person's confirmation is always someone else's.
   It is recorded under the identity `person:<user id>`, which no agent can carry.
 
 The service layer calls `apply_action` under its row lock; the finaliser and the publisher
-re-check with `peer_confirmers` (§3.3 enforces the rule in three independent places).
+re-check with `peer_confirmers`: the rule is enforced in three independent places
+(docs/domain-rules.md#consensus-and-peer-confirmation).
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def _person_transition(action: Action, *, status: NodeStatus, by: Actor) -> Node
     return target
 
 
-# --- dismissal memory (§3.3) ----------------------------------------------------------------
+# --- dismissal memory ----------------------------------------------------------------------
 
 #: Low on purpose: a dismissal is one person's preference on one case, a hint for later reviews.
 SUPPRESSION_CONFIDENCE = 0.3

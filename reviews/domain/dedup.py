@@ -24,9 +24,10 @@ must not come back as a fresh card through its duplicates):
 - same location, different issue → both kept, listed in `co_located`;
 - same issue, different location → both kept, listed in `cross_referenced`.
 
-Severity floors (§3.8) run first, from the flags a reviewer sets in triage: an externally
-exploitable security issue is at least P1; a hot-path performance issue and a missing test on a
-critical path are at least P2; a style issue with no functional effect is exactly P3.
+Severity floors (docs/domain-rules.md#severity-floors) run first, from the flags a reviewer sets
+in triage: an externally exploitable security issue is at least P1; a hot-path performance issue
+and a missing test on a critical path are at least P2; a style issue with no functional effect is
+exactly P3.
 
 `consolidate` is idempotent and order-independent; the property tests hold it to that.
 """
@@ -63,7 +64,7 @@ class Consolidation:
 
 
 def apply_severity_floors(node: NodeView) -> NodeView:
-    """Raise (or, for pure style, pin) a node's priority per §3.8."""
+    """Raise (or, for pure style, pin) a node's priority: the severity floors."""
     if node.category is Category.STYLE and not node.functional_effect:
         return replace(node, priority=Priority.P3, severity=Severity.LOW)
     floor = None

@@ -2,15 +2,16 @@
 
 `parse_node_payload` never raises: a reviewer's tool call either becomes an `Accepted` node or a
 `Rejected` value whose reason is precise enough to send back to the agent and to count in the
-round's statistics ("a malformed payload creates no node", §3.2).
+round's statistics ("a malformed payload creates no node", docs/domain-rules.md#findings-as-data).
 
 Decisions:
 - An anchor whose path is unsafe (absolute, `..`, NUL, backslash), not in the head checkout, or
   whose lines run past the end of the file REJECTS the whole node. A finding pointing nowhere
-  would be published at a wrong place (§3.11 re-checks anchors too, but by then the reviewer can
-  no longer fix its call). Harmless spellings (`./a.py`, `a//b.py`) are normalised, not rejected.
+  would be published at a wrong place (publishing re-checks anchors too, but by then the reviewer
+  can no longer fix its call). Harmless spellings (`./a.py`, `a//b.py`) are normalised, not
+  rejected.
 - The end-of-file check applies to `side=RIGHT` anchors only: `file_lines` describes the head
-  checkout (§3.1), and a LEFT anchor points into the base version.
+  checkout, and a LEFT anchor points into the base version.
 - Unknown fields are rejected: the tool schema is closed, and a misspelt field (`confidance`)
   silently dropped would hide a reviewer bug.
 - Scalars are strict (no `"0.8"` for a number, no `true` for a line); enum values are the
@@ -52,7 +53,7 @@ _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 def normalise_anchor_path(raw: str) -> str:
     """Return the canonical repository-relative spelling of `raw`, or raise ValueError.
 
-    The worktree is the reviewers' sandbox (§3.13): an anchor must not name anything outside it.
+    The worktree is the reviewers' sandbox: an anchor must not name anything outside it.
     """
     if raw == "" or raw.strip() == "":
         raise ValueError("must not be empty")
@@ -82,7 +83,7 @@ class Triage(_Closed):
     category: Category = Field(description="What kind of problem this is.")
     severity: Severity = Field(description="How bad it is if it ships.")
     effort: Effort = Field(description="How much work the fix is.")
-    # Severity floors (§3.8) need facts only the reviewer knows; all default to the lenient side.
+    # Severity floors need facts only the reviewer knows; all default to the lenient side.
     exploitable_externally: Annotated[bool, Field(strict=True)] = Field(
         default=False, description="Security only: an external user can exploit it."
     )
@@ -129,7 +130,7 @@ class Anchor(_Closed):
 
 
 class Fix(_Closed):
-    # §3.2: only exact replacement lines ever become a one-click GitHub suggestion.
+    # Only exact replacement lines ever become a one-click GitHub suggestion.
     replacement_lines: list[StrictStr] | None = Field(
         default=None, description="Exact lines replacing the anchored range."
     )
@@ -140,7 +141,7 @@ class Fix(_Closed):
 
 
 class CrossNote(_Closed):
-    """An observation outside the reviewer's own dimension, routed by the lead pass (§3.10)."""
+    """An observation outside the reviewer's own dimension, routed by the lead pass."""
 
     dimension: Dimension
     note: StrictStr = Field(min_length=1)
@@ -148,7 +149,7 @@ class CrossNote(_Closed):
 
 class NodePayload(_Closed):
     """One finding. Field order is the tool schema's order: reasoning comes first so the model
-    writes its analysis before committing to a priority (§3.2)."""
+    writes its analysis before committing to a priority."""
 
     reasoning: StrictStr | None = Field(
         default=None, description="Your analysis, written before the finding."
@@ -164,7 +165,7 @@ class NodePayload(_Closed):
     title: StrictStr = Field(description=f"Short title, 1 to {TITLE_MAX} characters.")
     body: StrictStr = Field(description="Markdown explanation.")
     map_anchor: StrictStr | None = Field(
-        default=None, description="Id of the change-map anchor this finding cites (§3.10)."
+        default=None, description="Id of the change-map anchor this finding cites."
     )
     cross_notes: list[CrossNote] | None = None
 

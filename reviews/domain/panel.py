@@ -10,7 +10,7 @@ Survival, from lens 1 (is it real and reachable) and lens 2 (can it be explained
 - both say false positive → filtered (counted in the report, never silently dropped);
 - both say real → confirmed, and it takes lens 3's severity (its priority follows);
 - a split vote, or fewer than two valid verdicts → survives, marked contested.
-A verifier that errors abstains (`None`). A lens that says REAL is a peer confirmation (§3.3).
+A verifier that errors abstains (`None`). A lens that says REAL is a peer confirmation.
 
 The completeness critic's deterministic part lists coverage gaps and names at most one
 follow-up reviewer: the first warranted dimension that did not run, most important first.

@@ -8,7 +8,7 @@
 | normal                        | requirements + quality + 1 domain (+ security if risky) |
 | large                         | requirements + quality + 2 domain (+ security if risky) |
 
-"code" in §3.9 is our quality reviewer. Domain reviewers come from what the change touches, in
+A "code" reviewer is our quality reviewer. Domain reviewers come from what the change touches, in
 this precedence: performance (data access, hot paths), architecture (new or moved modules,
 changed public interfaces), then implementation; when signals run out, slots are filled with
 implementation, then architecture, then performance. The cap — 3 technical reviewers, 4 with
@@ -88,5 +88,5 @@ def select_reviewers(change: ChangeClassification) -> Selection:
 
     technical = [r for r in reviewers if r.dimension is not Dimension.REQUIREMENTS]
     cap = MAX_TECHNICAL_WITH_SECURITY if risky else MAX_TECHNICAL
-    assert len(technical) <= cap, "reviewer cap exceeded (§3.9)"
+    assert len(technical) <= cap, "reviewer cap exceeded"
     return Selection(tuple(reviewers), tuple(rationale))

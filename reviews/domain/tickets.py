@@ -57,7 +57,7 @@ def sources_of(new: str) -> frozenset[TicketStatus]:
 #: Approval states in which an issue request may still file the issue.
 REQUEST_OPEN = frozenset({"pending", "approved", "executing"})
 
-#: GitHub's limits on an issue: a title of at most 256 characters, a body of at most 65,536.
+#: GitHub's limits for an issue's title (256 characters) and body (65,536 characters).
 TITLE_MAX = 256
 BODY_MAX = 65_536
 

@@ -18,7 +18,7 @@ _BALANCED = (
     ReviewerSpec(Dimension.QUALITY),
     ReviewerSpec(Dimension.ARCHITECTURE),
 )
-# Security and performance are briefs on the architecture and implementation agents (§3.4).
+# Security and performance are briefs on the architecture and implementation agents.
 _THOROUGH = (*_BALANCED, ReviewerSpec(Dimension.SECURITY), ReviewerSpec(Dimension.PERFORMANCE))
 
 TIER_REVIEWERS: dict[Tier, tuple[ReviewerSpec, ...]] = {

@@ -173,7 +173,7 @@ _PUBLISH_PATH_LABELS = {
 }
 
 
-#: Statuses the finaliser counts (§3.7) and the publisher still considers (§3.11).
+#: Statuses the finaliser counts and the publisher still considers.
 ACTIVE_STATUSES = frozenset({NodeStatus.OPEN, NodeStatus.CONSENSUS_READY})
 
 
@@ -195,7 +195,7 @@ _VERDICT_ORDER = (VerdictLevel.SHIP, VerdictLevel.HOLD, VerdictLevel.BLOCK)
 
 
 class ReviewState(StrEnum):
-    """The review-manager's words for a verdict, used in reports and arbitration (§3.9)."""
+    """The review-manager's words for a verdict, used in reports and arbitration."""
 
     APPROVED = "APPROVED"
     CHANGES_REQUESTED = "CHANGES_REQUESTED"
@@ -234,7 +234,7 @@ class Tier(StrEnum):
 
 
 class Dimension(StrEnum):
-    """What a reviewer looks at. Several dimensions can share one agent (§3.4)."""
+    """What a reviewer looks at. Several dimensions can share one agent."""
 
     REQUIREMENTS = "requirements"
     IMPLEMENTATION = "implementation"
@@ -253,7 +253,7 @@ class AgentKind(StrEnum):
     ARCHITECTURE = "architecture"
 
 
-#: §3.4: "Security and performance are not new agents: they are the architecture and
+#: "Security and performance are not new agents: they are the architecture and
 #: implementation agents launched with a security or performance brief."
 AGENT_FOR_DIMENSION: dict[Dimension, AgentKind] = {
     Dimension.REQUIREMENTS: AgentKind.REQUIREMENTS,
@@ -288,8 +288,8 @@ class NodeView:
     """A review node as the rules see it, whatever stores it.
 
     `agent` is the identity of the agent behind the node's stream; it — not the stream's name —
-    decides who is a peer (§3.3). `credited_agents` lists the other reviewers a canonical node
-    credits after consolidation (§3.8). The four flags at the end feed the severity floors.
+    decides who is a peer. `credited_agents` lists the other reviewers a canonical node
+    credits after consolidation. The four flags at the end feed the severity floors.
     """
 
     id: str

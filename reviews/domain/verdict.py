@@ -5,13 +5,13 @@ duplicate counts only through its canonical node (if the canonical is missing fr
 the duplicate counts on its own, so a finding is never lost by a dangling link).
 
 Rules, in order: any P0 with confidence ≥ 0.7 → Block; else any P0 or P1 → Hold; else Ship. Then
-gated axes may only make it stricter (§3.6). An offline analyzer's P0 blocks only when its rule
+gated axes may only make it stricter. An offline analyzer's P0 blocks only when its rule
 is on the high-precision list or a model reviewer, a verifier lens or a person backs it
 (`precision.unconfirmed_pattern`); until then it holds, and the rule says so.
 
 Confidence: over the contributing nodes (those matching the deciding rule),
 `mean x (1 - population standard deviation)`. Confidences lie in [0, 1] so the standard
-deviation is at most 0.5: agreement keeps the mean, divergence lowers it (§3.7). Ship with no
+deviation is at most 0.5: agreement keeps the mean, divergence lowers it. Ship with no
 P0/P1, or a Block forced by a failed axis, has confidence 1.0: nothing argues against it, and a
 failed axis is computed, not guessed. A level forced by a gated axis that is `unavailable` or
 `partial` has no confidence (None): it rests on missing data, so no number would be honest.

@@ -1,4 +1,4 @@
-"""OpenAPI / Swagger documents compared between base and head (§3.6, apiContract).
+"""OpenAPI / Swagger documents compared between base and head (the apiContract axis).
 
 What breaks a client: a removed path or operation, a removed parameter, a new required
 parameter or request-body field, a parameter or body that became required, a removed response,

@@ -1,4 +1,4 @@
-"""The public API of a repository's Python packages, compared between base and head (§3.6).
+"""The public API of a repository's Python packages, compared between base and head.
 
 griffe reads both versions statically (no import of the code under review, `allow_inspection`
 off) from temporary directories written from the two commits' file contents. Its

@@ -246,7 +246,7 @@ def compute_test_gap(cohorts: Iterable[Cohort], findings: Iterable[NodeView] = (
 
 
 def compute_submitted(axis: AxisName, submitted: AxisResult | None = None) -> AxisOutcome:
-    """visual and performance: nothing in Quorum computes them (§3.6 — performance is
+    """visual and performance: nothing in Quorum computes them (performance is
     enumeration only), so they are `unavailable` unless a result was submitted."""
     result = deterministic_axis_result(submitted)
     if submitted is None:

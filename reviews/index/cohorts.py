@@ -55,7 +55,7 @@ GRAPH_LABEL = "code graph"
 NO_INDEX_LABEL = "path-based grouping (no code index)"
 NOT_INDEXED_FILE_LABEL = "path-based grouping (files outside the code index)"
 
-# Interfaces and base types are read before what implements them (§3.5 "guided reading order").
+# Interfaces and base types are read before what implements them (the guided reading order).
 _KIND_RANK = {INTERFACE: 0, CLASS: 1, MODULE: 3}
 _TYPES = (CLASS, INTERFACE)
 
@@ -538,7 +538,7 @@ class _Graph:
                 source_path, target_path = path_of[edge.source], path_of[edge.target]
                 if source_path != target_path:
                     file_needs[source_path].add(target_path)
-        # Tests last whatever they use (§3.5): order code and tests separately.
+        # Tests last whatever they use: order code and tests separately.
         code = {p: n for p, n in file_needs.items() if not is_test_path(p)}
         tests = {p: n for p, n in file_needs.items() if is_test_path(p)}
         steps = []

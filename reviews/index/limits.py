@@ -100,7 +100,7 @@ def skip_reason_for_text(text: str) -> str | None:
 
 
 def is_test_path(path: str) -> bool:
-    """Test code by the conventions of the supported languages (tests are read last, §3.5)."""
+    """Test code by the conventions of the supported languages (tests are read last)."""
     pure = PurePosixPath(path)
     if any(part.lower() in _TEST_DIRS for part in pure.parts[:-1]):
         return True

@@ -125,7 +125,7 @@ class CodeIndex:
     """An index of one commit. Treat it as immutable: `update_index` returns a new one.
 
     `indexed` False means the repository could not be indexed (`reason` says why); cohorts then
-    fall back to path grouping and claim nothing about the graph (§3.5).
+    fall back to path grouping and claim nothing about the graph.
     """
 
     files: Mapping[str, FileRecord]

@@ -55,7 +55,8 @@ def reviewer_brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed
 
 
 def change_map_pointers(review_round: ReviewRound, dimension: t.Dimension) -> list[str]:
-    """The shared change map (§3.10), as anchors a finding may cite in `map_anchor`."""
+    """The shared change map, as anchors a finding may cite in `map_anchor`
+    (docs/domain-rules.md#the-change-map-and-cross-reviewer-notes)."""
     stats = review_round.stats
     pointers = []
     for cohort in stats.cohort_list[:12]:

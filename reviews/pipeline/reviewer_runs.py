@@ -148,8 +148,9 @@ def _run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
 def _run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     review_round = stream.round
     if stream.dimension == t.Dimension.REQUIREMENTS and not review_round.original_request.strip():
-        # §3.9: without the request there is nothing to check against. That blocks the process,
-        # not the code: the stream waits for a person, and the verdict ignores it.
+        # Without the request there is nothing to check against. That blocks the process, not
+        # the code: the stream waits for a person, and the verdict ignores it
+        # (docs/domain-rules.md#reviewer-outcomes).
         stream_transition(stream, StreamState.SKIPPED, error=PROCESS_BLOCK)
         return {"state": "process_block"}
     workspace = review_round.space.workspace
@@ -250,7 +251,8 @@ def verify_node(node: ReviewNode, review_round: ReviewRound) -> dict[str, Any]:
 
     answers = {}
     for lens, outcome in zip(LENSES, asyncio.run(panel()), strict=True):
-        # A verifier that errors abstains; the panel never crashes the pipeline (§3.10).
+        # A verifier that errors abstains; the panel never crashes the pipeline
+        # (docs/domain-rules.md#the-panel-lenses).
         answers[lens] = (
             parse_lens_answer(outcome.output)
             if not isinstance(outcome, BaseException)

@@ -380,7 +380,7 @@ def finalise(review_round: ReviewRound) -> None:
         if n.stream in {s.name for s in streams if s.kind == ReviewerStream.Kind.MODEL}
     ]
     review_round.stats = review_round.stats.with_(
-        # §3.10: the share of model findings that cite the shared change map.
+        # The share of model findings that cite the shared change map.
         context_utilization=round(sum(1 for n in model_nodes if n.map_anchor) / len(model_nodes), 3)
         if model_nodes
         else None,

@@ -60,7 +60,7 @@ PR_REVIEW_REVIEWERS: tuple[ReviewerEntry, ...] = (
     ),
     ReviewerEntry("security", "security", {"tier": ["thorough"], "model_configured": True}),
     ReviewerEntry("performance", "performance", {"tier": ["thorough"], "model_configured": True}),
-    # Offline analyzers need no model and run on every Python change (§3.13).
+    # Offline analyzers need no model and run on every Python change.
     ReviewerEntry("ruff", "quality", {"python_changed": True}),
     ReviewerEntry("bandit", "security", {"python_changed": True}),
     ReviewerEntry("secrets", "security"),

@@ -71,7 +71,7 @@ def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None
             base = build_index(files_at_commit(source, diff.merge_base_sha))
             _store(repository, diff.merge_base_sha, base)
         if head is None:
-            # Only what the change touched is parsed again (issue: review computation §1).
+            # Only what the change touched is parsed again.
             head = (
                 update_index(base, changed_texts(source, diff))
                 if base.indexed

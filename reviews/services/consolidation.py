@@ -72,7 +72,7 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
 
 
 def round_route_notes(*, review_round: ReviewRound) -> dict[str, list[dict]]:
-    """Cross-reviewer notes grouped by the dimension they concern (§3.10): routed, not dropped."""
+    """Cross-reviewer notes grouped by the dimension they concern: routed, not dropped."""
     routed: dict[str, list[dict]] = defaultdict(list)
     for node in (
         ReviewNode.objects.filter(round=review_round)
@@ -88,7 +88,7 @@ def round_route_notes(*, review_round: ReviewRound) -> dict[str, list[dict]]:
 
 def walkthrough(*, review_round: ReviewRound) -> str:
     """The lead's short tour of the change: cohorts in reading order and what was found there.
-    It edits nothing and restates no finding (§3.8)."""
+    It edits nothing and restates no finding."""
     cohorts = review_round.stats.cohort_list
     counts: dict[str, int] = defaultdict(int)
     for path in ReviewNode.objects.filter(

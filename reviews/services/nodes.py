@@ -179,7 +179,8 @@ def _follow(node: ReviewNode, why: str, *, actor: Any = None, request: Any = Non
 def node_confirm(
     *, node: ReviewNode, by_agent: str, lens: str = NodeConfirmation.Lens.PEER, reason: str = ""
 ) -> ReviewNode:
-    """A peer agent confirms a node (§3.3). Raises SelfConfirmationError for its author."""
+    """A peer agent confirms a node (docs/domain-rules.md#consensus-and-peer-confirmation).
+    Raises SelfConfirmationError for its author."""
     with transaction.atomic():
         locked = _locked(node)
         new_status = consensus.confirm(
@@ -197,7 +198,7 @@ def node_confirm(
 def node_confirm_by_person(
     *, node: ReviewNode, user: Any, reason: str = "", request: Any = None
 ) -> ReviewNode:
-    """A person confirms a node as a peer (§3.3): recorded under `person:<id>`, audited."""
+    """A person confirms a node as a peer: recorded under `person:<id>`, audited."""
     return _person_action(
         consensus.Action.CONFIRM, node=node, user=user, reason=reason, request=request
     )
@@ -331,8 +332,9 @@ def node_act(
 
 def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str]]) -> Any:
     """Record the verification panel's three lenses on a node and apply the survival rule
-    (§3.10): filtered nodes are dismissed and tagged (counted, never silently dropped); a lens
-    that says REAL is a peer confirmation; a confirmed node takes lens 3's severity."""
+    (docs/domain-rules.md#the-panel-lenses): filtered nodes are dismissed and tagged (counted,
+    never silently dropped); a lens that says REAL is a peer confirmation; a confirmed node takes
+    lens 3's severity."""
     from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 
     with transaction.atomic():
@@ -403,7 +405,7 @@ def disagreement_decide(
     reason: str = "",
     request: Any = None,
 ) -> list[ReviewNode]:
-    """A person decides a disagreement (§3.3) of the round, named by its `key`.
+    """A person decides a disagreement of the round, named by its `key`.
 
     `first`/`second`: every node of the location — canonical findings and the duplicates that
     hold the reviewers' positions — takes that side's priority and type, so the conflict is

@@ -240,7 +240,7 @@ def ticket_issue_request(
     body: str | None = None,
     http_request: Any = None,
 ) -> Any:
-    """Ask for the ticket to become a GitHub issue: the guardrails checkpoint with the exact
+    """Ask for the ticket to become a GitHub issue through the guardrails checkpoint with the exact
     repository, title and body. Returns the checkpoint's result (allowed, pending or refused)."""
     from guardrails.services import checkpoint
 

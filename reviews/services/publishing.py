@@ -137,7 +137,7 @@ def _node_records(review_round: ReviewRound) -> list[NodeRecord]:
                 end_line=node.end_line,
                 side=node.side,
                 replacement_lines=node.replacement_lines,
-                # §3.3: the publisher checks peer confirmation itself, not the status field.
+                # The publisher checks peer confirmation itself, not the status field.
                 confirmed_by_peer=consensus.is_peer_confirmed(view),
                 reviewers=list(view.reviewers),
                 author=view.agent,

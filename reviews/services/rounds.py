@@ -203,7 +203,7 @@ def axis_submit(
     actor: Any,
     request: Any = None,
 ):
-    """A CI system's result for a deterministic axis (§3.6); the verdict is decided again."""
+    """A CI system's result for a deterministic axis; the verdict is decided again."""
     if axis not in SUBMITTABLE_AXES:
         allowed = ", ".join(a.value for a in SUBMITTABLE_AXES)
         raise RoundError(f"{axis.value} cannot be submitted; submittable axes: {allowed}.")

@@ -295,7 +295,7 @@ class GitHubClient:
         comments: Sequence[Mapping[str, Any]] = (),
     ) -> dict[str, Any]:
         """Submit one review (200). Not retried after it may have reached GitHub (see
-        GitHubUnavailable.maybe_applied): a review must never be posted twice (§3.11)."""
+        GitHubUnavailable.maybe_applied): a review must never be posted twice."""
         if event not in REVIEW_EVENTS:
             raise ValueError(f"event must be one of {sorted(REVIEW_EVENTS)}, got {event!r}")
         payload = {

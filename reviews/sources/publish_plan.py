@@ -52,8 +52,8 @@ class NodeRecord:
     replacement_lines: Sequence[str] | None = None
     confirmed_by_peer: bool = False
     reviewers: Sequence[str] = ()
-    # When known, the publisher re-checks §3.3 itself: a confirmation by the author is no
-    # confirmation, whatever the status says.
+    # When known, the publisher re-checks peer confirmation itself: a confirmation by the author
+    # is no confirmation, whatever the status says.
     author: str | None = None
     confirmed_by: Sequence[str] = ()
 

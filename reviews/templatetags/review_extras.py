@@ -53,7 +53,7 @@ def _code(path: str, text: str) -> str:
 @register.simple_tag
 def hunk_rows(path: str, hunk: PreviewHunk, findings: dict | None = None) -> SafeString:
     """A hunk as table rows: old/new line numbers, +/- marks, highlighted code, and the
-    findings anchored on a line shown right under it (§ guided review: findings inline)."""
+    findings anchored on a line shown right under it (the guided review shows findings inline)."""
     findings = findings or {}
     lines = hunk.text.splitlines()
     old = new = 0

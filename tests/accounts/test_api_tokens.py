@@ -1,4 +1,4 @@
-"""Personal API tokens: shown once, stored hashed, revocable (issue: foundation §6)."""
+"""Personal API tokens: shown once, stored hashed, revocable."""
 
 from __future__ import annotations
 

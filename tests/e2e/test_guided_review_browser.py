@@ -1,4 +1,4 @@
-"""The guided review in real headless Chromium (issue: guided review, must show)."""
+"""The guided review in real headless Chromium."""
 
 from __future__ import annotations
 

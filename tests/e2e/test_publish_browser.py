@@ -1,4 +1,4 @@
-"""Publishing as two people in real Chromium (issue: guardrails, must show)."""
+"""Publishing as two people in real Chromium."""
 
 from __future__ import annotations
 

@@ -155,7 +155,7 @@ def good_findings(
     """Reads the file, records the findings, then summarises what it examined."""
     payloads = list(findings) if findings is not None else [sample_finding(path)]
     turns: list[Turn] = [calls(("read_file", {"path": path}))]
-    if payloads:  # "examined X — no issue" is a valid result too (§3.10)
+    if payloads:  # "examined X — no issue" is a valid result too
         turns.append(calls(*(("add_review_node", dict(p)) for p in payloads)))
     turns.append(text(f"Examined {path}; recorded {len(payloads)} finding(s)."))
     return Script(name, tuple(turns))

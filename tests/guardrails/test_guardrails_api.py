@@ -1,4 +1,4 @@
-"""The guardrails API: same checkpoint, same rules, API defaults of §3.11."""
+"""The guardrails API: same checkpoint, same rules, the API's publishing defaults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pipeline on PostgreSQL + Redis with real Celery workers (issue: pipeline, must show).
+"""The pipeline on PostgreSQL + Redis with real Celery workers.
 
 Workers are separate processes started here; they reach the test database, the same Redis and
 the fake model server over loopback, exactly as a deployment's workers would.

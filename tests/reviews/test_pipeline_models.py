@@ -1,4 +1,4 @@
-"""The pipeline with reviewer agents on a (fake) model, run in this process (issue: pipeline)."""
+"""The pipeline with reviewer agents on a (fake) model, run in this process."""
 
 from __future__ import annotations
 

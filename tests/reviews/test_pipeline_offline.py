@@ -1,4 +1,4 @@
-"""The pipeline with no model configured: offline analyzers are the reviewers (§3.13)."""
+"""The pipeline with no model configured: offline analyzers are the reviewers."""
 
 from __future__ import annotations
 

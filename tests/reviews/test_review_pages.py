@@ -1,4 +1,4 @@
-"""The reviews list and the guided review tab (issue: guided review)."""
+"""The reviews list and the guided review tab."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""/ws/reviews/<id>/: who may listen, and live fragments after a change (issue: guided review §3)."""
+"""/ws/reviews/<id>/: who may listen, and live fragments after a change."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /webhooks/github/: signature, ping, one round per delivery (issue: sources §4)."""
+"""POST /webhooks/github/: signature, ping, one round per delivery."""
 
 from __future__ import annotations
 

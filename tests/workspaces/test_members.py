@@ -1,4 +1,4 @@
-"""Inviting members, changing roles, removing them; the last owner stays (issue: foundation)."""
+"""Inviting members, changing roles, removing them; the last owner stays."""
 
 from __future__ import annotations
 

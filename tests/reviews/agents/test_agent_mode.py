@@ -28,7 +28,7 @@ def _tools(tmp_path: Path, recorded: list[dict[str, Any]] | None = None) -> Revi
 
 
 def test_it_allows_exactly_the_review_tools() -> None:
-    """The allowlist is the nine review-mode tools of §3.13, nothing that acts."""
+    """The allowlist is the nine review-mode tools, nothing that acts."""
     assert {
         "add_review_node",
         "confirm_review_node",

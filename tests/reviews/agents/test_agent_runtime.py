@@ -170,7 +170,7 @@ def test_it_returns_rejections_for_malformed_payloads(
 def test_it_produces_no_nodes_for_a_prose_answer(
     fake_model: FakeModelServer, stream: Stream
 ) -> None:
-    """A reviewer answering only in prose records nothing (§3.2); its text is returned."""
+    """A reviewer answering only in prose records nothing; its text is returned."""
     fake_model.add_script(prose_only(), model="chatty")
     outcome = _run(fake_model, _runtime(fake_model, "openai", "chatty"), stream)
     assert stream.nodes == {}
@@ -409,7 +409,7 @@ def test_it_classifies_errors_outside_http() -> None:
 
 
 def test_it_validates_the_config() -> None:
-    """Only the two provider protocols of §4, a named model and a positive timeout."""
+    """Only the two provider protocols (OpenAI, Anthropic), a named model and a positive timeout."""
     with pytest.raises(ValueError, match="provider"):
         ModelConfig(provider="gemini", model="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout"):

@@ -97,7 +97,7 @@ def test_it_fast_exits_formatting_only_changes() -> None:
 def test_it_detects_high_risk_content_with_its_location(
     path: str, line: str, pattern: RiskPattern
 ) -> None:
-    """Each §3.9 pattern is found in changed lines, with path and line number."""
+    """Each high-risk pattern is found in changed lines, with path and line number."""
     change = classify_change([FileChange(path, 1, 0)], _diff(path, [], [line], start=20))
     matches = [m for m in change.risks if m.pattern is pattern]
     assert matches, change.risks

@@ -52,7 +52,7 @@ def _node(**kw: object) -> NodeView:
     ],
 )
 def test_it_allows_the_ladder_steps(current: NodeStatus, target: NodeStatus) -> None:
-    """Every step of the §3.3 ladder is allowed."""
+    """Every step of the status ladder is allowed."""
     check_transition(current, target)
 
 

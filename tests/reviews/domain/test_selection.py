@@ -76,7 +76,7 @@ R, Q, IMP, A, S, P = (
 def test_it_selects_the_reviewers_of_each_branch(
     change: ChangeClassification, expected: list[Dimension]
 ) -> None:
-    """The reviewer set for each §3.9 branch, in launch order."""
+    """The reviewer set for each branch of the selection table, in launch order."""
     assert [r.dimension for r in select_reviewers(change).reviewers] == expected
 
 

@@ -1,4 +1,4 @@
-"""Filing an issue: the client's create_issue against the fake's POST /repos/{o}/{r}/issues,
+"""Filing an issue with the client's create_issue against the fake's POST /repos/{o}/{r}/issues,
 which answers as GitHub does (201, 422, 404, 410, 401)."""
 
 from __future__ import annotations
