@@ -106,7 +106,9 @@ class ReviewSpace(models.Model):
 
 
 class ReviewRound(models.Model):
-    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in RoundState})
+    State = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "State", {s.name: (s.value, s.value) for s in RoundState}
+    )
 
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
@@ -161,7 +163,9 @@ class PipelineStep(models.Model):
     """One unit of fan-out work in a stage (a reviewer, a panel finding). The rows are the
     pipeline's durable progress: a stage advances only when all of its steps are terminal."""
 
-    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in StepState})
+    State = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "State", {s.name: (s.value, s.value) for s in StepState}
+    )
 
     round = models.ForeignKey("ReviewRound", on_delete=models.CASCADE, related_name="steps")
     stage = models.CharField(max_length=20)
@@ -192,8 +196,12 @@ class PipelineStep(models.Model):
 class ReviewerStream(models.Model):
     """One reviewer's named stream inside a round. `agent` is the identity consensus checks."""
 
-    Kind = models.TextChoices("Kind", {k.name: (k.value, k.label) for k in t.StreamKind})
-    State = models.TextChoices("State", {s.name: (s.value, s.value) for s in StreamState})
+    Kind = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Kind", {k.name: (k.value, k.label) for k in t.StreamKind}
+    )
+    State = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "State", {s.name: (s.value, s.value) for s in StreamState}
+    )
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="streams")
     name = models.CharField(max_length=60)
@@ -288,7 +296,9 @@ class NodeConfirmation(models.Model):
     """A peer's confirmation, or a verification lens's verdict on a node
     (docs/domain-rules.md#consensus-and-peer-confirmation)."""
 
-    Lens = models.TextChoices("Lens", {x.name: (x.value, x.label) for x in t.ConfirmationLens})
+    Lens = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Lens", {x.name: (x.value, x.label) for x in t.ConfirmationLens}
+    )
 
     node = models.ForeignKey(ReviewNode, on_delete=models.CASCADE, related_name="confirmations")
     agent = models.CharField(max_length=60)
@@ -422,8 +432,12 @@ class PublishRecord(models.Model):
     idempotent (a failed attempt does not count; rows from before the rule are kept, marked
     `legacy_duplicate`)."""
 
-    State = models.TextChoices("State", {s.name: (s.value, s.label) for s in t.PublishState})
-    Path = models.TextChoices("Path", {p.name: (p.value, p.label) for p in t.PublishPath})
+    State = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "State", {s.name: (s.value, s.label) for s in t.PublishState}
+    )
+    Path = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Path", {p.name: (p.value, p.label) for p in t.PublishPath}
+    )
 
     space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="publications")
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="publications")
@@ -523,7 +537,9 @@ class PipelineSweep(models.Model):
 class ReviewerTicket(models.Model):
     """A ticket a reviewer proposed (`create_ticket`), and what a person decided about it."""
 
-    Status = models.TextChoices("Status", {s.name: (s.value, s.label) for s in TicketStatus})
+    Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Status", {s.name: (s.value, s.label) for s in TicketStatus}
+    )
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="tickets")
     stream = models.ForeignKey(ReviewerStream, on_delete=models.CASCADE, related_name="tickets")

@@ -8,11 +8,11 @@ def archived_approval_target(approval) -> object | None:
     reviews): approving it is a change to a read-only review."""
     from reviews.models import ReviewSpace
 
-    if approval.target_type != "reviewspace":
+    if approval.target_type != "reviewspace" or not approval.target_id.isdigit():
         return None
     space = (
         ReviewSpace.objects.filter(
-            pk=int(approval.target_id) if approval.target_id.isdigit() else None,
+            pk=int(approval.target_id),
             workspace_id=approval.workspace_id,
             pull_request__repository__archived_at__isnull=False,
         )

@@ -6,7 +6,7 @@ Every handler is idempotent: a coordinator or step re-run after a crash does no 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 
@@ -15,7 +15,7 @@ from reviews.domain import types as t
 from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
 from reviews.domain.panel import PanelMode, coverage_gaps, plan_panel
-from reviews.domain.round_stats import PanelOutcome, RoundFacts
+from reviews.domain.round_stats import PanelModeName, PanelOutcome, RoundFacts
 from reviews.domain.selection import select_reviewers
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import inputs, reviewer_runs
@@ -89,7 +89,7 @@ def prepare(review_round: ReviewRound) -> None:
         python_changed=any(
             f.path.endswith(".py") and not f.is_binary and f.new_path for f in files
         ),
-        panel_mode=space.workspace.panel_mode,
+        panel_mode=cast(PanelModeName, space.workspace.panel_mode),
         followup=False,
     )
     if review_round.tier == t.Tier.ADAPTIVE:

@@ -131,7 +131,7 @@ def space_status_label(status: str) -> str:
         return in_words(status)
 
 
-_VERDICT_BADGES = {VerdictLevel.BLOCK: "✖ Block", VerdictLevel.HOLD: "‖ Hold"}
+_VERDICT_BADGES: dict[str, str] = {VerdictLevel.BLOCK: "✖ Block", VerdictLevel.HOLD: "‖ Hold"}
 
 
 @register.filter
