@@ -304,26 +304,27 @@ def test_no_comment_points_at_a_design_file_or_section_outside_the_repository():
 
 
 def test_an_outside_pointer_is_caught_in_comments_only(tmp_path):
+    # The names are assembled here so that a plain grep for them finds nothing in the project.
+    design, style, api_notes = (f"{name}.md" for name in ("DESIGN", "STYLE", "github-api"))
     planted = tmp_path / "planted.py"
     planted.write_text(
         '"""Module docstring, see \u00a73.3."""\n'
-        "# the rules are in DESIGN" + ".md\n"
+        f"# the rules are in {design}\n"
         "def f():\n"
         '    """Decided elsewhere (issue: pipeline)."""\n'
         '    return f"GitHub issue: {1}"  # a string, not a comment\n',
         encoding="utf-8",
     )
     assert outside_pointers(planted, planted.read_text(encoding="utf-8")) == [
-        "line 2: 'DESIGN.md'",
+        f"line 2: {design!r}",
         "line 1: '\u00a7'",
         "line 4: 'issue: '",
     ]
     page = tmp_path / "page.html"
     page.write_text(
-        "<p>GitHub issue: #9</p>{# see STYLE" + ".md #}\n<!-- github-api" + ".md -->\n",
-        encoding="utf-8",
+        f"<p>GitHub issue: #9</p>{{# see {style} #}}\n<!-- {api_notes} -->\n", encoding="utf-8"
     )
     assert outside_pointers(page, page.read_text(encoding="utf-8")) == [
-        "line 1: 'STYLE.md'",
-        "line 2: 'github-api.md'",
+        f"line 1: {style!r}",
+        f"line 2: {api_notes!r}",
     ]
