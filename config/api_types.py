@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from datetime import date
 from typing import Annotated, Any
 
 from django.http import HttpRequest
@@ -127,6 +129,17 @@ ReviewerKey = Annotated[
 Limit = Annotated[int, Field(ge=1, le=1000)]
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
 Filter = Annotated[Text, Field(max_length=200)]
+
+
+def _iso_day(value: Any) -> Any:
+    # The schema says format "date": a day is YYYY-MM-DD, not pydantic's lax numbers
+    # (`until=0` would be read as 1970-01-01).
+    if isinstance(value, str) and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError("a day is written YYYY-MM-DD")
+    return value
+
+
+Day = Annotated[date, BeforeValidator(_iso_day)]
 
 
 def _query_bool(value: Any) -> Any:

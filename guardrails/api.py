@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Literal
 
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
 from config.api_types import (
+    Day,
     ErrorOut,
     Filter,
     Id,
@@ -192,8 +192,8 @@ def audit_list(
     action: Filter = "",
     actor: Filter = "",
     target: Filter = "",
-    since: date | None = None,
-    until: date | None = None,
+    since: Day | None = None,
+    until: Day | None = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ):

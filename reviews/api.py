@@ -63,7 +63,6 @@ from workspaces.rules import Perm, ReadOnlyError, archived_message
 
 router = Router(tags=["reviews"])
 
-NO_ROUND = "This review has no round yet."
 PullNumber = Annotated[int, Field(ge=1, le=MAX_INT), INTEGRAL]
 
 

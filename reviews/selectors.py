@@ -85,11 +85,11 @@ NO_ROUND = "This review has no round yet."
 
 
 def round_newest(*, space: ReviewSpace) -> ReviewRound:
-    """The round an action on the review as a whole applies to: its newest. Raises RuleError
-    when it has none yet (page and API alike)."""
+    """The round an action on the review as a whole applies to: its newest. Raises a 409
+    RuleError when it has none yet (page and API alike)."""
     review_round = space.rounds.order_by("-number").first()
     if review_round is None:
-        raise RuleError(NO_ROUND)
+        raise RuleError(NO_ROUND, code="no_round", http_status=409)
     return review_round
 
 

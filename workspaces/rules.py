@@ -198,7 +198,15 @@ class Criterion(BaseModel):
 
     model_config = _STRICT
 
-    name: Annotated[_Stripped, Field(min_length=1, max_length=200)]
+    # The schema says what the validator below checks: some character that is not blank.
+    name: Annotated[
+        _Stripped,
+        Field(
+            min_length=1,
+            max_length=200,
+            json_schema_extra={"pattern": r"^[^\x00]*[^\s\x00][^\x00]*$"},
+        ),
+    ]
     # An int stays an int ("5", not "5.0", in the form and the prompt); a bool is no weight.
     weight: _IntWeight | _FloatWeight
 

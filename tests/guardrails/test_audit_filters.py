@@ -85,3 +85,11 @@ def test_the_filters_mean_what_the_selector_documents(trail):
         "approval.approved"
     ]
     assert actions(until=timezone.localdate() - timedelta(days=1)) == ["approval.requested"]
+
+
+@pytest.mark.parametrize("day", ["0", "20240101", "2024-1-1", "yesterday"])
+def test_the_api_takes_days_only_as_written_in_its_schema(trail, alice, client, day):
+    """`format: date` means YYYY-MM-DD; pydantic alone would read `until=0` as 1970-01-01."""
+    client.force_login(alice)
+    response = client.get(f"/api/v1/workspaces/{trail.slug}/audit?until={day}")
+    assert response.status_code == 422, response.content

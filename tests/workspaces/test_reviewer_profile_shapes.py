@@ -88,3 +88,22 @@ def test_the_columns_refuse_what_the_rules_refuse(workspace):
     workspace.gated_axes = ["apiContract", "correctness"]
     with pytest.raises(ValidationError, match="gated_axes"), transaction.atomic():
         workspace.save(update_fields=["gated_axes"])
+
+
+def test_a_criterion_name_the_schema_allows_is_one_the_validator_accepts():
+    """The API schema's pattern for a criterion's name says what the validator checks, so a
+    client that follows the document is not refused (characters Python strips count as blank)."""
+    import re
+
+    from pydantic import ValidationError
+
+    from workspaces.rules import Criterion
+
+    pattern = re.compile(Criterion.model_json_schema()["properties"]["name"]["pattern"])
+    for name in ["\x1c\x1c", " \u3000", "\x85", "x", " a ", "\ufeff", "a\x00"]:
+        try:
+            Criterion.model_validate({"name": name, "weight": 1})
+            accepted = True
+        except ValidationError:
+            accepted = False
+        assert accepted == bool(pattern.search(name)), repr(name)
