@@ -16,6 +16,7 @@ from config.vocabulary import template_enums
 from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome
 from guardrails.rules import Status as ApprovalStatus
+from guardrails.services import CheckpointResult
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
@@ -65,6 +66,19 @@ from workspaces.permissions import allows, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
 from workspaces.views import member_view
+
+
+def _checkpoint_message(
+    request: HttpRequest, result: CheckpointResult, *, asked: str, done: str
+) -> None:
+    """What the checkpoint did with a person's action, as the message the next page shows."""
+    if result.outcome is CheckpointOutcome.REFUSED:
+        messages.error(request, result.reason)
+    elif result.outcome is CheckpointOutcome.PENDING:
+        number = f" #{result.request.pk}" if result.request else ""
+        messages.success(request, f"{asked}{number} is waiting for an approver.")
+    else:
+        messages.success(request, done)
 
 
 def node_actions_for(membership: Membership, view: t.NodeView) -> list[str]:
@@ -529,14 +543,9 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
                 seen_digest=request.POST.get("plan_digest", ""),
                 http_request=request,
             )
-            if result.outcome is CheckpointOutcome.REFUSED:
-                messages.error(request, result.reason)
-            elif result.outcome is CheckpointOutcome.PENDING:
-                messages.success(
-                    request, f"Publish request #{result.request.pk} is waiting for an approver."
-                )
-            else:
-                messages.success(request, "Published to GitHub.")
+            _checkpoint_message(
+                request, result, asked="Publish request", done="Published to GitHub."
+            )
             return redirect("reviews:detail", membership.workspace.slug, space.pk)
         return redirect("reviews:publish", membership.workspace.slug, space.pk)
     with errors_as_messages(request):
@@ -600,12 +609,5 @@ def ticket_issue(
             body=request.POST.get("body") if "body" in request.POST else None,
             http_request=request,
         )
-        if result.outcome is CheckpointOutcome.REFUSED:
-            messages.error(request, result.reason)
-        elif result.outcome is CheckpointOutcome.PENDING:
-            messages.success(
-                request, f"Issue request #{result.request.pk} is waiting for an approver."
-            )
-        else:
-            messages.success(request, "GitHub issue created.")
+        _checkpoint_message(request, result, asked="Issue request", done="GitHub issue created.")
     return redirect(here)
