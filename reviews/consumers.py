@@ -38,7 +38,18 @@ _CSRF_SLOT = "__quorum_csrf_slot__"
 # used go first. Reached only from the one thread database_sync_to_async runs _render in.
 _shared_renders: LRUCache[tuple[Any, ...], str] = LRUCache(maxsize=64)
 
-SECTIONS = ("header", "axes", "disagreements", "cohorts", "findings", "notes", "streams")
+# Each is templates/reviews/sections/<name>.html: one card with a stable id, swapped on its own.
+SECTIONS = (
+    "header",
+    "axes",
+    "disagreements",
+    "process",
+    "cohorts",
+    "findings",
+    "notes",
+    "walkthrough",
+    "streams",
+)
 
 
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
@@ -105,7 +116,7 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
                 **review_context(self.membership, self.space, self.round_number),
                 "csrf_token": _CSRF_SLOT,
             }
-            parts = [render_to_string(f"reviews/detail.html#{name}", context) for name in sections]
+            parts = [render_to_string(f"reviews/sections/{name}.html", context) for name in sections]
             views = context["page"].views
             # A duplicate has no card of its own to swap: its canonical's card speaks for it.
             if node_id is not None and node_id in views and views[node_id].duplicate_of is None:
