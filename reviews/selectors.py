@@ -10,10 +10,11 @@ from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 
 from reviews.domain import types as t
-from reviews.domain.disagreements import Disagreement, find_disagreements
+from reviews.domain.disagreements import Disagreement, contested_ids, find_disagreements
+from reviews.domain.finding_groups import CARDS_PER_GROUP, GroupPage, group_keys, group_of
 from reviews.domain.fingerprints import RoundDelta, round_delta
 from reviews.domain.round_states import RoundRef, delta_base, shown_round, state_label
-from reviews.domain.round_stats import CohortSummary
+from reviews.domain.round_stats import CohortSummary, FilePreview
 from reviews.domain.tiers import DisplaySplit, split_for_display
 from reviews.models import (
     AxisResult,
@@ -190,6 +191,12 @@ class ReviewPage:
     # What the shown round's delta compares with, and every round for the switcher.
     delta_view: DeltaView = field(default_factory=DeltaView)
     round_summaries: list[RoundSummary] = field(default_factory=list)
+    # The bounded page (review_page_bounded): each group's page of cards, the number of
+    # findings with a card, and the space's flag as read with the rounds.
+    groups: list[FindingGroup] = field(default_factory=list)
+    finding_count: int = 0
+    flag: dict[str, Any] | None = None
+    inline_at: set[tuple[str, int]] = field(default_factory=set)
 
     def node(self, node_id: Any) -> ReviewNode:
         return self._by_id[int(node_id)]
@@ -238,8 +245,60 @@ def _round_deltas(
     return out
 
 
+@dataclass(frozen=True)
+class FindingGroup:
+    """One group of the findings list and the cards of the page shown (`nodes`)."""
+
+    window: GroupPage
+    nodes: list[ReviewNode]
+    tier: str
+
+    @property
+    def key(self) -> str:
+        return self.window.key
+
+    @property
+    def total(self) -> int:
+        return self.window.total
+
+    @property
+    def below(self) -> bool:
+        return self.key not in {p.value for p in t.Priority}
+
+
+@dataclass
+class _Frame:
+    """What every reading of a review starts from: the rounds and the one shown."""
+
+    rounds: list[Any]  # ReviewRound, annotated with `verdict_level`
+    current: Any
+    number: int | None
+
+
+def _frame(space: ReviewSpace, round_number: int | None, *related: str) -> _Frame:
+    # Joining the space reads it fresh (the live page holds the one it loaded at connect);
+    # `space.rounds` would hand each round that same object instead.
+    source = ReviewRound.objects.filter(space_id=space.pk) if "space" in related else space.rounds
+    rounds = list(
+        source.order_by("number")
+        .select_related(*related)
+        .annotate(verdict_level=F("verdict__level"))
+    )
+    if not rounds:
+        if round_number is not None:
+            raise Http404("No such round.")
+        return _Frame(rounds=[], current=None, number=None)
+    if round_number is not None and round_number not in {r.number for r in rounds}:
+        raise Http404(f"This review has no round {round_number}.")
+    number = shown_round([RoundRef(r.number, r.state, r.head_sha) for r in rounds], round_number)
+    assert number is not None  # there is at least one round
+    current = next(r for r in rounds if r.number == number)
+    return _Frame(rounds=rounds, current=current, number=number)
+
+
 def review_page(*, space: ReviewSpace, round_number: int | None = None) -> ReviewPage:
-    """Load one review: rounds, streams, nodes with confirmations, axes, verdict, delta.
+    """Load one review in full: rounds, streams, nodes with confirmations, axes, verdict,
+    delta. For the JSON export, the report and the API; the page reads `review_page_bounded`.
 
     The round shown is `round_number` when the space has it (else Http404); otherwise the
     newest, or the last finished one when the newest failed or was cancelled
@@ -249,16 +308,10 @@ def review_page(*, space: ReviewSpace, round_number: int | None = None) -> Revie
     confirmations, axes, verdict, the space's canonical fingerprints — seven, whatever the
     number of rounds, nodes, streams or axes.
     """
-    rounds = list(space.rounds.order_by("number").annotate(verdict_level=F("verdict__level")))
-    if not rounds:
-        if round_number is not None:
-            raise Http404("No such round.")
+    frame = _frame(space, round_number)
+    rounds, current, number = frame.rounds, frame.current, frame.number
+    if current is None or number is None:
         return ReviewPage(space=space, rounds=[], round=None)
-    if round_number is not None and round_number not in {r.number for r in rounds}:
-        raise Http404(f"This review has no round {round_number}.")
-    number = shown_round([RoundRef(r.number, r.state, r.head_sha) for r in rounds], round_number)
-    assert number is not None  # there is at least one round
-    current = next(r for r in rounds if r.number == number)
     streams = list(current.streams.all())
     nodes = list(
         ReviewNode.objects.filter(round=current)
@@ -302,6 +355,196 @@ def review_page(*, space: ReviewSpace, round_number: int | None = None) -> Revie
             RoundSummary(round=r, verdict_level=r.verdict_level, delta=deltas[r.number])
             for r in rounds
         ],
+        finding_count=sum(1 for v in node_views if v.duplicate_of is None),
+    )
+
+
+# What the bounded page reads of every node of the shown round (and, with earlier rounds, of
+# the space's canonical findings for the delta): no JSON and no long text, so a thousand rows
+# cost little. The full rows are read only for the cards shown.
+_ROW_FIELDS = (
+    "pk",
+    "round_id",
+    "stream__agent",
+    "stream__name",
+    "type",
+    "priority",
+    "confidence",
+    "status",
+    "path",
+    "side",
+    "start_line",
+    "end_line",
+    "title",
+    "duplicate_of_id",
+    "fingerprint",
+)
+
+
+def _position(row: tuple) -> t.NodeView:
+    """Where a node sits and what it claims, for `find_disagreements` (which reads nothing
+    else); the cards' views are built from the full rows by `node_view`."""
+    pk, _r, agent, stream, type_, priority, confidence, status, path, side, start, end = row[:12]
+    title, duplicate_of = row[12], row[13]
+    return t.NodeView(
+        id=str(pk),
+        agent=agent,
+        stream=stream,
+        type=t.NodeType(type_),
+        priority=t.Priority(priority),
+        confidence=confidence,
+        status=t.NodeStatus(status),
+        path=path or None,
+        start_line=start,
+        end_line=end,
+        side=t.Side(side),
+        title=title,
+        duplicate_of=str(duplicate_of) if duplicate_of else None,
+    )
+
+
+#: Cohorts whose diff previews the page renders at once; the others load theirs when opened.
+EAGER_COHORT_PREVIEWS = 3
+
+
+def preview_lines(previews: Sequence[FilePreview]) -> set[tuple[str, int]]:
+    """The new-side lines the diff previews show, where a finding is shown inline."""
+    return {
+        (preview.path, line)
+        for preview in previews
+        for hunk in preview.hunks
+        for line in range(hunk.new_start, hunk.new_start + max(hunk.new_count, 1))
+    }
+
+
+def review_page_bounded(
+    *,
+    space: ReviewSpace,
+    round_number: int | None = None,
+    group: str | None = None,
+    page: int = 1,
+    per_page: int = CARDS_PER_GROUP,
+    cohort_key: str | None = None,
+    focus: int | None = None,
+) -> ReviewPage:
+    """The guided review page: like `review_page`, but with a card only for the first
+    `per_page` findings of each group (reviews/domain/finding_groups.py), or for page `page`
+    of `group` alone when one is named. The findings shown inline in the diff previews
+    rendered (the first `EAGER_COHORT_PREVIEWS` cohorts', or cohort `cohort_key`'s alone)
+    are loaded too, and `focus`, a node wanted whatever its page.
+
+    Every node of the round is read as one light row (for the groups' counts and pages, and
+    for the disagreements); the full node, its stream and its confirmations only for the cards.
+    Queries: rounds (with verdict and the space's flag), streams, light rows, cards, their
+    confirmations, axes — six, whatever the number of rounds, nodes, streams or axes.
+    """
+    frame = _frame(space, round_number, "verdict", "space", "rerun_of")
+    rounds, current, number = frame.rounds, frame.current, frame.number
+    if current is None or number is None:
+        return ReviewPage(space=space, rounds=[], round=None)
+    streams = list(current.streams.all())
+    # One query for the shown round's nodes and, with earlier rounds, the space's canonical
+    # findings the delta compares.
+    scope = Q(round=current)
+    if len(rounds) > 1:
+        scope |= Q(duplicate_of__isnull=True)
+    rows = list(
+        ReviewNode.objects.filter(space=space)
+        .filter(scope)
+        .order_by("priority", "-confidence", "id")
+        .values_list(*_ROW_FIELDS)
+    )
+    shown = [row for row in rows if row[1] == current.pk]
+    tier = t.Tier(current.tier)
+    members: dict[str, list[int]] = {key: [] for key in group_keys(tier)}
+    for row in shown:
+        if row[13] is None:  # a demoted duplicate is part of its canonical finding's card
+            members[group_of(t.Priority(row[5]), tier)].append(row[0])
+    windows = [
+        GroupPage(key=key, total=len(ids), page=page if key == group else 1, per_page=per_page)
+        for key, ids in members.items()
+        if group is None or key == group
+    ]
+    card_ids = {pk for w in windows for pk in members[w.key][w.offset : w.end]}
+    wanted = set(card_ids)
+    cohorts = current.stats.cohort_list
+    previewed = (
+        [c for c in cohorts if c.key == cohort_key]
+        if cohort_key is not None
+        else cohorts[:EAGER_COHORT_PREVIEWS]
+    )
+    inline_at = preview_lines([p for c in previewed for p in c.previews])
+    if inline_at:
+        wanted |= {row[0] for row in shown if row[13] is None and (row[8], row[10]) in inline_at}
+    if focus is not None:
+        wanted.add(focus)
+    nodes = list(
+        ReviewNode.objects.filter(round=current, pk__in=wanted)
+        .select_related("stream")
+        .prefetch_related(
+            Prefetch("confirmations", queryset=NodeConfirmation.objects.order_by("id"))
+        )
+        .order_by("priority", "-confidence", "id")
+    )
+    by_id = {n.pk: n for n in nodes}
+    views = {n.pk: node_view(n, list(n.confirmations.all())) for n in nodes}
+    # Only the few findings sharing a location can disagree: only those become node views.
+    active = {s.value for s in t.ACTIVE_STATUSES}
+    anchored = [
+        row
+        for row in shown
+        if row[8] and row[10] is not None and row[11] is not None and row[7] in active
+    ]
+    ids = contested_ids(
+        (str(row[0]), str(row[13]) if row[13] else None, (row[8], row[9], row[10], row[11]))
+        for row in anchored
+    )
+    positions = [_position(row) for row in anchored if str(row[0]) in ids]
+    axes = list(AxisResult.objects.filter(round=current))
+    verdict = getattr(current, "verdict", None)
+    keys = ("round_id", "fingerprint", "status", "title", "path", "start_line", "priority")
+    delta_rows = (
+        [
+            dict(zip(keys, (r[1], r[14], r[7], r[12], r[8], r[10], r[5]), strict=True))
+            for r in rows
+            if r[13] is None
+        ]
+        if len(rounds) > 1
+        else []
+    )
+    deltas = _round_deltas(rounds, delta_rows)
+    fresh = current.space
+    return ReviewPage(
+        space=space,
+        rounds=rounds,
+        round=current,
+        streams=streams,
+        nodes=nodes,
+        views=views,
+        axes=axes,
+        verdict=verdict,
+        delta=deltas[number].delta,
+        disagreements=find_disagreements(positions),
+        delta_view=deltas[number],
+        round_summaries=[
+            RoundSummary(round=r, verdict_level=r.verdict_level, delta=deltas[r.number])
+            for r in rounds
+        ],
+        groups=[
+            FindingGroup(
+                window=w,
+                nodes=[by_id[pk] for pk in members[w.key][w.offset : w.end] if pk in by_id],
+                tier=tier.value,
+            )
+            for w in windows
+        ],
+        finding_count=sum(len(ids) for ids in members.values()),
+        inline_at=inline_at,
+        flag={
+            "flagged_for_human": fresh.flagged_for_human,
+            "flagged_at": fresh.flagged_at,
+            "flag_reason": fresh.flag_reason,
+        },
     )
 
 

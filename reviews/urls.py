@@ -29,6 +29,16 @@ urlpatterns = [
         views.cohort_read,
         name="cohort_read",
     ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/findings/",
+        views.findings_more,
+        name="findings_more",
+    ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/cohorts/<str:key>/previews/",
+        views.cohort_previews,
+        name="cohort_previews",
+    ),
     path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
     path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
     path("w/<slug:slug>/reviews/<int:space_id>/rerun/", views.rerun_round, name="rerun"),

@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.errors import errors_as_messages
 from config.vocabulary import template_enums
@@ -20,6 +20,7 @@ from guardrails.services import CheckpointResult
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
+from reviews.domain.finding_groups import PageRequestError, parse_page_request
 from reviews.domain.outcomes import is_process_block
 from reviews.domain.round_states import RoundState, can_cancel, can_rerun, state_label
 from reviews.domain.space_status import (
@@ -40,8 +41,10 @@ from reviews.models import (
 )
 from reviews.reporting import report_markdown
 from reviews.selectors import (
+    EAGER_COHORT_PREVIEWS,
     disagreement_round,
     review_page,
+    review_page_bounded,
     reviewer_notes,
     round_newest,
     space_get_for_user,
@@ -183,22 +186,47 @@ PAGE_VOCABULARY = template_enums(
 
 @_read_only_when_archived
 def review_context(
-    membership: Membership, space: ReviewSpace, round_number: int | None = None
+    membership: Membership,
+    space: ReviewSpace,
+    round_number: int | None = None,
+    *,
+    group: str | None = None,
+    page_number: int = 1,
+    cohort_key: str | None = None,
+    focus: int | None = None,
 ) -> dict:
-    """`round_number`: the round the person picked in the switcher (None: the default one)."""
-    page = review_page(space=space, round_number=round_number)
+    """`round_number`: the round the person picked in the switcher (None: the default one).
+    The page, its socket and its fragments share this context; it is bounded: each finding
+    group holds its first cards (`group`/`page_number`: one page of one group instead), and
+    only the first cohorts' previews are rendered (`cohort_key`: that cohort's instead).
+    `focus`: a node whose card is needed whatever its page (after an action on it)."""
+    page = review_page_bounded(
+        space=space,
+        round_number=round_number,
+        group=group,
+        page=page_number,
+        cohort_key=cohort_key,
+        focus=focus,
+    )
     actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
-    main_ids = {int(v.id) for v in page.display.main} if page.display else set()
-    cards = [n for n in page.nodes if n.duplicate_of_id is None]
     cohorts = page.round.stats.cohort_list if page.round else []
     findings_at: dict[tuple[str, int], list] = {}
     for node in page.nodes:
-        if node.path and node.start_line and node.duplicate_of_id is None:
+        if (
+            node.duplicate_of_id is None
+            and node.start_line is not None
+            and (node.path, node.start_line) in page.inline_at
+        ):
             findings_at.setdefault((node.path, node.start_line), []).append(node)
-    read_keys = set(
-        CohortProgress.objects.filter(user_id=membership.user_id, space=space).values_list(
-            "cohort_key", flat=True
+    # Reading progress is kept per cohort: a round without cohorts has none to read.
+    read_keys = (
+        set(
+            CohortProgress.objects.filter(user_id=membership.user_id, space=space).values_list(
+                "cohort_key", flat=True
+            )
         )
+        if cohorts
+        else set()
     )
     blocked = [s for s in page.streams if is_process_block(s.error)]
     # What a publish would post now follows the current verdict (the preview page plans it in
@@ -235,9 +263,10 @@ def review_context(
         .first(),
         "ladder": [(s.value, s.label) for s in LADDER],
         "node_actions": actions,
-        "main_nodes": [n for n in cards if n.pk in main_ids],
-        "below_nodes": [n for n in cards if n.pk not in main_ids],
-        "finding_count": len(cards),
+        "finding_groups": page.groups,
+        "finding_count": page.finding_count,
+        "findings_above": sum(g.total for g in page.groups if not g.below),
+        "eager_cohorts": EAGER_COHORT_PREVIEWS,
         "priorities": [p.value for p in t.Priority],
         "can_triage": allows(membership, Perm.TRIAGE_NODES),
         "publish_event": publish_event,
@@ -249,7 +278,7 @@ def review_context(
         and space.pull_request.repository.kind == "github",
         **_rounds_context(membership, page, round_number),
         **_publication_context(space, page),
-        **_flag_context(membership, space),
+        **_flag_context(membership, space, page.flag),
         **PAGE_VOCABULARY,
     }
 
@@ -268,10 +297,13 @@ def _publication_context(space: ReviewSpace, page) -> dict:
     }
 
 
-def _flag_context(membership: Membership, space: ReviewSpace) -> dict:
-    """The flag for a person (two rounds without approval), read fresh like the publication."""
+def _flag_context(membership: Membership, space: ReviewSpace, read: dict | None = None) -> dict:
+    """The flag for a person (two rounds without approval), read fresh like the publication
+    (`read`: as the selector read it with the rounds)."""
     flag = (
-        ReviewSpace.objects.filter(pk=space.pk)
+        read
+        if read is not None
+        else ReviewSpace.objects.filter(pk=space.pk)
         .values("flagged_for_human", "flagged_at", "flag_reason")
         .first()
     )
@@ -318,6 +350,57 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
         return tombstone_or_404(request, membership, kind="reviewspace", object_id=space_id)
     round_number = _round_param(request)
     return render(request, "reviews/detail.html", review_context(membership, space, round_number))
+
+
+def _space_or_404(membership: Membership, space_id: int) -> ReviewSpace:
+    return space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+
+
+@member_view
+@require_GET
+def findings_more(request: HtmxHttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """The next page of one finding group (`?group=P1&page=2`, `&round=N` on a pinned round):
+    its cards and the link to the page after. htmx appends them to the group; without
+    JavaScript the link opens them as a page of their own. A malformed group or page is a 400,
+    a page past the group's end a 404."""
+    space = _space_or_404(membership, space_id)
+    round_number = _round_param(request)
+    try:
+        group, number = parse_page_request(
+            request.GET.get("group", ""), request.GET.get("page", "")
+        )
+    except PageRequestError as exc:
+        raise RuleError(str(exc)) from None
+    context = review_context(membership, space, round_number, group=group, page_number=number)
+    shown = context["finding_groups"]
+    if not shown or not shown[0].window.in_range:  # a group the round's tier has not, or past it
+        raise Http404("This review has no such page of findings.")
+    context["group"] = shown[0]
+    context["fragment"] = bool(request.htmx)
+    template = (
+        "reviews/partials/finding_group_page.html" if request.htmx else "reviews/findings_page.html"
+    )
+    return render(request, template, context)
+
+
+@member_view
+@require_GET
+def cohort_previews(
+    request: HtmxHttpRequest, membership: Membership, space_id: int, key: str
+) -> HttpResponse:
+    """A cohort's diff previews, loaded when the person opens a cohort the page did not render
+    them for (or, without JavaScript, as a page of their own)."""
+    space = _space_or_404(membership, space_id)
+    round_number = _round_param(request)
+    context = review_context(membership, space, round_number, cohort_key=key[:64])
+    cohort = next((c for c in context["cohorts"] if c.key == key), None)
+    if cohort is None:
+        raise Http404("This review has no such cohort.")
+    context["cohort"] = cohort
+    template = (
+        "reviews/partials/cohort_previews.html" if request.htmx else "reviews/cohort_page.html"
+    )
+    return render(request, template, context)
 
 
 @member_view
@@ -380,7 +463,7 @@ def node_action(
             request=request,
         )
     if request.htmx:
-        context = review_context(membership, space, round_number=node.round.number)
+        context = review_context(membership, space, round_number=node.round.number, focus=node.pk)
         context["node"] = context["page"].node(node.pk)
         return render(request, "reviews/partials/node.html", context)
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
