@@ -6,10 +6,12 @@ several files and all four priorities, with some peer confirmations, an axis and
 Then, as a logged-in workspace member with django.test.Client, after a warm-up request, it
 measures the server time of GET /w/<slug>/reviews/<id>/ and reports for each size:
 - p50 and p95 over N requests (default 30 for 10 findings, 15 for 1,000);
-- the database queries of one request (review_page promises a count independent of the number
-  of findings, so both sizes must make the same number: both are reported, and compared);
+- the database queries of one request;
 - the response size in bytes;
-and the ratio p50(1,000) / p50(10): the cost that does grow with the findings is rendering.
+and checks the page's bounds (docs/architecture.md#the-guided-review-page), each PASS or FAIL:
+the ratio p50(1,000) / p50(10) at most 3 (the first render holds a bounded number of cards,
+so it must not grow with the findings), the page at 1,000 findings at most 250 KB, and the
+same number of queries at both sizes, at most 15. The exit status is 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ TYPES = ("bug", "suggestion", "recommendation", "question")
 CATEGORIES = ("security", "correctness", "performance", "maintainability", "testing", "style")
 SEVERITIES = ("critical", "high", "medium", "low")
 CONFIRM_EVERY = 7  # about one finding in seven gets a peer confirmation
+
+# The page's bounds: what the checks compare with.
+MAX_RATIO = 3.0
+MAX_BYTES = 250_000
+MAX_QUERIES = 15
 
 
 def seed_review(repository: Repository, *, number: int, nodes: int) -> ReviewRound:
@@ -170,16 +177,50 @@ def main() -> None:
     small_report = measure(client, f"{base}/{small.space_id}/", args.small_requests)
     large_report = measure(client, f"{base}/{large.space_id}/", args.large_requests)
 
+    ratio = round(large_report["p50_ms"] / small_report["p50_ms"], 2)
+    small_q = small_report["db_queries_per_request"]
+    large_q = large_report["db_queries_per_request"]
+    checks = {
+        "p50_ratio": (ratio, f"<= {MAX_RATIO}", ratio <= MAX_RATIO),
+        f"bytes_at_{args.large}": (
+            large_report["response_bytes"],
+            f"<= {MAX_BYTES}",
+            large_report["response_bytes"] <= MAX_BYTES,
+        ),
+        "queries": (
+            [small_q, large_q],
+            f"equal and <= {MAX_QUERIES}",
+            small_q == large_q and large_q <= MAX_QUERIES,
+        ),
+    }
     report = {
         "debug": settings.DEBUG,
         "seed_seconds": round(seed_seconds, 1),
         f"nodes_{args.small}": small_report,
         f"nodes_{args.large}": large_report,
-        "p50_ratio_large_over_small": round(large_report["p50_ms"] / small_report["p50_ms"], 1),
-        "queries_equal": small_report["db_queries_per_request"]
-        == large_report["db_queries_per_request"],
+        "p50_ratio_large_over_small": ratio,
+        "queries_equal": small_q == large_q,
+        "checks": {
+            name: {"value": value, "goal": goal, "result": "PASS" if ok else "FAIL"}
+            for name, (value, goal, ok) in checks.items()
+        },
     }
     print(json.dumps(report, indent=2))
+    print(
+        f"p50 {small_report['p50_ms']} ms at {args.small} findings, "
+        f"{large_report['p50_ms']} ms at {args.large}: ratio {ratio} (goal <= {MAX_RATIO}) "
+        f"{'PASS' if checks['p50_ratio'][2] else 'FAIL'}"
+    )
+    print(
+        f"HTML at {args.large} findings: {large_report['response_bytes']} bytes "
+        f"(goal <= {MAX_BYTES}) {'PASS' if checks[f'bytes_at_{args.large}'][2] else 'FAIL'}"
+    )
+    print(
+        f"queries: {small_q} at {args.small}, {large_q} at {args.large} "
+        f"(goal equal and <= {MAX_QUERIES}) {'PASS' if checks['queries'][2] else 'FAIL'}"
+    )
+    if not all(ok for _v, _g, ok in checks.values()):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
