@@ -14,35 +14,61 @@ from typing import Any
 from reviews.domain.file_tree import (
     FileFacts,
     file_tree,
+    file_view_key,
     is_shown,
     preview_anchor,
     shown_lines,
 )
 from reviews.domain.round_stats import CohortSummary
 from reviews.models import FileViewed, ReviewNode, ReviewRound, ReviewSpace
-from reviews.sources.diffs import DiffParseError, parse_unified_diff
+from reviews.sources.diffs import ChangedFile, DiffParseError, parse_unified_diff
+
+
+def file_summaries(files: Iterable[ChangedFile]) -> list[dict[str, Any]]:
+    """What the prepare stage stores per changed file (RoundStats.files): the tree's facts and
+    the content key, so the page never parses the diff again."""
+    return [
+        {
+            "path": f.path,
+            "change": str(f.status),
+            "additions": f.additions,
+            "deletions": f.deletions,
+            "key": file_view_key(f.path, [h.text for h in f.hunks], blob=f.blob),
+            "old_path": f.old_path,
+        }
+        for f in files
+    ]
+
+
+# Rounds prepared before RoundStats.files existed: their diff is parsed once per process.
+# A round's stored diff is written once (prepare), so (round id, diff length) names it.
+_PARSED: dict[tuple[int, int], list[FileFacts]] = {}
+_PARSED_MAX = 32
+
+
+def _facts_from_diff(review_round: ReviewRound) -> list[FileFacts]:
+    cache_key = (review_round.pk, len(review_round.diff))
+    found = _PARSED.get(cache_key)
+    if found is None:
+        try:
+            summaries = file_summaries(parse_unified_diff(review_round.diff))
+        except DiffParseError:
+            summaries = []
+        found = [FileFacts(**s) for s in summaries]
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[cache_key] = found
+    return found
 
 
 def round_file_facts(review_round: ReviewRound | None) -> list[FileFacts]:
-    """Every file the round's stored diff changes (none before the diff is fetched)."""
-    if review_round is None or not review_round.diff:
+    """Every file the round's diff changes (none before the diff is fetched)."""
+    if review_round is None:
         return []
-    try:
-        changed = parse_unified_diff(review_round.diff)
-    except DiffParseError:
-        return []
-    return [
-        FileFacts(
-            path=f.path,
-            change=str(f.status),
-            additions=f.additions,
-            deletions=f.deletions,
-            hunks=tuple(h.text for h in f.hunks),
-            old_path=f.old_path,
-            blob=f.blob,
-        )
-        for f in changed
-    ]
+    stored = review_round.stats.files
+    if stored is not None:
+        return [FileFacts(**f.model_dump()) for f in stored]
+    return _facts_from_diff(review_round) if review_round.diff else []
 
 
 def findings_in_previews(

@@ -23,15 +23,14 @@ _HUNK_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 
 @dataclass(frozen=True, slots=True)
 class FileFacts:
-    """What the tree needs of one changed file (from the round's stored diff)."""
+    """What the tree needs of one changed file (stored with the round, see `file_view_key`)."""
 
     path: str
     change: str  # added | modified | deleted | renamed | binary
     additions: int
     deletions: int
-    hunks: tuple[str, ...]  # each hunk's text from its @@ line
+    key: str  # file_view_key(path, hunks, blob=…)
     old_path: str | None = None
-    blob: str | None = None  # the new blob id from the diff's `index` line, when present
 
 
 def file_view_key(path: str, hunks: Iterable[str], *, blob: str | None = None) -> str:
@@ -126,7 +125,6 @@ def file_tree(
     with its +/- counts, its number of findings, its viewed mark and its preview anchor."""
     by_directory: dict[str, list[TreeFile]] = {}
     for facts in files:
-        key = file_view_key(facts.path, facts.hunks, blob=facts.blob)
         directory, name = posixpath.split(facts.path)
         by_directory.setdefault(directory, []).append(
             TreeFile(
@@ -136,9 +134,9 @@ def file_tree(
                 additions=facts.additions,
                 deletions=facts.deletions,
                 findings=findings_per_path.get(facts.path, 0),
-                key=key,
+                key=facts.key,
                 slug=path_slug(facts.path),
-                viewed=key in viewed_keys,
+                viewed=facts.key in viewed_keys,
                 anchor=anchors.get(facts.path),
                 old_path=facts.old_path if facts.old_path != facts.path else None,
             )

@@ -7,7 +7,6 @@ from typing import Any
 from django.db import transaction
 
 from reviews.changed_files import round_file_facts
-from reviews.domain.file_tree import file_view_key
 from reviews.models import FileViewed, ReviewRound, ReviewSpace
 from workspaces.rules import ReadOnlyError, RuleError, archived_message
 
@@ -36,7 +35,7 @@ def file_viewed_mark(
             f"“{path[:200]}” is not a file changed in round {review_round.number}.",
             http_status=404,
         )
-    key = file_view_key(found.path, found.hunks, blob=found.blob)
+    key = found.key
     if viewed:
         FileViewed.objects.update_or_create(
             user=user, space=space, file_key=key, defaults={"path": path}

@@ -116,6 +116,9 @@ def test_marking_a_file_viewed_from_the_tree(reviewed, asgi_server, browser, wor
     page.wait_for_function("() => window.__wsMessages >= 1", timeout=10000)
     count = page.locator("#files-viewed-count")
     total = page.locator("#review-files input[type=checkbox]").count()
+    # Every file the prepare stage stored is listed.
+    stored = reviewed.rounds.get().stats.files
+    assert stored and total == len(stored) >= 2
     assert count.inner_text() == f"(0 of {total} file{'s' if total != 1 else ''} viewed)"
     box = page.locator("#review-files input[type=checkbox]").first
     box_id = box.get_attribute("id")

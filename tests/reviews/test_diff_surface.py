@@ -10,6 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from reviews.changed_files import file_summaries
 from reviews.domain.file_tree import file_view_key
 from reviews.index.cohorts import cohorts_to_json, compute_cohorts
 from reviews.models import FileViewed, ReviewNode, ReviewRound
@@ -46,18 +47,21 @@ index 3333333..4444444 100644
 """
 
 
-def _prepare(review_round: ReviewRound, diff: str) -> None:
-    """What the prepare stage stores: the diff and the cohorts with their previews."""
+def _prepare(review_round: ReviewRound, diff: str, *, store_files: bool = True) -> None:
+    """What the prepare stage stores: the diff, the changed files and the cohorts with their
+    previews. `store_files=False`: a round prepared before the files were stored."""
     review_round.diff = diff
-    cohorts = cohorts_to_json(compute_cohorts(parse_unified_diff(diff), None))
-    review_round.stats = review_round.stats.with_(cohorts=cohorts)
+    files = parse_unified_diff(diff)
+    cohorts = cohorts_to_json(compute_cohorts(files, None))
+    extra = {"files": file_summaries(files)} if store_files else {}
+    review_round.stats = review_round.stats.with_(cohorts=cohorts, **extra)
     review_round.save(update_fields=["diff", "stats"])
 
 
 @pytest.fixture
 def surface(review_factory, stream_factory, workspace):
     review_round = review_factory(workspace)
-    _prepare(review_round, CART + README)
+    _prepare(review_round, CART + README, store_files=False)
     stream = stream_factory(review_round, "implementation")
     inline = node_record(
         stream=stream,
@@ -211,7 +215,8 @@ def test_a_mark_survives_a_round_where_the_file_did_not_change_and_resets_where_
     client = client_for(alice)
     _mark(client, workspace, review_round, "shop/cart.py")
     _mark(client, workspace, review_round, "docs/README.md")
-    # Round 2: README edited again, cart.py's change the same but further down (a rebase).
+    # Round 2 (its files stored by prepare, where round 1 had only its diff): README edited
+    # again, cart.py's change the same but further down (a rebase).
     from reviews.services.spaces import round_start
 
     second = round_start(space=review_round.space, head_sha="c" * 40, tier="thorough")

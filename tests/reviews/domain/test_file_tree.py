@@ -36,11 +36,14 @@ def test_a_file_without_hunks_is_keyed_by_its_blob():
 
 
 def test_the_tree_groups_by_directory_and_counts_viewed_files():
+    def facts(path, change, added, deleted, hunk):
+        return FileFacts(path, change, added, deleted, file_view_key(path, [hunk]))
+
     files = [
-        FileFacts("shop/cart.py", "modified", 3, 1, (HUNK,)),
-        FileFacts("README.md", "modified", 1, 0, ("@@ -1 +1 @@\n-a\n+b\n",)),
-        FileFacts("shop/api/views.py", "added", 10, 0, ("@@ -0,0 +1 @@\n+x\n",)),
-        FileFacts("shop/base.py", "deleted", 0, 4, ("@@ -1 +0,0 @@\n-y\n",)),
+        facts("shop/cart.py", "modified", 3, 1, HUNK),
+        facts("README.md", "modified", 1, 0, "@@ -1 +1 @@\n-a\n+b\n"),
+        facts("shop/api/views.py", "added", 10, 0, "@@ -0,0 +1 @@\n+x\n"),
+        facts("shop/base.py", "deleted", 0, 4, "@@ -1 +0,0 @@\n-y\n"),
     ]
     viewed = {file_view_key("shop/cart.py", [HUNK])}
     tree = file_tree(
