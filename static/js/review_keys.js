@@ -78,10 +78,14 @@
     }
   }
 
+  // Inputs that take no typed text (a viewed checkbox, a button) leave the keys working.
+  const NOT_TYPED = ["checkbox", "radio", "button", "submit", "reset", "image", "file"];
+
   function typing(target) {
     if (!(target instanceof Element)) return false;
+    if (target.tagName === "INPUT") return !NOT_TYPED.includes(target.type);
     return target.isContentEditable
-      || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName)
+      || ["TEXTAREA", "SELECT"].includes(target.tagName)
       || target.closest("[contenteditable]:not([contenteditable=false])") !== null;
   }
 

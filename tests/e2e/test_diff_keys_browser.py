@@ -131,5 +131,8 @@ def test_marking_a_file_viewed_from_the_tree(reviewed, asgi_server, browser, wor
     assert page.locator(f"#{box_id}").is_checked()
     # The swap keeps the keyboard on the same checkbox.
     assert page.evaluate("document.activeElement.id") == box_id
+    # A checkbox takes no typed text: the keys still work from it.
+    page.keyboard.press("n")
+    page.wait_for_function("() => document.activeElement.matches('details.diff-file')")
     page.reload()
     assert page.locator(f"#{box_id}").is_checked()
