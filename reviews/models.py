@@ -521,6 +521,26 @@ class CohortProgress(models.Model):
         return f"{self.user} read {self.cohort_key[:10]}"
 
 
+class FileViewed(models.Model):
+    """A person marked a changed file as viewed. Keyed by the file's content
+    (reviews/domain/file_tree.py `file_view_key`: path + hash of its changes), so the mark
+    carries over to a new round where the file did not change and is gone where it did."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="viewed_files")
+    file_key = models.CharField(max_length=64)
+    path = models.TextField()  # for people and the admin; the key is what is matched
+    viewed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "space", "file_key"], name="file_viewed_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} viewed {self.path}"
+
+
 class PipelineSweep(models.Model):
     """One row: when the next sweep for stalled rounds is due. Workers take the turn with one
     conditional UPDATE, so the cluster sweeps once per interval without Redis or a lock holder."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -197,6 +198,8 @@ class ReviewPage:
     finding_count: int = 0
     flag: dict[str, Any] | None = None
     inline_at: set[tuple[str, int]] = field(default_factory=set)
+    # Every canonical finding of the round per file, for the file tree (not only the cards').
+    findings_per_path: dict[str, int] = field(default_factory=dict)
 
     def node(self, node_id: Any) -> ReviewNode:
         return self._by_id[int(node_id)]
@@ -540,6 +543,7 @@ def review_page_bounded(
         ],
         finding_count=sum(len(ids) for ids in members.values()),
         inline_at=inline_at,
+        findings_per_path=dict(Counter(row[8] for row in shown if row[13] is None and row[8])),
         flag={
             "flagged_for_human": fresh.flagged_for_human,
             "flagged_at": fresh.flagged_at,

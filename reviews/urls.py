@@ -39,6 +39,11 @@ urlpatterns = [
         views.cohort_previews,
         name="cohort_previews",
     ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/files/viewed/",
+        views.file_viewed,
+        name="file_viewed",
+    ),
     path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
     path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
     path("w/<slug:slug>/reviews/<int:space_id>/rerun/", views.rerun_round, name="rerun"),

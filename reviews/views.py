@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -17,6 +18,7 @@ from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome
 from guardrails.rules import Status as ApprovalStatus
 from guardrails.services import CheckpointResult
+from reviews.changed_files import diff_surface
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
@@ -61,6 +63,7 @@ from reviews.services.publishing import (
 )
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import round_cancel, round_rerun, round_supply_request
+from reviews.services.viewed import file_viewed_mark
 from reviews.sources.publish_plan import review_event
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.http import AuthenticatedHttpRequest, HtmxHttpRequest
@@ -210,14 +213,6 @@ def review_context(
     )
     actions = {pk: node_actions_for(membership, view) for pk, view in page.views.items()}
     cohorts = page.round.stats.cohort_list if page.round else []
-    findings_at: dict[tuple[str, int], list] = {}
-    for node in page.nodes:
-        if (
-            node.duplicate_of_id is None
-            and node.start_line is not None
-            and (node.path, node.start_line) in page.inline_at
-        ):
-            findings_at.setdefault((node.path, node.start_line), []).append(node)
     # Reading progress is kept per cohort: a round without cohorts has none to read.
     read_keys = (
         set(
@@ -245,7 +240,15 @@ def review_context(
         "space": space,
         "page": page,
         "cohorts": cohorts,
-        "findings_at": findings_at,
+        # The file tree, viewed marks and the findings shown inline in the cohort previews.
+        **diff_surface(
+            user_id=membership.user_id,
+            space=space,
+            review_round=page.round,
+            nodes=page.nodes,
+            cohorts=cohorts,
+            findings_per_path=page.findings_per_path,
+        ),
         "read_keys": read_keys,
         "cohorts_read": sum(1 for c in cohorts if c.key in read_keys),
         "process_blocked": blocked,
@@ -465,8 +468,20 @@ def node_action(
     if request.htmx:
         context = review_context(membership, space, round_number=node.round.number, focus=node.pk)
         context["node"] = context["page"].node(node.pk)
-        return render(request, "reviews/partials/node.html", context)
+        return _node_cards(request, context)
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
+
+
+def _node_cards(request: HtmxHttpRequest, context: dict) -> HttpResponse:
+    """The card that asked (the list's or the copy inline in the diff), then the other copy
+    out of band, so both show the finding's new state at once."""
+    inline = str(request.htmx.target or "").startswith("diff-")
+    node = context["node"]
+    html = render_to_string("reviews/partials/node.html", {**context, "inline": inline}, request)
+    if not inline or node.pk in context["inline_node_ids"]:
+        twin = {**context, "inline": not inline, "oob": True, "solo": True}
+        html += render_to_string("reviews/partials/node.html", twin, request)
+    return HttpResponse(html)
 
 
 @member_view
@@ -508,6 +523,32 @@ def cohort_read(
         CohortProgress.objects.get_or_create(user=request.user, space=space, cohort_key=key[:64])
     return redirect(
         f"{reverse('reviews:detail', args=[membership.workspace.slug, space.pk])}#cohort-{key[:12]}"
+    )
+
+
+@member_view
+@require_POST
+def file_viewed(request: HtmxHttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """Mark a changed file viewed (checkbox on) or not for this person. Any member may mark for
+    themselves; an archived repository's review is read-only (the middleware refuses first)."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    review_round = _posted_round(request, space)
+    if review_round is None:
+        raise Http404("This review has no round.")
+    path = request.POST.get("path", "")
+    with errors_as_messages(request):
+        file_viewed_mark(
+            space=space,
+            review_round=review_round,
+            user=request.user,
+            path=path,
+            viewed=request.POST.get("viewed") == "1",
+        )
+    if request.htmx:
+        context = review_context(membership, space, round_number=review_round.number)
+        return render(request, "reviews/sections/files.html", context)
+    return redirect(
+        f"{reverse('reviews:detail', args=[membership.workspace.slug, space.pk])}#review-files"
     )
 
 

@@ -87,6 +87,18 @@ class FilePreview(_Record):
     hunks: list[PreviewHunk]
 
 
+class ChangedFileSummary(_Record):
+    """One changed file of the round's diff, for the review page's file tree. `key` is the
+    content key a person's viewed mark is kept under (reviews/domain/file_tree.py)."""
+
+    path: str
+    change: str  # added | modified | deleted | renamed | binary
+    additions: int
+    deletions: int
+    key: str
+    old_path: str | None = None
+
+
 class CohortSummary(_Record):
     """A cohort of the change as the review page shows it (reviews/index/cohorts.py)."""
 
@@ -157,6 +169,7 @@ class RoundStats(_Record):
     reviewers: list[str] | None = None
     not_covered_by_model: list[str] | None = None
     cohorts: list[CohortSummary] | None = None
+    files: list[ChangedFileSummary] | None = None
     # panel planning
     panel_narrowed: bool | None = None
     # consolidate (and finalise again after a follow-up reviewer)

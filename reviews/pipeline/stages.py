@@ -11,6 +11,7 @@ from typing import Any, cast
 from django.db import transaction
 
 from reviews.agents.redaction import redact_diff
+from reviews.changed_files import file_summaries
 from reviews.domain import types as t
 from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
@@ -109,6 +110,7 @@ def prepare(review_round: ReviewRound) -> None:
             "risks": [{"pattern": r.pattern, "where": r.where} for r in classification.risks],
         },
         reviewers=[e.key for e in entries],
+        files=file_summaries(files),
         not_covered_by_model=[]
         if model_ready
         else ["no model configured: only offline analyzers ran"],

@@ -6,6 +6,7 @@ Pure (no git, no network): the same parser reads `git diff` output and GitHub's 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -72,6 +73,9 @@ class ChangedFile:
     # Binary and very large files are listed for people but kept out of model prompts.
     not_for_models: bool = False
     not_for_models_reason: str | None = None  # "binary" | "large"
+    # The new blob id from the `index` line (None when the diff has none, or for a deletion):
+    # what keys a viewed mark on a file without hunks (reviews/domain/file_tree.py).
+    blob: str | None = None
 
     @property
     def is_binary(self) -> bool:
@@ -195,7 +199,19 @@ def _changed_file(pf: unidiff.PatchedFile, max_lines: int, max_bytes: int) -> Ch
         hunks=hunks,
         not_for_models=reason is not None,
         not_for_models_reason=reason,
+        blob=_new_blob(pf.patch_info) if new_path is not None else None,
     )
+
+
+_INDEX_LINE = re.compile(r"^index [0-9a-f]+\.\.([0-9a-f]+)")
+
+
+def _new_blob(info: Iterable[str] | None) -> str | None:
+    for line in info or ():
+        found = _INDEX_LINE.match(line)
+        if found:
+            return found.group(1)
+    return None
 
 
 def _hunk(index: int, hunk: unidiff.Hunk) -> Hunk:

@@ -23,10 +23,7 @@ _LINE_ROW = (
     '<tr class="{}"><td class="ln">{}</td><td class="ln">{}</td>'
     '<td class="mark" aria-hidden="true">{}</td><td class="code"><code>{}</code></td></tr>'
 )
-_FINDING_ROW = (
-    '<tr class="inline-finding"><td colspan="3"></td>'
-    '<td><a href="#node-{}"><span class="prio {}">{}</span> {}</a></td></tr>'
-)
+_FINDING_ROW = '<tr class="inline-finding"><td colspan="4">{}</td></tr>'
 
 
 @register.filter
@@ -50,10 +47,20 @@ def _code(path: str, text: str) -> str:
     return highlight(text, _lexer(path), _FORMATTER).rstrip("\n")
 
 
-@register.simple_tag
-def hunk_rows(path: str, hunk: PreviewHunk, findings: dict | None = None) -> SafeString:
+def _inline_card(context: template.Context, node) -> str:
+    """A finding's card as it sits in the diff (its own ids, the same actions as the list's):
+    reviews/partials/node.html rendered with `inline`, like an {% include %} would."""
+    card = context.template.engine.get_template("reviews/partials/node.html")  # type: ignore[union-attr]
+    with context.push(node=node, inline=True, oob=False, solo=False):
+        return card.render(context)
+
+
+@register.simple_tag(takes_context=True)
+def hunk_rows(
+    context: template.Context, path: str, hunk: PreviewHunk, findings: dict | None = None
+) -> SafeString:
     """A hunk as table rows: old/new line numbers, +/- marks, highlighted code, and the
-    findings anchored on a line shown right under it (the guided review shows findings inline)."""
+    findings anchored on a line shown right under it, as cards with their actions."""
     findings = findings or {}
     lines = hunk.text.splitlines()
     old = new = 0
@@ -92,16 +99,16 @@ def hunk_rows(path: str, hunk: PreviewHunk, findings: dict | None = None) -> Saf
             )
         )
         for node in findings.get((path, new_line), []) if new_line != "" else []:
-            rows.append(
-                format_html(
-                    _FINDING_ROW,
-                    node.pk,
-                    node.priority.lower(),
-                    node.priority,
-                    node.title,
-                )
-            )
+            rows.append(format_html(_FINDING_ROW, mark_safe(_inline_card(context, node))))  # noqa: S308 — a rendered template
     return mark_safe("".join(str(r) for r in rows))  # noqa: S308 — built with format_html
+
+
+@register.filter
+def preview_anchor(cohort_key: str, path: str) -> str:
+    """`cohort.key|preview_anchor:preview.path`: the id of a file's preview in a cohort."""
+    from reviews.domain.file_tree import preview_anchor as anchor
+
+    return anchor(cohort_key, path)
 
 
 @register.filter
