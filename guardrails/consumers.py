@@ -78,5 +78,6 @@ class ApprovalsConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
     def _render(self) -> str:
         from guardrails.views import inbox_context
 
-        context = {**inbox_context(self.membership), **csrf_context(self.scope)}
+        # `live`: this render comes over the socket, so the viewer's own presence is counted.
+        context = {**inbox_context(self.membership), **csrf_context(self.scope), "live": True}
         return render_to_string("guardrails/approvals.html#inbox", context)

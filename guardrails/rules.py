@@ -28,6 +28,23 @@ class Status(StrEnum):
     EXECUTED = "executed"
     FAILED = "failed"
 
+    @property
+    def label(self) -> str:
+        """The status in words, for pages and messages ("Waiting for approval")."""
+        return _STATUS_LABELS[self]
+
+
+_STATUS_LABELS: dict[Status, str] = {
+    Status.PENDING: "Waiting for approval",
+    Status.APPROVED: "Approved, about to run",
+    Status.EXECUTING: "Running",
+    Status.DENIED: "Denied",
+    Status.EXPIRED: "Expired",
+    Status.CANCELLED: "Cancelled",
+    Status.EXECUTED: "Done",
+    Status.FAILED: "Failed",
+}
+
 
 TERMINAL = frozenset(
     {Status.DENIED, Status.EXPIRED, Status.CANCELLED, Status.EXECUTED, Status.FAILED}
@@ -55,6 +72,14 @@ class Policy(StrEnum):
     REQUIRE_APPROVAL = "require_approval"
     DENY = "deny"
 
+    @property
+    def label(self) -> str:
+        return {
+            Policy.ALLOW: "Allow",
+            Policy.REQUIRE_APPROVAL: "Require approval",
+            Policy.DENY: "Deny",
+        }[self]
+
 
 class CheckpointOutcome(StrEnum):
     """What the checkpoint did with a mutating action."""
@@ -77,6 +102,11 @@ class Decision(StrEnum):
 
     APPROVE = "approve"
     DENY = "deny"
+
+    @property
+    def done(self) -> str:
+        """The decision as it reads once made: "approved", "denied"."""
+        return {Decision.APPROVE: "approved", Decision.DENY: "denied"}[self]
 
 
 class ApprovalError(ApplicationError):

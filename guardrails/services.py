@@ -118,8 +118,11 @@ def checkpoint(
     target: Target,
     payload: dict[str, Any],
     http_request: Any = None,
+    note: str = "",
 ) -> CheckpointResult:
-    """Decide what happens to a mutating action: run it, ask for approval, or refuse."""
+    """Decide what happens to a mutating action: run it, ask for approval, or refuse. `note`
+    is what the requester tells the approver; it is kept with the request's audit event, not
+    in the payload the approval binds."""
     spec = action_class(action)
     try:
         clean = spec.payload.model_validate(payload).model_dump()
@@ -182,7 +185,8 @@ def checkpoint(
             approvals_required=policy.approvals_required,
             expires_at=timezone.now() + timedelta(minutes=policy.expires_after_minutes),
         )
-        _audit(request, "approval.requested", who, http_request, payload=clean)
+        extra = {"note": note.strip()[:2000]} if note.strip() else {}
+        _audit(request, "approval.requested", who, http_request, payload=clean, **extra)
         transaction.on_commit(lambda: _notify(request, "requested"))
     return CheckpointResult(rules.CheckpointOutcome.PENDING, "Waiting for an approver.", request)
 

@@ -20,7 +20,7 @@ from config.vocabulary import template_enums
 from guardrails import exports, rules
 from guardrails.actions import REGISTRY
 from guardrails.audit import chain_name
-from guardrails.models import ApprovalRequest
+from guardrails.models import ApprovalRequest, AuditEvent
 from guardrails.presence import present_approvers
 from guardrails.selectors import audit_events
 from guardrails.services import (
@@ -31,6 +31,7 @@ from guardrails.services import (
     policy_update,
 )
 from guardrails.verification import chain_verify
+from reviews.domain.wording import decision_flash
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.models import Membership, Tombstone
 from workspaces.permissions import allows, require
@@ -45,6 +46,7 @@ def inbox_context(membership: Membership) -> dict:
             workspace=ws, status=rules.Status.PENDING, expires_at__gt=timezone.now()
         )
         .select_related("requester")
+        .prefetch_related("decisions__approver")
         .order_by("created_at")
     )
     recent = list(
@@ -59,8 +61,13 @@ def inbox_context(membership: Membership) -> dict:
         "pending": pending,
         "recent": recent,
         "previews": {r.pk: _preview(r) for r in pending},
+        "subjects": request_subjects(ws, [*pending, *recent]),
+        "notes": requester_notes(ws, pending),
         "can_decide": allows(membership, Perm.DECIDE_APPROVAL),
-        "approvers_present": len(present_approvers(workspace_id=ws.pk)),
+        # The viewer is never counted: what matters is whether someone else could decide.
+        "approvers_present": len(
+            present_approvers(workspace_id=ws.pk, exclude_user_id=membership.user_id)
+        ),
         **template_enums(ActionName=rules.ActionName),
     }
 
@@ -70,6 +77,55 @@ def _preview(request: ApprovalRequest) -> dict | None:
     if request.action_class == rules.ActionName.PR_PUBLISH:
         return request.payload.get("plan")
     return None
+
+
+def request_subjects(workspace, requests: list[ApprovalRequest]) -> dict[int, str]:
+    """Request id → the page it is about: the review, the ticket on its review, or the
+    guardrail settings. Two queries at most, whatever the number of requests."""
+    from reviews.models import ReviewerTicket
+
+    tickets = {
+        int(r.target_id)
+        for r in requests
+        if r.target_type == "reviewerticket" and r.target_id.isdigit()
+    }
+    ticket_spaces = dict(
+        ReviewerTicket.objects.filter(pk__in=tickets, round__space__workspace=workspace)
+        .values_list("pk", "round__space_id")
+        .iterator()
+    )
+    links: dict[int, str] = {}
+    for r in requests:
+        if r.target_type == "reviewspace" and r.target_id.isdigit():
+            links[r.pk] = reverse("reviews:detail", args=[workspace.slug, int(r.target_id)])
+        elif (
+            r.target_type == "reviewerticket"
+            and r.target_id.isdigit()
+            and (int(r.target_id) in ticket_spaces)
+        ):
+            space = ticket_spaces[int(r.target_id)]
+            page = reverse("reviews:detail", args=[workspace.slug, space])
+            links[r.pk] = f"{page}#ticket-{r.target_id}"
+        elif r.action_class == rules.ActionName.POLICY_CHANGE:
+            links[r.pk] = reverse("guardrails:settings", args=[workspace.slug])
+    return links
+
+
+def requester_notes(workspace, requests: list[ApprovalRequest]) -> dict[int, str]:
+    """Request id → what the requester wrote for the approver, kept with the request's audit
+    event (`guardrails.services.checkpoint`). One query."""
+    if not requests:
+        return {}
+    events = AuditEvent.objects.filter(
+        workspace=workspace,
+        action="approval.requested",
+        payload__request__in=[r.pk for r in requests],
+    ).values_list("payload", flat=True)
+    return {
+        int(p["request"]): str(p["note"])
+        for p in events
+        if isinstance(p, dict) and p.get("note") and isinstance(p.get("request"), int)
+    }
 
 
 @member_view
@@ -103,14 +159,25 @@ def approval_decision(
             context={"workspace": membership.workspace, "membership": membership},
         )
     with errors_as_messages(request):
-        approval_decide(
+        decided = approval_decide(
             request=approval,
             approver=request.user,
             decision=request.POST.get("decision", ""),
             reason=request.POST.get("reason", "")[:2000],
             http_request=request,
         )
-        messages.success(request, f"Request #{approval.pk}: {request.POST.get('decision')}d.")
+        decision = rules.Decision(request.POST.get("decision", ""))  # the service checked it
+        messages.success(
+            request,
+            decision_flash(
+                number=decided.pk,
+                done=decision.done,
+                approving=decision is rules.Decision.APPROVE,
+                approved=decided.status != rules.Status.PENDING,
+                approvals=decided.decisions.filter(decision=rules.Decision.APPROVE).count(),
+                required=decided.approvals_required,
+            ),
+        )
     return redirect("guardrails:approvals", membership.workspace.slug)
 
 

@@ -9,6 +9,11 @@ urlpatterns = [
     path("w/<slug:slug>/reviews/<int:space_id>/", views.review_detail, name="detail"),
     path("w/<slug:slug>/reviews/<int:space_id>/report.md", views.review_report, name="report"),
     path(
+        "w/<slug:slug>/reviews/<int:space_id>/report/",
+        views.review_report_page,
+        name="report_page",
+    ),
+    path(
         "w/<slug:slug>/reviews/<int:space_id>/report.json",
         views.review_report_json,
         name="report_json",

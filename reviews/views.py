@@ -31,6 +31,7 @@ from reviews.domain.space_status import (
     SpaceStatus,
 )
 from reviews.domain.tickets import TicketStatus
+from reviews.domain.wording import cohort_anchor, cohort_names, disagreement_flash
 from reviews.export import review_json
 from reviews.forms import NewReviewForm, NodeActionForm
 from reviews.models import (
@@ -184,6 +185,7 @@ PAGE_VOCABULARY = template_enums(
     TicketStatus=TicketStatus,
     Lens=t.ConfirmationLens,
     NodeAction=consensus.Action,
+    AxisResult=t.AxisResult,
 )
 
 
@@ -263,6 +265,7 @@ def review_context(
             target_id=str(space.pk),
         )
         .select_related("requester")
+        .prefetch_related("decisions__approver")
         .first(),
         "ladder": [(s.value, s.label) for s in LADDER],
         "node_actions": actions,
@@ -275,6 +278,9 @@ def review_context(
         "publish_event": publish_event,
         "verdict_changes": verdict_changes,
         "notes": reviewer_notes(space=space, streams=page.streams, cohorts=cohorts),
+        # Cohorts are named by their main symbol wherever the page mentions one.
+        "cohort_names": cohort_names(cohorts),
+        "cohort_anchor_names": {cohort_anchor(k): n for k, n in cohort_names(cohorts).items()},
         "can_dismiss_tickets": allows(membership, Perm.TRIAGE_NODES),
         # A local repository has no GitHub to file in: its tickets can only be dismissed.
         "can_file_issues": allows(membership, Perm.REQUEST_PUBLISH)
@@ -442,6 +448,22 @@ def review_report(request: HttpRequest, membership: Membership, space_id: int) -
 
 
 @member_view
+def review_report_page(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
+    """The markdown report read as a page (the same text as report.md, rendered safely),
+    with links to the raw file."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    round_number = _round_param(request)
+    context = {
+        "workspace": membership.workspace,
+        "membership": membership,
+        "space": space,
+        "round_number": round_number,
+        "report": report_markdown(review_page(space=space, round_number=round_number)),
+    }
+    return render(request, "reviews/report.html", context)
+
+
+@member_view
 @require_POST
 def node_action(
     request: HtmxHttpRequest, membership: Membership, space_id: int, node_id: int
@@ -502,7 +524,7 @@ def disagreement_decide(
             reason=request.POST.get("reason", "")[:2000],
             request=request,
         )
-        messages.success(request, "Disagreement decided.")
+        messages.success(request, disagreement_flash(request.POST.get("decision", "")))
     url = reverse("reviews:detail", args=[membership.workspace.slug, space.pk])
     newest = space.rounds.order_by("-number").values_list("number", flat=True).first()
     # Back to the round the person decided on, when it is an earlier one.
@@ -666,6 +688,7 @@ def publish(request: HttpRequest, membership: Membership, space_id: int) -> Http
                 actor=request.user,
                 seen_digest=request.POST.get("plan_digest", ""),
                 http_request=request,
+                note=request.POST.get("note", "")[:2000],
             )
             _checkpoint_message(
                 request, result, asked="Publish request", done="Published to GitHub."

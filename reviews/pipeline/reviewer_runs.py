@@ -36,7 +36,7 @@ from reviews.pipeline.faults import retry_db
 from reviews.pipeline.inputs import file_text, line_counter
 from reviews.pipeline.prompting import finding_prompt, memory_hints, reviewer_brief
 from reviews.pipeline.tool_adapters import review_tools
-from reviews.services.nodes import node_panel_apply, node_record
+from reviews.services.nodes import MAX_KEPT_REASONS, node_panel_apply, node_record
 from reviews.services.notes import notes_discard_unfinished
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
@@ -125,8 +125,11 @@ def _run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
             evidence=finding.evidence,
         )
     if result.rejected:
+        # The reasons are kept like a model's (capped), so the page can say what was refused.
+        kept = list(ReviewerStream.objects.get(pk=stream.pk).rejection_reasons)
         ReviewerStream.objects.filter(pk=stream.pk).update(
-            rejected=F("rejected") + len(result.rejected)
+            rejected=F("rejected") + len(result.rejected),
+            rejection_reasons=(kept + list(result.rejected))[:MAX_KEPT_REASONS],
         )
     if not result.ok:
         error = redact_text(result.error or "")  # a tool's stderr may quote the file

@@ -258,11 +258,13 @@ def publish_request(
     actor: Any,
     seen_digest: str = "",
     http_request: Any = None,
+    note: str = "",
 ) -> Any:
     """The one way to ask for a publish: plan against GitHub now, then the guardrails
     checkpoint with that exact plan. `seen_digest` (the preview a person read) must still be
-    what would be posted. Returns the checkpoint's result. The page and the API both ask here:
-    the page for every open finding, approving on Ship; the API for what the client chose."""
+    what would be posted; `note` is the requester's word to the approver. Returns the
+    checkpoint's result. The page and the API both ask here: the page for every open finding,
+    approving on Ship; the API for what the client chose."""
     from guardrails import rules
     from guardrails.services import checkpoint, policy_for
 
@@ -292,6 +294,7 @@ def publish_request(
             target=Target("reviewspace", str(space.pk), str(space.pull_request)),
             payload=payload,
             http_request=http_request,
+            note=note,
         )
 
     if policy_for(space.workspace, "prPublish").policy == rules.Policy.ALLOW:

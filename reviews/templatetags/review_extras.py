@@ -159,3 +159,145 @@ def round_state_label(state: str) -> str:
 def in_words(value: str) -> str:
     """A stored identifier as words: "consensus_ready" → "Consensus ready"."""
     return str(value).replace("_", " ").capitalize() if value else ""
+
+
+# -- words for people (reviews/domain/wording.py) ------------------------------------------------
+
+_BARE_URL = re.compile(r"https?://[^\s<>\"'`]+")
+_LINK = '<a href="{}" rel="noopener nofollow">{}</a>'
+
+
+def _linked(text: str) -> str:
+    """`text` escaped, with each absolute http(s) URL in it a link (and nothing else)."""
+    from reviews.sources.markdown_html import _split_url
+
+    out, position = [], 0
+    for found in _BARE_URL.finditer(text):
+        url, tail = _split_url(found.group(0))
+        if not web_url_or_blank(url):
+            continue
+        out.append(escape(text[position : found.start()]))
+        out.append(format_html(_LINK, url, url))
+        position = found.end() - len(tail)
+    out.append(escape(text[position:]))
+    return "".join(str(part) for part in out)
+
+
+@register.filter(is_safe=True)
+def linked_paragraphs(text: str) -> SafeString:
+    """`node.body|linked_paragraphs`: paragraphs and line breaks like `linebreaks`, with bare
+    http(s) URLs as links (rel="noopener nofollow"); everything else escaped."""
+    from django.utils.html import linebreaks
+
+    # Escaped piece by piece above, so the paragraphs are built without escaping again.
+    return mark_safe(linebreaks(_linked(str(text or "")), autoescape=False))  # noqa: S308
+
+
+@register.filter(is_safe=True)
+def linked_lines(text: str) -> SafeString:
+    """Like `linebreaksbr`, with bare http(s) URLs as links."""
+    lines = str(text or "").replace("\r\n", "\n").split("\n")
+    return mark_safe("<br>".join(_linked(line) for line in lines))  # noqa: S308 — escaped
+
+
+@register.filter(is_safe=True)
+def markdown(text: str) -> SafeString:
+    """`report|markdown`: markdown as safe HTML (raw HTML escaped, only http(s) links)."""
+    from reviews.sources.markdown_html import markdown_html
+
+    return mark_safe(markdown_html(str(text or "")))  # noqa: S308 — markdown-it, html off
+
+
+@register.filter
+def axis_rows(axis_row, names=None) -> list:
+    """`a|axis_rows:cohort_names`: an axis's details as (label, value in words) rows."""
+    from reviews.domain.wording import axis_detail_rows
+
+    return axis_detail_rows(axis_row.axis, axis_row.details, names=names or {})
+
+
+@register.filter
+def axis_label(axis: str) -> str:
+    from reviews.domain.wording import axis_label as label
+
+    return label(axis)
+
+
+@register.filter
+def axis_source(source: str) -> str:
+    """`a.source|axis_source`: where the result comes from, in words."""
+    from reviews.domain.wording import axis_source_words
+
+    return axis_source_words(source)
+
+
+@register.filter
+def cohort_name(cohort) -> str:
+    from reviews.domain.wording import cohort_name as name
+
+    return name(cohort)
+
+
+@register.filter
+def ago(moment) -> str:
+    """`created_at|ago`: "just now", "3 minutes ago" (never "0 minutes ago")."""
+    from django.utils import timezone
+
+    from reviews.domain.wording import time_ago
+
+    return time_ago(moment, timezone.now()) if moment else ""
+
+
+@register.filter
+def until(moment) -> str:
+    """`expires_at|until`: "in 57 minutes", "in under a minute", "now"."""
+    from django.utils import timezone
+
+    from reviews.domain.wording import time_until
+
+    return time_until(moment, timezone.now()) if moment else ""
+
+
+@register.filter
+def approval_status(status: str) -> str:
+    """An approval request's status in words ("Waiting for approval")."""
+    from guardrails.rules import Status
+
+    try:
+        return Status(status).label
+    except ValueError:
+        return in_words(status)
+
+
+@register.filter
+def decision_done(decision: str) -> str:
+    """An approver's decision as it reads once made ("approved", "denied")."""
+    from guardrails.rules import Decision
+
+    try:
+        return Decision(decision).done
+    except ValueError:
+        return in_words(decision).lower()
+
+
+@register.filter
+def selection_words(selection: str) -> str:
+    from reviews.domain.wording import selection_words as words
+
+    return words(selection)
+
+
+@register.filter
+def stream_state(state: str) -> str:
+    """A reviewer stream's state in words ("Queued" for pending)."""
+    from reviews.domain.wording import stream_state_words
+
+    return stream_state_words(state)
+
+
+@register.filter
+def rejected_words(count: int, reasons) -> str:
+    """`s.rejected|rejected_words:s.rejection_reasons`: what the count means, in a sentence."""
+    from reviews.domain.wording import rejected_words as words
+
+    return words(int(count or 0), list(reasons or []))

@@ -30,7 +30,7 @@ def test_request_approve_publish_and_audit(
     space, _, _, _ = publishable
     vera = login(browser, asgi_server, "vera@example.com")
     vera.goto(f"{asgi_server}/w/{workspace.slug}/approvals/")
-    vera.wait_for_selector("text=1 approver connected")
+    vera.wait_for_selector("#own-presence")  # her socket counts her as present
 
     bob = login(browser, asgi_server, "bob@example.com")
     bob.goto(f"{asgi_server}/w/{workspace.slug}/reviews/{space.pk}/")

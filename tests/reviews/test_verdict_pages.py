@@ -25,8 +25,10 @@ def test_confirm_resolve_and_an_axis_move_every_reading_of_the_verdict(
     assert card.status_code == 200 and "consensus_ready" in card.content.decode()
     assert NodeConfirmation.objects.get(node=node).agent == f"person:{bob.pk}"
     preview = client.get(f"{base}publish/").content.decode()
-    assert "**Why Hold:** P1: SQL built from user input (calc.py:3), confirmed by a person" in (
-        preview
+    # The preview renders the markdown GitHub will render.
+    assert (
+        "<strong>Why Hold:</strong> P1: SQL built from user input (calc.py:3), confirmed by a person"
+        in (preview)
     )
 
     # Resolved, the only thing left is the gated axis nobody computed: Hold, and it says why.
@@ -53,7 +55,7 @@ def test_confirm_resolve_and_an_axis_move_every_reading_of_the_verdict(
     assert client.get(f"{base}report.md").content.decode().startswith("# Review: APPROVED")
     preview = client.get(f"{base}publish/").content.decode()
     assert "event <strong>APPROVE</strong> (verdict Ship)" in preview
-    assert "**Why Ship:** no open P0 or P1 finding" in preview
+    assert "<strong>Why Ship:</strong> no open P0 or P1 finding" in preview
 
     page = client.get(base).content.decode()
     assert "Verdict changes" in page and f"by {bob.email}" in page
