@@ -1,5 +1,6 @@
 from django.contrib import admin
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path
 
 from config.api import api
@@ -11,9 +12,15 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    # Browsers ask for /favicon.ico whatever the page links; the icon itself is a static SVG.
+    return HttpResponseRedirect(static("favicon.svg"))
+
+
 urlpatterns = [
     path("", workspace_views.home, name="home"),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("accounts/", include("allauth.urls")),
     path("account/tokens/", workspace_views.tokens, name="tokens"),
     path("api/v1/", api.urls),

@@ -39,9 +39,8 @@ def _forget_inherited_connections() -> None:
     SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
 
 
-@pytest.fixture
-def asgi_server(transactional_db, settings) -> Iterator[str]:
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "localhost", "127.0.0.1"]
+def live_server_start() -> DaphneProcess:
+    """Fork the live server with the settings and data committed so far; the caller stops it."""
     connections.close_all()
     process = DaphneProcess(
         "127.0.0.1",
@@ -52,6 +51,13 @@ def asgi_server(transactional_db, settings) -> Iterator[str]:
     if not process.ready.wait(timeout=30):
         process.terminate()
         raise RuntimeError("the live ASGI server did not start")
+    return process
+
+
+@pytest.fixture
+def asgi_server(transactional_db, settings) -> Iterator[str]:
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "localhost", "127.0.0.1"]
+    process = live_server_start()
     try:
         yield f"http://127.0.0.1:{process.port.value}"
     finally:
