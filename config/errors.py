@@ -30,8 +30,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from config.middleware import request_id_of
 from reviews.domain.errors import ApplicationError
 
-# The region of base.html an htmx error fragment replaces.
-ERROR_REGION = "#errors"
+# The region of base.html an htmx error fragment replaces. "global": found from the document,
+# also when a live update detached the element that sent the request.
+ERROR_REGION = "global #errors"
 
 
 def _htmx(request: HttpRequest) -> bool:
@@ -63,7 +64,7 @@ def status_sentence(status: int, request_id: str) -> str:
 def error_fragment(message: str, status: int) -> HttpResponse:
     """The answer to an htmx request that was refused: the message, retargeted at the page's
     error region whatever element asked. htmx swaps 400 and 409 itself (base.html);
-    htmx_errors.js swaps other statuses that carry HX-Retarget to that region."""
+    htmx_errors.js writes the message of other statuses into that region."""
     response = HttpResponse(
         format_html(
             '<p class="message message-error" role="alert">{}</p>'

@@ -6,7 +6,6 @@ from config.api import api
 from reviews.webhooks import github_webhook
 from workspaces import views as workspace_views
 
-
 handler500 = "config.errors.server_error"
 
 

@@ -3,10 +3,11 @@
 // htmx swaps 400 and 409 answers itself (base.html's htmx-config): a form comes back with its
 // errors, a refusal is a fragment aimed at the error region (#errors). Everything else is
 // handled here:
-// - another status whose answer is the server's error fragment (HX-Retarget: #errors) is
-//   swapped into the region too; any other failed answer becomes a plain sentence there
-//   (with the X-Request-ID for a server error), never the answer's HTML;
+// - any other failure is written into the region as text: the message of the server's error
+//   fragment (HX-Retarget: global #errors) or a plain sentence for the status (with the
+//   X-Request-ID for a server error), never the answer's HTML;
 // - a whole HTML page is never swapped into a fragment;
+// - a failure is reported even when a live update replaced the element that asked;
 // - a network failure says so;
 // - success text near the action ("Saved.") is removed when a request starts or fails;
 // - the region has a Dismiss button and empties after the person's next request that
@@ -29,8 +30,9 @@
   var TIMEOUT = "The server took too long to answer. Try again in a moment.";
   var NOT_SHOWN = "The answer could not be shown here. Reload the page.";
 
-  // Requests whose outcome is already in the region: their end must not empty it.
-  var toasted = new WeakSet();
+  // Answers already reported (in the region or in place): reported once, never cleared by
+  // their own end.
+  var reported = new WeakSet();
 
   function region() {
     return document.getElementById(REGION_ID);
@@ -66,8 +68,16 @@
     return SENTENCES[xhr.status] || SENTENCES[400];
   }
 
+  // The server's error answers (config/errors.py) are retargeted at the region.
   function isErrorFragment(xhr) {
-    return xhr.getResponseHeader("HX-Retarget") === "#" + REGION_ID;
+    var target = xhr.getResponseHeader("HX-Retarget") || "";
+    return target.replace(/^global /, "") === "#" + REGION_ID;
+  }
+
+  function fragmentText(xhr) {
+    var doc = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+    var message = doc.querySelector(".message");
+    return message ? message.textContent.trim() : "";
   }
 
   function isWholePage(text) {
@@ -97,23 +107,70 @@
     });
   }
 
+  // Answers htmx swapped where the request came from (a form with its errors).
+  var inPlace = new WeakSet();
+
+  // Reports a failed answer once, from whichever of htmx's events or the request's own end
+  // comes first.
+  function reportFailure(detail) {
+    var xhr = detail.xhr;
+    if (!xhr || reported.has(xhr)) return;
+    reported.add(xhr);
+    clearSuccess(detail);
+    if (inPlace.has(xhr)) {
+      clearToast(); // the errors are where the person acted; an older message would mislead
+      return;
+    }
+    var fragment = isErrorFragment(xhr) && !isWholePage(xhr.responseText);
+    if (fragment && (xhr.status === 400 || xhr.status === 409)) return; // htmx put it there
+    showToast((fragment && fragmentText(xhr)) || statusSentence(xhr));
+  }
+
+  function reportUnanswered(detail, text) {
+    if (reported.has(detail.xhr)) return;
+    reported.add(detail.xhr);
+    clearSuccess(detail);
+    showToast(text);
+  }
+
+  function succeeded(detail) {
+    if (!reported.has(detail.xhr) && byPerson(detail)) clearToast();
+  }
+
+  // htmx sends its events to the element that asked; when a live update has replaced that
+  // element meanwhile they reach nobody. The request's own end always arrives.
+  function watch(detail) {
+    var xhr = detail.xhr;
+    var aborted = false;
+    xhr.addEventListener("abort", function () {
+      aborted = true;
+    });
+    xhr.addEventListener("timeout", function () {
+      reportUnanswered(detail, TIMEOUT);
+    });
+    xhr.addEventListener("loadend", function () {
+      if (aborted) return;
+      if (xhr.status === 0) reportUnanswered(detail, NETWORK);
+      else if (xhr.status >= 400) reportFailure(detail);
+      else succeeded(detail);
+    });
+  }
+
   document.addEventListener("htmx:beforeRequest", function (evt) {
     clearSuccess(evt.detail);
+    if (evt.detail.xhr) watch(evt.detail);
   });
 
   document.addEventListener("htmx:beforeSwap", function (evt) {
     var detail = evt.detail;
     var xhr = detail.xhr;
-    if (!xhr) return;
-    if (xhr.status >= 400 && isErrorFragment(xhr)) {
-      detail.shouldSwap = true;
-      detail.isError = true;
-      toasted.add(xhr);
+    if (!xhr || !detail.shouldSwap) return;
+    if (!isWholePage(xhr.responseText)) {
+      if (xhr.status >= 400 && !isErrorFragment(xhr)) inPlace.add(xhr);
       return;
     }
-    if (!detail.shouldSwap || !isWholePage(xhr.responseText)) return;
     detail.shouldSwap = false;
-    if (xhr.status >= 400) return; // responseError below says what happened
+    if (xhr.status >= 400) return; // reported as a failure
     var requested = detail.pathInfo && detail.pathInfo.requestPath;
     var landed = xhr.responseURL ? new URL(xhr.responseURL) : null;
     if (landed && requested && landed.pathname !== requested.split("?")[0]) {
@@ -121,35 +178,25 @@
       window.location.assign(landed.href);
       return;
     }
-    toasted.add(xhr);
+    reported.add(xhr);
     showToast(NOT_SHOWN);
   });
 
   document.addEventListener("htmx:responseError", function (evt) {
-    var xhr = evt.detail.xhr;
-    clearSuccess(evt.detail);
-    if (!xhr || toasted.has(xhr)) return;
-    if (xhr.status === 400 || xhr.status === 409) {
-      if (!isWholePage(xhr.responseText)) return; // swapped by htmx: a form with its errors
-    }
-    toasted.add(xhr);
-    showToast(statusSentence(xhr));
+    reportFailure(evt.detail);
   });
 
   document.addEventListener("htmx:afterRequest", function (evt) {
     var detail = evt.detail;
-    if (!detail.xhr || detail.xhr.status === 0) return; // no answer: sendError/timeout say so
-    if (!toasted.has(detail.xhr) && byPerson(detail)) clearToast();
+    if (detail.xhr && detail.xhr.status >= 200 && detail.xhr.status < 400) succeeded(detail);
   });
 
   document.addEventListener("htmx:sendError", function (evt) {
-    clearSuccess(evt.detail);
-    showToast(NETWORK);
+    reportUnanswered(evt.detail, NETWORK);
   });
 
   document.addEventListener("htmx:timeout", function (evt) {
-    clearSuccess(evt.detail);
-    showToast(TIMEOUT);
+    reportUnanswered(evt.detail, TIMEOUT);
   });
 
   document.addEventListener("click", function (evt) {
