@@ -9,6 +9,7 @@ import re
 
 import pytest
 from django.conf import settings as django_settings
+from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
 from config.middleware import RequestIdFilter, request_id_from
@@ -136,6 +137,19 @@ def test_an_anonymous_htmx_get_comes_back_to_the_page_it_was_on(workspace, clien
     assert answer["HX-Redirect"] == (
         f"/accounts/login/?next=%2Fw%2F{workspace.slug}%2Fsettings%2F%3Ftab%3D1"
     )
+
+
+def test_a_signed_in_person_is_never_sent_to_sign_in_by_the_middleware(rf, alice):
+    from django.http import HttpResponseRedirect
+
+    from config.middleware import login_redirect_for_htmx
+
+    request = rf.post("/w/x/", headers=HTMX)
+    request.user = alice
+    assert login_redirect_for_htmx(request, HttpResponseRedirect("/accounts/login/")) is None
+    request.user = AnonymousUser()
+    assert login_redirect_for_htmx(request, HttpResponseRedirect("/elsewhere/")) is None
+    assert login_redirect_for_htmx(request, HttpResponseRedirect("/accounts/login/")) is not None
 
 
 def test_a_plain_request_still_gets_the_ordinary_redirect(open_node, workspace, client):
