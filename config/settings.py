@@ -53,6 +53,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestIdMiddleware",  # first: every answer and log line has the id
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "config.bodylimit.body_limit_middleware",
@@ -63,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",  # request.htmx
+    "config.middleware.HtmxLoginRedirectMiddleware",  # expired session: HX-Redirect to sign in
     "workspaces.middleware.ArchivedReviewsReadOnly",
     "config.errors.ApplicationErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -176,6 +178,7 @@ AUTHENTICATION_BACKENDS = [
     "allauth.account.auth_backends.AuthenticationBackend",
 ]
 LOGIN_URL = "account_login"
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 LOGIN_REDIRECT_URL = "home"
 ACCOUNT_LOGOUT_REDIRECT_URL = "account_login"
 
@@ -304,8 +307,19 @@ if QUORUM_AUDIT_KEY and len(QUORUM_AUDIT_KEY) < 32:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Every line names its request (config/middleware.py; "-" outside one), as do the
+    # X-Request-ID header and the 500 answers.
+    "filters": {"request_id": {"()": "config.middleware.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     "loggers": {
         "daphne": {"level": "WARNING"},

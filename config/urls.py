@@ -7,6 +7,8 @@ from config.api import api
 from reviews.webhooks import github_webhook
 from workspaces import views as workspace_views
 
+handler500 = "config.errors.server_error"
+
 
 def healthz(request):
     return JsonResponse({"status": "ok"})

@@ -106,8 +106,15 @@ def diff_surface(
     for cohort in cohorts:
         for preview in cohort.previews:
             anchors.setdefault(preview.path, preview_anchor(cohort.key, preview.path))
-    viewed_keys = set(
-        FileViewed.objects.filter(user_id=user_id, space=space).values_list("file_key", flat=True)
+    # A round with no changed file has nothing to mark: no query for the marks.
+    viewed_keys = (
+        set(
+            FileViewed.objects.filter(user_id=user_id, space=space).values_list(
+                "file_key", flat=True
+            )
+        )
+        if facts
+        else set()
     )
     tree = file_tree(
         facts,

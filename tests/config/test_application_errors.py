@@ -154,7 +154,7 @@ def test_an_htmx_refusal_is_a_fragment_aimed_at_the_error_region(
     url = f"/w/{workspace.slug}/reviews/{open_node.space_id}/nodes/{open_node.pk}/"
     refused = client.post(url, {"action": "reopen"}, HTTP_HX_REQUEST="true")
     assert refused.status_code == 400
-    assert refused["HX-Retarget"] == "#errors" and refused["HX-Reswap"] == "innerHTML"
+    assert refused["HX-Retarget"] == "global #errors" and refused["HX-Reswap"] == "innerHTML"
     html = refused.content.decode()
     assert html.startswith('<p class="message message-error" role="alert">')
     # The region is on every page, and htmx is told to swap 400 and 409 answers.

@@ -266,7 +266,7 @@ def test_later_cohorts_load_their_previews_when_opened(
     fragment = client.get(f"{base}cohorts/{fourth['key']}/previews/", **HTMX).content.decode()
     assert "<html" not in fragment and "Changes in f4.py" in fragment
     # The finding on a previewed line is shown inline, as on the eager cohorts.
-    assert f"#node-{finding.pk}" in fragment and "Reads the environment" in fragment
+    assert f'id="diff-node-{finding.pk}"' in fragment and "Reads the environment" in fragment
     assert client.get(f"{base}cohorts/{'z' * 64}/previews/", **HTMX).status_code == 404
     page = client.get(f"{base}cohorts/{fourth['key']}/previews/").content.decode()
     assert "<html" in page and "Back to the review" in page and "Changes in f4.py" in page
