@@ -86,4 +86,4 @@ def test_a_planted_javascript_url_is_not_rendered_as_a_link(
     assert page.status_code == 200
     html = page.content.decode()
     assert "javascript:" not in html
-    assert '<a href="https://ci.example/visual/1" rel="noopener">evidence</a>' in html
+    assert '<a href="https://ci.example/visual/1" rel="noopener nofollow">evidence</a>' in html
