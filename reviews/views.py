@@ -17,6 +17,7 @@ from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome
 from guardrails.rules import Status as ApprovalStatus
 from guardrails.services import CheckpointResult
+from reviews import live_version
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
@@ -317,7 +318,10 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
     except Http404:  # deleted for good: say what it was
         return tombstone_or_404(request, membership, kind="reviewspace", object_id=space_id)
     round_number = _round_param(request)
-    return render(request, "reviews/detail.html", review_context(membership, space, round_number))
+    # Read before the page's data: a change landing meanwhile counts as unseen, never as seen.
+    version = live_version.page_token(space.pk)
+    context = review_context(membership, space, round_number)
+    return render(request, "reviews/detail.html", {**context, "live_version": version})
 
 
 @member_view
