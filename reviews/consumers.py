@@ -10,11 +10,14 @@ the version marker.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from cachetools import LRUCache
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -24,7 +27,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from reviews import live_version
-from reviews.events import EVENT_SECTIONS, SECTIONS, space_group
+from reviews.events import CARD_EVENTS, EVENT_SECTIONS, SECTIONS, space_group
 from reviews.models import CohortProgress, ReviewSpace
 from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import membership_get
@@ -41,17 +44,16 @@ def csrf_context(scope: Mapping[str, Any]) -> dict[str, str]:
 
 _CSRF_SLOT = "__quorum_csrf_slot__"
 # One event's fragments per role (and cohort reading state), shared by the sockets of this
-# process; the least recently used go first. Reached only from the one thread
-# database_sync_to_async runs _render in.
+# process; the least recently used go first. Reached only from the event loop's thread.
 _shared_renders: LRUCache[tuple[Any, ...], str] = LRUCache(maxsize=64)
+# The renders under way: the sockets that want the same one wait for it.
+_rendering: dict[tuple[Any, ...], asyncio.Future[str]] = {}
 
 
 def version_marker(token: str) -> str:
     """Swapped into #live-version with every message: the version the page now shows. Alone,
     it is the whole answer to a page that connects up to date."""
-    return (
-        f'<div id="live-version" hidden data-version="{escape(token)}" hx-swap-oob="true"></div>'
-    )
+    return f'<div id="live-version" hidden data-version="{escape(token)}" hx-swap-oob="true"></div>'
 
 
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
@@ -70,7 +72,8 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         await self.channel_layer.group_add(space_group(self.space_id), self.channel_name)
         await self.join_user_group()
         await self.accept()
-        state = await database_sync_to_async(live_version.current)(self.space_id)
+        # Redis, not the database: off the one thread the ORM calls share.
+        state = await sync_to_async(live_version.current, thread_sensitive=False)(self.space_id)
         missed = live_version.sections_since(page_token, state, SECTIONS)
         token = state.token if state else ""
         # Renders of the same version are alike; without one (Redis lost it) nothing is shared.
@@ -86,12 +89,20 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     async def dispatch(self, message: dict) -> None:
         """Group events ("review.x") re-render the sections EVENT_SECTIONS names for them."""
-        sections = EVENT_SECTIONS.get(message.get("type", ""))
+        kind = message.get("type", "")
+        sections = EVENT_SECTIONS.get(kind)
         if sections is None:
             await super().dispatch(message)
             return
+        card = None
+        if kind in CARD_EVENTS and message.get("node_id") is not None:
+            card = int(message["node_id"])
+            sections = tuple(s for s in sections if s != "findings")
         await self._send_sections(
-            sections, share=message.get("event_id", ""), version=message.get("version", "")
+            sections,
+            share=message.get("event_id", ""),
+            version=message.get("version", ""),
+            card=card,
         )
 
     @database_sync_to_async
@@ -109,49 +120,79 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         except Http404:
             return False
         self.membership, self.space = membership, space
+        # Membership was read just now and the session by the auth middleware: the first
+        # send need not check them again.
+        self._checked_at = time.monotonic()
         return True
 
     @database_sync_to_async
-    def _render(self, sections: tuple[str, ...], share: str) -> str:
-        """Render the sections for this person. They depend only on the role (which buttons
-        show) and, for cohorts, on which cohorts the person has read, so every socket of this
-        process alike reuses one render per event; only the CSRF token differs and is put in
-        last."""
-        read = (
-            frozenset(
-                CohortProgress.objects.filter(
-                    user_id=self.membership.user_id, space_id=self.space_id
-                ).values_list("cohort_key", flat=True)
-            )
-            if "cohorts" in sections
-            else None
+    def _cohorts_read(self) -> frozenset[str]:
+        return frozenset(
+            CohortProgress.objects.filter(
+                user_id=self.membership.user_id, space_id=self.space_id
+            ).values_list("cohort_key", flat=True)
         )
-        key = (share, sections, self.membership.role, self.round_number, read) if share else None
-        html = _shared_renders.get(key) if key else None
-        if html is None:
-            from reviews.views import review_context
 
-            self.space.refresh_from_db(fields=["status", "updated_at"])
-            context = {
-                **review_context(self.membership, self.space, self.round_number),
-                "csrf_token": _CSRF_SLOT,
-            }
-            html = "\n".join(
-                render_to_string(f"reviews/sections/{name}.html", context) for name in sections
-            )
-            if key:
+    @database_sync_to_async
+    def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> str:
+        from reviews.views import review_context
+
+        self.space.refresh_from_db(fields=["status", "updated_at"])
+        context = {
+            **review_context(self.membership, self.space, self.round_number),
+            "csrf_token": _CSRF_SLOT,
+        }
+        parts = [render_to_string(f"reviews/sections/{n}.html", context) for n in sections]
+        views = context["page"].views
+        # A duplicate has no card of its own: its canonical's card speaks for it.
+        if card is not None and card in views and views[card].duplicate_of is None:
+            context["node"] = context["page"].node(card)
+            context["oob"] = True
+            parts.append(render_to_string("reviews/partials/node.html", context))
+        return "\n".join(parts)
+
+    async def _render(self, sections: tuple[str, ...], share: str, card: int | None = None) -> str:
+        """Render the sections for this person. They depend only on the role (which buttons
+        show) and, for cohorts, on which cohorts the person has read, so the sockets of this
+        process alike share one render per event: the first renders, the others wait for it
+        without a trip to the database thread. Only the CSRF token differs and is put in last."""
+        read = await self._cohorts_read() if "cohorts" in sections else None
+        key = (share, sections, card, self.membership.role, self.round_number, read)
+        if not share:
+            html = await self._render_fresh(sections, card)
+        elif (cached := _shared_renders.get(key)) is not None:
+            html = cached
+        elif (pending := _rendering.get(key)) is not None:
+            html = await pending
+        else:
+            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            # Nobody may be waiting when it fails: retrieve the error so it is not reported.
+            future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
+            _rendering[key] = future
+            try:
+                html = await self._render_fresh(sections, card)
                 _shared_renders[key] = html
+                future.set_result(html)
+            except BaseException as error:
+                future.set_exception(error)
+                raise
+            finally:
+                _rendering.pop(key, None)
         return html.replace(_CSRF_SLOT, csrf_context(self.scope).get("csrf_token", ""))
 
-    async def _send_sections(self, sections: tuple[str, ...], *, share: str, version: str) -> None:
-        if not await self.may_send():
-            return
+    async def _send_sections(
+        self, sections: tuple[str, ...], *, share: str, version: str, card: int | None = None
+    ) -> None:
         html = ""
-        if sections:
+        if sections or card is not None:
             try:
-                html = await self._render(sections, share)
+                # Shared renders first: a socket's access check (a trip to the database thread)
+                # then no longer holds up the render every socket waits for.
+                html = await self._render(sections, share, card)
             except Exception:  # one failed render must not kill the socket
                 log.exception("could not render live update for space %s", self.space_id)
                 return
+        if not await self.may_send():
+            return
         marker = version_marker(version)
         await self.send(text_data=f"{html}\n{marker}" if html else marker)

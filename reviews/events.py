@@ -44,15 +44,20 @@ EVENT_SECTIONS: dict[str, tuple[str, ...]] = {
     "review.stage": SECTIONS,
     "review.stream": ("header", "process", "streams"),
     "review.node_added": (*_FINDINGS, "streams"),
-    "review.node_status": _FINDINGS,
+    # A status moves no finding between lists and no diff row: the card alone is re-sent.
+    "review.node_status": ("header", "disagreements", "findings"),
     "review.disagreement_decided": _FINDINGS,
     "review.axis_changed": ("axes",),
-    "review.verdict": ("header", "axes", "findings"),
+    # The verdict shows in the header only; axes and findings send their own events.
+    "review.verdict": ("header",),
     "review.space_status": ("header",),
     "review.published": ("header",),
     "review.note_added": ("notes", "streams"),
     "review.ticket": ("notes",),
 }
+# Events whose `node_id` card stands for the whole findings section when sent live (the
+# section is still stamped, so a page connecting later gets the section).
+CARD_EVENTS = frozenset({"review.node_status"})
 
 
 def space_group(space_id: int) -> str:

@@ -15,6 +15,7 @@ section. Without Redis (the embedded default: one process) a dict under a lock d
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ class _RedisStore:
         self.bump_script = self.client.register_script(_BUMP)
 
     def bump(self, space_id: int, sections: tuple[str, ...]) -> str:
-        args = [secrets.token_hex(6), EXPIRE_SECONDS, *sections]
+        args: list[str | int] = [secrets.token_hex(6), EXPIRE_SECONDS, *sections]
         epoch, n = self.bump_script(keys=[_key(space_id)], args=args)
         return f"{epoch.decode()}-{n}"
 
@@ -147,10 +148,8 @@ def bump(space_id: int, sections: tuple[str, ...]) -> str:
     try:
         return store().bump(space_id, sections)
     except Exception:
-        try:
+        with contextlib.suppress(Exception):  # Redis is gone: connects find no state at all
             store().forget(space_id)
-        except Exception:  # noqa: S110 — Redis is gone: connects fall back to a full sync
-            pass
         raise
 
 

@@ -8,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from django.db import connections
 
 from reviews.models import ReviewNode
@@ -29,12 +28,15 @@ document.addEventListener("htmx:wsAfterMessage", () => { window.__messages += 1;
 
 # The page as a person sees it, minus what differs between two renders of the same state:
 # CSRF token values, the live version, Mermaid's processed mark, "… ago" texts, whitespace,
-# and the hx-swap-oob mark every section carries (htmx drops it from what it swaps in).
+# the hx-swap-oob mark every section carries (htmx drops it from what it swaps in) and the
+# empty style/class attributes htmx's settling leaves behind.
 NORMALISED = """() => {
   const root = document.querySelector("#live-review").cloneNode(true);
   root.querySelectorAll("input[name=csrfmiddlewaretoken]").forEach((i) => i.removeAttribute("value"));
   root.querySelectorAll("[data-processed]").forEach((e) => e.removeAttribute("data-processed"));
   root.querySelectorAll("[hx-swap-oob]").forEach((e) => e.removeAttribute("hx-swap-oob"));
+  root.querySelectorAll("[style='']").forEach((e) => e.removeAttribute("style"));
+  root.querySelectorAll("[class='']").forEach((e) => e.removeAttribute("class"));
   root.querySelectorAll("#live-version").forEach((e) => e.removeAttribute("data-version"));
   root.querySelectorAll("time").forEach((t) => { t.textContent = ""; });
   return root.innerHTML.replace(/\\s+/g, " ").replace(/> </g, "><").trim();
@@ -116,6 +118,19 @@ def test_a_page_open_before_the_review_runs_ends_equal_to_a_fresh_load(
     fresh = fresh_page.evaluate(NORMALISED)
     assert live == fresh, _diff(live, fresh)
 
+    # A decision after the end (the verdict follows it) keeps the two equal too.
+    node = ReviewNode.objects.filter(
+        space_id=review_round.space_id, status="open", duplicate_of__isnull=True
+    ).first()
+    assert node is not None
+    _elsewhere(node_dismiss, node=node, user=alice, reason="handled elsewhere")
+    page.wait_for_selector(f"#node-{node.pk}.node-dismissed", state="attached", timeout=5000)
+    _settled(page)
+    fresh_page.reload()
+    fresh_page.wait_for_selector(f"#node-{node.pk}.node-dismissed", state="attached")
+    live, fresh = page.evaluate(NORMALISED), fresh_page.evaluate(NORMALISED)
+    assert live == fresh, _diff(live, fresh)
+
 
 def test_live_updates_keep_open_details_drawn_diagrams_and_typed_text(
     reviewed,  # noqa: F811
@@ -138,16 +153,15 @@ def test_live_updates_keep_open_details_drawn_diagrams_and_typed_text(
     below = page.locator("details.below-threshold")
     below.locator("> summary").click()
     # A reason typed (and still focused) in a finding the update will not touch.
-    kept, changed = (
-        ReviewNode.objects.filter(
-            space=reviewed, status="open", duplicate_of__isnull=True, priority__in=("P2", "P3")
-        ).order_by("pk")[:2]
-    )
+    kept, changed = ReviewNode.objects.filter(
+        space=reviewed, status="open", duplicate_of__isnull=True, priority__in=("P2", "P3")
+    ).order_by("pk")[:2]
     reason = page.locator(f"#node-{kept.pk} input[name=reason]")
     reason.fill("Half-typed reas")
     before = page.evaluate("window.__messages")
 
-    _elsewhere(node_dismiss, node=changed, user=alice, reason="seen elsewhere")  # by someone else, elsewhere
+    # Someone else, elsewhere, dismisses another finding.
+    _elsewhere(node_dismiss, node=changed, user=alice, reason="seen elsewhere")
     page.wait_for_selector(f"#node-{changed.pk}.node-dismissed", state="attached", timeout=5000)
     _settled(page, quiet_seconds=0.5)
     assert page.evaluate("window.__messages") > before

@@ -172,7 +172,9 @@ def test_a_page_that_missed_a_change_gets_only_the_sections_it_changed(live, ali
     assert _sections_in(first) == set(EVENT_SECTIONS["review.node_status"])
     assert f'id="node-{node.pk}"' in first and "node-dismissed" in first
     # The marker now names the newer version: a page given it is current again.
-    newer = re.search(r'data-version="([^"]+)"', first).group(1)
+    found = re.search(r'data-version="([^"]+)"', first)
+    assert found
+    newer = found.group(1)
     assert newer != version
     assert _sections_in(_first_message(space.pk, _cookie(alice), newer)) == set()
 
@@ -209,12 +211,13 @@ def test_every_event_the_code_sends_to_a_review_page_names_its_sections():
     """An event missing from the table would raise in its service; one in the table that no
     code sends is dead. Walks the source for emit("…") and space_send(…, "…")."""
     root = Path(__file__).resolve().parents[2]
+    senders = ("emit", "space_send")
     sent = set()
     for path in [*root.glob("reviews/**/*.py"), *root.glob("guardrails/**/*.py")]:
         for call in ast.walk(ast.parse(path.read_text())):
             if (
                 isinstance(call, ast.Call)
-                and getattr(call.func, "id", getattr(call.func, "attr", "")) in ("emit", "space_send")
+                and getattr(call.func, "id", getattr(call.func, "attr", "")) in senders
                 and len(call.args) >= 2
                 and isinstance(call.args[1], ast.Constant)
             ):
