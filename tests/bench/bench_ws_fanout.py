@@ -41,6 +41,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 # A Redis database of its own: it is flushed before and after (never database 0).
 REDIS_URL = os.environ.get("QUORUM_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -345,7 +346,7 @@ async def run(
         return time.perf_counter() - began, committed[0]
 
     delays: list[float] = []
-    per_change = []
+    per_change: list[dict[str, Any]] = []
     for pk in node_ids[: args.changes]:
         marker = f'id="node-{pk}"'
         service_seconds, t0 = await loop.run_in_executor(django_thread, dismiss, pk)
@@ -393,6 +394,11 @@ async def run(
             "sync_message_bytes": max((c.sync_bytes for c in live), default=0),
             "sync_message_bytes_without_version": unversioned,
         },
+        # Each change is several events (the status, the axes and the verdict that follow it),
+        # each a message to every socket.
+        "messages_per_client_per_change": round(len(live[0].messages) / args.changes, 1)
+        if live
+        else None,
         "update_message_bytes_max": max(
             (len(text.encode()) for c in live for _, text in c.messages), default=0
         ),
@@ -470,7 +476,7 @@ def main() -> None:
         flush_redis()
     log = (SCRATCH / "server.log").read_text(errors="replace").splitlines()
     crashes = [line for line in log if "Exception inside application" in line]
-    layer = settings.CHANNEL_LAYERS["default"]
+    layer: dict[str, Any] = settings.CHANNEL_LAYERS["default"]
     report = {
         "channel_layer": {
             "backend": layer["BACKEND"],
