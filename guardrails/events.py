@@ -19,24 +19,19 @@ def approvals_emit(request, kind: str) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    messages = [
-        (
-            approvals_group(request.workspace_id),
-            {"type": "approvals.changed", "request": request.pk, "kind": kind},
-        )
-    ]
-    if request.target_type == "reviewspace":
-        from reviews.events import space_group
+    group = approvals_group(request.workspace_id)
+    try:
+        message = {"type": "approvals.changed", "request": request.pk, "kind": kind}
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:
+        log.exception("could not notify %s", group)
+    # The review's own page goes through reviews.events, which versions its live state.
+    from reviews.events import space_send
 
-        messages.append(
-            (
-                space_group(int(request.target_id)),
-                {"type": "review.published", "request": request.pk, "kind": kind},
-            )
-        )
+    if request.target_type == "reviewspace":
+        space_send(int(request.target_id), "review.published", request=request.pk, kind=kind)
     if request.target_type == "reviewerticket":
         # An issue request moved: the ticket on its review page says where it is now.
-        from reviews.events import space_group
         from reviews.models import ReviewerTicket
 
         space_id = (
@@ -45,14 +40,4 @@ def approvals_emit(request, kind: str) -> None:
             .first()
         )
         if space_id is not None:
-            messages.append(
-                (
-                    space_group(space_id),
-                    {"type": "review.ticket", "request": request.pk, "kind": kind},
-                )
-            )
-    for group, message in messages:
-        try:
-            async_to_sync(layer.group_send)(group, message)
-        except Exception:
-            log.exception("could not notify %s", group)
+            space_send(space_id, "review.ticket", request=request.pk, kind=kind)

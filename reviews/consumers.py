@@ -1,25 +1,34 @@
 """Live guided review over websockets: server-rendered fragments, swapped out-of-band by htmx.
 
 The socket is read-only: people act through the normal POST endpoints, and every change
-reaches every open page through the space's channel group (reviews/events.py).
+reaches every open page through the space's channel group (reviews/events.py). An event
+re-renders the sections it can change (reviews.events.EVENT_SECTIONS), never the page. On
+connect the page says which version of the live state it shows (`?v=`); only the sections
+changed since then are sent (reviews/live_version.py), and a page that is current gets just
+the version marker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from cachetools import LRUCache
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.http import Http404
 from django.template.loader import render_to_string
+from django.utils.html import escape
 
-from reviews.events import space_group
-from reviews.models import ReviewSpace
+from reviews import live_version
+from reviews.events import CARD_EVENTS, EVENT_SECTIONS, SECTIONS, space_group
+from reviews.models import CohortProgress, FileViewed, ReviewSpace
 from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import membership_get
 
@@ -34,22 +43,17 @@ def csrf_context(scope: Mapping[str, Any]) -> dict[str, str]:
 
 
 _CSRF_SLOT = "__quorum_csrf_slot__"
-# One event's fragments per role, shared by the sockets of this process; the least recently
-# used go first. Reached only from the one thread database_sync_to_async runs _render in.
+# One event's fragments per role (and cohort reading state), shared by the sockets of this
+# process; the least recently used go first. Reached only from the event loop's thread.
 _shared_renders: LRUCache[tuple[Any, ...], str] = LRUCache(maxsize=64)
+# The renders under way: the sockets that want the same one wait for it.
+_rendering: dict[tuple[Any, ...], asyncio.Future[str]] = {}
 
-# Each is templates/reviews/sections/<name>.html: one card with a stable id, swapped on its own.
-SECTIONS = (
-    "header",
-    "axes",
-    "disagreements",
-    "process",
-    "cohorts",
-    "findings",
-    "notes",
-    "walkthrough",
-    "streams",
-)
+
+def version_marker(token: str) -> str:
+    """Swapped into #live-version with every message: the version the page now shows. Alone,
+    it is the whole answer to a page that connects up to date."""
+    return f'<div id="live-version" hidden data-version="{escape(token)}" hx-swap-oob="true"></div>'
 
 
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
@@ -59,15 +63,21 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         raw = (query.get("round") or [""])[0]
         self.round_number = int(raw) if raw.isdigit() and len(raw) < 10 else None
+        page_token = (query.get("v") or [""])[0][:64]
         allowed = await self._authorize()
         if not allowed:
             await self.close(code=4403)
             return
+        # Join first, then read the version: a change after the read arrives as an event.
         await self.channel_layer.group_add(space_group(self.space_id), self.channel_name)
         await self.join_user_group()
         await self.accept()
-        # A (re)connect may have missed events: bring the whole page up to date at once.
-        await self._send_sections(SECTIONS)
+        # Redis, not the database: off the one thread the ORM calls share.
+        state = await sync_to_async(live_version.current, thread_sensitive=False)(self.space_id)
+        missed = live_version.sections_since(page_token, state, SECTIONS)
+        token = state.token if state else ""
+        # Renders of the same version are alike; without one (Redis lost it) nothing is shared.
+        await self._send_sections(missed, share=f"sync:{token}" if token else "", version=token)
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "membership", None) is not None:
@@ -76,6 +86,24 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the page over the socket."""
+
+    async def dispatch(self, message: dict) -> None:
+        """Group events ("review.x") re-render the sections EVENT_SECTIONS names for them."""
+        kind = message.get("type", "")
+        sections = EVENT_SECTIONS.get(kind)
+        if sections is None:
+            await super().dispatch(message)
+            return
+        card = None
+        if kind in CARD_EVENTS and message.get("node_id") is not None:
+            card = int(message["node_id"])
+            sections = tuple(s for s in sections if s != "findings")
+        await self._send_sections(
+            sections,
+            share=message.get("event_id", ""),
+            version=message.get("version", ""),
+            card=card,
+        )
 
     @database_sync_to_async
     def _authorize(self) -> bool:
@@ -92,92 +120,84 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         except Http404:
             return False
         self.membership, self.space = membership, space
+        # Membership was read just now and the session by the auth middleware: the first
+        # send need not check them again.
+        self._checked_at = time.monotonic()
         return True
 
     @database_sync_to_async
-    def _render(
-        self, sections: tuple[str, ...], node_id: int | None = None, event_id: str = ""
-    ) -> str:
-        """Render the sections for this person. An event's fragments depend only on the role
-        (which buttons show), so every socket of this process with the same role reuses one
-        render; only the CSRF token differs and is put in last. Cohorts (per-person reading
-        progress) are never shared."""
-        key = (
-            (event_id, sections, node_id, self.membership.role, self.round_number)
-            if event_id and "cohorts" not in sections
-            else None
+    def _reading_marks(self) -> frozenset[str]:
+        """The person's cohorts read and files viewed: the only per-person parts of a render."""
+        user_id = self.membership.user_id
+        cohorts = CohortProgress.objects.filter(user_id=user_id, space_id=self.space_id)
+        files = FileViewed.objects.filter(user_id=user_id, space_id=self.space_id)
+        return frozenset(
+            [f"c:{k}" for k in cohorts.values_list("cohort_key", flat=True)]
+            + [f"f:{k}" for k in files.values_list("file_key", flat=True)]
         )
-        html = _shared_renders.get(key) if key else None
-        if html is None:
-            from reviews.views import review_context
 
-            self.space.refresh_from_db(fields=["status", "updated_at"])
-            context = {
-                **review_context(self.membership, self.space, self.round_number),
-                "csrf_token": _CSRF_SLOT,
-            }
-            parts = [render_to_string(f"reviews/sections/{name}.html", context) for name in sections]
-            views = context["page"].views
-            # A duplicate has no card of its own to swap: its canonical's card speaks for it.
-            if node_id is not None and node_id in views and views[node_id].duplicate_of is None:
-                context["node"] = context["page"].node(node_id)
-                context["oob"] = True
-                parts.append(render_to_string("reviews/partials/node.html", context))
-            html = "\n".join(parts)
-            if key:
+    @database_sync_to_async
+    def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> str:
+        from reviews.views import review_context
+
+        self.space.refresh_from_db(fields=["status", "updated_at"])
+        context = {
+            # `focus`: the card of a finding beyond its group's first page is loaded too.
+            **review_context(self.membership, self.space, self.round_number, focus=card),
+            "csrf_token": _CSRF_SLOT,
+        }
+        parts = [render_to_string(f"reviews/sections/{n}.html", context) for n in sections]
+        views = context["page"].views
+        # A duplicate has no card of its own: its canonical's card speaks for it.
+        if card is not None and card in views and views[card].duplicate_of is None:
+            context["node"] = context["page"].node(card)
+            context["oob"] = True
+            parts.append(render_to_string("reviews/partials/node.html", context))
+        return "\n".join(parts)
+
+    async def _render(self, sections: tuple[str, ...], share: str, card: int | None = None) -> str:
+        """Render the sections for this person. They depend only on the role (which buttons
+        show) and, for cohorts and files, on what the person has read, so the sockets of this
+        process alike share one render per event: the first renders, the others wait for it
+        without a trip to the database thread. Only the CSRF token differs and is put in last."""
+        personal = "cohorts" in sections or "files" in sections
+        read = await self._reading_marks() if personal else None
+        key = (share, sections, card, self.membership.role, self.round_number, read)
+        if not share:
+            html = await self._render_fresh(sections, card)
+        elif (cached := _shared_renders.get(key)) is not None:
+            html = cached
+        elif (pending := _rendering.get(key)) is not None:
+            html = await pending
+        else:
+            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            # Nobody may be waiting when it fails: retrieve the error so it is not reported.
+            future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
+            _rendering[key] = future
+            try:
+                html = await self._render_fresh(sections, card)
                 _shared_renders[key] = html
+                future.set_result(html)
+            except BaseException as error:
+                future.set_exception(error)
+                raise
+            finally:
+                _rendering.pop(key, None)
         return html.replace(_CSRF_SLOT, csrf_context(self.scope).get("csrf_token", ""))
 
     async def _send_sections(
-        self, sections: tuple[str, ...], node_id: int | None = None, event: dict | None = None
+        self, sections: tuple[str, ...], *, share: str, version: str, card: int | None = None
     ) -> None:
+        html = ""
+        if sections or card is not None:
+            try:
+                # Shared renders first: a socket's access check (a trip to the database thread)
+                # then no longer holds up the render every socket waits for.
+                html = await self._render(sections, share, card)
+            except Exception:  # one failed render must not kill the socket
+                log.exception("could not render live update for space %s", self.space_id)
+                return
         if not await self.may_send():
             return
-        try:
-            html = await self._render(sections, node_id, (event or {}).get("event_id", ""))
-        except Exception:  # one failed render must not kill the socket
-            log.exception("could not render live update for space %s", self.space_id)
-            return
-        await self.send(text_data=html)
-
-    # Group events (type "review.x" → method review_x).
-    async def review_node_added(self, event: dict) -> None:
-        await self._send_sections(("findings", "header", "streams"), event=event)
-
-    async def review_node_status(self, event: dict) -> None:
-        await self._send_sections(
-            ("header", "disagreements"), node_id=int(event["node_id"]), event=event
-        )
-
-    async def review_disagreement_decided(self, event: dict) -> None:
-        await self._send_sections(("header", "disagreements", "findings"), event=event)
-
-    async def review_space_status(self, event: dict) -> None:
-        await self._send_sections(("header",), event=event)
-
-    async def review_round_started(self, event: dict) -> None:
-        await self._send_sections(SECTIONS, event=event)
-
-    async def review_stage(self, event: dict) -> None:
-        sections = (
-            ("header", "streams", "cohorts")
-            if event.get("stage") == "reviewers"
-            else ("header", "streams")
-        )
-        await self._send_sections(sections, event=event)
-
-    async def review_axis_changed(self, event: dict) -> None:
-        await self._send_sections(("axes", "header"), event=event)
-
-    async def review_verdict(self, event: dict) -> None:
-        await self._send_sections(("header", "axes", "findings"), event=event)
-
-    async def review_published(self, event: dict) -> None:
-        await self._send_sections(("header",), event=event)
-
-    async def review_note_added(self, event: dict) -> None:
-        await self._send_sections(("notes",), event=event)
-
-    async def review_ticket(self, event: dict) -> None:
-        """A ticket was dismissed, asked for as an issue, or its issue request moved."""
-        await self._send_sections(("notes",), event=event)
+        marker = version_marker(version)
+        await self.send(text_data=f"{html}\n{marker}" if html else marker)

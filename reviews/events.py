@@ -1,4 +1,8 @@
-"""Progress events for the live guided review, sent to the space's channel group after commit."""
+"""Progress events for the live guided review, sent to the space's channel group after commit.
+
+Each event names the sections of the page it can change (EVENT_SECTIONS); the space's live
+version is bumped and those sections stamped before the event goes out, so a page that
+connects later knows what it missed (reviews/live_version.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,52 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from reviews import live_version
+
 log = logging.getLogger(__name__)
+
+# Each is templates/reviews/sections/<name>.html: one card with a stable id, swapped on its own.
+SECTIONS = (
+    "header",
+    "axes",
+    "disagreements",
+    "process",
+    "files",
+    "cohorts",
+    "findings",
+    "notes",
+    "walkthrough",
+    "streams",
+)
+# What a finding's arrival or move can change: the counts and delta in the header, the
+# disagreements computed from findings, the files' finding counts, the findings inline in the
+# cohorts' diffs, the list.
+_FINDINGS = ("header", "disagreements", "files", "cohorts", "findings")
+
+# Event type → the sections it can change. A stage boundary, a round's start and a round's end
+# rewrite much at once (cohorts after prepare, walkthrough and merged duplicates after
+# consolidate, the process block when a stream stops for the original request, the "yet"
+# wording when a round ends): those re-render everything.
+EVENT_SECTIONS: dict[str, tuple[str, ...]] = {
+    "review.round_started": SECTIONS,
+    "review.round_state": SECTIONS,
+    "review.stage": SECTIONS,
+    "review.stream": ("header", "process", "streams"),
+    "review.node_added": (*_FINDINGS, "streams"),
+    # A status moves no finding between lists and no diff row: the card alone is re-sent.
+    "review.node_status": ("header", "disagreements", "findings"),
+    "review.disagreement_decided": _FINDINGS,
+    "review.axis_changed": ("axes",),
+    # The verdict shows in the header only; axes and findings send their own events.
+    "review.verdict": ("header",),
+    "review.space_status": ("header",),
+    "review.published": ("header",),
+    "review.note_added": ("notes", "streams"),
+    "review.ticket": ("notes",),
+}
+# Events whose `node_id` card stands for the whole findings section when sent live (the
+# section is still stamped, so a page connecting later gets the section).
+CARD_EVENTS = frozenset({"review.node_status"})
 
 
 def space_group(space_id: int) -> str:
@@ -23,26 +72,33 @@ def list_group(workspace_id: int) -> str:
 
 def emit_list_row(workspace_id: int, space_id: int) -> None:
     """The reviews list of the workspace re-renders this space's row (its verdict moved)."""
-    _send_on_commit(list_group(workspace_id), "reviews.row", space_id=space_id)
+    message = {"type": "reviews.row", "event_id": uuid.uuid4().hex, "space_id": space_id}
+    transaction.on_commit(lambda: _group_send(list_group(workspace_id), message))
 
 
 def emit(space_id: int, event_type: str, **data: Any) -> None:
     """Queue `event_type` for the space's group once the current transaction commits."""
-    _send_on_commit(space_group(space_id), event_type, **data)
+    if event_type not in EVENT_SECTIONS:
+        raise ValueError(f"{event_type} is not a live event of the review page")
+    transaction.on_commit(lambda: space_send(space_id, event_type, **data))
 
 
-def _send_on_commit(group: str, event_type: str, **data: Any) -> None:
-
+def space_send(space_id: int, event_type: str, **data: Any) -> None:
+    """Send now (the caller has committed): bump the live version, then tell the group."""
     # One id per event lets every socket of a process share the render of the same update.
     message = {"type": event_type, "event_id": uuid.uuid4().hex, **data}
+    try:
+        message["version"] = live_version.bump(space_id, EVENT_SECTIONS[event_type])
+    except Exception:  # the page still updates; a socket connecting later syncs in full
+        log.exception("could not bump the live version of space %s", space_id)
+    _group_send(space_group(space_id), message)
 
-    def send() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        try:
-            async_to_sync(layer.group_send)(group, message)
-        except Exception:  # a dropped live update must never undo or fail a committed change
-            log.exception("could not send %s to %s", event_type, group)
 
-    transaction.on_commit(send)
+def _group_send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:  # a dropped live update must never undo or fail a committed change
+        log.exception("could not send %s to %s", message["type"], group)

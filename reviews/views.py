@@ -18,6 +18,7 @@ from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome
 from guardrails.rules import Status as ApprovalStatus
 from guardrails.services import CheckpointResult
+from reviews import live_version
 from reviews.changed_files import diff_surface
 from reviews.domain import consensus
 from reviews.domain import types as t
@@ -358,7 +359,10 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
     except Http404:  # deleted for good: say what it was
         return tombstone_or_404(request, membership, kind="reviewspace", object_id=space_id)
     round_number = _round_param(request)
-    return render(request, "reviews/detail.html", review_context(membership, space, round_number))
+    # Read before the page's data: a change landing meanwhile counts as unseen, never as seen.
+    version = live_version.page_token(space.pk)
+    context = review_context(membership, space, round_number)
+    return render(request, "reviews/detail.html", {**context, "live_version": version})
 
 
 def _space_or_404(membership: Membership, space_id: int) -> ReviewSpace:
@@ -568,7 +572,8 @@ def file_viewed(request: HtmxHttpRequest, membership: Membership, space_id: int)
         )
     if request.htmx:
         context = review_context(membership, space, round_number=review_round.number)
-        return render(request, "reviews/sections/files.html", context)
+        # The answer is the htmx target itself, not an out-of-band copy like the socket's.
+        return render(request, "reviews/sections/files.html", {**context, "as_target": True})
     return redirect(
         f"{reverse('reviews:detail', args=[membership.workspace.slug, space.pk])}#review-files"
     )

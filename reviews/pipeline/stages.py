@@ -61,12 +61,9 @@ def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
 def round_fail(review_round: ReviewRound, message: str) -> None:
     from reviews.services.rounds import round_transition
 
-    # Only an open round fails: a superseded or cancelled one keeps the state that ended it.
-    if not round_transition(review_round, ReviewRound.State.FAILED, error=message):
-        return
-    from reviews.events import emit
-
-    emit(review_round.space_id, "review.stage", stage="failed")
+    # Only an open round fails: a superseded or cancelled one keeps the state that ended it
+    # (round_transition tells the page).
+    round_transition(review_round, ReviewRound.State.FAILED, error=message)
 
 
 # -- prepare ---------------------------------------------------------------------------------

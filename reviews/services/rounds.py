@@ -87,6 +87,8 @@ def round_transition(
                 review_round.state = to.value
             return stays
         space_status_refresh(space=review_round.space_id)
+        # A round's start, end, cancel or failure rewrites most of the page.
+        emit(review_round.space_id, "review.round_state", state=to.value)
     for name, value in fields.items():
         setattr(review_round, name, value)
     return True
@@ -105,7 +107,6 @@ def round_cancel(
                 f"Round {review_round.number} is {state_label(current).lower()}: nothing to cancel."
             )
         _audit(review_round, actor, "review.cancelled", request)
-        emit(review_round.space_id, "review.stage", stage="cancelled")
     review_round.refresh_from_db()
     return review_round
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from reviews.domain.stream_states import StreamState, sources_of
-from reviews.models import ReviewerStream
+from reviews.events import emit
+from reviews.models import ReviewerStream, ReviewRound
 
 MAX_ERROR_CHARS = 2000
 
@@ -30,6 +31,8 @@ def stream_transition(
     ).update(**values)
     if not moved:
         return False
+    space_id = ReviewRound.objects.values_list("space_id", flat=True).get(pk=stream.round_id)
+    emit(space_id, "review.stream", stream=stream.pk, state=to.value)
     expressions = [name for name, value in values.items() if hasattr(value, "resolve_expression")]
     for name, value in values.items():
         if name not in expressions:

@@ -2,18 +2,23 @@
 
 Runs the real ASGI application (config.asgi.application) under daphne in a subprocess bound to
 127.0.0.1 on a free port, on a scratch SQLite database shared with this process, and a Redis
-channel layer shared with it too (REDIS_URL=redis://127.0.0.1:6379/15, flushed before and
-after: that database only). It seeds one review through the services, connects 200 websocket
-clients to /ws/reviews/<id>/ with one member's session cookie, and waits for each client's
-initial page sync. Then, one change at a time, it dismisses a finding through
+channel layer shared with it too (QUORUM_BENCH_REDIS_URL, by default redis://127.0.0.1:6379/15,
+flushed before and
+after: that database only). It seeds one review through the services, loads its page once to
+read the live version the page would pass to its socket (`?v=`), connects 200 websocket
+clients to /ws/reviews/<id>/?v=<that version> with one member's session cookie, and waits for
+each client's initial sync (a page that is current gets only the version marker). Then, one change at a time, it dismisses a finding through
 reviews.services.nodes.node_dismiss in this process (which emits review.node_status to the
-space's group after commit) and times, for every client, the delay until a message holding
-that finding's card (id="node-<pk>") arrives. It reports:
+space's group after commit) and times, for every client, the delay from that commit until a
+message holding that finding's card (id="node-<pk>") arrives (the service's own time, spent
+before the commit, is reported apart as service_ms). It reports:
 - p50 / p95 / max of that delay over all clients and changes (default 5);
 - deliveries expected (clients x changes), received, and missing (dropped or timed out);
 - the spread of one change's delays divided by the clients: each consumer renders its own
   update, so this approximates the server's cost per connected page;
-- the channel layer used, and how long connecting all clients took.
+- the channel layer used, and how long connecting all clients took;
+- for comparison, the bytes of one sync for a page that cannot say what it shows (no version);
+- a verdict: each figure against its goal, PASS or FAIL (GOALS).
 The clients are a minimal RFC 6455 client over asyncio streams (no websocket library is a
 dependency): handshake, unmasked server frames read, pings answered, masked close.
 """
@@ -26,6 +31,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import secrets
 import socket
 import struct
@@ -35,8 +41,10 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-REDIS_URL = "redis://127.0.0.1:6379/15"
+# A Redis database of its own: it is flushed before and after (never database 0).
+REDIS_URL = os.environ.get("QUORUM_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
 SCRATCH = Path(tempfile.mkdtemp(prefix="quorum-bench-"))
 BASE_DIR = Path(__file__).resolve().parents[2]
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -54,7 +62,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from reviews.domain.types import AxisName, AxisResult  # noqa: E402
@@ -73,6 +81,13 @@ from workspaces.services import workspace_create  # noqa: E402
 STREAMS = ("implementation", "quality", "security")
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 CONNECT_CONCURRENCY = 20  # daphne closes a socket not accepted within 5 s (its default)
+# figure → (goal, how it is compared): what "good enough" means for the live review page.
+GOALS = {
+    "connect_and_sync_seconds": (3.0, "<="),
+    "sync_bytes_per_socket": (10_000, "<="),
+    "delivery_p95_ms": (250.0, "<"),
+    "drops": (0, "=="),
+}
 
 
 # --- a minimal RFC 6455 client -------------------------------------------------------------
@@ -272,8 +287,9 @@ def stop_server(server: subprocess.Popen) -> None:
 def flush_redis() -> None:
     import redis
 
-    assert REDIS_URL.endswith("/15")
-    redis.Redis.from_url(REDIS_URL).flushdb()  # database 15 only
+    client = redis.Redis.from_url(REDIS_URL)
+    assert client.connection_pool.connection_kwargs.get("db", 0) != 0
+    client.flushdb()  # that database only
 
 
 # --- the measurement -----------------------------------------------------------------------
@@ -284,8 +300,23 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def run(args, port: int, space_id: int, cookie: str, user, node_ids: list[int]) -> dict:
-    path = f"/ws/reviews/{space_id}/"
+async def full_sync_bytes(port: int, space_id: int, cookie: str, timeout: float) -> int:
+    """One socket of a page that passes no version: it gets every section."""
+    client = WsClient(port, f"/ws/reviews/{space_id}/", cookie)
+    await asyncio.wait_for(client.connect(), timeout)
+    await asyncio.wait_for(client.sync.wait(), timeout)
+    await client.close()
+    return client.sync_bytes
+
+
+async def run(
+    args, port: int, space_id: int, version: str, cookie: str, user, node_ids: list[int]
+) -> dict:
+    try:
+        unversioned: int | str = await full_sync_bytes(port, space_id, cookie, args.timeout)
+    except (Closed, OSError, TimeoutError) as error:
+        unversioned = repr(error)
+    path = f"/ws/reviews/{space_id}/?v={version}"
     clients = [WsClient(port, path, cookie) for _ in range(args.clients)]
     gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
 
@@ -303,18 +334,22 @@ async def run(args, port: int, space_id: int, cookie: str, user, node_ids: list[
     django_thread = ThreadPoolExecutor(max_workers=1)  # the ORM stays out of the event loop
     loop = asyncio.get_running_loop()
 
-    def dismiss(pk: int) -> float:
+    def dismiss(pk: int) -> tuple[float, float]:
+        """(seconds the service took, the moment it committed)."""
         node = ReviewNode.objects.select_related("stream", "space").get(pk=pk)
         began = time.perf_counter()
-        node_dismiss(node=node, user=user, reason="bench")  # group_send runs on commit
-        return time.perf_counter() - began
+        committed: list[float] = []
+        with transaction.atomic():
+            # Registered first, so it runs at the commit, before the events are sent.
+            transaction.on_commit(lambda: committed.append(time.perf_counter()))
+            node_dismiss(node=node, user=user, reason="bench")  # group_send runs on commit
+        return time.perf_counter() - began, committed[0]
 
     delays: list[float] = []
-    per_change = []
+    per_change: list[dict[str, Any]] = []
     for pk in node_ids[: args.changes]:
         marker = f'id="node-{pk}"'
-        t0 = time.perf_counter()
-        service_seconds = await loop.run_in_executor(django_thread, dismiss, pk)
+        service_seconds, t0 = await loop.run_in_executor(django_thread, dismiss, pk)
         deadline = t0 + args.timeout
         while time.perf_counter() < deadline:
             if all(c.closed or c.arrival_of(marker, t0) is not None for c in live):
@@ -357,7 +392,16 @@ async def run(args, port: int, space_id: int, cookie: str, user, node_ids: list[
             "first_failures": failed[:3],
             "seconds_to_connect_all": round(connect_seconds, 1),
             "sync_message_bytes": max((c.sync_bytes for c in live), default=0),
+            "sync_message_bytes_without_version": unversioned,
         },
+        # Each change is several events (the status, the axes and the verdict that follow it),
+        # each a message to every socket.
+        "messages_per_client_per_change": round(len(live[0].messages) / args.changes, 1)
+        if live
+        else None,
+        "update_message_bytes_max": max(
+            (len(text.encode()) for c in live for _, text in c.messages), default=0
+        ),
         "changes": args.changes,
         "delay_ms": {
             "p50": round(percentile(delays, 0.5) * 1000, 1) if delays else None,
@@ -415,18 +459,24 @@ def main() -> None:
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(member)
     cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    page = client.get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/")
+    found = re.search(r'ws-connect="/ws/reviews/\d+/\?v=([^"&]*)', page.content.decode())
+    assert page.status_code == 200 and found, "the page passes its live version to the socket"
+    version = found.group(1)
     connection.close()  # the server opens the SQLite file now; this thread is done with it
 
     port = free_port()
     server = start_server(port)
     try:
-        result = asyncio.run(run(args, port, review_round.space_id, cookie, member, node_ids))
+        result = asyncio.run(
+            run(args, port, review_round.space_id, version, cookie, member, node_ids)
+        )
     finally:
         stop_server(server)
         flush_redis()
     log = (SCRATCH / "server.log").read_text(errors="replace").splitlines()
     crashes = [line for line in log if "Exception inside application" in line]
-    layer = settings.CHANNEL_LAYERS["default"]
+    layer: dict[str, Any] = settings.CHANNEL_LAYERS["default"]
     report = {
         "channel_layer": {
             "backend": layer["BACKEND"],
@@ -445,6 +495,24 @@ def main() -> None:
         },
     }
     print(json.dumps(report, indent=2))
+    print(verdict(result))
+
+
+def verdict(result: dict) -> str:
+    """The figures the live page is held to, each against its goal."""
+    figures = {
+        "connect_and_sync_seconds": result["connect"]["seconds_to_connect_all"],
+        "sync_bytes_per_socket": result["connect"]["sync_message_bytes"],
+        "delivery_p95_ms": result["delay_ms"]["p95"],
+        "drops": result["deliveries"]["missing"] + result["connect"]["failed"],
+    }
+    checks = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, "==": lambda a, b: a == b}
+    lines = [f"{result['connect']['clients']} sockets:"]
+    for name, value in figures.items():
+        goal, op = GOALS[name]
+        ok = value is not None and checks[op](value, goal)
+        lines.append(f"  {'PASS' if ok else 'FAIL'}  {name} = {value} (goal {op} {goal})")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

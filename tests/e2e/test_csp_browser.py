@@ -50,7 +50,8 @@ def test_the_review_page_runs_under_the_csp_and_still_updates_live(
     nonce = script_src.split("'nonce-")[1].split("'")[0]
     # Browsers hide the nonce attribute from the DOM; the property still has it.
     with_nonce = alice.evaluate(f"[...document.scripts].filter(s => s.nonce === '{nonce}').length")
-    # Every script carries it: htmx, ws, mermaid and the page's own modules.
+    # Every script carries it: htmx, its ws extension and the pages' own modules; Mermaid comes
+    # with the first diagram opened.
     assert with_nonce == alice.evaluate("document.scripts.length") >= 4
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["referrer-policy"] == "same-origin"

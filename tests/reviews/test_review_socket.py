@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import re
+from pathlib import Path
 
 import pytest
 from channels.db import database_sync_to_async
@@ -10,6 +13,8 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from config.asgi import application
+from reviews import live_version
+from reviews.events import EVENT_SECTIONS, SECTIONS
 from reviews.services.nodes import node_dismiss, node_record
 from tests.fixtures import node_payload
 
@@ -103,3 +108,119 @@ def test_a_member_of_another_workspace_receives_nothing(
         return nothing
 
     assert asyncio.run(scenario()) is True
+
+
+# --- initial sync by version ---------------------------------------------------------------
+
+MARKER = 'id="live-version"'
+
+
+def _page_version(user, space) -> str:
+    client = Client()
+    client.force_login(user)
+    html = client.get(f"/w/{space.workspace.slug}/reviews/{space.pk}/").content.decode()
+    found = re.search(r'ws-connect="/ws/reviews/\d+/\?v=([^"&]*)', html)
+    assert found, "the page passes its live version to the socket"
+    return found.group(1)
+
+
+def _first_message(space_id: int, cookie, version: str) -> str:
+    async def scenario():
+        comm = WebsocketCommunicator(
+            application, f"/ws/reviews/{space_id}/?v={version}", headers=[ORIGIN, cookie]
+        )
+        connected, _ = await comm.connect()
+        assert connected
+        first = await comm.receive_from(timeout=5)
+        quiet = await comm.receive_nothing(timeout=0.3)
+        await comm.disconnect()
+        assert quiet, "the sync is one message"
+        return first
+
+    return asyncio.run(scenario())
+
+
+def _sections_in(message: str) -> set[str]:
+    ids = {
+        'id="review-header"': "header",
+        'id="review-axes"': "axes",
+        'id="disagreements"': "disagreements",
+        'id="review-process"': "process",
+        'id="review-cohorts"': "cohorts",
+        'id="review-findings"': "findings",
+        'id="review-notes"': "notes",
+        'id="review-walkthrough"': "walkthrough",
+        'id="review-streams"': "streams",
+    }
+    return {name for marker, name in ids.items() if marker in message}
+
+
+def test_a_page_that_is_current_gets_only_the_version_marker(live, alice):
+    space, _node = live
+    version = _page_version(alice, space)
+    first = _first_message(space.pk, _cookie(alice), version)
+    assert _sections_in(first) == set()
+    assert MARKER in first and f'data-version="{version}"' in first
+    assert len(first.encode()) < 200
+
+
+def test_a_page_that_missed_a_change_gets_only_the_sections_it_changed(live, alice):
+    space, node = live
+    version = _page_version(alice, space)
+    node_dismiss(node=node, user=alice, reason="dup")  # while no socket is open
+    first = _first_message(space.pk, _cookie(alice), version)
+    assert _sections_in(first) == set(EVENT_SECTIONS["review.node_status"])
+    assert f'id="node-{node.pk}"' in first and "node-dismissed" in first
+    # The marker now names the newer version: a page given it is current again.
+    found = re.search(r'data-version="([^"]+)"', first)
+    assert found
+    newer = found.group(1)
+    assert newer != version
+    assert _sections_in(_first_message(space.pk, _cookie(alice), newer)) == set()
+
+
+@pytest.mark.parametrize("page", ["no version", "another epoch", "from the future", "state lost"])
+def test_a_version_that_cannot_be_vouched_for_gets_the_whole_page(live, alice, page):
+    space, _node = live
+    version = _page_version(alice, space)
+    epoch, _, n = version.partition("-")
+    if page == "state lost":  # Redis flushed or the key expired after the page rendered
+        live_version.store().forget(space.pk)
+    sent = {
+        "no version": "",
+        "another epoch": f"0{epoch}-{n}",
+        "from the future": f"{epoch}-{int(n) + 5}",
+        "state lost": version,
+    }[page]
+    first = _first_message(space.pk, _cookie(alice), sent)
+    assert _sections_in(first) == set(SECTIONS)
+
+
+def test_sections_since_is_a_pure_comparison():
+    state = live_version.LiveState("e", 7, {"header": 7, "axes": 3, "notes": 5})
+    assert live_version.sections_since("e-7", state, SECTIONS) == ()
+    assert live_version.sections_since("e-4", state, SECTIONS) == ("header", "notes")
+    assert live_version.sections_since("e-2", state, SECTIONS) == ("header", "axes", "notes")
+    assert live_version.sections_since("x-7", state, SECTIONS) == SECTIONS
+    assert live_version.sections_since("e-8", state, SECTIONS) == SECTIONS
+    assert live_version.sections_since("e-7", None, SECTIONS) == SECTIONS
+    assert live_version.sections_since("garbage", state, SECTIONS) == SECTIONS
+
+
+def test_every_event_the_code_sends_to_a_review_page_names_its_sections():
+    """An event missing from the table would raise in its service; one in the table that no
+    code sends is dead. Walks the source for emit("…") and space_send(…, "…")."""
+    root = Path(__file__).resolve().parents[2]
+    senders = ("emit", "space_send")
+    sent = set()
+    for path in [*root.glob("reviews/**/*.py"), *root.glob("guardrails/**/*.py")]:
+        for call in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(call, ast.Call)
+                and getattr(call.func, "id", getattr(call.func, "attr", "")) in senders
+                and len(call.args) >= 2
+                and isinstance(call.args[1], ast.Constant)
+            ):
+                sent.add(call.args[1].value)
+    assert sent == set(EVENT_SECTIONS)
+    assert all(set(s) <= set(SECTIONS) for s in EVENT_SECTIONS.values())
