@@ -27,7 +27,14 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from reviews import live_version
-from reviews.events import CARD_EVENTS, EVENT_SECTIONS, SECTIONS, space_group
+from reviews.events import (
+    BATCH,
+    CARD_EVENTS,
+    EVENT_SECTIONS,
+    SECTIONS,
+    batch_sections,
+    space_group,
+)
 from reviews.models import CohortProgress, FileViewed, ReviewSpace
 from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import membership_get
@@ -54,6 +61,17 @@ def version_marker(token: str) -> str:
     """Swapped into #live-version with every message: the version the page now shows. Alone,
     it is the whole answer to a page that connects up to date."""
     return f'<div id="live-version" hidden data-version="{escape(token)}" hx-swap-oob="true"></div>'
+
+
+def live_sections(events: list[dict[str, Any]]) -> tuple[tuple[str, ...], int | None]:
+    """What one message re-renders: the sections its events can change, where a lone status
+    change stands for the findings section by its card alone."""
+    cards = {int(e["node_id"]) for e in events if e["type"] in CARD_EVENTS and e.get("node_id")}
+    others = [e for e in events if not (e["type"] in CARD_EVENTS and e.get("node_id"))]
+    sections = batch_sections(events)
+    if len(cards) == 1 and "findings" not in batch_sections(others):
+        return tuple(s for s in sections if s != "findings"), cards.pop()
+    return sections, None
 
 
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
@@ -90,14 +108,11 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
     async def dispatch(self, message: dict) -> None:
         """Group events ("review.x") re-render the sections EVENT_SECTIONS names for them."""
         kind = message.get("type", "")
-        sections = EVENT_SECTIONS.get(kind)
-        if sections is None:
+        events = message.get("events", []) if kind == BATCH else [message]
+        if kind != BATCH and kind not in EVENT_SECTIONS:
             await super().dispatch(message)
             return
-        card = None
-        if kind in CARD_EVENTS and message.get("node_id") is not None:
-            card = int(message["node_id"])
-            sections = tuple(s for s in sections if s != "findings")
+        sections, card = live_sections(events)
         await self._send_sections(
             sections,
             share=message.get("event_id", ""),

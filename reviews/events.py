@@ -7,6 +7,7 @@ connects later knows what it missed (reviews/live_version.py)."""
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -76,19 +77,47 @@ def emit_list_row(workspace_id: int, space_id: int) -> None:
     transaction.on_commit(lambda: _group_send(list_group(workspace_id), message))
 
 
+BATCH = "review.batch"
+# The events one transaction emitted, per space, waiting for its commit (per thread: each
+# thread has its own database connection and so its own transactions).
+_pending = threading.local()
+
+
 def emit(space_id: int, event_type: str, **data: Any) -> None:
-    """Queue `event_type` for the space's group once the current transaction commits."""
+    """Queue `event_type` for the space's group once the current transaction commits. One
+    transaction's events go out as one message (a dismissal moves the card, the axes and the
+    verdict at once): every open page then renders and receives once per change, not once per
+    event."""
     if event_type not in EVENT_SECTIONS:
         raise ValueError(f"{event_type} is not a live event of the review page")
-    transaction.on_commit(lambda: space_send(space_id, event_type, **data))
+    queued: dict[int, list[dict[str, Any]]] = _pending.__dict__.setdefault("events", {})
+    queued.setdefault(space_id, []).append({"type": event_type, **data})
+    # Every emit registers a flush; the first to run sends them all, the others find nothing.
+    # Events of a rolled-back transaction go out with the next commit: a re-render of the
+    # present state, never a change that did not happen.
+    transaction.on_commit(lambda: _flush(space_id))
+
+
+def _flush(space_id: int) -> None:
+    events = _pending.__dict__.get("events", {}).pop(space_id, [])
+    if len(events) == 1:
+        space_send(space_id, events[0].pop("type"), **events[0])
+    elif events:
+        space_send(space_id, BATCH, events=events)
+
+
+def batch_sections(events: list[dict[str, Any]]) -> tuple[str, ...]:
+    changed = {name for event in events for name in EVENT_SECTIONS.get(event["type"], ())}
+    return tuple(name for name in SECTIONS if name in changed)
 
 
 def space_send(space_id: int, event_type: str, **data: Any) -> None:
     """Send now (the caller has committed): bump the live version, then tell the group."""
     # One id per event lets every socket of a process share the render of the same update.
     message = {"type": event_type, "event_id": uuid.uuid4().hex, **data}
+    sections = batch_sections(data["events"]) if event_type == BATCH else EVENT_SECTIONS[event_type]
     try:
-        message["version"] = live_version.bump(space_id, EVENT_SECTIONS[event_type])
+        message["version"] = live_version.bump(space_id, sections)
     except Exception:  # the page still updates; a socket connecting later syncs in full
         log.exception("could not bump the live version of space %s", space_id)
     _group_send(space_group(space_id), message)

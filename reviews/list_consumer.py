@@ -13,7 +13,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
 from django.template.loader import render_to_string
 
-from reviews.events import list_group, space_group
+from reviews.events import BATCH, list_group, space_group
 from reviews.models import ReviewSpace
 from reviews.selectors import spaces_for_list
 from workspaces.live_access import LiveAccessMixin
@@ -89,7 +89,10 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     async def dispatch(self, message: dict) -> None:
         kind = message.get("type", "")
-        if kind.startswith("websocket.") or kind in ("access.changed", "review.verdict"):
+        if kind == BATCH:  # one transaction's events: a verdict among them is news here
+            if any(e.get("type") == "review.verdict" for e in message.get("events", [])):
+                await self.review_verdict(message)
+        elif kind.startswith("websocket.") or kind in ("access.changed", "review.verdict"):
             await super().dispatch(message)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

@@ -56,6 +56,11 @@ INVALID_PATTERNS = """() => [...document.querySelectorAll("[pattern]")].flatMap(
   try { new RegExp(p, "v"); return []; } catch (e) { return [el.name + ": " + p + " (" + e.message + ")"]; }
 })"""
 
+WIDEST_ELEMENTS = """(limit) => [...document.querySelectorAll("body *")]
+  .filter(e => e.getBoundingClientRect().right > limit && !e.closest(".table-scroll"))
+  .map(e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + "." + e.className
+       + " " + Math.round(e.getBoundingClientRect().right))
+  .slice(-8)"""
 OPEN_ALL_DETAILS = (
     "() => document.querySelectorAll('main details').forEach(d => { d.open = true; })"
 )
@@ -332,6 +337,7 @@ def test_page_is_accessible_on_desktop_and_phone(name, site, chromium, signed_in
         widths = page.evaluate(
             "() => [document.documentElement.scrollWidth, document.body.scrollWidth]"
         )
+        wide = page.evaluate(WIDEST_ELEMENTS, PHONE)
         problems["phone"] = _axe(page)
         page.evaluate(CLOSE_ALL_DETAILS)  # the screenshots show the page as it opens
         _shot(page, name, PHONE)
@@ -344,7 +350,7 @@ def test_page_is_accessible_on_desktop_and_phone(name, site, chromium, signed_in
             for v in found
         )
         assert not report, f"{name}: axe violations\n{report}"
-        assert max(widths) <= PHONE, f"{name} is {widths} px wide at {PHONE} px"
+        assert max(widths) <= PHONE, f"{name} is {widths} px wide at {PHONE} px: {wide}"
         assert invalid == [], f"{name}: patterns Chrome cannot compile: {invalid}"
         assert console == [], f"{name}: console errors: {console}"
     finally:

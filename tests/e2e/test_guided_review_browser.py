@@ -51,7 +51,9 @@ def test_reading_a_review_dismissing_and_a_second_browser_seeing_it_live(
         page.goto(url)
         page.evaluate("window.__loadedOnce = true")
     alice.wait_for_selector("text=Block")
-    assert alice.locator("#review-axes").inner_text().count("apiContract") == 1
+    # One row for the API contract axis, named in words.
+    assert alice.locator("#axis-apiContract").count() == 1
+    assert "API contract" in alice.locator("#axis-apiContract").inner_text()
     assert alice.locator("article.cohort").count() >= 1
     assert "code graph" in alice.locator("article.cohort").first.inner_text()
 

@@ -119,8 +119,9 @@ def test_resolving_and_dismissing_every_p0_p1_moves_the_verdict_live(
     assert fresh.inner_text("#publish-preview") == live_preview
     preview = fresh.locator("#preview-title + p").inner_text()
     assert "event APPROVE (verdict Ship)" in preview
-    body = fresh.locator("details pre").first.inner_text()
-    assert "## Quorum review: Ship" in body and "**Why Ship:** no open P0 or P1 finding" in body
+    # The body as GitHub will render it: the heading and the reason in words, not markdown.
+    body = fresh.locator("details.plan-body .markdown-body").first.inner_text()
+    assert "Quorum review: Ship" in body and "Why Ship: no open P0 or P1 finding" in body
 
     # The audit trail: each verdict change, with the person who made it.
     fresh.goto(f"{asgi_server}/w/{workspace.slug}/audit/?action=verdict.changed")

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import transaction
 from django.test import Client
 
 from config.asgi import application
 from reviews import live_version
+from reviews.consumers import live_sections
 from reviews.events import EVENT_SECTIONS, SECTIONS
 from reviews.services.nodes import node_dismiss, node_record
 from tests.fixtures import node_payload
@@ -146,6 +148,7 @@ def _sections_in(message: str) -> set[str]:
         'id="review-axes"': "axes",
         'id="disagreements"': "disagreements",
         'id="review-process"': "process",
+        'id="review-files"': "files",
         'id="review-cohorts"': "cohorts",
         'id="review-findings"': "findings",
         'id="review-notes"': "notes",
@@ -224,3 +227,43 @@ def test_every_event_the_code_sends_to_a_review_page_names_its_sections():
                 sent.add(call.args[1].value)
     assert sent == set(EVENT_SECTIONS)
     assert all(set(s) <= set(SECTIONS) for s in EVENT_SECTIONS.values())
+
+
+def test_one_transactions_events_reach_a_page_as_one_message(live, alice, review_factory):
+    space, node = live
+    other = node_record(stream=node.stream, payload=node_payload(title="Second finding")).node
+    cookie = _cookie(alice)
+
+    def dismiss_both() -> None:
+        with transaction.atomic():
+            node_dismiss(node=node, user=alice, reason="dup")
+            node_dismiss(node=other, user=alice, reason="dup")
+
+    async def scenario():
+        comm = _communicator(space.pk, ORIGIN, cookie)
+        connected, _ = await comm.connect()
+        assert connected
+        await comm.receive_from(timeout=5)  # the initial sync
+        await database_sync_to_async(dismiss_both)()
+        update = await comm.receive_from(timeout=5)
+        nothing_more = await comm.receive_nothing(timeout=0.5)
+        await comm.disconnect()
+        return update, nothing_more
+
+    update, nothing_more = asyncio.run(scenario())
+    assert nothing_more
+    # Two cards moved: the findings section is re-sent whole, with both dismissed.
+    assert 'id="review-findings"' in update and 'id="review-header"' in update
+    assert update.count("node-dismissed") >= 2
+
+
+def test_a_lone_status_change_is_sent_as_its_card():
+    status = {"type": "review.node_status", "node_id": 7}
+    verdict = {"type": "review.verdict"}
+    added = {"type": "review.node_added", "node_id": 8}
+    sections, card = live_sections([status, verdict])
+    assert card == 7 and "findings" not in sections and "header" in sections
+    sections, card = live_sections([status, added])
+    assert card is None and "findings" in sections and "cohorts" in sections
+    sections, card = live_sections([status, {**status, "node_id": 9}])
+    assert card is None and "findings" in sections
