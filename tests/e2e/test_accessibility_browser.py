@@ -60,7 +60,7 @@ WIDEST_ELEMENTS = """(limit) => [...document.querySelectorAll("body *")]
   .filter(e => e.getBoundingClientRect().right > limit && !e.closest(".table-scroll"))
   .map(e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + "." + e.className
        + " " + Math.round(e.getBoundingClientRect().right))
-  .slice(-8)"""
+  .slice(0, 12)"""
 OPEN_ALL_DETAILS = (
     "() => document.querySelectorAll('main details').forEach(d => { d.open = true; })"
 )
