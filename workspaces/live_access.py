@@ -9,11 +9,13 @@ reused for at most a second, so a missed signal cannot leak more than that.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
+from cachetools import TTLCache
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
@@ -25,6 +27,10 @@ log = logging.getLogger(__name__)
 
 RECHECK_SECONDS = 1.0
 CLOSE_REVOKED = 4403
+# Answers of the last second per (workspace, user, role, session), shared by the sockets of this
+# process; reached only from the event loop's thread.
+_recent_checks: TTLCache[tuple[Any, ...], bool] = TTLCache(maxsize=4096, ttl=RECHECK_SECONDS)
+_checks_under_way: dict[tuple[Any, ...], asyncio.Future[bool]] = {}
 
 
 def user_group(user_id: int) -> str:
@@ -107,11 +113,39 @@ class LiveAccessMixin(_ConsumerBase):
             return False
         now = time.monotonic()
         if fresh or now - self._checked_at >= RECHECK_SECONDS:
-            self._allowed = await self._still_allowed()
+            self._allowed = await self._shared_check(fresh=fresh)
             self._checked_at = now
             if not self._allowed:
                 await self.close(code=CLOSE_REVOKED)
         return self._allowed
+
+    async def _shared_check(self, *, fresh: bool) -> bool:
+        """The sockets of one login session on one workspace (a person's tabs, or 200 pages
+        behind one proxy) ask the same question: within a second, one answer serves them all,
+        and a check under way is awaited rather than repeated. A signalled change (`fresh`)
+        is always checked anew."""
+        m = self.membership
+        session = self.scope.get("session")
+        key = (m.workspace_id, m.user_id, m.role, getattr(session, "session_key", None))
+        if not fresh:
+            if (answer := _recent_checks.get(key)) is not None:
+                return answer
+            if (pending := _checks_under_way.get(key)) is not None:
+                return await pending
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
+        _checks_under_way[key] = future
+        try:
+            allowed = await self._still_allowed()
+            _recent_checks[key] = allowed
+            future.set_result(allowed)
+        except BaseException as error:
+            future.set_exception(error)
+            raise
+        finally:
+            if _checks_under_way.get(key) is future:
+                del _checks_under_way[key]
+        return allowed
 
     async def access_changed(self, event: dict) -> None:
         session = self.scope.get("session")
