@@ -4,6 +4,7 @@ import re
 from functools import lru_cache
 
 from django import template
+from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
@@ -12,6 +13,7 @@ from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
 from config.safeurl import web_url_or_blank
+from reviews.domain import wording
 from reviews.domain.round_stats import PreviewHunk
 from reviews.domain.types import VerdictLevel
 
@@ -211,51 +213,28 @@ def markdown(text: str) -> SafeString:
 @register.filter
 def axis_rows(axis_row, names=None) -> list:
     """`a|axis_rows:cohort_names`: an axis's details as (label, value in words) rows."""
-    from reviews.domain.wording import axis_detail_rows
-
-    return axis_detail_rows(axis_row.axis, axis_row.details, names=names or {})
+    return wording.axis_detail_rows(axis_row.axis, axis_row.details, names=names or {})
 
 
-@register.filter
-def axis_label(axis: str) -> str:
-    from reviews.domain.wording import axis_label as label
-
-    return label(axis)
-
-
-@register.filter
-def axis_source(source: str) -> str:
-    """`a.source|axis_source`: where the result comes from, in words."""
-    from reviews.domain.wording import axis_source_words
-
-    return axis_source_words(source)
-
-
-@register.filter
-def cohort_name(cohort) -> str:
-    from reviews.domain.wording import cohort_name as name
-
-    return name(cohort)
+# The pure wording functions, used as they are: `axis|axis_label`, `a.source|axis_source`,
+# `cohort|cohort_name`, `selection|selection_words`, `stream.state|stream_state`.
+register.filter("axis_label", wording.axis_label)
+register.filter("axis_source", wording.axis_source_words)
+register.filter("cohort_name", wording.cohort_name)
+register.filter("selection_words", wording.selection_words)
+register.filter("stream_state", wording.stream_state_words)
 
 
 @register.filter
 def ago(moment) -> str:
     """`created_at|ago`: "just now", "3 minutes ago" (never "0 minutes ago")."""
-    from django.utils import timezone
-
-    from reviews.domain.wording import time_ago
-
-    return time_ago(moment, timezone.now()) if moment else ""
+    return wording.time_ago(moment, timezone.now()) if moment else ""
 
 
 @register.filter
 def until(moment) -> str:
     """`expires_at|until`: "in 57 minutes", "in under a minute", "now"."""
-    from django.utils import timezone
-
-    from reviews.domain.wording import time_until
-
-    return time_until(moment, timezone.now()) if moment else ""
+    return wording.time_until(moment, timezone.now()) if moment else ""
 
 
 @register.filter
@@ -281,23 +260,6 @@ def decision_done(decision: str) -> str:
 
 
 @register.filter
-def selection_words(selection: str) -> str:
-    from reviews.domain.wording import selection_words as words
-
-    return words(selection)
-
-
-@register.filter
-def stream_state(state: str) -> str:
-    """A reviewer stream's state in words ("Queued" for pending)."""
-    from reviews.domain.wording import stream_state_words
-
-    return stream_state_words(state)
-
-
-@register.filter
 def rejected_words(count: int, reasons) -> str:
     """`s.rejected|rejected_words:s.rejection_reasons`: what the count means, in a sentence."""
-    from reviews.domain.wording import rejected_words as words
-
-    return words(int(count or 0), list(reasons or []))
+    return wording.rejected_words(int(count or 0), list(reasons or []))

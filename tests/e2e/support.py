@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -65,10 +66,10 @@ def asgi_server(transactional_db, settings) -> Iterator[str]:
         process.join(timeout=10)
 
 
-@pytest.fixture
-def browser():
-    # Playwright drives its own event loop in this thread; the ORM calls the tests make between
-    # browser steps are ordinary synchronous calls.
+@contextmanager
+def chromium_launched() -> Iterator:
+    """Headless Debian Chromium under Playwright. Playwright drives its own event loop in this
+    thread; the ORM calls the tests make between browser steps are ordinary synchronous calls."""
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
@@ -78,6 +79,12 @@ def browser():
             yield instance
         finally:
             instance.close()
+
+
+@pytest.fixture
+def browser():
+    with chromium_launched() as instance:
+        yield instance
 
 
 def login(browser, base_url: str, email: str, password: str = PASSWORD):

@@ -10,13 +10,11 @@ Screenshots land in test-artifacts/screenshots/<page>-<width>.png.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from tests.e2e.support import ARTIFACTS, CHROMIUM_ARGS, live_server_start
+from tests.e2e.support import ARTIFACTS, chromium_launched, live_server_start
 from tests.fixtures import PASSWORD
 
 # The plain marker makes pytest-django create the test database; the tests themselves only
@@ -236,15 +234,8 @@ def site(django_db_setup, django_db_blocker, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chromium():
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
+    with chromium_launched() as instance:
+        yield instance
 
 
 @pytest.fixture(scope="module")
