@@ -482,8 +482,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if protocol == OPENAI
                 else self._anthropic_response(conversation, reply, raw)
             )
-            self._send(200, payload, protocol)
+            # Recorded before the answer leaves, so a client that has its reply
+            # always reads the status it was given.
             record.status = 200
+            self._send(200, payload, protocol)
         except _Reply as reply:
             record.status = reply.status
             self._send(reply.status, reply.body, protocol, reply.headers)
