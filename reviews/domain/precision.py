@@ -28,7 +28,7 @@ from .consensus import PERSON_PREFIX, peer_confirmers
 from .severity_floors import REQUEST_INPUT_P0, DefectClass
 from .types import NodeView, Priority
 
-#: The offline analyzers' agent identities (reviews/pipeline/reviewer_runs.py registers them).
+#: The offline analyzers' agent identities (reviews/pipeline/analyzer_runs.py registers them).
 ANALYZER_AGENTS = frozenset({"ruff", "bandit", "secrets"})
 
 # -- test code ---------------------------------------------------------------------------------

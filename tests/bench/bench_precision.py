@@ -72,7 +72,7 @@ from django.core.management import call_command  # noqa: E402
 
 from reviews.domain.types import ACTIVE_STATUSES  # noqa: E402
 from reviews.models import ReviewerStream, ReviewNode  # noqa: E402
-from reviews.pipeline import inputs, reviewer_runs, stages  # noqa: E402
+from reviews.pipeline import analyzer_runs, inputs, stages  # noqa: E402
 from reviews.pipeline.runner import run_inline  # noqa: E402
 from reviews.services import codeindex  # noqa: E402
 from reviews.services.requests import review_request  # noqa: E402
@@ -192,8 +192,8 @@ class Timings:
         return timed
 
     def install(self) -> None:
-        for key, analyzer in list(reviewer_runs.ANALYZERS.items()):
-            reviewer_runs.ANALYZERS[key] = dataclasses.replace(
+        for key, analyzer in list(analyzer_runs.ANALYZERS.items()):
+            analyzer_runs.ANALYZERS[key] = dataclasses.replace(
                 analyzer, run=self.wrap(f"analyzer:{key}", analyzer.run)
             )
         for name in ("round_cohorts", "api_contract", "test_gap"):
@@ -204,7 +204,7 @@ class Timings:
             setattr(inputs, name, self.wrap(name, getattr(inputs, name)))
         stages.INLINE = {k: self.wrap(f"stage:{k}", v) for k, v in stages.INLINE.items()}
         stages.STEP_RUNNERS = {k: self.wrap(f"step:{k}", v) for k, v in stages.STEP_RUNNERS.items()}
-        reviewer_runs.node_record = self.wrap("node_record", reviewer_runs.node_record)
+        analyzer_runs.node_record = self.wrap("node_record", analyzer_runs.node_record)
 
     def summary(self) -> dict[str, object]:
         out: dict[str, object] = {}

@@ -544,7 +544,7 @@ def test_a_retried_reviewer_keeps_decided_tickets_and_drops_undecided_ones(
 ):
     """A reviewer's attempt that starts again discards its unfinished notes, but a ticket a
     person already decided stays decided, and proposing it again does not make a new one."""
-    from reviews.pipeline.reviewer_runs import _reset_stream
+    from reviews.pipeline.attempts import reset_stream as _reset_stream
     from reviews.services.notes import ticket_dismiss
 
     stream = stream_factory(review_factory(workspace), "security")

@@ -1,0 +1,73 @@
+"""Running an offline analyzer as a reviewer: its findings recorded as its stream's, what it
+checked kept as its statement of coverage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import F
+
+from reviews.agents.analyzers import BANDIT, RUFF, RUFF_RULES, AnalyzerReviewer
+from reviews.agents.redaction import redact_text
+from reviews.agents.secret_scan import run_secret_scan
+from reviews.domain import types as t
+from reviews.domain.stream_states import StreamState
+from reviews.models import ReviewerStream
+from reviews.pipeline.attempts import reset_stream
+from reviews.pipeline.inputs import file_text, line_counter
+from reviews.services.nodes import MAX_KEPT_REASONS, node_record
+from reviews.services.streams import stream_transition
+from reviews.services.worktrees import round_worktree
+from reviews.sources.diffs import parse_unified_diff
+
+SECRETS = AnalyzerReviewer(
+    name="secrets",
+    dimensions=frozenset({t.Dimension.SECURITY}),
+    axes=frozenset({t.AxisName.SECURITY}),
+    run=run_secret_scan,
+)
+ANALYZERS = {"ruff": RUFF, "bandit": BANDIT, "secrets": SECRETS}
+ANALYZER_SCOPES = {
+    "ruff": "ruff rules " + ", ".join(RUFF_RULES),
+    "bandit": "bandit's security tests",
+    "secrets": "credential patterns (the redaction rules)",
+}
+
+
+def run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
+    review_round = stream.round
+    root = round_worktree(review_round=review_round)
+    files = parse_unified_diff(review_round.diff)
+    reset_stream(stream)
+    result = ANALYZERS[stream.agent].run(root, files)
+    counter, text = line_counter(root), file_text(root)
+    for finding in result.findings:
+        node_record(
+            stream=stream,
+            payload=finding.payload,
+            file_lines=counter,
+            file_text=text,
+            evidence=finding.evidence,
+        )
+    if result.rejected:
+        # The reasons are kept like a model's (capped), so the page can say what was refused.
+        kept = list(ReviewerStream.objects.get(pk=stream.pk).rejection_reasons)
+        ReviewerStream.objects.filter(pk=stream.pk).update(
+            rejected=F("rejected") + len(result.rejected),
+            rejection_reasons=(kept + list(result.rejected))[:MAX_KEPT_REASONS],
+        )
+    if not result.ok:
+        error = redact_text(result.error or "")  # a tool's stderr may quote the file
+        stream_transition(stream, StreamState.FAILED, error=error)
+        return {"state": "failed", "error": error}
+    note = "; ".join(
+        [f"{stream.agent} checked {len(result.files_checked)} changed file(s)", *result.notes]
+    )
+    # What it checked is its statement of coverage for its axes (reviews/domain/axes.py).
+    checked = {
+        "kind": "coverage",
+        "files": list(result.files_checked),
+        "scope": ANALYZER_SCOPES.get(stream.agent, ""),
+    }
+    stream_transition(stream, StreamState.DONE, coverage_note=note, notes=[checked])
+    return {"state": "done", "findings": len(result.payloads)}

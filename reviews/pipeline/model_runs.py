@@ -1,0 +1,130 @@
+"""Running a model reviewer: its model and key from the settings, its brief and tools, one
+narrowed retry, and what the run recorded."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+
+from reviews.agents.prompts import ReviewerProfile, reviewer_system_prompt
+from reviews.agents.redaction import redact_text
+from reviews.agents.runtime import ModelConfig, ModelRunError, ModelRuntime, provider_name
+from reviews.domain import types as t
+from reviews.domain.lens_answers import coverage_note
+from reviews.domain.outcomes import PROCESS_BLOCK
+from reviews.domain.stream_states import StreamState
+from reviews.models import ReviewerStream
+from reviews.pipeline.attempts import reset_stream
+from reviews.pipeline.faults import retry_db
+from reviews.pipeline.prompting import memory_hints, reviewer_brief
+from reviews.pipeline.tool_adapters import review_tools
+from reviews.services.streams import stream_transition
+from reviews.services.worktrees import round_worktree
+from reviews.sources.diffs import parse_unified_diff
+from workspaces.models import ReviewerConfig, Workspace, reviewer_model
+from workspaces.rules import ModelChoice
+
+
+def runtime_model(
+    choice: ModelChoice | None, workspace: Workspace, *, budget: int
+) -> tuple[ModelConfig, str] | None:
+    """The runtime's settings for the chosen model, and its API key (read from the
+    environment here, never stored)."""
+    provider = provider_name(choice.provider) if choice is not None else None
+    if choice is None or provider is None:
+        return None
+    key_env = choice.api_key_env
+    api_key = os.environ.get(key_env, "") if key_env else settings.QUORUM_LLM_API_KEY
+    return (
+        ModelConfig(
+            provider=provider,
+            model=choice.name,
+            base_url=choice.base_url or None,
+            timeout=float(workspace.call_timeout_seconds),
+            total_tokens_limit=budget,
+        ),
+        api_key,
+    )
+
+
+def config_key(stream: ReviewerStream) -> str:
+    return stream.dimension or stream.agent.removeprefix("followup-")
+
+
+def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
+    review_round = stream.round
+    if stream.dimension == t.Dimension.REQUIREMENTS and not review_round.original_request.strip():
+        # Without the request there is nothing to check against. That blocks the process, not
+        # the code: the stream waits for a person, and the verdict ignores it
+        # (docs/domain-rules.md#reviewer-outcomes).
+        stream_transition(stream, StreamState.SKIPPED, error=PROCESS_BLOCK)
+        return {"state": "process_block"}
+    workspace = review_round.space.workspace
+    config = ReviewerConfig.objects.filter(workspace=workspace, key=config_key(stream)).first()
+    model_streams = max(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).count(), 1)
+    resolved = runtime_model(
+        reviewer_model(config),
+        workspace,
+        budget=max(workspace.round_token_budget // model_streams, 1000),
+    )
+    if resolved is None:
+        stream_transition(
+            stream, StreamState.FAILED, error="no model is configured for this reviewer"
+        )
+        return {"state": "failed"}
+    model, api_key = resolved
+    root = round_worktree(review_round=review_round)
+    files = parse_unified_diff(review_round.diff)
+    profile = ReviewerProfile(
+        name=stream.name,
+        dimension=stream.dimension,
+        instructions=config.instructions if config else "",
+        brief=config.brief if config else "",
+        anti_patterns=config.anti_patterns if config else (),
+        criteria=config.criteria if config else (),
+        few_shots=config.few_shots if config else (),
+    )
+    runtime = ModelRuntime(model)
+    last_error = ""
+    lost: list[BaseException] = []
+    for attempt, narrowed in ((1, False), (2, True)):
+        reset_stream(stream)
+        try:
+            outcome = runtime.run_sync(
+                api_key=api_key,
+                system_prompt=reviewer_system_prompt(
+                    profile, memory_hints=memory_hints(stream), narrowed=narrowed
+                ),
+                user_prompt=reviewer_brief(stream, files, narrowed=narrowed),
+                tools=review_tools(stream, root, files, lost),
+                name=stream.name,
+            )
+        except ModelRunError as exc:
+            if lost:
+                raise lost[0] from exc
+            last_error = f"attempt {attempt}: {exc}"
+            continue
+        if lost:  # a finding or note could not be written: this run is not the reviewer's
+            raise lost[0]
+        # The model's work is done: a blip now reconnects rather than paying for the run again.
+        retry_db(
+            partial(
+                stream_transition,
+                stream,
+                StreamState.DONE,
+                error="",
+                tokens_in=outcome.usage.input_tokens,
+                tokens_out=outcome.usage.output_tokens,
+                refused_calls=outcome.refused_calls,
+                redactions=outcome.redactions,
+                coverage_note=coverage_note(outcome.output),
+            ),
+            what=f"{stream.name}: recording the run",
+        )
+        return {"state": "done", "attempt": attempt}
+    last_error = redact_text(last_error)
+    stream_transition(stream, StreamState.FAILED, error=last_error)
+    return {"state": "failed", "error": last_error}

@@ -1,0 +1,179 @@
+"""The finalise stage: the axes from what was covered and found, then the verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from reviews.domain import types as t
+from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
+from reviews.domain.round_stats import PanelOutcome
+from reviews.models import ReviewerStream, ReviewNode, ReviewRound
+from reviews.pipeline import analyzer_runs, inputs
+from reviews.reporting import stream_dimension
+from reviews.selectors import node_view
+from reviews.services import codeindex
+from reviews.services.consolidation import round_consolidate
+from reviews.services.flags import space_flag_check
+from reviews.services.verdicts import axis_record, round_finalise
+
+
+def finished_analyzer_runs(streams: list[ReviewerStream]) -> list[AnalyzerRun]:
+    """Analyzer streams that finished, with the files they checked (their coverage note)."""
+    runs = []
+    for stream in streams:
+        analyzer = analyzer_runs.ANALYZERS.get(stream.agent)
+        if (
+            stream.kind != ReviewerStream.Kind.ANALYZER
+            or stream.state != ReviewerStream.State.DONE
+            or analyzer is None
+        ):
+            continue
+        note: dict[str, Any] = next(
+            (n for n in stream.notes or [] if n.get("kind") == "coverage"), {}
+        )
+        runs.append(
+            AnalyzerRun(
+                tool=stream.agent,
+                axes=analyzer.axes,
+                files=tuple(note.get("files") or ()),
+                scope=note.get("scope", ""),
+            )
+        )
+    return runs
+
+
+def token_axes_record(
+    review_round: ReviewRound,
+    *,
+    streams: list[ReviewerStream] | None = None,
+    nodes: list | None = None,
+) -> None:
+    """The token axes from what the reviewers and analyzers covered and the findings still
+    active. Run at the end of the pipeline and again after every decision, so a dismissed
+    finding stops failing its axis; a result submitted from CI is never overwritten."""
+    if streams is None:
+        streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
+    if nodes is None:
+        nodes = [
+            node_view(n, [])
+            for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
+        ]
+    # A token axis passes only when a reviewer of its dimension said what it covered.
+    coverage = {
+        stream_dimension(s): (s.coverage_note or None)
+        for s in streams
+        if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
+    }
+    # An analyzer that ran over changed files is explicit coverage for its axes.
+    axes = token_axes_detailed(
+        coverage=coverage, nodes=nodes, analyzers=finished_analyzer_runs(streams)
+    )
+    submitted = set(review_round.axes.exclude(source="tokens").values_list("axis", flat=True))
+    for axis, (result, details) in axes.items():
+        if axis is t.AxisName.TEST_GAP or axis.value in submitted:
+            continue  # testGap comes from the cohorts; a CI submission stands
+        axis_record(
+            review_round=review_round, axis=axis, result=result, source="tokens", details=details
+        )
+
+
+def finalise(review_round: ReviewRound) -> None:
+    facts = review_round.facts
+    fast_exit = facts is not None and facts.fast_exit
+    if facts is not None and facts.followup:
+        # The follow-up reviewer's findings are merged with the others' as well.
+        summary = round_consolidate(review_round=review_round)
+        review_round.stats = review_round.stats.with_(consolidation=summary)
+        review_round.save(update_fields=["stats"])
+    streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
+    nodes = [
+        node_view(n, [])
+        for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
+    ]
+    if fast_exit:
+        review_round.stats = review_round.stats.with_(
+            fast_exit_note="Docs-only or formatting-only change: approved with no reviewer."
+        )
+    else:
+        token_axes_record(review_round, streams=streams, nodes=nodes)
+        worktree = inputs.round_worktree_ready(review_round)
+        result, details = codeindex.test_gap(codeindex.round_cohorts(review_round, worktree), nodes)
+        axis_record(
+            review_round=review_round,
+            axis=t.AxisName.TEST_GAP,
+            result=result,
+            source="cohorts",
+            details=details,
+        )
+    submitted = review_round.axes.filter(source="submitted").values_list("axis", flat=True)
+    for axis, result, details in deterministic_axes(submitted=set(submitted), fast_exit=fast_exit):
+        if axis is t.AxisName.API_CONTRACT and not fast_exit:
+            result, details = codeindex.api_contract(review_round)
+        axis_record(
+            review_round=review_round,
+            axis=axis,
+            result=result,
+            source="deterministic",
+            details=details,
+        )
+    model_nodes = [
+        n
+        for n in nodes
+        if n.stream in {s.name for s in streams if s.kind == ReviewerStream.Kind.MODEL}
+    ]
+    review_round.stats = review_round.stats.with_(
+        # The share of model findings that cite the shared change map.
+        context_utilization=round(sum(1 for n in model_nodes if n.map_anchor) / len(model_nodes), 3)
+        if model_nodes
+        else None,
+        tokens={
+            "in": sum(s.tokens_in for s in streams),
+            "out": sum(s.tokens_out for s in streams),
+        },
+        panel=_panel_summary(review_round),
+        reviewers_failed=[s.name for s in streams if s.state == ReviewerStream.State.FAILED],
+        prose_only=[
+            s.name
+            for s in streams
+            if s.kind == ReviewerStream.Kind.MODEL
+            and s.state == ReviewerStream.State.DONE
+            and s.accepted == 0
+            and not s.coverage_note
+        ],
+    )
+    review_round.save(update_fields=["stats"])
+    from reviews.services.rounds import round_transition
+
+    with transaction.atomic():
+        # Finished only from running (reviews/domain/round_states.py): a round superseded by a
+        # push (or cancelled) while it ran gets no verdict and keeps its state; the round that
+        # replaced it decides.
+        if not round_transition(review_round, ReviewRound.State.FINISHED):
+            review_round.refresh_from_db(fields=["state"])
+            return
+        round_finalise(review_round=review_round)
+        space_flag_check(space=review_round.space_id)  # two rounds without approval: a person
+
+
+def _panel_summary(review_round: ReviewRound) -> PanelOutcome:
+    if (
+        "panel" not in review_round.done_stages
+        and not review_round.steps.filter(stage="panel").exists()
+    ):
+        return PanelOutcome(skipped=True)
+    tags = [
+        n.tags
+        for n in ReviewNode.objects.filter(round=review_round, duplicate_of__isnull=True).only(
+            "tags"
+        )
+    ]
+    return PanelOutcome(
+        verified=sum(tg.panel == "confirmed" for tg in tags),
+        filtered=sum(tg.panel == "filtered" for tg in tags),
+        contested=sum(tg.panel == "contested" for tg in tags),
+        unverified=sum(bool(tg.unverified) for tg in tags),
+        narrowed=bool(review_round.stats.panel_narrowed),
+        skipped=False,
+    )

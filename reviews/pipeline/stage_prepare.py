@@ -1,0 +1,112 @@
+"""The prepare stage: the diff (redacted), the classification, the reviewers the tier or the
+adaptive selection calls for, the worktree and the change map."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from reviews.agents.redaction import redact_diff
+from reviews.changed_files import file_summaries
+from reviews.domain import types as t
+from reviews.domain.classification import ChangeStatus, FileChange, classify_change
+from reviews.domain.round_stats import PanelModeName, RoundFacts
+from reviews.domain.selection import select_reviewers
+from reviews.models import ReviewerStream, ReviewRound
+from reviews.pipeline import analyzer_runs, inputs
+from reviews.pipeline.template import reviewers_for
+from reviews.services import codeindex
+from reviews.services.spaces import space_status_refresh
+from reviews.sources.diffs import ChangedFile, parse_unified_diff
+from workspaces.models import workspace_model_configured
+
+_STATUS = {
+    "added": ChangeStatus.ADDED,
+    "deleted": ChangeStatus.DELETED,
+    "renamed": ChangeStatus.RENAMED,
+    "binary": ChangeStatus.MODIFIED,
+}
+
+
+def changed_files(review_round: ReviewRound) -> list[ChangedFile]:
+    return parse_unified_diff(review_round.diff)
+
+
+def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
+    return [
+        FileChange(
+            path=f.path,
+            added=f.additions,
+            removed=f.deletions,
+            status=_STATUS.get(str(f.status), ChangeStatus.MODIFIED),
+            old_path=f.old_path,
+        )
+        for f in files
+    ]
+
+
+def prepare(review_round: ReviewRound) -> None:
+    space = review_round.space
+    space_status_refresh(space=space.pk)
+    if not review_round.diff:
+        # Stored, shown (cohort previews) and exported: a committed secret stops here. The
+        # analyzers read the checkout, so the secret scanner still sees what was committed.
+        review_round.diff = redact_diff(inputs.fetch_diff(review_round))
+        review_round.save(update_fields=["diff"])
+    files = changed_files(review_round)
+    classification = classify_change(_file_changes(files), review_round.diff)
+    model_ready = workspace_model_configured(space.workspace)
+    facts = RoundFacts(
+        tier=review_round.tier,
+        fast_exit=classification.fast_exit is not None,
+        model_configured=model_ready,
+        python_changed=any(
+            f.path.endswith(".py") and not f.is_binary and f.new_path for f in files
+        ),
+        panel_mode=cast(PanelModeName, space.workspace.panel_mode),
+        followup=False,
+    )
+    if review_round.tier == t.Tier.ADAPTIVE:
+        selection = select_reviewers(classification)
+        facts.selected = [
+            (_reviewer_key(spec), spec.dimension.value) for spec in selection.reviewers
+        ]
+        facts.selection_rationale = list(selection.rationale)
+    entries = [] if facts.fast_exit else reviewers_for(facts.for_gates())
+    review_round.facts = facts
+    review_round.stats = review_round.stats.with_(
+        classification={
+            "fast_exit": classification.fast_exit,
+            "size": classification.size,
+            "files": classification.file_count,
+            "changed_lines": classification.changed_lines,
+            "risks": [{"pattern": r.pattern, "where": r.where} for r in classification.risks],
+        },
+        reviewers=[e.key for e in entries],
+        files=file_summaries(files),
+        not_covered_by_model=[]
+        if model_ready
+        else ["no model configured: only offline analyzers ran"],
+    )
+    review_round.save(update_fields=["facts", "stats"])
+    if not facts.fast_exit:
+        worktree = inputs.round_worktree_ready(review_round)
+        cohorts = codeindex.round_cohorts(review_round, worktree)
+        review_round.stats = review_round.stats.with_(cohorts=codeindex.cohorts_json(cohorts))
+        review_round.save(update_fields=["stats"])
+    for entry in entries:
+        ReviewerStream.objects.get_or_create(
+            round=review_round,
+            name=entry.key,
+            defaults={
+                "agent": entry.key,
+                "dimension": entry.dimension,
+                "kind": ReviewerStream.Kind.ANALYZER
+                if entry.key in analyzer_runs.ANALYZERS
+                else ReviewerStream.Kind.MODEL,
+            },
+        )
+
+
+def _reviewer_key(spec: t.ReviewerSpec) -> str:
+    # The combined trivial-change reviewer is the quality reviewer with the requirements check.
+    return spec.dimension.value
