@@ -17,6 +17,11 @@ Rules it enforces:
   the same forbidden tool more often than that ends the run with a non-retryable error.
   Calls whose arguments pydantic-ai itself rejects (broken JSON) never reach a tool; the guard
   counts them in `RunOutcome.malformed_calls` for the round's statistics.
+- A run that must answer in a shape (`Answer`, e.g. a lens's verdict) ends with a call to the
+  `final_answer` tool; JSON written in prose is read as well. A reply that does not validate is
+  sent back once with the validation error (pydantic-ai's output retry); a second bad reply ends
+  the run with `RunOutcome.answer` None and `answer_error` saying why: an abstention, with the
+  findings the tools recorded kept. Tools called alongside the answer still run ("exhaustive").
 - Errors are raised as `ModelRunError` with `retryable` set: timeouts, connection errors, 429
   and 5xx can succeed on a retry; 401/403, an unknown model, a rejected request, an exhausted
   budget or a misbehaving model cannot. SDK-level retries are off (`max_retries=0`): the
@@ -36,7 +41,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from pydantic_ai import Agent, Tool
+from pydantic import BaseModel, ValidationError
+from pydantic_ai import Agent, ModelRetry, RunContext, TextOutput, Tool, ToolOutput
 from pydantic_ai.capabilities import AbstractCapability, UseThreadExecutor
 from pydantic_ai.exceptions import (
     AgentRunError,
@@ -63,6 +69,7 @@ from pydantic_ai.usage import UsageLimits
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import ReviewMode, refusal_message
 from reviews.agents.redaction import redact
+from reviews.domain.model_answers import json_in_prose
 from reviews.domain.nodes import node_tool_schema
 
 logger = logging.getLogger(__name__)
@@ -126,6 +133,17 @@ class ModelConfig:
 
 
 ToolImpl = Callable[..., object]
+ANSWER_TOOL = "final_answer"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The shape a run must end with. `from_prose` turns an answer without JSON into one (a
+    reviewer's closing paragraph); without it such an answer is sent back once."""
+
+    schema: type[BaseModel]
+    description: str
+    from_prose: Callable[[str], BaseModel] | None = None
 
 
 @dataclass(kw_only=True)
@@ -177,6 +195,8 @@ class RunOutcome:
     tool_errors: int = 0  # injected tool implementations that raised
     # Calls rejected by argument validation before reaching the tool (e.g. broken JSON).
     malformed_calls: dict[str, int] = field(default_factory=dict)
+    answer: BaseModel | None = None  # the validated answer, when the run asked for one
+    answer_error: str = ""  # why there is none: the model's last reply did not validate
 
 
 class ModelRunError(Exception):
@@ -259,10 +279,15 @@ class _ReviewModeGuard(AbstractCapability[Any]):
     # counted like malformed payloads the tools themselves reject (the round's statistics).
     malformed: Counter[str] = field(default_factory=Counter)
     _seen: set[str] = field(default_factory=set)
+    # Usage as the responses arrive: what a run that ends in an abstention still cost.
+    usage: Counter[str] = field(default_factory=Counter)
 
     async def after_model_request(
         self, ctx: Any, *, request_context: Any, response: ModelResponse
     ) -> ModelResponse:
+        self.usage["input"] += response.usage.input_tokens
+        self.usage["output"] += response.usage.output_tokens
+        self.usage["requests"] += 1
         for part in response.parts:
             if isinstance(part, ToolCallPart) and not self.mode.allows(part.tool_name):
                 self.mode.refuse(part.tool_name)
@@ -343,7 +368,7 @@ class _RunState:
 class ReviewerAgent:
     """A built agent with the per-run pieces it needs (and the client to close after)."""
 
-    agent: Agent[None, str]
+    agent: Agent[None, Any]
     mode: ReviewMode
     state: _RunState
     guard: _ReviewModeGuard
@@ -370,6 +395,7 @@ class ModelRuntime:
         mode: ReviewMode | None = None,
         name: str | None = None,
         executor: Executor | None = None,
+        answer: Answer | None = None,
     ) -> ReviewerAgent:
         """An agent with the review-mode tools registered; close it with `aclose()`.
 
@@ -383,11 +409,13 @@ class ModelRuntime:
         clean_system, count = redact(system_prompt)
         state.count(redactions=count)
         guard = _ReviewModeGuard(mode=mode)
-        agent: Agent[None, str] = Agent(
+        agent: Agent[None, Any] = Agent(
             model,
             name=name,
             system_prompt=clean_system,
             tools=_tools(tools, mode, state),
+            output_type=_output_type(answer) if answer is not None else str,
+            end_strategy="exhaustive",
             model_settings=self.config.model_settings(),
             retries={"tools": REFUSALS_PER_TOOL, "output": 1},
             capabilities=[guard] if executor is None else [guard, UseThreadExecutor(executor)],
@@ -432,8 +460,10 @@ class ModelRuntime:
         mode: ReviewMode | None = None,
         name: str | None = None,
         executor: Executor | None = None,
+        answer: Answer | None = None,
     ) -> RunOutcome:
-        """One reviewer run. Raises `ModelRunError` (see `retryable`) when it cannot finish."""
+        """One reviewer run. Raises `ModelRunError` (see `retryable`) when it cannot finish;
+        with `answer`, a reply that never validated is an abstention, not an error."""
         built = self.build_agent(
             api_key=api_key,
             tools=tools,
@@ -441,32 +471,53 @@ class ModelRuntime:
             mode=mode,
             name=name,
             executor=executor,
+            answer=answer,
         )
         clean_user, count = redact(user_prompt)
         built.state.count(redactions=count)
+        answer_error = ""
         try:
             result = await built.agent.run(clean_user, usage_limits=self.config.usage_limits())
+        except UnexpectedModelBehavior as exc:
+            if answer is None or not str(exc).startswith("Exceeded maximum output retries"):
+                raise self._failed(exc) from exc
+            result, answer_error = None, _answer_error(exc)
         except Exception as exc:
-            error = classify_error(exc)
-            logger.warning("reviewer run failed: %s (retryable=%s)", error, error.retryable)
-            raise error from exc
+            raise self._failed(exc) from exc
         finally:
             await built.aclose()
-        usage = result.usage
+        output: Any = result.output if result is not None else None
+        structured = output if isinstance(output, BaseModel) else None
+        seen = built.guard.usage
+        usage = (
+            RunUsageSummary(
+                input_tokens=result.usage.input_tokens,
+                output_tokens=result.usage.output_tokens,
+                requests=result.usage.requests,
+                tool_calls=result.usage.tool_calls,
+            )
+            if result is not None
+            else RunUsageSummary(
+                input_tokens=seen["input"], output_tokens=seen["output"], requests=seen["requests"]
+            )
+        )
         return RunOutcome(
-            output=result.output,
-            usage=RunUsageSummary(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                requests=usage.requests,
-                tool_calls=usage.tool_calls,
-            ),
+            output=structured.model_dump_json() if structured is not None else (output or ""),
+            answer=structured,
+            answer_error=answer_error,
+            usage=usage,
             refused_calls=built.mode.refused_calls,
             refused_by_tool=built.mode.refused_by_tool,
             redactions=built.state.redactions,
             tool_errors=built.state.tool_errors,
             malformed_calls=dict(built.guard.malformed),
         )
+
+    @staticmethod
+    def _failed(exc: BaseException) -> ModelRunError:
+        error = classify_error(exc)
+        logger.warning("reviewer run failed: %s (retryable=%s)", error, error.retryable)
+        return error
 
     def run_sync(
         self,
@@ -478,6 +529,7 @@ class ModelRuntime:
         mode: ReviewMode | None = None,
         name: str | None = None,
         executor: Executor | None = None,
+        answer: Answer | None = None,
     ) -> RunOutcome:
         """`run` for synchronous callers (Celery tasks); not for use inside an event loop."""
         return asyncio.run(
@@ -489,8 +541,54 @@ class ModelRuntime:
                 mode=mode,
                 name=name,
                 executor=executor,
+                answer=answer,
             )
         )
+
+
+# -- answers in a shape ------------------------------------------------------------------------
+
+
+def _output_type(answer: Answer) -> list[Any]:
+    """The answer as the `final_answer` tool, or as JSON (or prose) in the final text."""
+    schema = answer.schema
+
+    def from_text(ctx: RunContext[None], text: str) -> BaseModel:
+        found = json_in_prose(text)
+        if found is None:
+            if answer.from_prose is not None:
+                return answer.from_prose(text)
+            raise ModelRetry(
+                f"Give your answer by calling {ANSWER_TOOL} with the fields its schema names."
+            )
+        try:
+            return schema.model_validate(found)
+        except ValidationError as exc:
+            raise ModelRetry(_validation_text(exc)) from None
+
+    return [
+        ToolOutput(schema, name=ANSWER_TOOL, description=answer.description),
+        TextOutput(from_text),
+    ]
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+def _validation_text(exc: ValidationError) -> str:
+    return f"Your answer did not match the schema ({_problems(exc)}). Answer again, corrected."
+
+
+def _answer_error(exc: BaseException) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, ValidationError):
+        detail = _problems(cause)
+    else:
+        detail = " ".join(str(cause or "").split())
+    return f"no valid answer after a retry{': ' + detail[:300] if detail else ''}"
 
 
 # -- tool registration -------------------------------------------------------------------------

@@ -130,6 +130,11 @@ def calls(*items: tuple[str, Mapping[str, Any] | str], latency: float = 0.0) -> 
     return Reply(calls=tuple(Call(name, args) for name, args in items), latency=latency)
 
 
+def answer(latency: float = 0.0, **fields: Any) -> Reply:
+    """The run's structured answer, as a real model gives it: a call to `final_answer`."""
+    return calls(("final_answer", fields), latency=latency)
+
+
 # -- ready-made scripts ------------------------------------------------------------------------
 
 

@@ -1,0 +1,110 @@
+"""The shapes a model must answer in when its answer decides something. Pure.
+
+A verification lens, a reviewer's closing statement, the requirements reviewer's coverage
+table, the completeness critic and the lead's walkthrough each end their run with one of these,
+as a call to the `final_answer` tool (reviews/agents/runtime.py). A model that writes the JSON
+in its prose instead is read too (`json_in_prose`); one that does not validate is told why once,
+then counted as an abstention with the reason, never guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DimensionName = Literal[
+    "implementation", "quality", "architecture", "security", "performance", "requirements"
+]
+
+
+class _Answer(BaseModel):
+    # Unknown keys are ignored (a model adds commentary fields); missing ones are an error.
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+
+class LensAnswer(_Answer):
+    """One verification lens on one finding."""
+
+    verdict: Literal["real", "false_positive"] = Field(
+        description="real: the defect exists and matters; false_positive: it does not."
+    )
+    severity: Literal["critical", "high", "medium", "low"] = Field(
+        description="How severe the defect is if real."
+    )
+    reason: str = Field(min_length=1, description="One sentence: why.")
+
+
+class CoveredArea(_Answer):
+    area: str = Field(min_length=1, description="A file, function or concern you examined.")
+    reviewed_no_issue: bool = Field(
+        description="true when you examined it and found nothing to report in your dimension."
+    )
+
+
+class ReviewerClosing(_Answer):
+    """What a reviewer examined: its statement of coverage (finding nothing is a result)."""
+
+    summary: str = Field(min_length=1, description="One short paragraph: what you concluded.")
+    covered: list[CoveredArea] = Field(
+        description="Every area you examined, each with whether it was clean."
+    )
+
+
+class RequirementRow(_Answer):
+    requirement: str = Field(min_length=1, description="One atomic item of the request.")
+    covered: Literal["yes", "partial", "no"]
+    evidence: str = Field(
+        description="file:line where it is implemented, or what is missing.", default=""
+    )
+
+
+class RequirementsClosing(ReviewerClosing):
+    """The requirements reviewer's closing: the request mapped item by item to the change."""
+
+    requirements: list[RequirementRow] = Field(
+        description="Each discrete requirement of the original request, in its order."
+    )
+    off_target: bool = Field(
+        default=False,
+        description="true when the change implements something other than what was asked.",
+    )
+    off_target_reason: str = Field(default="", description="Why, when off_target is true.")
+
+
+class CriticAnswer(_Answer):
+    """The completeness critic's judgement of which angles this change needs."""
+
+    warranted: list[DimensionName] = Field(
+        description="The review dimensions this change needs, whether or not they ran."
+    )
+    gaps: list[str] = Field(default_factory=list, description="Coverage gaps, one per line.")
+
+
+class WalkthroughStep(_Answer):
+    title: str = Field(min_length=1)
+    paths: list[str] = Field(description="The changed files this step reads.")
+    explanation: str = Field(min_length=1, description="What this part of the change does.")
+
+
+class Walkthrough(_Answer):
+    """The lead's tour of the change in reading order. It restates no finding."""
+
+    steps: list[WalkthroughStep]
+
+
+def json_in_prose(text: str) -> Any | None:
+    """The first JSON object in `text` (bare, fenced or inside sentences), or None."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
