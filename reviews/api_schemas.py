@@ -17,6 +17,7 @@ from config.api_types import JsonMap
 from reviews.domain import types as t
 from reviews.domain.round_states import RoundState
 from reviews.domain.space_status import SpaceStatus
+from reviews.domain.stored_shapes import StreamClosing
 from reviews.domain.stream_states import StreamState
 from reviews.domain.tickets import TicketStatus
 
@@ -237,7 +238,10 @@ class ReviewStreamOut(Schema):
     refused_calls: int
     redactions: int
     error: str
-    coverage_note: str
+    coverage_note: str  # the closing's summary
+    # The closing statement: covered areas, and the requirements reviewer's table (null for an
+    # analyzer, or a model reviewer that has not finished).
+    closing: StreamClosing | None
 
 
 class ReviewerCommentOut(Schema):

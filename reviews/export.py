@@ -18,7 +18,7 @@ Schema `quorum.review/v1`:
   fix_prompt}, tags}]
 - `disagreements`: [{path, first, second, reasons, key, first_reviewers, second_reviewers}]
 - `streams`: [{name, agent, kind, state, accepted, rejected, tokens_in, tokens_out, attempts,
-  refused_calls, redactions, error, coverage_note}]
+  refused_calls, redactions, error, coverage_note, closing}]
 - `stats`: the round's statistics (classification, panel, critic, failures)
 - `notes`: what reviewers left besides findings. `comments`: [{reviewer, stream, body, path,
   line}] of this round; `tickets`: [{id, round, reviewer, stream, title, body, status (open |
@@ -141,6 +141,7 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
                 "redactions": s.redactions,
                 "error": s.error,
                 "coverage_note": s.coverage_note,
+                "closing": s.closing.model_dump(mode="json") if s.closing is not None else None,
             }
             for s in page.streams
         ],

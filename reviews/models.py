@@ -215,7 +215,9 @@ class ReviewerStream(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
-    coverage_note = models.TextField(blank=True)
+    coverage_note = models.TextField(blank=True)  # the closing's summary, as text
+    # A model reviewer's closing statement: what it covered (reviews/domain/closings.py).
+    closing = SchemaJSONField(schema=shapes.StreamClosing, null=True, blank=True, reads="model")
     # Cross-reviewer notes, comments and tickets the reviewer left (routed by the lead pass).
     notes = SchemaJSONField(schema=shapes.StreamNotes, default=list, blank=True)
     refused_calls = models.PositiveIntegerField(default=0)

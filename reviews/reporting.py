@@ -5,21 +5,26 @@ Rendered on demand rather than stored, so a person's resolve or dismiss is refle
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
+from reviews.domain.outcomes import is_process_block
 from reviews.domain.report import (
     PanelSummary,
     ReportComment,
     ReportInput,
     ReportRound,
     ReportTicket,
+    RequirementLine,
+    RequirementsCheck,
     ReviewerLine,
     render_report,
 )
 from reviews.domain.round_states import state_label
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
-from reviews.models import ReviewerStream
+from reviews.models import ReviewerStream, ReviewNode
 from reviews.selectors import ReviewPage, reviewer_notes
 
 # Offline analyzers report on a dimension too: bandit is a security reviewer.
@@ -39,6 +44,45 @@ def stream_dimension(stream: ReviewerStream) -> t.Dimension:
     return _ANALYZER_DIMENSIONS.get(stream.agent, t.Dimension.QUALITY)
 
 
+def waiting_for_request(stream: ReviewerStream) -> bool:
+    """The stream is held by a process block until a person supplies the original request."""
+    return stream.state == ReviewerStream.State.SKIPPED and is_process_block(stream.error)
+
+
+def requirements_check(
+    streams: Sequence[ReviewerStream], nodes: Sequence[ReviewNode] = ()
+) -> RequirementsCheck | None:
+    """The requirements reviewer's table, categorised findings and off-target judgement, or
+    None when no requirements reviewer is part of the round."""
+    stream = next((s for s in streams if s.dimension == t.Dimension.REQUIREMENTS.value), None)
+    if stream is None:
+        return None
+    if waiting_for_request(stream):
+        return RequirementsCheck(waiting=True)
+    if stream.state == ReviewerStream.State.FAILED:
+        return RequirementsCheck(failure=stream.error or "no usable output")
+    if stream.state != ReviewerStream.State.DONE:
+        return RequirementsCheck(unfinished=True)
+    closing = stream.closing
+    rows = closing.requirements if closing is not None else None
+    return RequirementsCheck(
+        answered=rows is not None,
+        rows=[RequirementLine(r.requirement, r.covered, r.evidence) for r in rows or ()],
+        findings=[
+            (n.tags.requirement_gap.label, n.title, _where(n))
+            for n in nodes
+            if n.stream_id == stream.pk and n.tags.requirement_gap is not None
+        ],
+        off_target=closing.off_target_reason if closing is not None and closing.off_target else "",
+    )
+
+
+def _where(node: ReviewNode) -> str:
+    if not node.path:
+        return "PR-wide"
+    return f"{node.path}:{node.start_line}" if node.start_line else node.path
+
+
 def report_markdown(page: ReviewPage) -> str:
     if page.round is None:
         return "# Review: not started\n"
@@ -48,12 +92,28 @@ def report_markdown(page: ReviewPage) -> str:
         if stream.kind == ReviewerStream.Kind.VERIFIER:
             continue
         spec = t.ReviewerSpec(stream_dimension(stream))
+        if waiting_for_request(stream):
+            lines.append(ReviewerLine(spec, None, agent=stream.agent, waiting=True))
+            continue
         if stream.state == ReviewerStream.State.FAILED:
             lines.append(ReviewerLine(spec, None, failure=stream.error, agent=stream.agent))
             continue
         own = [v for v in views if v.stream == stream.name]
         level = node_verdict(own).level
-        lines.append(ReviewerLine(spec, t.REVIEW_STATE_FOR_VERDICT[level], agent=stream.agent))
+        closing = stream.closing
+        lines.append(
+            ReviewerLine(
+                spec,
+                t.REVIEW_STATE_FOR_VERDICT[level],
+                agent=stream.agent,
+                covered=[(c.area, c.reviewed_no_issue) for c in closing.covered]
+                if closing is not None
+                else (),
+                prose_only=stream.kind == ReviewerStream.Kind.MODEL
+                and stream.state == ReviewerStream.State.DONE
+                and (closing is None or not closing.structured),
+            )
+        )
     if page.verdict is not None:
         verdict = DomainVerdict(
             t.VerdictLevel(page.verdict.level), page.verdict.rule, page.verdict.confidence
@@ -61,7 +121,12 @@ def report_markdown(page: ReviewPage) -> str:
     else:
         verdict = node_verdict(views)
     panel = page.round.stats.panel
-    notes = [s.coverage_note for s in page.streams if s.coverage_note]
+    # A prose-only closing is no statement: its words are not reported as a positive note.
+    notes = [
+        s.coverage_note
+        for s in page.streams
+        if s.coverage_note and (s.closing is None or s.closing.structured)
+    ]
     reviewer_notes_of = reviewer_notes(space=page.space, streams=page.streams)
     return render_report(
         ReportInput(
@@ -97,6 +162,7 @@ def report_markdown(page: ReviewPage) -> str:
                 delta=page.delta_view.summary,
                 gone=[f"{g.title} `{g.location}` ({g.priority})" for g in page.delta_view.gone],
             ),
+            requirements=requirements_check(page.streams, page.nodes),
             delta_labels={
                 str(n.pk): label
                 for n in page.nodes

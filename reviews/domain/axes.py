@@ -2,8 +2,9 @@
 
 - Token axes (correctness, security, testGap) come from the reviewers' findings. They are
   advisory: node priorities already drive the verdict, gating them again would count twice. A
-  token axis is `pass` only when a reviewer of its dimension ran *and* said what it covered;
-  silence is not validation.
+  token axis is `pass` only when a reviewer of its dimension ran *and* listed what it covered
+  in its structured closing answer (reviews/domain/closings.py `coverage_statement`); silence,
+  or a closing in prose only, is not validation.
 - An offline analyzer that ran over changed files is explicit coverage of its axes (bandit and
   the secret scanner: security; ruff: correctness, for the rules it runs): what it checked is
   its statement of coverage. An analyzer that checked no file covers nothing. The details of a
@@ -70,7 +71,8 @@ def token_axis_result(
 def token_axes(
     *, coverage: Mapping[Dimension, str | None], nodes: Iterable[NodeView]
 ) -> dict[AxisName, AxisResult]:
-    """All token axes. `coverage` has one key per dimension that ran (value: what it covered)."""
+    """All token axes. `coverage` has one key per dimension that ran (value: the areas its
+    closing listed as covered, None when it listed none)."""
     node_list = list(nodes)
     results = {}
     for axis in sorted(TOKEN_AXES):
@@ -104,8 +106,9 @@ def token_axes_detailed(
     analyzers: Iterable[AnalyzerRun] = (),
 ) -> dict[AxisName, tuple[AxisResult, dict[str, Any]]]:
     """Token axes from model reviewers (`coverage`, as in `token_axes`) and analyzers that ran,
-    each with details: the model dimensions that ran and, per analyzer, the files it covered and
-    how many active findings it raised or shares on the axis."""
+    each with details: the model dimensions that ran, those of them that listed nothing they
+    covered (`silent`) and, per analyzer, the files it covered and how many active findings it
+    raised or shares on the axis."""
     node_list = list(nodes)
     runs = [run for run in analyzers if run.files]
     results: dict[AxisName, tuple[AxisResult, dict[str, Any]]] = {}
@@ -123,6 +126,8 @@ def token_axes_detailed(
         counted = [n for n in findings if n.active and n.duplicate_of is None]
         details: dict[str, Any] = {
             "reviewers": sorted(str(d) for d in dimensions if d in coverage),
+            # Reviewers that ran but listed nothing they covered: they count for no pass.
+            "silent": sorted(str(d) for d in dimensions if d in coverage and not coverage[d]),
             "analyzers": [
                 {
                     "tool": run.tool,

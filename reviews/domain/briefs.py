@@ -21,7 +21,9 @@ from .types import Dimension, ReviewerSpec
 SECTION_TITLES = ("Context", "Changed Files", "Out of Scope / Trade-offs")
 
 _FOCUS = {
-    Dimension.REQUIREMENTS: "Does the change do what the original request asks, all of it?",
+    Dimension.REQUIREMENTS: "Does the change do what the original request asks, all of it? "
+    "Map each ask to the change (yes / partial / no, with file:line) and name each gap: missing "
+    "feature, misinterpretation, partial implementation or scope creep.",
     Dimension.IMPLEMENTATION: "Is the code correct: logic, edge cases, error handling?",
     Dimension.QUALITY: "Is the code maintainable and tested: clarity, duplication, tests?",
     Dimension.ARCHITECTURE: "Does the change fit the design: boundaries, interfaces, coupling?",

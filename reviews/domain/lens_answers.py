@@ -3,10 +3,9 @@
 - A verification lens answers with lines `VERDICT: REAL|FALSE_POSITIVE`, `SEVERITY:
   critical|high|medium|low` and `REASON: …`; a line it left out is None (the lens abstains on
   it), never a guess.
-- A reviewer's closing words are its statement of coverage only when they say what it
-  examined; silence is not validation, so other prose counts as no statement at all.
 
-Both results are shown and stored: the text is redacted and cut to 500 characters.
+The reason is shown and stored: the text is redacted and cut to 500 characters. (A reviewer's
+closing statement of coverage is a structured answer: reviews/domain/closings.py.)
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ _SEVERITY = re.compile(
     r"^\s*SEVERITY:\s*(critical|high|medium|low)\b", re.IGNORECASE | re.MULTILINE
 )
 _REASON = re.compile(r"^\s*REASON:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
-_COVERAGE = re.compile(r"\b(examined|reviewed|checked|looked at|covered)\b", re.IGNORECASE)
 
 
 def parse_lens_answer(text: str) -> tuple[LensVerdict | None, Severity | None, str]:
@@ -38,9 +36,3 @@ def parse_lens_answer(text: str) -> tuple[LensVerdict | None, Severity | None, s
         Severity(severity.group(1).lower()) if severity else None,
         redact_text(reason.group(1).strip())[:MAX_CHARS] if reason else "",
     )
-
-
-def coverage_note(output: str) -> str:
-    """The reviewer's closing statement of what it covered, or "" when it made none."""
-    text = redact_text(" ".join(output.split()))
-    return text[:MAX_CHARS] if _COVERAGE.search(text) else ""

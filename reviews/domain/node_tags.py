@@ -2,6 +2,8 @@
 
 - `cross_notes`: the reviewer's observations for other dimensions (recorded with the node).
 - `analyzer`: what an offline analyzer knows of its finding (recorded with the node).
+- `requirement_gap`: the requirements reviewer's category for its finding (missing feature,
+  misinterpretation, partial implementation, scope creep; recorded with the node).
 - `co_located`, `cross_referenced`, `conflicting`, `defect_classes`: the lead pass
   (reviews/services/consolidation.py), rewritten on every pass.
 - `unverified`: panel planning, for a finding the panel will not look at.
@@ -18,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reviews.domain.panel import PanelStatus
-from reviews.domain.types import Dimension
+from reviews.domain.types import Dimension, RequirementGap
 
 
 class _Record(BaseModel):
@@ -58,6 +60,7 @@ class NodeTags(_Record):
     panel: PanelStatus | None = None
     panel_note: str | None = None
     decided: Decision | None = None
+    requirement_gap: RequirementGap | None = None
 
     def with_(self, **values: Any) -> NodeTags:
         """A copy with these keys written (validated: a wrong shape raises here)."""

@@ -36,7 +36,17 @@ from pydantic_core import PydanticCustomError
 
 from reviews.agents.redaction import redact, redact_text
 
-from .types import Category, Dimension, Effort, NodeType, NodeView, Priority, Severity, Side
+from .types import (
+    Category,
+    Dimension,
+    Effort,
+    NodeType,
+    NodeView,
+    Priority,
+    RequirementGap,
+    Severity,
+    Side,
+)
 
 TITLE_MAX = 200
 
@@ -168,6 +178,11 @@ class NodePayload(_Closed):
         default=None, description="Id of the change-map anchor this finding cites."
     )
     cross_notes: list[CrossNote] | None = None
+    requirement_gap: RequirementGap | None = Field(
+        default=None,
+        description="Requirements reviewer only: how the finding departs from the original "
+        "request (missing_feature, misinterpretation, partial_implementation, scope_creep).",
+    )
 
     @field_validator("confidence")
     @classmethod

@@ -1,7 +1,10 @@
 """The consolidated review report, in its fixed markdown format.
 
 Sections, always present and always in this order: title with the review state, Reviewers
-(each with its verdict; failed ones say which angle was not covered), Issues grouped Critical
+(each with its verdict; failed ones say which angle was not covered; what each said it covered,
+with "reviewed, no issue" flags; a reviewer held for the original request says "waiting for the
+original request", never APPROVED), Requirements (the requirements reviewer's table Requirement /
+Covered? / Evidence, its findings by category, an off-target judgement), Issues grouped Critical
 (P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
 arbitration, Positive notes, Notes from reviewers (comments, proposed tickets and their status),
 Summary (dimension x severity table, plus the verification panel's line). Empty sections say
@@ -23,12 +26,38 @@ from .verdict import Verdict, counted_nodes
 GROUPS = (("Critical", (0,)), ("Major", (1,)), ("Minor", (2, 3)))
 
 
+WAITING_FOR_REQUEST = "waiting for the original request"
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewerLine:
     reviewer: ReviewerSpec
     state: ReviewState | None  # None when the reviewer failed
     failure: str = ""
     agent: str = ""
+    waiting: bool = False  # a process block: held until a person supplies the request
+    covered: Sequence[tuple[str, bool]] = ()  # (area, reviewed with no issue) from its closing
+    prose_only: bool = False  # closed in prose only: it covered nothing it can be held to
+
+
+@dataclass(frozen=True, slots=True)
+class RequirementLine:
+    requirement: str
+    covered: str  # yes | partial | no
+    evidence: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequirementsCheck:
+    """The requirements reviewer's part of the round."""
+
+    waiting: bool = False  # no original request yet: nothing was checked
+    answered: bool = False  # it closed with a table (which may be empty)
+    rows: Sequence[RequirementLine] = ()
+    findings: Sequence[tuple[str, str, str]] = ()  # (category in words, title, location)
+    off_target: str = ""  # why the change is off target, when it is
+    failure: str = ""  # why it did not finish, when it failed
+    unfinished: bool = False  # still running (or skipped for another reason than the request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +112,7 @@ class ReportInput:
     tickets: Sequence[ReportTicket] = ()
     round: ReportRound | None = None
     delta_labels: Mapping[str, str] = field(default_factory=dict)  # node id → new | still open
+    requirements: RequirementsCheck | None = None  # None: no requirements reviewer in the round
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -100,6 +130,7 @@ def render_report(report: ReportInput) -> str:
         f"**Verdict:** {state} — {report.verdict.rule} ({_confidence(report.verdict)})",
         *([_round(report.round)] if report.round else []),
         _reviewers(report.reviewers),
+        _requirements(report.requirements),
         _issues(issues, report.delta_labels),
         _disagreements(report.arbitrations),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
@@ -124,15 +155,76 @@ def _reviewers(lines: Sequence[ReviewerLine]) -> str:
     failures = []
     for line in lines:
         name = line.reviewer.label + (f" ({line.agent})" if line.agent else "")
-        rows.append(f"| {name} | {line.state or 'FAILED'} |")
+        rows.append(f"| {name} | {_reviewer_state(line)} |")
+        if line.waiting:
+            continue
         if line.state is None:
             why = one_line(line.failure) or "no usable output"
             failures.append(
                 f"- Not covered: the {line.reviewer.label} angle (reviewer failed: {why})."
             )
+        elif line.covered:
+            areas = "; ".join(
+                one_line(area, 200) + (" (reviewed, no issue)" if clean else "")
+                for area, clean in line.covered
+            )
+            failures.append(f"- {line.reviewer.label} covered: {areas}")
+        elif line.prose_only:
+            failures.append(
+                f"- {line.reviewer.label} closed in prose only: no coverage statement, "
+                "so its angle cannot pass on silence."
+            )
     if not lines:
         return _section("Reviewers", ["No reviewer ran."])
     return _section("Reviewers", [*rows, *([""] if failures else []), *failures])
+
+
+def _reviewer_state(line: ReviewerLine) -> str:
+    if line.waiting:  # a process block is not a verdict on the code, and never an approval
+        return WAITING_FOR_REQUEST
+    return str(line.state) if line.state is not None else "FAILED"
+
+
+def _requirements(check: RequirementsCheck | None) -> str:
+    if check is None:
+        return _section("Requirements", ["No requirements reviewer ran in this round."])
+    if check.waiting:
+        return _section(
+            "Requirements",
+            [f"The requirements check is {WAITING_FOR_REQUEST}: supply it to run the check."],
+        )
+    if check.failure:
+        return _section(
+            "Requirements",
+            [f"Not covered: the requirements check failed ({one_line(check.failure)})."],
+        )
+    if check.unfinished:
+        return _section("Requirements", ["The requirements check has not finished."])
+    lines = []
+    if check.off_target:
+        lines += [f"**Implementation off-target:** {one_line(check.off_target, 400)}", ""]
+    if check.rows:
+        lines += ["| Requirement | Covered? | Evidence |", "|---|---|---|"]
+        lines += [
+            f"| {_cell(row.requirement)} | {row.covered} | {_cell(row.evidence) or '—'} |"
+            for row in check.rows
+        ]
+    elif check.answered:
+        lines.append("The requirements reviewer listed no requirement.")
+    else:
+        lines.append("The requirements reviewer gave no coverage table.")
+    if check.findings:
+        lines.append("")
+        lines += [
+            f"- {category}: {one_line(title, 200)} `{where}`"
+            for category, title, where in check.findings
+        ]
+    return _section("Requirements", lines)
+
+
+def _cell(text: str) -> str:
+    """Text for a markdown table cell: one line, no column separator."""
+    return one_line(text, 200).replace("|", "\\|")
 
 
 def _round(r: ReportRound) -> str:

@@ -72,6 +72,32 @@ StreamNote = Annotated[
 StreamNotes = list[StreamNote]
 
 
+class CoveredArea(_Record):
+    area: str
+    reviewed_no_issue: bool
+
+
+class RequirementRow(_Record):
+    requirement: str
+    covered: Literal["yes", "partial", "no"]
+    evidence: str = ""
+
+
+class StreamClosing(_Record):
+    """A model reviewer's closing statement (reviews/domain/closings.py): its summary, the areas
+    it says it covered, and for the requirements reviewer the request mapped item by item.
+    `structured` is False when the model wrote only prose: kept as the summary, covering
+    nothing. `answer_error` says why a closing that did not validate was dropped."""
+
+    summary: str = ""
+    covered: list[CoveredArea] = Field(default_factory=list)
+    structured: bool = True
+    requirements: list[RequirementRow] | None = None  # the requirements reviewer only
+    off_target: bool = False
+    off_target_reason: str = ""
+    answer_error: str = ""
+
+
 # -- PipelineStep -------------------------------------------------------------------------------
 
 

@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from .types import Dimension, NodeView, Priority, ReviewerSpec, Tier
 
 _LIGHT = (ReviewerSpec(Dimension.IMPLEMENTATION),)
+# The requirements reviewer checks the change against the original request; without one it
+# waits for a person (a process block, never a verdict on the code).
 _BALANCED = (
     ReviewerSpec(Dimension.IMPLEMENTATION),
     ReviewerSpec(Dimension.QUALITY),
     ReviewerSpec(Dimension.ARCHITECTURE),
+    ReviewerSpec(Dimension.REQUIREMENTS),
 )
 # Security and performance are briefs on the architecture and implementation agents.
 _THOROUGH = (*_BALANCED, ReviewerSpec(Dimension.SECURITY), ReviewerSpec(Dimension.PERFORMANCE))

@@ -244,6 +244,19 @@ class Dimension(StrEnum):
     PERFORMANCE = "performance"
 
 
+class RequirementGap(StrEnum):
+    """How a requirements finding departs from the original request."""
+
+    MISSING_FEATURE = "missing_feature"  # asked for, not built
+    MISINTERPRETATION = "misinterpretation"  # built, but not what was meant
+    PARTIAL_IMPLEMENTATION = "partial_implementation"  # built in part
+    SCOPE_CREEP = "scope_creep"  # built without being asked
+
+    @property
+    def label(self) -> str:
+        return self.value.replace("_", " ")
+
+
 class AgentKind(StrEnum):
     """The configured reviewer agents; security and performance are briefs, not agents."""
 

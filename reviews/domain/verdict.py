@@ -4,7 +4,9 @@ Counted nodes: status open or consensus_ready, across every stream of the round.
 duplicate counts only through its canonical node (if the canonical is missing from the input
 the duplicate counts on its own, so a finding is never lost by a dangling link).
 
-Rules, in order: any P0 with confidence ≥ 0.7 → Block; else any P0 or P1 → Hold; else Ship. Then
+Rules, in order: the requirements reviewer judged the change off target (it implements
+something other than the original request) → Block, the rule naming its reason; any P0 with
+confidence ≥ 0.7 → Block; else any P0 or P1 → Hold; else Ship. Then
 gated axes may only make it stricter. An offline analyzer's P0 blocks only when its rule
 is on the high-precision list or a model reviewer, a verifier lens or a person backs it
 (`precision.unconfirmed_pattern`); until then it holds, and the rule says so.
@@ -89,13 +91,24 @@ def node_verdict(nodes: Iterable[NodeView]) -> Verdict:
     return Verdict(VerdictLevel.SHIP, "no open P0 or P1 finding", 1.0)
 
 
+def off_target_verdict(reason: str) -> Verdict:
+    """The requirements reviewer found the change implements something other than what was
+    asked: whatever its findings, the change is blocked, and the rule says why."""
+    why = " ".join(reason.split()) or "the change implements something other than the request"
+    return Verdict(VerdictLevel.BLOCK, f"implementation off-target: {why}", 1.0)
+
+
 def finalise(
     nodes: Iterable[NodeView],
     *,
     axes: Mapping[AxisName, AxisResult] | None = None,
     gated: Collection[AxisName] = (),
+    off_target: str = "",
 ) -> Verdict:
-    """Nodes first, then the gated axes, which can only tighten the verdict."""
+    """An off-target change blocks first; then nodes, then the gated axes, which can only
+    tighten the verdict."""
+    if off_target.strip():
+        return off_target_verdict(off_target)
     verdict = node_verdict(nodes)
     floor = axis_floor(axes or {}, gated=gated)
     if floor is None or floor.level.strictness <= verdict.level.strictness:

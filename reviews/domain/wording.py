@@ -196,6 +196,7 @@ _CONSUMED = frozenset(
         "reason",
         "evidence",
         "reviewers",
+        "silent",
         "analyzers",
         "advisory",
         "cohorts_checked",
@@ -247,6 +248,14 @@ def _token_rows(details: Mapping[str, Any]) -> list[DetailRow]:
             ", ".join(in_words(r).lower() for r in reviewers) if reviewers else "none",
         )
     )
+    silent = [str(r) for r in _list(details, "silent")]
+    if silent:
+        rows.append(
+            DetailRow(
+                "Listed nothing they covered (no pass on their word)",
+                ", ".join(in_words(r).lower() for r in silent),
+            )
+        )
     for run in _list(details, "analyzers"):
         if not isinstance(run, Mapping):
             continue

@@ -15,7 +15,7 @@ from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.inputs import file_text, line_counter
-from reviews.services.nodes import MAX_KEPT_REASONS, node_record
+from reviews.services.nodes import MAX_KEPT_REASONS, Finding, node_record_many
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
@@ -38,17 +38,16 @@ def run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
     review_round = stream.round
     root = round_worktree(review_round=review_round)
     files = parse_unified_diff(review_round.diff)
-    reset_stream(stream)
+    if stream.attempts > 1:  # a first attempt has nothing of an earlier one to discard
+        reset_stream(stream)
     result = ANALYZERS[stream.agent].run(root, files)
-    counter, text = line_counter(root), file_text(root)
-    for finding in result.findings:
-        node_record(
-            stream=stream,
-            payload=finding.payload,
-            file_lines=counter,
-            file_text=text,
-            evidence=finding.evidence,
-        )
+    # All of an analyzer's findings arrive at once: they are written together.
+    node_record_many(
+        stream=stream,
+        findings=[Finding(f.payload, f.evidence) for f in result.findings],
+        file_lines=line_counter(root),
+        file_text=file_text(root),
+    )
     if result.rejected:
         # The reasons are kept like a model's (capped), so the page can say what was refused.
         kept = list(ReviewerStream.objects.get(pk=stream.pk).rejection_reasons)

@@ -11,9 +11,16 @@ from django.conf import settings
 
 from reviews.agents.prompts import ReviewerProfile, reviewer_system_prompt
 from reviews.agents.redaction import redact_text
-from reviews.agents.runtime import ModelConfig, ModelRunError, ModelRuntime, provider_name
+from reviews.agents.runtime import (
+    Answer,
+    ModelConfig,
+    ModelRunError,
+    ModelRuntime,
+    provider_name,
+)
 from reviews.domain import types as t
-from reviews.domain.lens_answers import coverage_note
+from reviews.domain.closings import prose_closing, stored_closing
+from reviews.domain.model_answers import RequirementsClosing, ReviewerClosing
 from reviews.domain.outcomes import PROCESS_BLOCK
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
@@ -47,6 +54,24 @@ def runtime_model(
             total_tokens_limit=budget,
         ),
         api_key,
+    )
+
+
+def closing_answer(stream: ReviewerStream) -> Answer:
+    """The closing statement a model reviewer ends with. Prose only is kept as its summary
+    (covering nothing), never retried or failed: the findings it recorded stand."""
+    if stream.dimension == t.Dimension.REQUIREMENTS:
+        return Answer(
+            RequirementsClosing,
+            "Your closing statement: a summary, the areas you covered, and the original request "
+            "mapped item by item to the change (covered yes, partial or no, with file:line).",
+            from_prose=prose_closing,
+        )
+    return Answer(
+        ReviewerClosing,
+        "Your closing statement: a summary and every area you examined, each saying whether "
+        "you found nothing to report in your dimension.",
+        from_prose=prose_closing,
     )
 
 
@@ -101,6 +126,7 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
                 user_prompt=reviewer_brief(stream, files, narrowed=narrowed),
                 tools=review_tools(stream, root, files, lost),
                 name=stream.name,
+                answer=closing_answer(stream),
             )
         except ModelRunError as exc:
             if lost:
@@ -109,6 +135,7 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
             continue
         if lost:  # a finding or note could not be written: this run is not the reviewer's
             raise lost[0]
+        closing = stored_closing(outcome.answer, answer_error=outcome.answer_error)
         # The model's work is done: a blip now reconnects rather than paying for the run again.
         retry_db(
             partial(
@@ -120,7 +147,8 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
                 tokens_out=outcome.usage.output_tokens,
                 refused_calls=outcome.refused_calls,
                 redactions=outcome.redactions,
-                coverage_note=coverage_note(outcome.output),
+                coverage_note=closing.summary,
+                closing=closing,
             ),
             what=f"{stream.name}: recording the run",
         )

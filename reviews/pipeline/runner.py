@@ -250,12 +250,14 @@ def step_transition(step_id: int, to: StepState, claim: Q, **fields: Any) -> int
 def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
     """Run one fan-out step once; a redelivered or duplicate task finds it taken and leaves.
     A lost database connection propagates (the claim handed back) for the caller to retry."""
-    attempt = _claim_step(step_id)
-    if attempt is None:
+    if not _claim_step(step_id):
         return
-    step = PipelineStep.objects.select_related("round__space__workspace", "stream", "node").get(
-        pk=step_id
-    )
+    # Everything a runner reads of its round comes with the step: the workspace's settings and
+    # the repository its checkout is made from.
+    step = PipelineStep.objects.select_related(
+        "round__space__workspace", "round__space__pull_request__repository", "stream", "node"
+    ).get(pk=step_id)
+    attempt = step.attempts  # the claim's token: ours until the lease we just took lapses
     if step.round.state not in OPEN_STATES:
         _finish(step, attempt, PipelineStep.State.FAILED, error=f"round {step.round.state}")
         return
@@ -290,8 +292,8 @@ def run_step_surviving(step_id: int, *, dispatch: Dispatch = celery_dispatch) ->
         )
 
 
-def _claim_step(step_id: int) -> int | None:
-    """Take the step; the attempt number is the claim's token."""
+def _claim_step(step_id: int) -> bool:
+    """Take the step (counting an attempt: the attempt number is the claim's token)."""
     now = timezone.now()
     claimed = step_transition(
         step_id,
@@ -301,9 +303,7 @@ def _claim_step(step_id: int) -> int | None:
         attempts=F("attempts") + 1,
         lease_until=now + _lease(),
     )
-    if claimed != 1:
-        return None
-    return PipelineStep.objects.values_list("attempts", flat=True).get(pk=step_id)
+    return claimed == 1
 
 
 def _renew_step(step_id: int, attempt: int) -> None:

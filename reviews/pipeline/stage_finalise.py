@@ -8,6 +8,7 @@ from django.db import transaction
 
 from reviews.domain import types as t
 from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
+from reviews.domain.closings import coverage_statement
 from reviews.domain.round_stats import PanelOutcome
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import analyzer_runs, inputs
@@ -60,9 +61,10 @@ def token_axes_record(
             node_view(n, [])
             for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
         ]
-    # A token axis passes only when a reviewer of its dimension said what it covered.
+    # A token axis passes only when a reviewer of its dimension listed what it covered in its
+    # closing answer; prose alone covers nothing (reviews/domain/closings.py).
     coverage = {
-        stream_dimension(s): (s.coverage_note or None)
+        stream_dimension(s): (coverage_statement(s.closing) or None)
         for s in streams
         if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
     }
@@ -87,11 +89,10 @@ def finalise(review_round: ReviewRound) -> None:
         summary = round_consolidate(review_round=review_round)
         review_round.stats = review_round.stats.with_(consolidation=summary)
         review_round.save(update_fields=["stats"])
+    # Loaded once for the token axes, the test gap, the stats and the panel's summary.
     streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
-    nodes = [
-        node_view(n, [])
-        for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
-    ]
+    rows = list(ReviewNode.objects.filter(round=review_round).select_related("stream"))
+    nodes = [node_view(n, []) for n in rows]
     if fast_exit:
         review_round.stats = review_round.stats.with_(
             fast_exit_note="Docs-only or formatting-only change: approved with no reviewer."
@@ -132,15 +133,16 @@ def finalise(review_round: ReviewRound) -> None:
             "in": sum(s.tokens_in for s in streams),
             "out": sum(s.tokens_out for s in streams),
         },
-        panel=_panel_summary(review_round),
+        panel=_panel_summary(review_round, rows),
         reviewers_failed=[s.name for s in streams if s.state == ReviewerStream.State.FAILED],
+        # Model reviewers that closed without a structured statement: their findings stand,
+        # but they covered nothing.
         prose_only=[
             s.name
             for s in streams
             if s.kind == ReviewerStream.Kind.MODEL
             and s.state == ReviewerStream.State.DONE
-            and s.accepted == 0
-            and not s.coverage_note
+            and (s.closing is None or not s.closing.structured)
         ],
     )
     review_round.save(update_fields=["stats"])
@@ -157,18 +159,13 @@ def finalise(review_round: ReviewRound) -> None:
         space_flag_check(space=review_round.space_id)  # two rounds without approval: a person
 
 
-def _panel_summary(review_round: ReviewRound) -> PanelOutcome:
+def _panel_summary(review_round: ReviewRound, rows: list[ReviewNode]) -> PanelOutcome:
     if (
         "panel" not in review_round.done_stages
         and not review_round.steps.filter(stage="panel").exists()
     ):
         return PanelOutcome(skipped=True)
-    tags = [
-        n.tags
-        for n in ReviewNode.objects.filter(round=review_round, duplicate_of__isnull=True).only(
-            "tags"
-        )
-    ]
+    tags = [n.tags for n in rows if n.duplicate_of_id is None]
     return PanelOutcome(
         verified=sum(tg.panel == "confirmed" for tg in tags),
         filtered=sum(tg.panel == "filtered" for tg in tags),

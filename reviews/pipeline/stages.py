@@ -30,15 +30,26 @@ def round_fail(review_round: ReviewRound, message: str) -> None:
 # -- reviewers (fan-out) -----------------------------------------------------------------------
 
 
+def _steps_create(
+    review_round: ReviewRound, stage: str, wanted: dict[str, dict[str, Any]]
+) -> list[PipelineStep]:
+    """The steps of `wanted` (key → the step's unit) the stage does not have yet, created in
+    one statement; returns them (a re-run coordinator creates, and so dispatches, none twice).
+    The round's lease makes this coordinator the only one creating its steps."""
+    have = set(
+        PipelineStep.objects.filter(round=review_round, stage=stage).values_list("key", flat=True)
+    )
+    return PipelineStep.objects.bulk_create(
+        [
+            PipelineStep(round=review_round, stage=stage, key=key, **unit)
+            for key, unit in wanted.items()
+            if key not in have
+        ]
+    )
+
+
 def _steps_for_streams(review_round: ReviewRound, stage: str, streams) -> list[PipelineStep]:
-    created = []
-    for stream in streams:
-        step, new = PipelineStep.objects.get_or_create(
-            round=review_round, stage=stage, key=stream.name, defaults={"stream": stream}
-        )
-        if new:
-            created.append(step)
-    return created
+    return _steps_create(review_round, stage, {s.name: {"stream": s} for s in streams})
 
 
 def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
@@ -82,23 +93,17 @@ def create_panel_steps(review_round: ReviewRound) -> list[PipelineStep]:
     views = [node_view(n, list(n.confirmations.all())) for n in nodes]
     plan = plan_panel(views, mode=PanelMode(review_round.space.workspace.panel_mode))
     by_id = {str(n.pk): n for n in nodes}
-    for node_id in plan.unverified:
-        node = by_id[node_id]
+    unverified = [by_id[node_id] for node_id in plan.unverified]
+    for node in unverified:
         node.tags = node.tags.with_(unverified=True)
-        node.save(update_fields=["tags"])
+    ReviewNode.objects.bulk_update(unverified, ["tags"])
     review_round.stats = review_round.stats.with_(panel_narrowed=plan.narrowed)
     review_round.save(update_fields=["stats"])
-    created = []
-    for node_id in plan.verify:
-        step, new = PipelineStep.objects.get_or_create(
-            round=review_round,
-            stage="panel",
-            key=f"node-{node_id}",
-            defaults={"node": by_id[node_id]},
-        )
-        if new:
-            created.append(step)
-    return created
+    return _steps_create(
+        review_round,
+        "panel",
+        {f"node-{node_id}": {"node": by_id[node_id]} for node_id in plan.verify},
+    )
 
 
 def run_panel_step(step: PipelineStep) -> dict[str, Any]:

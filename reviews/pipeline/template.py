@@ -58,6 +58,12 @@ PR_REVIEW_REVIEWERS: tuple[ReviewerEntry, ...] = (
     ReviewerEntry(
         "architecture", "architecture", {"tier": ["balanced", "thorough"], "model_configured": True}
     ),
+    # Checks the change against the original request; without one it waits (a process block).
+    ReviewerEntry(
+        "requirements",
+        "requirements",
+        {"tier": ["balanced", "thorough"], "model_configured": True},
+    ),
     ReviewerEntry("security", "security", {"tier": ["thorough"], "model_configured": True}),
     ReviewerEntry("performance", "performance", {"tier": ["thorough"], "model_configured": True}),
     # Offline analyzers need no model and run on every Python change.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db import transaction
+from django.utils import timezone
 
 from reviews.domain.dedup import consolidate
 from reviews.models import ReviewNode, ReviewRound
@@ -36,6 +37,8 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
                 links[a][label].append(int(b))
                 links[b][label].append(int(a))
         demoted = 0
+        changed: list[ReviewNode] = []
+        fields: list[str] = []
         for view in result.nodes:
             node = nodes[view.id]
             tags = node.tags.without("co_located", "cross_referenced", "conflicting").with_(
@@ -61,8 +64,15 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
             if any(getattr(node, f) != v for f, v in changes.items()):
                 for field, value in changes.items():
                     setattr(node, field, value)
-                node.save(update_fields=[f.removesuffix("_id") for f in changes] + ["updated_at"])
+                changed.append(node)
+                fields = [f.removesuffix("_id") for f in changes]
             demoted += duplicate_of is not None
+        if changed:
+            # One statement for the whole round, not one per node. bulk_update skips auto_now.
+            now = timezone.now()
+            for node in changed:
+                node.updated_at = now
+            ReviewNode.objects.bulk_update(changed, [*fields, "updated_at"])
     return {
         "demoted_duplicates": demoted,
         "co_located": len(result.co_located),

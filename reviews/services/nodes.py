@@ -68,61 +68,19 @@ def node_record(
     Idempotent: the same payload recorded twice in one stream (a redelivered task, a retried
     tool call) yields the same node (unique on stream + payload hash). `evidence` is what an
     offline analyzer knows of its finding (rule, high precision), kept as `tags["analyzer"]`.
+    A model's finding is written as it is made, so the page shows it at once: one transaction
+    of two statements (the node, the stream's count); a repeat is found by the unique key.
     """
     parsed = parse_node_payload(payload, file_lines=file_lines)
     if isinstance(parsed, Rejected):
-        with transaction.atomic():
-            locked = ReviewerStream.objects.select_for_update().get(pk=stream.pk)
-            locked.rejected = F("rejected") + 1
-            if len(locked.rejection_reasons) < MAX_KEPT_REASONS:
-                locked.rejection_reasons = [*locked.rejection_reasons, parsed.reason]
-            locked.save(update_fields=["rejected", "rejection_reasons"])
+        _count_rejections(stream, [parsed.reason])
         return RecordResult(node=None, rejection=parsed.reason)
     assert isinstance(parsed, Accepted)
     key = _payload_key(payload)
-    existing = ReviewNode.objects.filter(stream=stream, payload_key=key).first()
-    if existing is not None:
-        return RecordResult(node=existing)
-    p = parsed.node
-    view = node_view_from_payload(p, node_id="new", agent=stream.agent, stream=stream.name)
-    text = file_text(p.anchor.path) if (file_text and p.anchor) else None
-    fix = p.fix
+    node = _node_row(stream, parsed.node, key, file_text, evidence)
     try:
         with transaction.atomic():
-            node = ReviewNode.objects.create(
-                space_id=stream.round.space_id,
-                round_id=stream.round_id,
-                stream=stream,
-                payload_key=key,
-                reasoning=p.reasoning or "",
-                type=p.type.value,
-                priority=p.priority.value,
-                category=p.triage.category.value,
-                severity=p.triage.severity.value,
-                effort=p.triage.effort.value,
-                path=p.anchor.path if p.anchor else "",
-                start_line=p.anchor.start_line if p.anchor else None,
-                end_line=p.anchor.end_line if p.anchor else None,
-                side=p.anchor.side.value if p.anchor else "RIGHT",
-                replacement_lines=list(fix.replacement_lines)
-                if fix and fix.replacement_lines is not None
-                else None,
-                fix_diff=(fix.diff or "") if fix else "",
-                fix_prompt=(fix.fix_prompt or "") if fix else "",
-                confidence=p.confidence,
-                title=p.title,
-                body=p.body,
-                map_anchor=p.map_anchor or "",
-                triage_flags={
-                    "exploitable_externally": p.triage.exploitable_externally,
-                    "hot_path": p.triage.hot_path,
-                    "critical_path": p.triage.critical_path,
-                    "functional_effect": p.triage.functional_effect,
-                },
-                fingerprint=node_fingerprint(view, text),
-                # Observations for other dimensions travel with the node; the lead pass routes them.
-                tags=_initial_tags(p, evidence),
-            )
+            node.save(force_insert=True)
             ReviewerStream.objects.filter(pk=stream.pk).update(accepted=F("accepted") + 1)
             emit(stream.round.space_id, "review.node_added", node_id=node.pk)
     except IntegrityError:
@@ -130,10 +88,128 @@ def node_record(
     return RecordResult(node=node, created=True)
 
 
+@dataclass(frozen=True)
+class Finding:
+    """One finding of a batch: the payload as a reviewer gives it, and an analyzer's evidence."""
+
+    payload: Any
+    evidence: Mapping[str, Any] | None = None
+
+
+def node_record_many(
+    *,
+    stream: ReviewerStream,
+    findings: Sequence[Finding],
+    file_lines: FileLines | None = None,
+    file_text: Callable[[str], Sequence[str] | None] | None = None,
+) -> list[RecordResult]:
+    """`node_record` for a reviewer that has all its findings at once (an offline analyzer):
+    the same validation, fingerprints, tags and events, written in one transaction of a few
+    statements whatever their number. Idempotent like `node_record`: a payload the stream
+    already holds yields its node. Results are in the order of `findings`."""
+    results: list[RecordResult | None] = [None] * len(findings)
+    rejections: list[str] = []
+    fresh: dict[str, tuple[int, ReviewNode]] = {}  # payload key → first position, row
+    repeats: list[tuple[int, str]] = []
+    for i, finding in enumerate(findings):
+        parsed = parse_node_payload(finding.payload, file_lines=file_lines)
+        if isinstance(parsed, Rejected):
+            rejections.append(parsed.reason)
+            results[i] = RecordResult(node=None, rejection=parsed.reason)
+            continue
+        assert isinstance(parsed, Accepted)
+        key = _payload_key(finding.payload)
+        if key in fresh:
+            repeats.append((i, key))
+        else:
+            fresh[key] = (i, _node_row(stream, parsed.node, key, file_text, finding.evidence))
+    if rejections:
+        _count_rejections(stream, rejections)
+    with transaction.atomic():
+        stored = {
+            n.payload_key: n
+            for n in ReviewNode.objects.filter(stream=stream, payload_key__in=list(fresh))
+        }
+        new = [row for key, (_, row) in fresh.items() if key not in stored]
+        # Keys unique per stream and the rows checked under this transaction: a concurrent
+        # writer of the same stream is the same run re-delivered, and its rows are the same.
+        created = ReviewNode.objects.bulk_create(new)
+        if created:
+            ReviewerStream.objects.filter(pk=stream.pk).update(
+                accepted=F("accepted") + len(created)
+            )
+        for node in created:
+            emit(stream.round.space_id, "review.node_added", node_id=node.pk)
+    for key, (i, row) in fresh.items():
+        results[i] = RecordResult(node=stored.get(key, row), created=key not in stored)
+    for i, key in repeats:
+        results[i] = RecordResult(node=stored.get(key, fresh[key][1]))
+    return [r for r in results if r is not None]
+
+
+def _count_rejections(stream: ReviewerStream, reasons: Sequence[str]) -> None:
+    """Count refused payloads on the stream; the first MAX_KEPT_REASONS reasons are kept."""
+    with transaction.atomic():
+        locked = ReviewerStream.objects.select_for_update().get(pk=stream.pk)
+        kept = list(locked.rejection_reasons)
+        locked.rejected = F("rejected") + len(reasons)
+        locked.rejection_reasons = (kept + list(reasons))[: max(MAX_KEPT_REASONS, len(kept))]
+        locked.save(update_fields=["rejected", "rejection_reasons"])
+
+
+def _node_row(
+    stream: ReviewerStream,
+    p: NodePayload,
+    key: str,
+    file_text: Callable[[str], Sequence[str] | None] | None,
+    evidence: Mapping[str, Any] | None,
+) -> ReviewNode:
+    """The unsaved row of an accepted payload, fingerprinted on the text around its anchor."""
+    view = node_view_from_payload(p, node_id="new", agent=stream.agent, stream=stream.name)
+    text = file_text(p.anchor.path) if (file_text and p.anchor) else None
+    fix = p.fix
+    return ReviewNode(
+        space_id=stream.round.space_id,
+        round_id=stream.round_id,
+        stream=stream,
+        payload_key=key,
+        reasoning=p.reasoning or "",
+        type=p.type.value,
+        priority=p.priority.value,
+        category=p.triage.category.value,
+        severity=p.triage.severity.value,
+        effort=p.triage.effort.value,
+        path=p.anchor.path if p.anchor else "",
+        start_line=p.anchor.start_line if p.anchor else None,
+        end_line=p.anchor.end_line if p.anchor else None,
+        side=p.anchor.side.value if p.anchor else "RIGHT",
+        replacement_lines=list(fix.replacement_lines)
+        if fix and fix.replacement_lines is not None
+        else None,
+        fix_diff=(fix.diff or "") if fix else "",
+        fix_prompt=(fix.fix_prompt or "") if fix else "",
+        confidence=p.confidence,
+        title=p.title,
+        body=p.body,
+        map_anchor=p.map_anchor or "",
+        triage_flags={
+            "exploitable_externally": p.triage.exploitable_externally,
+            "hot_path": p.triage.hot_path,
+            "critical_path": p.triage.critical_path,
+            "functional_effect": p.triage.functional_effect,
+        },
+        fingerprint=node_fingerprint(view, text),
+        # Observations for other dimensions travel with the node; the lead pass routes them.
+        tags=_initial_tags(p, evidence),
+    )
+
+
 def _initial_tags(p: NodePayload, evidence: Mapping[str, Any] | None) -> NodeTags:
     tags = NodeTags()
     if p.cross_notes:
         tags = tags.with_(cross_notes=[n.model_dump(mode="json") for n in p.cross_notes])
+    if p.requirement_gap is not None:
+        tags = tags.with_(requirement_gap=p.requirement_gap.value)
     if evidence:
         tags = tags.with_(analyzer=dict(evidence))
     return tags
@@ -146,19 +222,25 @@ def _locked(node: ReviewNode) -> ReviewNode:
 
 
 def node_transition(
-    node: ReviewNode, status: NodeStatus, *, reason: str = "", follow: bool = True
+    node: ReviewNode,
+    status: NodeStatus,
+    *,
+    reason: str = "",
+    follow: bool = True,
+    also: Sequence[str] = (),
 ) -> bool:
     """The only writer of ReviewNode.status, called with the node's row locked. Raises
     TransitionError unless the status ladder (reviews/domain/consensus.py) allows the move;
     staying in the same status writes nothing and returns False. The round's verdict follows
     in the same transaction (`follow=False`: the caller calls `_follow` itself, after its own
-    audit event)."""
+    audit event). `also` names other fields the caller changed on `node`, saved in the same
+    statement."""
     if node.status == status.value:
         return False
     consensus.check_transition(NodeStatus(node.status), status)
     before = node.status
     node.status = status.value
-    node.save(update_fields=["status", "updated_at"])
+    node.save(update_fields=["status", "updated_at", *also])
     emit(node.space_id, "review.node_status", node_id=node.pk, status=status.value)
     if follow:
         _follow(node, reason or f"{before} → {status.value}")
@@ -334,53 +416,74 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
     """Record the verification panel's three lenses on a node and apply the survival rule
     (docs/domain-rules.md#the-panel-lenses): filtered nodes are dismissed and tagged (counted,
     never silently dropped); a lens that says REAL is a peer confirmation; a confirmed node takes
-    lens 3's severity."""
+    lens 3's severity. The lenses' rows go in one statement and the node's changes in one more:
+    a panel costs the same few queries whatever it decides."""
     from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 
     with transaction.atomic():
         locked = _locked(node)
-        view = node_view(locked)
+        confirmations = list(locked.confirmations.all())
         outcome = panel_outcome(
-            view,
+            node_view(locked, confirmations),
             reachability=answers["reachability"][0],
             false_positive=answers["false_positive"][0],
             severity_vote=answers["severity"][1],
         )
+        held = {(c.agent, c.lens) for c in confirmations}
+        rows: list[NodeConfirmation] = []
+        confirmed_by = None
         for lens in ("reachability", "false_positive"):
             verdict, _, reason = answers[lens]
             if verdict is None:
                 continue
-            NodeConfirmation.objects.get_or_create(
-                node=locked,
-                agent=f"lens-{lens}",
-                lens=lens,
-                defaults={"verdict": verdict.value, "reason": reason},
-            )
-            if verdict is LensVerdict.REAL and locked.status == NodeStatus.OPEN:
-                node_transition(
-                    locked,
-                    consensus.confirm(
-                        status=NodeStatus(locked.status),
-                        author_agent=locked.stream.agent,
-                        by=consensus.Actor.agent(f"lens-{lens}"),
-                    ),
+            rows.append(
+                NodeConfirmation(
+                    node=locked,
+                    agent=f"lens-{lens}",
+                    lens=lens,
+                    verdict=verdict.value,
+                    reason=reason,
                 )
+            )
+            if verdict is LensVerdict.REAL and confirmed_by is None:
+                confirmed_by = f"lens-{lens}"
         severity_answer = answers["severity"]
         if severity_answer[1] is not None:
-            NodeConfirmation.objects.get_or_create(
-                node=locked,
-                agent="lens-severity",
-                lens=NodeConfirmation.Lens.SEVERITY,
-                defaults={"verdict": severity_answer[1].value, "reason": severity_answer[2]},
+            rows.append(
+                NodeConfirmation(
+                    node=locked,
+                    agent="lens-severity",
+                    lens=NodeConfirmation.Lens.SEVERITY,
+                    verdict=severity_answer[1].value,
+                    reason=severity_answer[2],
+                )
             )
+        # A lens that already answered (a re-run step) keeps its first row.
+        NodeConfirmation.objects.bulk_create([r for r in rows if (r.agent, r.lens) not in held])
         locked.tags = locked.tags.with_(panel=outcome.status.value, panel_note=outcome.note)
-        fields = ["tags", "updated_at"]
+        fields = ["tags"]
         if outcome.status is PanelStatus.CONFIRMED:
             locked.priority, locked.severity = outcome.priority.value, outcome.severity.value
             fields += ["priority", "severity"]
-        locked.save(update_fields=fields)
+        moved = False
+        if confirmed_by is not None and locked.status == NodeStatus.OPEN:
+            moved = node_transition(
+                locked,
+                consensus.confirm(
+                    status=NodeStatus(locked.status),
+                    author_agent=locked.stream.agent,
+                    by=consensus.Actor.agent(confirmed_by),
+                ),
+                reason=f"confirmed by {confirmed_by}",
+                follow=False,
+                also=fields,
+            )
+        if not moved:
+            locked.save(update_fields=[*fields, "updated_at"])
         if outcome.status is PanelStatus.FILTERED:
-            node_transition(locked, NodeStatus.DISMISSED)
+            moved = node_transition(locked, NodeStatus.DISMISSED, follow=False) or moved
+        if moved:
+            _follow(locked, f"verification panel: {outcome.status.value}")
     return outcome
 
 

@@ -31,7 +31,11 @@ def stream_transition(
     ).update(**values)
     if not moved:
         return False
-    space_id = ReviewRound.objects.values_list("space_id", flat=True).get(pk=stream.round_id)
+    space_id = (
+        stream.round.space_id  # a runner's stream comes with its round
+        if ReviewerStream.round.is_cached(stream)
+        else ReviewRound.objects.values_list("space_id", flat=True).get(pk=stream.round_id)
+    )
     emit(space_id, "review.stream", stream=stream.pk, state=to.value)
     expressions = [name for name, value in values.items() if hasattr(value, "resolve_expression")]
     for name, value in values.items():

@@ -9,12 +9,30 @@ from django.db import transaction
 from guardrails.audit import SYSTEM, Target, audit_record
 from guardrails.audit import Actor as AuditActor
 from reviews.domain import types as t
+from reviews.domain.closings import off_target_reason
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import finalise
 from reviews.events import emit, emit_list_row
-from reviews.models import AxisResult, ReviewNode, ReviewRound, Verdict, VerdictChange
+from reviews.models import (
+    AxisResult,
+    ReviewerStream,
+    ReviewNode,
+    ReviewRound,
+    Verdict,
+    VerdictChange,
+)
 from reviews.selectors import node_view
 from reviews.services.flags import space_flag_check
+
+_AXIS_FIELDS = (
+    "result",
+    "source",
+    "details",
+    "evidence_url",
+    "submitted_by",
+    "gated",
+    "updated_at",
+)
 
 
 def axis_record(
@@ -28,17 +46,24 @@ def axis_record(
     submitted_by: Any = None,
 ) -> AxisResult:
     gated = axis.value in (review_round.space.workspace.gated_axes or [])
-    row, _ = AxisResult.objects.update_or_create(
-        round=review_round,
-        axis=axis.value,
-        defaults={
-            "result": result.value,
-            "source": source,
-            "details": details or {},
-            "evidence_url": evidence_url,
-            "submitted_by": submitted_by,
-            "gated": gated,
-        },
+    # One upsert on (round, axis) rather than a locked read and a write: the finaliser records
+    # every axis of a round, and again after each decision.
+    (row,) = AxisResult.objects.bulk_create(
+        [
+            AxisResult(
+                round=review_round,
+                axis=axis.value,
+                result=result.value,
+                source=source,
+                details=details or {},
+                evidence_url=evidence_url,
+                submitted_by=submitted_by,
+                gated=gated,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["round", "axis"],
+        update_fields=[*_AXIS_FIELDS],
     )
     emit(review_round.space_id, "review.axis_changed", axis=axis.value, result=result.value)
     return row
@@ -70,7 +95,21 @@ def round_finalise(
             for a in AxisResult.objects.filter(round=review_round)
         }
         gated = [t.AxisName(a) for a in review_round.space.workspace.gated_axes or []]
-        decided = finalise(views, axes=axes, gated=gated)
+        requirements = (
+            ReviewerStream.objects.filter(
+                round=review_round,
+                dimension=t.Dimension.REQUIREMENTS.value,
+                state=ReviewerStream.State.DONE,
+            )
+            .only("closing")
+            .first()
+        )
+        decided = finalise(
+            views,
+            axes=axes,
+            gated=gated,
+            off_target=off_target_reason(requirements.closing if requirements else None),
+        )
         decided = DomainVerdict(
             decided.level, decided.rule[:300], decided.confidence, decided.contributing
         )
@@ -80,15 +119,14 @@ def round_finalise(
             if previous is not None
             else None
         )
-        verdict, _ = Verdict.objects.update_or_create(
-            round=review_round,
-            defaults={
-                "level": decided.level.value,
-                "rule": decided.rule,
-                "confidence": decided.confidence,
-                "contributing": list(decided.contributing),
-            },
-        )
+        # The previous verdict was read under the round's lock: write it in place, or create it.
+        verdict = previous if previous is not None else Verdict(round=review_round)
+        verdict.level, verdict.rule = decided.level.value, decided.rule
+        verdict.confidence, verdict.contributing = decided.confidence, list(decided.contributing)
+        if previous is None:
+            verdict.save(force_insert=True)
+        else:
+            verdict.save(update_fields=["level", "rule", "confidence", "contributing"])
         if old is not None and not decided.same_as(old):
             _record_change(review_round, old, decided, reason=reason, actor=actor, request=request)
         emit(

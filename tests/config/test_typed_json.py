@@ -60,6 +60,7 @@ BAD_VALUES = [
     ("reviews.PipelineStep", "result", {"state": "exploded"}),
     ("reviews.ReviewerStream", "rejection_reasons", [{"reason": "x"}]),
     ("reviews.ReviewerStream", "notes", [{"kind": "memo", "body": "x"}]),
+    ("reviews.ReviewerStream", "closing", {"covered": [{"area": "x", "reviewed_no_issue": "?"}]}),
     ("reviews.ReviewNode", "replacement_lines", "one line"),
     ("reviews.ReviewNode", "triage_flags", {"hot_path": "yes"}),
     ("reviews.ReviewNode", "credited_agents", "security"),

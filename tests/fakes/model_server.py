@@ -25,6 +25,7 @@ a loud failure rather than a hang.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -135,6 +136,19 @@ def answer(latency: float = 0.0, **fields: Any) -> Reply:
     return calls(("final_answer", fields), latency=latency)
 
 
+def closing(summary: str, *, latency: float = 0.0, **fields: Any) -> Turn:
+    """A well-behaved reviewer's last turn: its closing statement as a `final_answer` call
+    when the run offers that tool (a real model answers in the shape it is asked for), else the
+    summary as prose."""
+
+    def close(conversation: Conversation) -> Reply:
+        if "final_answer" in conversation.tools:
+            return answer(latency=latency, summary=summary, **fields)
+        return text(summary, latency=latency)
+
+    return close
+
+
 # -- ready-made scripts ------------------------------------------------------------------------
 
 
@@ -157,12 +171,46 @@ def sample_finding(path: str = "app.py", line: int = 1, **overrides: Any) -> dic
 def good_findings(
     findings: Sequence[Mapping[str, Any]] | None = None, *, path: str = "app.py", name: str = "good"
 ) -> Script:
-    """Reads the file, records the findings, then summarises what it examined."""
+    """Reads the file, records the findings, then closes with what it examined: the file, and
+    whether it found nothing there (`closing`)."""
     payloads = list(findings) if findings is not None else [sample_finding(path)]
     turns: list[Turn] = [calls(("read_file", {"path": path}))]
     if payloads:  # "examined X — no issue" is a valid result too
         turns.append(calls(*(("add_review_node", dict(p)) for p in payloads)))
-    turns.append(text(f"Examined {path}; recorded {len(payloads)} finding(s)."))
+    turns.append(
+        closing(
+            f"Examined {path}; recorded {len(payloads)} finding(s).",
+            covered=[{"area": path, "reviewed_no_issue": not payloads}],
+        )
+    )
+    return Script(name, tuple(turns))
+
+
+def requirements_check(
+    rows: Sequence[Mapping[str, Any]],
+    findings: Sequence[Mapping[str, Any]] = (),
+    *,
+    paths: Sequence[str] = ("app.py",),
+    off_target: str = "",
+    name: str = "requirements",
+) -> Script:
+    """A requirements reviewer: reads the files, records its categorised findings, then closes
+    with the table (Requirement / covered yes|partial|no / evidence) and, when `off_target`,
+    the judgement that the change does something else than was asked."""
+    turns: list[Turn] = [calls(*(("read_file", {"path": p}) for p in paths))]
+    if findings:
+        turns.append(calls(*(("add_review_node", dict(p)) for p in findings)))
+    extra: dict[str, Any] = (
+        {"off_target": True, "off_target_reason": off_target} if off_target else {}
+    )
+    turns.append(
+        closing(
+            f"Mapped the request to the change: {len(rows)} requirement(s).",
+            covered=[{"area": p, "reviewed_no_issue": not findings} for p in paths],
+            requirements=[dict(r) for r in rows],
+            **extra,
+        )
+    )
     return Script(name, tuple(turns))
 
 
@@ -300,6 +348,20 @@ class RecordedRequest:
     json: Any
     status: int = 0
     script: str | None = None
+    # When it arrived and when its answer left (time.perf_counter(), the clock of this process),
+    # and which conversation it continues: the system prompt and first user message of a run
+    # stay the same from turn to turn, so their digest names the run; `turn` counts the
+    # assistant messages already in it. A benchmark draws a round's critical path from these.
+    started: float = 0.0
+    ended: float = 0.0
+    run: str = ""
+    turn: int = 0
+
+
+def _run_key(conversation: Conversation) -> str:
+    first = conversation.user_texts[0] if conversation.user_texts else ""
+    material = f"{conversation.model}\0{conversation.system}\0{first}".encode()
+    return hashlib.sha256(material).hexdigest()[:16]
 
 
 class _Reply(Exception):
@@ -448,6 +510,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             body=raw,
             json=None,
+            started=time.perf_counter(),
         )
         self.fake._record(record)
         try:
@@ -478,6 +541,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _not_found(protocol, conversation.model)
             script = self.fake.script_for(conversation.model, conversation.system)
             record.script = script.name
+            record.run, record.turn = _run_key(conversation), conversation.turn
             reply = script.reply_for(conversation)
             self.fake._sleep(reply.latency)
             if isinstance(reply, Fail):
@@ -489,10 +553,10 @@ class _Handler(BaseHTTPRequestHandler):
             )
             # Recorded before the answer leaves, so a client that has its reply
             # always reads the status it was given.
-            record.status = 200
+            record.status, record.ended = 200, time.perf_counter()
             self._send(200, payload, protocol)
         except _Reply as reply:
-            record.status = reply.status
+            record.status, record.ended = reply.status, time.perf_counter()
             self._send(reply.status, reply.body, protocol, reply.headers)
 
     def _send(

@@ -3,7 +3,19 @@ model server. Shared by the in-process and the Celery pipeline tests."""
 
 from __future__ import annotations
 
-from tests.fakes.model_server import FakeModelServer, Script, good_findings, sample_finding, text
+from tests.fakes.model_server import (
+    FakeModelServer,
+    Script,
+    good_findings,
+    requirements_check,
+    sample_finding,
+    text,
+)
+from workspaces.management.commands.demo_setup import SAMPLE_REQUEST
+
+# The sample repository's original request asks for three features: product search, an export
+# of the product list, and order deletion (the demo seeds the same text).
+ORIGINAL_REQUEST = SAMPLE_REQUEST
 
 SQL = {"path": "shop/search.py", "line": 12}
 SHELL = {"path": "shop/search.py", "line": 18}
@@ -48,6 +60,50 @@ def naming_finding():
     )
 
 
+def export_gap_finding():
+    return sample_finding(
+        "shop/search.py",
+        16,
+        type="recommendation",
+        title="The product export has no way in",
+        body="export_products exists but no handler calls it: nobody can export the list.",
+        priority="P2",
+        confidence=0.7,
+        triage={"category": "other", "severity": "medium", "effort": "small"},
+        requirement_gap="partial_implementation",
+    )
+
+
+# The requirements reviewer's table for ORIGINAL_REQUEST, one row per requested feature.
+REQUIREMENT_ROWS = [
+    {
+        "requirement": "Product search",
+        "covered": "yes",
+        "evidence": "shop/search.py:10 search_products, served by shop/views.py:21",
+    },
+    {
+        "requirement": "An export of the product list",
+        "covered": "partial",
+        "evidence": "shop/search.py:16 export_products; no handler exposes it",
+    },
+    {
+        "requirement": "A way to delete orders",
+        "covered": "yes",
+        "evidence": "shop/views.py:13 delete_order_view",
+    },
+]
+
+
+def requirements_reviewer(**kw):
+    return requirements_check(
+        REQUIREMENT_ROWS,
+        [export_gap_finding()],
+        paths=("shop/search.py", "shop/views.py"),
+        name="req",
+        **kw,
+    )
+
+
 REVIEWER_SCRIPTS = {
     # Two reviewers report the same defect: the lead pass must merge them, crediting both.
     "implementation": lambda: good_findings([sql_finding()], path="shop/search.py", name="impl"),
@@ -57,6 +113,7 @@ REVIEWER_SCRIPTS = {
     "quality": lambda: good_findings([naming_finding()], path="shop/search.py", name="quality"),
     "architecture": lambda: good_findings([], path="shop/views.py", name="arch"),
     "performance": lambda: good_findings([], path="shop/search.py", name="perf"),
+    "requirements": requirements_reviewer,
 }
 
 LENS_ANSWERS = {

@@ -126,3 +126,37 @@ def test_resolving_an_already_resolved_node_is_refused(streams, alice):
     node_resolve(node=node, user=alice)
     with pytest.raises(ConsensusError):
         node_resolve(node=node, user=alice)  # already resolved: not a valid transition
+
+
+def test_a_batch_records_like_one_at_a_time_and_only_once(streams):
+    from reviews.services.nodes import Finding, node_record_many
+
+    stream = streams["security"]
+    first = node_payload(title="Shell call built from input")
+    second = node_payload(
+        title="Hard-coded password",
+        anchor={"path": "app/models.py", "start_line": 20, "end_line": 20},
+    )
+    evidence = {"tool": "bandit", "rule": "B602", "high_precision": False}
+    batch = [
+        Finding(first, evidence=evidence),
+        Finding({"title": "no type"}),
+        Finding(first, evidence=evidence),  # said twice
+        Finding(second),
+    ]
+    results = node_record_many(stream=stream, findings=batch, file_lines=FILES)
+    assert [r.created for r in results] == [True, False, False, True]
+    assert results[1].node is None and "type" in results[1].rejection
+    assert results[0].node.pk == results[2].node.pk
+    stored = ReviewNode.objects.get(pk=results[0].node.pk)
+    assert (stored.tags.analyzer.tool, stored.tags.analyzer.rule) == ("bandit", "B602")
+    # The same fingerprint the one-at-a-time path gives the same finding in another stream.
+    single = node_record(stream=streams["quality"], payload=first, file_lines=FILES).node
+    assert stored.fingerprint == single.fingerprint
+    counted = ReviewerStream.objects.get(pk=stream.pk)
+    assert (counted.accepted, counted.rejected) == (2, 1)
+
+    again = node_record_many(stream=stream, findings=batch, file_lines=FILES)
+    assert [r.node.pk for r in again if r.node] == [r.node.pk for r in results if r.node]
+    assert not any(r.created for r in again)
+    assert ReviewNode.objects.filter(stream=stream).count() == 2

@@ -36,7 +36,7 @@ def shop(settings, tmp_path, workspace, fake_model, alice):
         workspace=workspace, kind="local", local_path=str(path.resolve())
     )
 
-    def review(tier="thorough", original_request="Add product search and order deletion."):
+    def review(tier="thorough", original_request=scenario.ORIGINAL_REQUEST):
         review_round = review_request(
             repository=repo,
             actor=alice,
@@ -61,8 +61,18 @@ def _model_streams(review_round):
     ("tier", "expected"),
     [
         ("light", ["implementation"]),
-        ("balanced", ["architecture", "implementation", "quality"]),
-        ("thorough", ["architecture", "implementation", "performance", "quality", "security"]),
+        ("balanced", ["architecture", "implementation", "quality", "requirements"]),
+        (
+            "thorough",
+            [
+                "architecture",
+                "implementation",
+                "performance",
+                "quality",
+                "requirements",
+                "security",
+            ],
+        ),
     ],
 )
 def test_the_tier_decides_which_reviewers_run(shop, fake_model, tier, expected):
@@ -169,13 +179,8 @@ def test_a_missing_request_is_a_process_block_that_a_person_unblocks(
         request.getfixturevalue("worker_factory")()
 
     from reviews.services.rounds import round_supply_request
-    from tests.fakes.model_server import good_findings
 
     scenario.install(fake_model)
-    fake_model.add_script(
-        good_findings([], path="shop/views.py", name="req"),
-        marker="You are the requirements reviewer.",
-    )
     review_round = shop(tier="adaptive", original_request="")
     assert review_round.state == "finished", review_round.error
     stream = review_round.streams.get(dimension="requirements")
@@ -188,7 +193,7 @@ def test_a_missing_request_is_a_process_block_that_a_person_unblocks(
     while review_round.streams.get(pk=stream.pk).state != "done":
         assert time.monotonic() < deadline, review_round.streams.get(pk=stream.pk).error
         time.sleep(0.2)
-    assert review_round.streams.get(pk=stream.pk).coverage_note.startswith("Examined")
+    assert review_round.streams.get(pk=stream.pk).coverage_note.startswith("Mapped the request")
 
 
 def test_the_brief_carries_the_change_map_and_the_round_reports_its_use(shop, fake_model):

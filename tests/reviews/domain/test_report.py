@@ -8,7 +8,14 @@ import pytest
 
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.disagreements import find_disagreements
-from reviews.domain.report import PanelSummary, ReportInput, ReviewerLine, render_report
+from reviews.domain.report import (
+    PanelSummary,
+    ReportInput,
+    RequirementLine,
+    RequirementsCheck,
+    ReviewerLine,
+    render_report,
+)
 from reviews.domain.types import (
     Category,
     Dimension,
@@ -78,11 +85,13 @@ def _report(**kw: object) -> str:
 
 
 def test_it_renders_the_sections_in_fixed_order() -> None:
-    """Title, reviewers, issues (critical/major/minor), disagreements, notes, summary."""
+    """Title, reviewers, requirements, issues (critical/major/minor), disagreements, notes,
+    summary."""
     report = _report()
     assert re.findall(r"^#{1,3} .*$", report, flags=re.M) == [
         "# Review: BLOCKED",
         "## Reviewers",
+        "## Requirements",
         "## Issues",
         "### Critical",
         "### Major",
@@ -192,3 +201,67 @@ def test_reviewer_notes_list_comments_then_tickets_with_their_status() -> None:
         "  It is duplicated in three places.",
         "  GitHub issue: https://github.com/acme/app/issues/9",
     ]
+
+
+def _section(report: str, title: str) -> str:
+    return report.split(f"## {title}\n\n")[1].split("\n\n## ")[0]
+
+
+def test_a_reviewer_waiting_for_the_request_is_never_approved() -> None:
+    report = _report(
+        reviewers=[
+            ReviewerLine(ReviewerSpec(Dimension.REQUIREMENTS), None, waiting=True),
+            ReviewerLine(ReviewerSpec(Dimension.QUALITY), ReviewState.APPROVED),
+        ],
+        requirements=RequirementsCheck(waiting=True),
+    )
+    reviewers = _section(report, "Reviewers")
+    assert "| requirements | waiting for the original request |" in reviewers
+    assert "requirements | APPROVED" not in reviewers and "Not covered" not in reviewers
+    assert "waiting for the original request" in _section(report, "Requirements")
+
+
+def test_the_requirements_table_its_gaps_and_an_off_target_judgement_are_shown() -> None:
+    report = _report(
+        requirements=RequirementsCheck(
+            answered=True,
+            rows=[
+                RequirementLine("Product search", "yes", "shop/search.py:10"),
+                RequirementLine("Export | list", "partial", ""),
+            ],
+            findings=[("partial implementation", "Export has no handler", "shop/search.py:16")],
+            off_target="it builds an import instead",
+        )
+    )
+    section = _section(report, "Requirements")
+    assert section.splitlines() == [
+        "**Implementation off-target:** it builds an import instead",
+        "",
+        "| Requirement | Covered? | Evidence |",
+        "|---|---|---|",
+        "| Product search | yes | shop/search.py:10 |",
+        "| Export \\| list | partial | — |",
+        "",
+        "- partial implementation: Export has no handler `shop/search.py:16`",
+    ]
+    assert "No requirements reviewer ran" in _section(_report(), "Requirements")
+    no_table = _section(_report(requirements=RequirementsCheck()), "Requirements")
+    assert no_table == "The requirements reviewer gave no coverage table."
+    running = _section(_report(requirements=RequirementsCheck(unfinished=True)), "Requirements")
+    assert running == "The requirements check has not finished."
+
+
+def test_each_reviewer_says_what_it_covered_or_that_it_closed_in_prose() -> None:
+    report = _report(
+        reviewers=[
+            ReviewerLine(
+                ReviewerSpec(Dimension.SECURITY),
+                ReviewState.BLOCKED,
+                covered=[("shop/search.py", False), ("shop/views.py", True)],
+            ),
+            ReviewerLine(ReviewerSpec(Dimension.QUALITY), ReviewState.APPROVED, prose_only=True),
+        ]
+    )
+    reviewers = _section(report, "Reviewers")
+    assert "- security covered: shop/search.py; shop/views.py (reviewed, no issue)" in reviewers
+    assert "- quality closed in prose only: no coverage statement" in reviewers

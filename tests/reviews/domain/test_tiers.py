@@ -12,8 +12,18 @@ from reviews.domain.types import AgentKind, Dimension, NodeType, NodeView, Prior
     ("tier", "dimensions"),
     [
         (Tier.LIGHT, ["implementation"]),
-        (Tier.BALANCED, ["implementation", "quality", "architecture"]),
-        (Tier.THOROUGH, ["implementation", "quality", "architecture", "security", "performance"]),
+        (Tier.BALANCED, ["implementation", "quality", "architecture", "requirements"]),
+        (
+            Tier.THOROUGH,
+            [
+                "implementation",
+                "quality",
+                "architecture",
+                "requirements",
+                "security",
+                "performance",
+            ],
+        ),
     ],
 )
 def test_it_runs_the_reviewers_of_each_tier(tier: Tier, dimensions: list[str]) -> None:

@@ -303,3 +303,29 @@ def test_only_backed_findings_block(rows: list[tuple]) -> None:
     assert (verdict.level is V.BLOCK) == bool(backed)
     plain = node_verdict([replace(n, analyzer_rule=None) for n in nodes])
     assert plain.level.strictness >= verdict.level.strictness
+
+
+@settings(max_examples=150, deadline=None)
+@given(nodes_strategy, axes_strategy, gated_strategy, st.text(min_size=1, max_size=200))
+def test_an_off_target_change_always_blocks_and_says_why(
+    nodes: list[NodeView], axes: dict, gated: set, reason: str
+) -> None:
+    """Whatever the findings and axes, a change the requirements reviewer judged off target is
+    a Block whose rule names the reason; no judgement leaves the verdict as it was."""
+    verdict = finalise(nodes, axes=axes, gated=gated, off_target=reason)
+    if reason.strip():
+        assert verdict.level is V.BLOCK
+        assert verdict.rule == "implementation off-target: " + " ".join(reason.split())
+    else:  # blank is no judgement
+        assert verdict == finalise(nodes, axes=axes, gated=gated)
+
+
+def test_the_off_target_rule_reads_as_a_reason() -> None:
+    verdict = finalise(
+        [_node("a", Priority.P3)], off_target="it adds a product import, the request asks export"
+    )
+    assert (verdict.level, verdict.rule, verdict.confidence) == (
+        V.BLOCK,
+        "implementation off-target: it adds a product import, the request asks export",
+        1.0,
+    )
