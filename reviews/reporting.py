@@ -15,6 +15,7 @@ from reviews.domain.report import (
     ReportComment,
     ReportInput,
     ReportRound,
+    ReportStep,
     ReportTicket,
     RequirementLine,
     RequirementsCheck,
@@ -163,6 +164,11 @@ def report_markdown(page: ReviewPage) -> str:
                 gone=[f"{g.title} `{g.location}` ({g.priority})" for g in page.delta_view.gone],
             ),
             requirements=requirements_check(page.streams, page.nodes),
+            walkthrough=[
+                ReportStep(title=s.title, paths=s.paths, explanation=s.explanation)
+                for s in page.round.stats.walkthrough_steps or []
+            ],
+            walkthrough_text=page.round.stats.walkthrough or "",
             delta_labels={
                 str(n.pk): label
                 for n in page.nodes

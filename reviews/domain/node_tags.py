@@ -6,7 +6,8 @@
   misinterpretation, partial implementation, scope creep; recorded with the node).
 - `co_located`, `cross_referenced`, `conflicting`, `defect_classes`: the lead pass
   (reviews/services/consolidation.py), rewritten on every pass.
-- `unverified`: panel planning, for a finding the panel will not look at.
+- `unverified`: panel planning, for a finding the panel will not look at; the panel, for one
+  no lens gave a valid verdict on.
 - `panel`, `panel_note`: the verification panel's outcome.
 - `decided`: a person who decided a disagreement about the finding.
 

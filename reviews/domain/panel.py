@@ -9,8 +9,11 @@ through unverified and the report says the panel was narrowed.
 Survival, from lens 1 (is it real and reachable) and lens 2 (can it be explained away):
 - both say false positive → filtered (counted in the report, never silently dropped);
 - both say real → confirmed, and it takes lens 3's severity (its priority follows);
-- a split vote, or fewer than two valid verdicts → survives, marked contested.
-A verifier that errors abstains (`None`). A lens that says REAL is a peer confirmation.
+- a split vote, or one valid verdict → survives, marked contested;
+- no valid verdict at all → survives, marked unverified, with each lens's abstention as the
+  reason (nobody checked it, so it is not "contested").
+A verifier that errors, or whose answer never validated, abstains (`None`). A lens that says
+REAL is a peer confirmation.
 
 The completeness critic's deterministic part lists coverage gaps and names at most one
 follow-up reviewer: the first warranted dimension that did not run, most important first.
@@ -18,7 +21,7 @@ follow-up reviewer: the first warranted dimension that did not run, most importa
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -103,8 +106,10 @@ def panel_outcome(
     reachability: LensVerdict | None,
     false_positive: LensVerdict | None,
     severity_vote: Severity | None,
+    abstentions: Mapping[str, str] | None = None,
 ) -> PanelOutcome:
-    """Apply the survival rule to one verified finding (None = the lens abstained or errored)."""
+    """Apply the survival rule to one verified finding (None = the lens abstained or errored;
+    `abstentions`: lens name → why it gave no valid answer, quoted in the note)."""
     votes = [v for v in (reachability, false_positive) if v is not None]
     real = sum(v is LensVerdict.REAL for v in votes)
     fp = sum(v is LensVerdict.FALSE_POSITIVE for v in votes)
@@ -121,7 +126,13 @@ def panel_outcome(
         priority = priority_for_severity(severity_vote) if severity_vote else node.priority
         why = f"lens 3 set severity {severity}" if severity_vote else "lens 3 abstained"
         return PanelOutcome(PanelStatus.CONFIRMED, severity, priority, real, f"confirmed; {why}")
-    why = "split vote" if len(votes) == 2 else f"only {len(votes)} valid verdict(s)"
+    abstained = "; ".join(f"{lens}: {why}" for lens, why in (abstentions or {}).items() if why)
+    if not votes:
+        note = "no lens gave a valid verdict" + (f" ({abstained})" if abstained else "")
+        return PanelOutcome(PanelStatus.UNVERIFIED, node.severity, node.priority, 0, note)
+    why = "split vote" if len(votes) == 2 else "only 1 valid verdict"
+    if abstained:
+        why += f" ({abstained})"
     return PanelOutcome(PanelStatus.CONTESTED, node.severity, node.priority, real, why)
 
 

@@ -4,7 +4,8 @@ Sections, always present and always in this order: title with the review state, 
 (each with its verdict; failed ones say which angle was not covered; what each said it covered,
 with "reviewed, no issue" flags; a reviewer held for the original request says "waiting for the
 original request", never APPROVED), Requirements (the requirements reviewer's table Requirement /
-Covered? / Evidence, its findings by category, an off-target judgement), Issues grouped Critical
+Covered? / Evidence, its findings by category, an off-target judgement), Walkthrough (the lead's
+steps, or the cohorts in reading order), Issues grouped Critical
 (P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
 arbitration, Positive notes, Notes from reviewers (comments, proposed tickets and their status),
 Summary (dimension x severity table, plus the verification panel's line). Empty sections say
@@ -71,6 +72,15 @@ class PanelSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportStep:
+    """A step of the lead's walkthrough."""
+
+    title: str
+    paths: Sequence[str]
+    explanation: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReportComment:
     reviewer: str
     body: str
@@ -113,6 +123,8 @@ class ReportInput:
     round: ReportRound | None = None
     delta_labels: Mapping[str, str] = field(default_factory=dict)  # node id → new | still open
     requirements: RequirementsCheck | None = None  # None: no requirements reviewer in the round
+    walkthrough: Sequence[ReportStep] = ()  # the lead's steps; else `walkthrough_text`
+    walkthrough_text: str = ""  # the deterministic tour, one line per cohort
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -131,6 +143,7 @@ def render_report(report: ReportInput) -> str:
         *([_round(report.round)] if report.round else []),
         _reviewers(report.reviewers),
         _requirements(report.requirements),
+        _walkthrough(report.walkthrough, report.walkthrough_text),
         _issues(issues, report.delta_labels),
         _disagreements(report.arbitrations),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
@@ -225,6 +238,15 @@ def _requirements(check: RequirementsCheck | None) -> str:
 def _cell(text: str) -> str:
     """Text for a markdown table cell: one line, no column separator."""
     return one_line(text, 200).replace("|", "\\|")
+def _walkthrough(steps: Sequence[ReportStep], text: str) -> str:
+    if not steps:
+        return _section("Walkthrough", [one_line(line, 300) for line in text.splitlines() if line])
+    lines = []
+    for i, step in enumerate(steps, start=1):
+        where = ", ".join(f"`{p}`" for p in step.paths)
+        lines.append(f"{i}. **{one_line(step.title, 200)}**" + (f" — {where}" if where else ""))
+        lines.append(f"   {one_line(step.explanation, 600)}")
+    return _section("Walkthrough", lines)
 
 
 def _round(r: ReportRound) -> str:

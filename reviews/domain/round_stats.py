@@ -137,6 +137,15 @@ class RoutedNote(_Record):
     note: str
 
 
+class TourStep(_Record):
+    """One step of the lead's walkthrough: where to read, and what that part of the change
+    does. Written from the cohorts and the change summary only, so it restates no finding."""
+
+    title: str
+    paths: list[str]
+    explanation: str
+
+
 # -- critic and finalise ----------------------------------------------------------------------
 
 
@@ -176,7 +185,8 @@ class RoundStats(_Record):
     consolidation: Consolidation | None = None
     streams: dict[str, StreamCounts] | None = None
     cross_notes: dict[str, list[RoutedNote]] | None = None
-    walkthrough: str | None = None
+    walkthrough: str | None = None  # the deterministic tour: cohorts and their finding counts
+    walkthrough_steps: list[TourStep] | None = None  # the lead model's tour, when it gave one
     # critic
     critic: CriticReport | None = None
     # finalise

@@ -1,5 +1,5 @@
-"""One finding before the verification panel: three lenses in parallel, their answers applied
-through the node service."""
+"""One finding before the verification panel: three lenses in parallel, each answering in the
+`LensAnswer` shape, their answers applied through the node service."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 from reviews.agents.codetools import CodeTools
 from reviews.agents.prompts import verifier_system_prompt
-from reviews.agents.runtime import ModelRuntime, ReviewTools
-from reviews.domain.lens_answers import parse_lens_answer
+from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools, RunOutcome
+from reviews.domain.lens_answers import lens_answer
+from reviews.domain.model_answers import LensAnswer
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.model_runs import runtime_model
@@ -20,6 +21,9 @@ from reviews.sources.diffs import parse_unified_diff
 from workspaces.models import reviewer_model
 
 LENSES = ("reachability", "false_positive", "severity")
+LENS_ANSWER = Answer(
+    LensAnswer, "Your verdict on the finding: real or false_positive, its severity, and why."
+)
 
 
 def verify_node(node: ReviewNode, review_round: ReviewRound) -> dict[str, Any]:
@@ -42,6 +46,7 @@ def verify_node(node: ReviewNode, review_round: ReviewRound) -> dict[str, Any]:
             user_prompt=prompt,
             tools=ReviewTools(code=CodeTools(root, changed_files=files)),
             name=f"lens-{lens}",
+            answer=LENS_ANSWER,
         )
 
     async def panel():
@@ -51,11 +56,12 @@ def verify_node(node: ReviewNode, review_round: ReviewRound) -> dict[str, Any]:
     for lens, outcome in zip(LENSES, asyncio.run(panel()), strict=True):
         # A verifier that errors abstains; the panel never crashes the pipeline
         # (docs/domain-rules.md#the-panel-lenses).
-        answers[lens] = (
-            parse_lens_answer(outcome.output)
-            if not isinstance(outcome, BaseException)
-            else (None, None, f"abstained: {outcome}")
-        )
+        if isinstance(outcome, ModelRunError):
+            answers[lens] = lens_answer(None, str(outcome))
+        elif isinstance(outcome, RunOutcome):
+            answers[lens] = lens_answer(outcome.answer, outcome.answer_error)
+        else:
+            raise outcome
     outcome = retry_db(
         lambda: node_panel_apply(node=node, answers=answers), what=f"panel on node {node.pk}"
     )

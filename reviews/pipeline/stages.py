@@ -10,6 +10,7 @@ from typing import Any
 from reviews.domain.panel import PanelMode, plan_panel
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import reviewer_runs
+from reviews.pipeline.lead_runs import lead_walkthrough
 from reviews.pipeline.stage_critic import critic
 from reviews.pipeline.stage_finalise import finalise, token_axes_record
 from reviews.pipeline.stage_prepare import changed_files, prepare
@@ -76,7 +77,7 @@ def consolidate(review_round: ReviewRound) -> None:
         consolidation=summary,
         streams=counts,
         cross_notes=round_route_notes(review_round=review_round),
-        walkthrough=walkthrough(review_round=review_round),
+        **walkthrough(review_round=review_round, lead=lead_walkthrough),
     )
     review_round.save(update_fields=["stats"])
 

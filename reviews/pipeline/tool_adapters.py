@@ -1,5 +1,10 @@
 """The tools a model reviewer calls during its run, bound to its stream: record, confirm and
-list findings, leave a comment or a ticket, read the code."""
+list findings, leave a comment or a ticket, read the code.
+
+First opinions are independent (docs/domain-rules.md#review-mode-and-untrusted-input): in the
+reviewer stage a reviewer lists only its own findings and cannot confirm another's, so a
+confirmation is always a second opinion — the panel lenses, which see the finding they judge,
+or the follow-up reviewer, which runs after the first pass and sees every finding."""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from reviews.services.nodes import node_confirm, node_record
 from reviews.services.notes import note_record
 from reviews.sources.diffs import ChangedFile
 
+FOLLOW_UP_PREFIX = "followup-"  # the critic's follow-up stream (reviews/pipeline/stage_critic.py)
+
 
 def review_tools(
     stream: ReviewerStream, root: Path, files: list[ChangedFile], lost: list[BaseException]
@@ -27,6 +34,7 @@ def review_tools(
     the database stays away, the error is kept in `lost` and the run is void: the model would
     otherwise be told "tool failed, continue" and the finding would silently be missing."""
     counter, text = line_counter(root), file_text(root)
+    first_pass = not stream.name.startswith(FOLLOW_UP_PREFIX)
 
     def durable(call: Callable[[], Any], what: str) -> Any:
         try:
@@ -52,6 +60,11 @@ def review_tools(
             ).first()
             if node is None:
                 return f"There is no finding {node_id} in this review."
+            if first_pass and node.stream_id != stream.pk:
+                return (
+                    f"Refused: finding {node_id} is another reviewer's. Form your own opinion "
+                    "of the change; peers' findings are verified after this pass."
+                )
             try:
                 node_confirm(node=node, by_agent=stream.agent, reason=redact_text(reasoning or ""))
             except ConsensusError as exc:
@@ -63,7 +76,9 @@ def review_tools(
     def list_review_nodes() -> str:
         rows = durable(
             lambda: list(
-                ReviewNode.objects.filter(round=stream.round)
+                ReviewNode.objects.filter(
+                    round=stream.round, **({"stream": stream} if first_pass else {})
+                )
                 .select_related("stream")
                 .order_by("id")
             ),

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from reviews.domain.dedup import consolidate
+from reviews.domain.round_stats import TourStep
 from reviews.models import ReviewNode, ReviewRound
 from reviews.selectors import node_view
 
@@ -96,9 +99,18 @@ def round_route_notes(*, review_round: ReviewRound) -> dict[str, list[dict]]:
     return dict(routed)
 
 
-def walkthrough(*, review_round: ReviewRound) -> str:
-    """The lead's short tour of the change: cohorts in reading order and what was found there.
-    It edits nothing and restates no finding."""
+def walkthrough(
+    *,
+    review_round: ReviewRound,
+    lead: Callable[[ReviewRound], list[TourStep] | None] | None = None,
+) -> dict[str, Any]:
+    """The round's walkthrough, as the stats keys to write. `lead` is the lead model's tour
+    (reviews/pipeline/lead_runs.py), told the cohorts and the change, never the findings; when
+    there is none, the deterministic tour: cohorts in reading order and how many findings each
+    has. It edits nothing and restates no finding."""
+    steps = lead(review_round) if lead is not None else None
+    if steps:
+        return {"walkthrough_steps": steps}
     cohorts = review_round.stats.cohort_list
     counts: dict[str, int] = defaultdict(int)
     for path in ReviewNode.objects.filter(
@@ -115,4 +127,4 @@ def walkthrough(*, review_round: ReviewRound) -> str:
     unanchored = counts.get("", 0)
     if unanchored:
         lines.append(f"Plus {unanchored} finding(s) about the change as a whole.")
-    return "\n".join(lines)
+    return {"walkthrough": "\n".join(lines)}

@@ -416,8 +416,9 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
     """Record the verification panel's three lenses on a node and apply the survival rule
     (docs/domain-rules.md#the-panel-lenses): filtered nodes are dismissed and tagged (counted,
     never silently dropped); a lens that says REAL is a peer confirmation; a confirmed node takes
-    lens 3's severity. The lenses' rows go in one statement and the node's changes in one more:
-    a panel costs the same few queries whatever it decides."""
+    lens 3's severity; a node no lens gave a valid verdict on is tagged unverified, the lenses'
+    reasons for abstaining in its panel note. The lenses' rows go in one statement and the node's
+    changes in one more: a panel costs the same few queries whatever it decides."""
     from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 
     with transaction.atomic():
@@ -428,6 +429,11 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
             reachability=answers["reachability"][0],
             false_positive=answers["false_positive"][0],
             severity_vote=answers["severity"][1],
+            abstentions={
+                lens: reason
+                for lens, (verdict, _, reason) in answers.items()
+                if lens != "severity" and verdict is None
+            },
         )
         held = {(c.agent, c.lens) for c in confirmations}
         rows: list[NodeConfirmation] = []
@@ -461,7 +467,10 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
         # A lens that already answered (a re-run step) keeps its first row.
         NodeConfirmation.objects.bulk_create([r for r in rows if (r.agent, r.lens) not in held])
         locked.tags = locked.tags.with_(panel=outcome.status.value, panel_note=outcome.note)
-        fields = ["tags"]
+        if outcome.status is PanelStatus.UNVERIFIED:
+            # Counted and badged like a finding the panel skipped: nobody verified it.
+            locked.tags = locked.tags.with_(unverified=True)
+        fields = ["tags", "updated_at"]
         if outcome.status is PanelStatus.CONFIRMED:
             locked.priority, locked.severity = outcome.priority.value, outcome.severity.value
             fields += ["priority", "severity"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tests.fakes.model_server import (
     FakeModelServer,
     Script,
+    answer,
     good_findings,
     requirements_check,
     sample_finding,
@@ -117,16 +118,37 @@ REVIEWER_SCRIPTS = {
 }
 
 LENS_ANSWERS = {
-    "reachability": "VERDICT: REAL\nSEVERITY: high\nREASON: the term reaches the query unchanged",
-    "false_positive": "VERDICT: REAL\nSEVERITY: high\nREASON: no framework escapes it here",
-    "severity": "VERDICT: REAL\nSEVERITY: critical\nREASON: data exposure",
+    "reachability": answer(
+        verdict="real", severity="high", reason="the term reaches the query unchanged"
+    ),
+    "false_positive": answer(
+        verdict="real", severity="high", reason="no framework escapes it here"
+    ),
+    "severity": answer(verdict="real", severity="critical", reason="data exposure"),
 }
+
+
+# The lead's walkthrough of the sample change (one path it invents, which is dropped).
+WALKTHROUGH_STEPS = [
+    {
+        "title": "Product search",
+        "paths": ["shop/search.py"],
+        "explanation": "Adds the search query and an export helper.",
+    },
+    {
+        "title": "HTTP handlers",
+        "paths": ["shop/views.py", "shop/routes.py"],
+        "explanation": "Exposes search and order deletion as views.",
+    },
+]
+LEAD_MARKER = "You are the lead reviewer."
 
 
 def install(
     fake: FakeModelServer, *, latency: float = 0.0, overrides: dict[str, Script] | None = None
 ) -> None:
-    """Route each reviewer and verifier lens to its script by the name in its system prompt."""
+    """Route each reviewer, verifier lens and the lead's walkthrough to its script by the name
+    in its system prompt."""
     for name, make in REVIEWER_SCRIPTS.items():
         script = (overrides or {}).get(name) or make()
         if latency:
@@ -134,10 +156,9 @@ def install(
 
             script = slow(latency, then=script, name=script.name)
         fake.add_script(script, marker=f"You are the {name} reviewer.")
-    for lens, answer in LENS_ANSWERS.items():
-        fake.add_script(
-            Script(f"lens-{lens}", (text(answer),)), marker=f"You are the {lens} verifier"
-        )
+    for lens, reply in LENS_ANSWERS.items():
+        fake.add_script(Script(f"lens-{lens}", (reply,)), marker=f"You are the {lens} verifier")
+    fake.add_script(Script("lead", (answer(steps=WALKTHROUGH_STEPS),)), marker=LEAD_MARKER)
 
 
 def model_settings(settings, fake: FakeModelServer) -> None:

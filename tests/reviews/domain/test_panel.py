@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reviews.domain.panel import (
     LensVerdict,
@@ -45,7 +47,8 @@ def _node(id: str, confidence: float = 0.9, **kw: object) -> NodeView:
         (FP, None, Severity.LOW, PanelStatus.CONTESTED, Severity.MEDIUM, 0),  # lens 2 errored
         (None, FP, None, PanelStatus.CONTESTED, Severity.MEDIUM, 0),  # lens 1 errored
         (REAL, None, Severity.HIGH, PanelStatus.CONTESTED, Severity.MEDIUM, 1),
-        (None, None, None, PanelStatus.CONTESTED, Severity.MEDIUM, 0),  # all abstained
+        (None, None, None, PanelStatus.UNVERIFIED, Severity.MEDIUM, 0),  # all abstained
+        (None, None, Severity.HIGH, PanelStatus.UNVERIFIED, Severity.MEDIUM, 0),  # lens 3 only
     ],
 )
 def test_it_applies_the_survival_rule(
@@ -56,8 +59,9 @@ def test_it_applies_the_survival_rule(
     severity: Severity,
     confirmations: int,
 ) -> None:
-    """Filtered only on two false-positive votes; ties and abstentions survive as contested;
-    a confirmed finding takes lens 3's severity; each REAL is a peer confirmation."""
+    """Filtered only on two false-positive votes; ties and one abstention survive as
+    contested, no valid verdict as unverified; a confirmed finding takes lens 3's severity;
+    each REAL is a peer confirmation."""
     outcome = panel_outcome(
         _node("a"), reachability=lens1, false_positive=lens2, severity_vote=lens3
     )
@@ -65,6 +69,54 @@ def test_it_applies_the_survival_rule(
         status,
         severity,
         confirmations,
+    )
+
+
+VERDICTS = st.sampled_from([REAL, FP, None])
+
+
+@given(VERDICTS, VERDICTS, st.sampled_from([*Severity, None]), st.text(max_size=80))
+def test_a_finding_is_unverified_exactly_when_no_lens_gave_a_verdict(
+    lens1: LensVerdict | None,
+    lens2: LensVerdict | None,
+    lens3: Severity | None,
+    why: str,
+) -> None:
+    """Never contested without a single valid verdict; the note carries each abstention."""
+    abstentions = {
+        lens: f"{lens} said {why}"
+        for lens, verdict in (("reachability", lens1), ("false_positive", lens2))
+        if verdict is None
+    }
+    outcome = panel_outcome(
+        _node("a"),
+        reachability=lens1,
+        false_positive=lens2,
+        severity_vote=lens3,
+        abstentions=abstentions,
+    )
+    nobody = lens1 is None and lens2 is None
+    assert (outcome.status is PanelStatus.UNVERIFIED) is nobody
+    if nobody:
+        assert outcome.note.startswith("no lens gave a valid verdict")
+        assert (outcome.severity, outcome.priority) == (Severity.MEDIUM, Priority.P2)
+    if outcome.status in (PanelStatus.UNVERIFIED, PanelStatus.CONTESTED):
+        for reason in abstentions.values():
+            if reason.strip():
+                assert reason in outcome.note
+
+
+def test_the_unverified_note_names_every_abstention() -> None:
+    outcome = panel_outcome(
+        _node("a"),
+        reachability=None,
+        false_positive=None,
+        severity_vote=None,
+        abstentions={"reachability": "abstained: timed out", "false_positive": "abstained: bad"},
+    )
+    assert outcome.note == (
+        "no lens gave a valid verdict (reachability: abstained: timed out; "
+        "false_positive: abstained: bad)"
     )
 
 

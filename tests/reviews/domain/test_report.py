@@ -13,6 +13,7 @@ from reviews.domain.report import (
     ReportInput,
     RequirementLine,
     RequirementsCheck,
+    ReportStep,
     ReviewerLine,
     render_report,
 )
@@ -92,6 +93,7 @@ def test_it_renders_the_sections_in_fixed_order() -> None:
         "# Review: BLOCKED",
         "## Reviewers",
         "## Requirements",
+        "## Walkthrough",
         "## Issues",
         "### Critical",
         "### Major",
@@ -167,7 +169,7 @@ def test_it_says_none_for_empty_sections() -> None:
         positive_notes=[],
         panel=None,
     )
-    assert report.count("None.") == 6
+    assert report.count("None.") == 7
     assert "## Notes from reviewers\n\nNone." in report
     assert "No reviewer ran." in report
     assert "| **Total** | 0 | 0 | 0 | 0 |" in report
@@ -265,3 +267,17 @@ def test_each_reviewer_says_what_it_covered_or_that_it_closed_in_prose() -> None
     reviewers = _section(report, "Reviewers")
     assert "- security covered: shop/search.py; shop/views.py (reviewed, no issue)" in reviewers
     assert "- quality closed in prose only: no coverage statement" in reviewers
+def test_the_walkthrough_is_the_leads_steps_or_the_cohort_tour() -> None:
+    """The lead's steps, numbered with their paths; without them the deterministic lines."""
+    steps = [
+        ReportStep("Search entry point", ["shop/views.py"], "The view passes q to the search."),
+        ReportStep("Overview", [], "Why the change exists."),
+    ]
+    report = _report(walkthrough=steps, walkthrough_text="1. a.py — 2 finding(s)")
+    section = report.split("## Walkthrough")[1].split("## Issues")[0]
+    assert "1. **Search entry point** — `shop/views.py`\n   The view passes q" in section
+    assert "2. **Overview**\n   Why the change exists." in section
+    assert "finding(s)" not in section
+    plain = _report(walkthrough_text="1. a.py — 2 finding(s)\nPlus 1 finding(s) about the change")
+    assert "## Walkthrough\n\n1. a.py — 2 finding(s)\nPlus 1" in plain
+    assert "## Walkthrough\n\nNone." in _report()

@@ -1,0 +1,68 @@
+"""The lead's walkthrough: one model call over the cohorts and the change summary, answering in
+the `Walkthrough` shape. No findings are sent, so the walkthrough cannot restate one."""
+
+from __future__ import annotations
+
+import logging
+
+from reviews.agents.prompts import LEAD_WALKTHROUGH
+from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools
+from reviews.agents.untrusted import untrusted_block
+from reviews.domain.model_answers import Walkthrough
+from reviews.domain.round_stats import TourStep
+from reviews.domain.walkthrough import tour_steps, walkthrough_brief
+from reviews.models import ReviewRound
+from reviews.pipeline.model_runs import runtime_model
+from workspaces.models import reviewer_model
+
+logger = logging.getLogger(__name__)
+
+WALKTHROUGH_ANSWER = Answer(
+    Walkthrough, "The walkthrough: steps in reading order, each with a title, paths, explanation."
+)
+
+
+def lead_walkthrough(review_round: ReviewRound) -> list[TourStep] | None:
+    """The lead model's walkthrough, or None: no model, a fast-exit round, a failed call or an
+    answer that never validated (the deterministic walkthrough stands in)."""
+    facts = review_round.facts
+    if facts is None or facts.fast_exit:
+        return None
+    workspace = review_round.space.workspace
+    resolved = runtime_model(
+        reviewer_model(None), workspace, budget=max(workspace.round_token_budget // 20, 1000)
+    )
+    if resolved is None:
+        return None
+    model, api_key = resolved
+    stats = review_round.stats
+    pr = review_round.space.pull_request
+    prompt = "\n\n".join(
+        [
+            untrusted_block(pr.title or "(no title)", label="pull_request_title"),
+            walkthrough_brief(
+                cohorts=stats.cohort_list,
+                files=stats.files or [],
+                classification=stats.classification,
+            ),
+        ]
+    )
+    try:
+        outcome = ModelRuntime(model).run_sync(
+            api_key=api_key,
+            system_prompt=LEAD_WALKTHROUGH,
+            user_prompt=prompt,
+            tools=ReviewTools(),
+            name="lead-walkthrough",
+            answer=WALKTHROUGH_ANSWER,
+        )
+    except ModelRunError as exc:
+        logger.warning("round %s: the lead's walkthrough failed: %s", review_round.pk, exc)
+        return None
+    if not isinstance(outcome.answer, Walkthrough):
+        logger.info(
+            "round %s: no walkthrough from the lead: %s", review_round.pk, outcome.answer_error
+        )
+        return None
+    changed = {f.path for f in stats.files or []} | {p for c in stats.cohort_list for p in c.paths}
+    return tour_steps(outcome.answer, changed) or None

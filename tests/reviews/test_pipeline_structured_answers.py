@@ -1,0 +1,297 @@
+"""Answers that decide outcomes come in a shape: the verification lenses and the lead's
+walkthrough, on the real pipeline against the fake model server; and a reviewer's first
+pass sees only its own findings."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import pytest
+from django.urls import reverse
+
+from reviews.models import ReviewNode
+from reviews.pipeline.runner import run_inline
+from reviews.reporting import report_markdown
+from reviews.sample_repo import create_sample_repository
+from reviews.selectors import review_page
+from reviews.services.requests import review_request
+from tests.fakes.model_server import (
+    Conversation,
+    Reply,
+    Script,
+    answer,
+    calls,
+    text,
+)
+from tests.reviews import pipeline_scenarios as scenario
+from workspaces.models import Repository
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SQL_TITLE = "SQL query built from the search term"
+
+
+@pytest.fixture
+def shop(settings, tmp_path, workspace, fake_model, alice):
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    scenario.model_settings(settings, fake_model)
+    path = tmp_path / "shop"
+    base, head = create_sample_repository(path)
+    repo = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str(path.resolve())
+    )
+
+    def review(tier="light"):
+        review_round = review_request(
+            repository=repo,
+            actor=alice,
+            base=base,
+            head=head,
+            tier=tier,
+            original_request="Add product search and order deletion.",
+            queue=False,
+        )
+        finished = run_inline(review_round.pk)
+        assert finished.state == "finished", finished.error
+        return finished
+
+    return review
+
+
+def _lenses(fake, make_script) -> None:
+    """Every verifier lens plays `make_script(lens)` (added last, so it wins the routing)."""
+    for lens in scenario.LENS_ANSWERS:
+        fake.add_script(make_script(lens), marker=f"You are the {lens} verifier")
+
+
+def _lens_requests(fake, lens: str | None = None):
+    return [
+        r
+        for r in fake.recorded()
+        if r.script and r.script.startswith(f"lens-{lens or ''}") and r.status == 200
+    ]
+
+
+def _judged(review_round):
+    """The findings the panel judged: every node carrying a panel outcome."""
+    return [n for n in ReviewNode.objects.filter(round=review_round) if n.tags.panel is not None]
+
+
+def _page(client, review_round) -> str:
+    space = review_round.space
+    response = client.get(reverse("reviews:detail", args=[space.workspace.slug, space.pk]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+# -- the verification lenses ---------------------------------------------------------------
+
+
+def test_lenses_answering_json_inside_unusual_prose_confirm_and_filter(shop, fake_model):
+    """No tool call and none of the expected wording: the JSON in the prose decides. The SQL
+    finding is confirmed with lens 3's severity; every other judged finding is filtered."""
+
+    def prose_verdict(lens: str) -> Script:
+        def reply(conversation: Conversation) -> Reply:
+            real = SQL_TITLE in "\n".join(conversation.user_texts)
+            verdict = "real" if real or lens == "severity" else "false_positive"
+            found = {"verdict": verdict, "severity": "critical", "reason": f"{lens} traced it"}
+            return text(
+                "Right, having traced the call sites I'd put it like this —\n"
+                f"```json\n{json.dumps(found, indent=1)}\n```\nHappy to elaborate."
+            )
+
+        return Script(f"lens-{lens}", (reply,))
+
+    scenario.install(fake_model)
+    _lenses(fake_model, prose_verdict)
+    review_round = shop()
+
+    judged = _judged(review_round)
+    sql = next(n for n in judged if n.title == SQL_TITLE)
+    others = [n for n in judged if n.pk != sql.pk]
+    assert others, "the sample change has analyzer findings the panel judges too"
+    assert (sql.tags.panel, sql.severity, sql.priority) == ("confirmed", "critical", "P0")
+    assert {(n.tags.panel, n.status) for n in others} == {("filtered", "dismissed")}
+    # Each lens answered once per finding: prose was read, never sent back for a retry.
+    assert len(_lens_requests(fake_model)) == 3 * len(judged)
+    panel = review_round.stats.panel
+    assert (panel.verified, panel.filtered, panel.contested) == (1, len(others), 0)
+
+
+def test_lenses_answering_garbage_leave_the_findings_unverified_with_the_reason(
+    shop, fake_model, client_for, alice
+):
+    """A bad shape, then prose with no JSON: every lens abstains. The findings stay, open,
+    counted as unverified, the reason on the card; nothing is filtered or called contested."""
+    scenario.install(fake_model)
+    _lenses(
+        fake_model,
+        lambda lens: Script(
+            f"lens-{lens}",
+            (answer(verdict="maybe", severity="huge"), text("Hard to say, it depends.")),
+        ),
+    )
+    review_round = shop()
+
+    judged = _judged(review_round)
+    assert judged and {n.tags.panel for n in judged} == {"unverified"}
+    sql = next(n for n in judged if n.title == SQL_TITLE)
+    assert sql.status == "open" and sql.tags.unverified
+    note = sql.tags.panel_note
+    assert note.startswith("no lens gave a valid verdict (reachability: abstained: no valid")
+    assert "false_positive: abstained" in note
+    panel = review_round.stats.panel
+    assert (panel.verified, panel.filtered, panel.contested) == (0, 0, 0)
+    assert panel.unverified >= len(judged)
+
+    html = _page(client_for(alice), review_round)
+    card = re.search(rf'<article[^>]*id="node-{sql.pk}".*?</article>', html, flags=re.S)
+    assert card and "Verification panel: no lens gave a valid verdict" in card.group(0)
+    report = report_markdown(review_page(space=review_round.space))
+    assert SQL_TITLE in report.split("## Issues")[1]  # still reported, still counted
+    assert f"0 contested, {panel.unverified} unverified" in report
+
+
+def test_a_lens_whose_first_reply_fails_validation_is_confirmed_on_its_retry(shop, fake_model):
+    """The validation error goes back to the model; its corrected answer counts."""
+    scenario.install(fake_model)
+    fake_model.add_script(
+        Script(
+            "lens-reachability",
+            (
+                answer(verdict="REAL!", severity="high", reason="reaches the query"),
+                answer(verdict="real", severity="high", reason="reaches the query"),
+            ),
+        ),
+        marker="You are the reachability verifier",
+    )
+    review_round = shop()
+
+    sql = ReviewNode.objects.get(round=review_round, title=SQL_TITLE, duplicate_of=None)
+    assert sql.tags.panel == "confirmed"
+    assert sql.confirmations.get(agent="lens-reachability").reason == "reaches the query"
+    retries = [
+        r
+        for r in _lens_requests(fake_model, "reachability")
+        if SQL_TITLE in r.body and len(r.json["messages"]) > 2
+    ]
+    assert retries, "the retry never reached the model"
+    assert "Input should be 'real' or 'false_positive'" in retries[0].body
+
+
+# -- independent first opinions --------------------------------------------------------------
+
+
+def test_a_reviewers_first_pass_list_holds_only_its_own_findings(shop, fake_model):
+    """Two reviewers record, wait for each other, then list: neither sees the other's node.
+    What each was shown is the tool result the fake model received."""
+    both_recorded = threading.Barrier(2, timeout=20)
+    shown: dict[str, list[dict]] = {}
+
+    def reviewer(name: str, finding: dict) -> Script:
+        def list_after_peer(conversation: Conversation) -> Reply:
+            both_recorded.wait()  # the peer's finding is in the database now
+            return calls(("list_review_nodes", {}))
+
+        def finish(conversation: Conversation) -> Reply:
+            [result] = conversation.last_results
+            shown[name] = result.json()
+            return text("Examined shop/search.py.")
+
+        return Script(name, (calls(("add_review_node", finding)), list_after_peer, finish))
+
+    scenario.install(
+        fake_model,
+        overrides={
+            "implementation": reviewer("impl", scenario.sql_finding()),
+            "quality": reviewer("quality", scenario.naming_finding()),
+        },
+    )
+    review_round = shop(tier="balanced")
+
+    own = {
+        name: set(
+            ReviewNode.objects.filter(round=review_round, stream__name=stream).values_list(
+                "pk", flat=True
+            )
+        )
+        for name, stream in (("impl", "implementation"), ("quality", "quality"))
+    }
+    assert all(own.values())
+    for name, listing in shown.items():
+        assert {row["id"] for row in listing} == own[name]
+        assert {row["reviewer"] for row in listing} == {
+            "implementation" if name == "impl" else "quality"
+        }
+    assert set(shown) == {"impl", "quality"}
+
+
+# -- the lead's walkthrough ----------------------------------------------------------------
+
+
+def test_the_lead_walks_through_the_cohorts_and_never_sees_a_finding(
+    shop, fake_model, client_for, alice
+):
+    scenario.install(fake_model)
+    review_round = shop()
+
+    [lead] = [r for r in fake_model.recorded() if r.script == "lead"]
+    assert "shop/search.py" in lead.body and "shop/views.py" in lead.body
+    for node in ReviewNode.objects.filter(round=review_round):
+        assert node.title not in lead.body and node.body not in lead.body
+    steps = review_round.stats.walkthrough_steps
+    assert [(s.title, s.paths) for s in steps] == [
+        ("Product search", ["shop/search.py"]),
+        ("HTTP handlers", ["shop/views.py"]),  # the invented shop/routes.py is dropped
+    ]
+    assert review_round.stats.walkthrough is None
+
+    html = _page(client_for(alice), review_round)
+    card = re.search(r'<section[^>]*id="review-walkthrough".*?</section>', html, flags=re.S)
+    assert card and "<strong>HTTP handlers</strong>" in card.group(0)
+    assert "Exposes search and order deletion as views." in card.group(0)
+    report = report_markdown(review_page(space=review_round.space))
+    walkthrough = report.split("## Walkthrough")[1].split("## Issues")[0]
+    assert "2. **HTTP handlers** — `shop/views.py`" in walkthrough
+
+
+def test_without_a_valid_answer_the_deterministic_walkthrough_stays(shop, fake_model):
+    scenario.install(fake_model)
+    fake_model.add_script(
+        Script("lead", (text("A tidy change overall."),)), marker=scenario.LEAD_MARKER
+    )
+    review_round = shop()
+
+    assert len([r for r in fake_model.recorded() if r.script == "lead"]) == 2  # one retry
+    assert review_round.stats.walkthrough_steps is None
+    assert "shop/search.py" in review_round.stats.walkthrough
+    assert "finding(s)" in review_round.stats.walkthrough
+
+
+def test_a_fast_exit_round_makes_no_walkthrough_call(
+    settings, tmp_path, workspace, fake_model, alice
+):
+    from tests.fakes.gitrepo import GitRepo
+
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    scenario.model_settings(settings, fake_model)
+    scenario.install(fake_model)
+    repo = GitRepo.init(tmp_path / "docs")
+    repo.commit("base", {"README.md": "hello\n", "app.py": "x = 1\n"}, branch="main")
+    repo.commit("docs", {"README.md": "hello, world\n"}, branch="docs")
+    repository = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str(repo.path.resolve())
+    )
+    review_round = run_inline(
+        review_request(repository=repository, actor=alice, base="main", head="docs", queue=False).pk
+    )
+
+    assert review_round.state == "finished", review_round.error
+    assert review_round.facts.fast_exit and review_round.facts.model_configured
+    assert not [r for r in fake_model.recorded() if r.script == "lead"]
+    assert review_round.stats.walkthrough_steps is None
