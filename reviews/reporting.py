@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.outcomes import is_process_block
+from reviews.domain.outcomes import is_disabled
 from reviews.domain.report import (
     PanelSummary,
     ReportComment,
@@ -89,8 +90,12 @@ def report_markdown(page: ReviewPage) -> str:
         return "# Review: not started\n"
     views = list(page.views.values())
     lines = []
+    disabled = list(page.round.stats.reviewers_disabled or [])
     for stream in page.streams:
         if stream.kind == ReviewerStream.Kind.VERIFIER:
+            continue
+        if stream.state == ReviewerStream.State.SKIPPED and is_disabled(stream.error):
+            disabled.append(stream.name)
             continue
         spec = t.ReviewerSpec(stream_dimension(stream))
         if waiting_for_request(stream):
@@ -169,6 +174,7 @@ def report_markdown(page: ReviewPage) -> str:
                 for s in page.round.stats.walkthrough_steps or []
             ],
             walkthrough_text=page.round.stats.walkthrough or "",
+            disabled=disabled,
             delta_labels={
                 str(n.pk): label
                 for n in page.nodes

@@ -22,6 +22,7 @@ from workspaces.rules import (
     FewShots,
     GatedAxes,
     Perm,
+    ReviewerTiers,
     Role,
 )
 
@@ -65,6 +66,10 @@ class ReviewerOut(Schema):
     few_shots: list[FewShot]
     calibrated_model: str
     calibration_stale: bool
+    base_url: str
+    # The name of the environment variable holding the key; the key itself is never stored.
+    api_key_env: str
+    tiers: ReviewerTiers
 
 
 class ReviewerPatch(Input):
@@ -82,6 +87,11 @@ class ReviewerPatch(Input):
     criteria: Criteria | None = None
     few_shots: FewShots | None = None
     calibrated_model: Text | None = Field(default=None, max_length=220)
+    # Checked by the service (workspaces/rules.py): an http(s) URL without credentials, and an
+    # environment variable NAME ending in _API_KEY; a value that looks like a key is refused.
+    base_url: Text | None = Field(default=None, max_length=300)
+    api_key_env: Text | None = Field(default=None, max_length=100)
+    tiers: ReviewerTiers | None = None
 
 
 class ReviewerCreate(ReviewerPatch):

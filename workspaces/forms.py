@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.http import QueryDict
 from pydantic import ValidationError
 
 from workspaces import rules
@@ -48,6 +49,29 @@ class ReviewerConfigForm(forms.Form):
     brief = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     model_provider = forms.ChoiceField(choices=ReviewerConfig.Provider.choices, required=False)
     model_name = forms.CharField(max_length=200, required=False)
+    base_url = forms.CharField(
+        max_length=300,
+        required=False,
+        label="Model base URL",
+        help_text="The model server's endpoint, e.g. https://api.openai.com/v1; empty: the "
+        "server's default.",
+    )
+    api_key_env = forms.CharField(
+        max_length=100,
+        required=False,
+        label="Key variable",
+        help_text="The NAME of the server's environment variable holding this reviewer's key "
+        "(ending in _API_KEY, e.g. OPENAI_API_KEY), never the key itself. Empty: the server's "
+        "key, sent only to the server's own endpoint.",
+    )
+    tiers = forms.MultipleChoiceField(
+        choices=[(t, t.capitalize()) for t in rules.REVIEWER_TIERS],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Runs in",
+        help_text="The tiers this reviewer runs in; adaptive: whenever an adaptive round selects "
+        "the reviewer of its base agent's dimension.",
+    )
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
     anti_patterns = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -64,6 +88,29 @@ class ReviewerConfigForm(forms.Form):
         required=False,
         help_text="The model the few-shots were tuned on, as provider:model.",
     )
+
+    def __init__(self, *args: Any, builtin: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if builtin:  # a built-in reviewer runs where the pipeline template says
+            del self.fields["tiers"]
+
+    def clean_base_url(self) -> str:
+        try:
+            return rules.clean_base_url(self.cleaned_data["base_url"])
+        except rules.RuleError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def clean_api_key_env(self) -> str:
+        value = self.cleaned_data["api_key_env"]
+        try:
+            return rules.clean_api_key_env(value)
+        except rules.RuleError as exc:
+            if rules.looks_like_a_key(value):  # not shown again in the re-rendered form
+                data = QueryDict(mutable=True)
+                data.update(self.data)  # every value of a multi-valued field (the tiers) kept
+                data["api_key_env"] = ""
+                self.data = data
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_anti_patterns(self) -> list[str]:
         try:
@@ -100,6 +147,9 @@ class ReviewerConfigForm(forms.Form):
             "brief": config.brief,
             "model_provider": config.model_provider,
             "model_name": config.model_name,
+            "base_url": config.base_url,
+            "api_key_env": config.api_key_env,
+            "tiers": list(config.tiers),
             "instructions": config.instructions,
             "anti_patterns": "\n".join(config.anti_patterns),
             "criteria": "\n".join(f"{c['name']} = {c['weight']}" for c in config.criteria),

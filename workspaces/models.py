@@ -125,6 +125,11 @@ class ReviewerConfig(models.Model):
     criteria = SchemaJSONField(schema=rules.Criteria, default=list, blank=True)
     few_shots = SchemaJSONField(schema=rules.FewShots, default=list, blank=True)
     calibrated_model = models.CharField(max_length=220, blank=True)
+    # Custom reviewers only: the tiers it runs in (built-in ones run where the pipeline
+    # template says). docs/domain-rules.md#custom-reviewers-and-disabled-reviewers
+    tiers = SchemaJSONField(
+        schema=rules.ReviewerTiers, default=rules.default_reviewer_tiers, blank=True
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -135,6 +140,15 @@ class ReviewerConfig(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def dimension(self) -> str:
+        """What a custom reviewer looks at: its base agent's dimension."""
+        return rules.base_agent_dimension(self.base_agent)
+
+    @property
+    def runs_in(self) -> str:
+        return rules.runs_in_words(list(self.tiers), self.dimension)
 
     def model_choice(self) -> rules.ModelChoice | None:
         return reviewer_model(self)

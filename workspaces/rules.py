@@ -166,6 +166,130 @@ def clean_branch(value: str) -> str:
 BASE_AGENTS = ("implementation", "quality", "architecture", "requirements", "combined")
 MODEL_PROVIDERS = ("", "openai", "anthropic")
 
+# The dimension a base agent reviews: "combined" is the quality agent that also checks the
+# change against the original request (docs/domain-rules.md#reviewer-dimensions-and-briefs).
+BASE_AGENT_DIMENSION = {
+    "implementation": "implementation",
+    "quality": "quality",
+    "architecture": "architecture",
+    "requirements": "requirements",
+    "combined": "quality",
+}
+
+
+def base_agent_dimension(base_agent: str) -> str:
+    return BASE_AGENT_DIMENSION.get(base_agent, base_agent)
+
+
+def base_agent_checks_requirements(base_agent: str) -> bool:
+    return base_agent == "combined"
+
+
+# Where a custom reviewer runs: the tiers it is enabled for; "adaptive" means it joins an
+# adaptive round whenever the selection picks its base agent's dimension. Built-in reviewers run
+# where the pipeline template says (reviews/pipeline/template.py).
+ReviewerTierName = Literal["light", "balanced", "thorough", "adaptive"]
+REVIEWER_TIERS: tuple[str, ...] = get_args(ReviewerTierName)
+ReviewerTiers = list[ReviewerTierName]
+
+
+def default_reviewer_tiers() -> list[str]:
+    return list(REVIEWER_TIERS)
+
+
+def clean_reviewer_tiers(values: Any) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise RuleError("Tiers must be a list of: " + ", ".join(REVIEWER_TIERS) + ".")
+    unknown = sorted({str(v) for v in values} - set(REVIEWER_TIERS))
+    if unknown:
+        raise RuleError(
+            f"Unknown tier(s): {', '.join(unknown)}. A reviewer runs in: "
+            + ", ".join(REVIEWER_TIERS)
+            + "."
+        )
+    return [tier for tier in REVIEWER_TIERS if tier in values]
+
+
+def runs_in_words(tiers: list[str], dimension: str) -> str:
+    """Where a custom reviewer runs, as the settings page says it."""
+    fixed = [t for t in tiers if t != "adaptive"]
+    parts = [f"the {', '.join(fixed)} tier{'s' if len(fixed) > 1 else ''}"] if fixed else []
+    if "adaptive" in tiers:
+        parts.append(f"adaptive rounds that select the {dimension} reviewer")
+    return "Runs in " + " and in ".join(parts) + "." if parts else "Runs in no tier."
+
+
+# -- a reviewer's model endpoint ------------------------------------------------------------------
+#
+# An admin names the environment variable that holds a reviewer's key; the key itself never
+# enters the database, a form or the API. The name must end in _API_KEY so that a setting
+# cannot send another server secret (SECRET_KEY, DATABASE_URL) to a model endpoint it chose
+# (docs/security.md#model-endpoints-and-keys).
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_KEY_LOOKALIKE = re.compile(
+    r"^(sk|pk|rk|ghp|gho|ghs|github_pat|xox[abpr]|glpat|AKIA|ASIA|AIza)[-_]?[A-Za-z0-9]"
+    r"|^Bearer\s"
+    r"|[A-Za-z0-9+/_=-]{32,}"
+)
+API_KEY_ENV_SUFFIX = "_API_KEY"
+
+
+def looks_like_a_key(value: str) -> bool:
+    """A secret pasted where its variable's name belongs: a known key prefix, a bearer header,
+    or a long run of key characters no variable name has."""
+    value = value.strip()
+    if _ENV_NAME.match(value) and "_" in value and len(value) <= 64:
+        return False
+    return bool(_KEY_LOOKALIKE.search(value))
+
+
+def clean_api_key_env(value: str) -> str:
+    value = value.strip()
+    if not value:
+        return ""
+    if looks_like_a_key(value):
+        raise RuleError(
+            "That looks like an API key, not the name of an environment variable: keys never "
+            "go into settings. Put the key in the server's environment and enter its variable "
+            "name here (e.g. OPENAI_API_KEY). Nothing was saved."
+        )
+    if len(value) > 100 or not _ENV_NAME.match(value):
+        raise RuleError(
+            f"{value!r} is not an environment variable name: use capital letters, digits and "
+            "underscores, not starting with a digit (e.g. OPENAI_API_KEY)."
+        )
+    if not value.endswith(API_KEY_ENV_SUFFIX):
+        raise RuleError(
+            f"{value!r} does not end in {API_KEY_ENV_SUFFIX}: a reviewer may only read a variable "
+            "meant for a model key, so no other server secret can be sent to a model endpoint."
+        )
+    return value
+
+
+def clean_base_url(value: str) -> str:
+    """A model endpoint: http(s), no credentials in it (a key belongs in the environment)."""
+    from urllib.parse import urlsplit
+
+    value = value.strip()
+    if not value:
+        return ""
+    try:
+        parts = urlsplit(value)
+    except ValueError as exc:
+        raise RuleError(f"{value!r} is not a URL.") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RuleError(
+            f"{value!r} is not an http(s) URL of a model server, e.g. https://api.openai.com/v1."
+        )
+    if parts.username or parts.password or "key=" in parts.query.lower():
+        raise RuleError(
+            "The base URL carries credentials: keys never go into settings. Name the "
+            "environment variable that holds the key in the key variable field instead."
+        )
+    if len(value) > 300:
+        raise RuleError("The base URL is longer than 300 characters.")
+    return value
+
 
 # -- a reviewer's profile: anti-patterns, weighted criteria, few-shots ---------------------------
 #
@@ -314,6 +438,9 @@ class ModelChoice:
     name: str
     base_url: str = ""
     api_key_env: str = ""
+    # The server's own key (QUORUM_LLM_API_KEY) goes only to the server's own endpoint: a
+    # reviewer that names its own base URL gets the key its api_key_env names, or none.
+    server_key: bool = True
 
     @property
     def label(self) -> str:
@@ -340,6 +467,8 @@ def model_choice(
         name=name,
         base_url=base_url or (default.base_url if default else ""),
         api_key_env=api_key_env,
+        server_key=not api_key_env
+        and (default is None or not base_url or base_url == default.base_url),
     )
 
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import errors_as_messages
+from reviews.pipeline.template import builtin_runs_in
 from workspaces import rules, services
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
@@ -225,10 +226,19 @@ def invitation_revoke(
     return redirect("workspaces:members", membership.workspace.slug)
 
 
+def reviewer_runs_in(config: ReviewerConfig) -> str:
+    """Where the settings page says a reviewer runs: the pipeline reads the same settings."""
+    if not config.enabled:
+        return "Disabled: runs nowhere; rounds that would have run it say it was disabled."
+    if config.builtin:
+        return builtin_runs_in(config.key, config.dimension)
+    return config.runs_in
+
+
 @member_view
 def reviewers(request: HttpRequest, membership: Membership) -> HttpResponse:
-    configs = membership.workspace.reviewers.all()
-    context = _ctx(membership, configs=configs, can_edit=allows(membership, Perm.MANAGE_REVIEWERS))
+    rows = [(c, reviewer_runs_in(c)) for c in membership.workspace.reviewers.all()]
+    context = _ctx(membership, rows=rows, can_edit=allows(membership, Perm.MANAGE_REVIEWERS))
     return render(request, "workspaces/settings_reviewers.html", context)
 
 
@@ -250,7 +260,7 @@ def reviewer_edit(
                 messages.success(request, f"Reviewer {config.name} deleted.")
                 return redirect("workspaces:reviewers", ws.slug)
             return redirect("workspaces:reviewer", ws.slug, config.key)
-        form = ReviewerConfigForm(request.POST)
+        form = ReviewerConfigForm(request.POST, builtin=bool(config and config.builtin))
         shots = FewShotFormSet(request.POST, prefix="shots")
         if form.is_valid() and shots.is_valid():
             data = {**form.cleaned_data, "few_shots": few_shots_from(shots)}
@@ -274,10 +284,21 @@ def reviewer_edit(
                 return redirect("workspaces:reviewer", ws.slug, config.key)
         status = 400
     else:
-        initial = ReviewerConfigForm.initial_for(config) if config else {"enabled": True}
-        form = ReviewerConfigForm(initial=initial)
+        initial = (
+            ReviewerConfigForm.initial_for(config)
+            if config
+            else {"enabled": True, "tiers": rules.default_reviewer_tiers()}
+        )
+        form = ReviewerConfigForm(initial=initial, builtin=bool(config and config.builtin))
         shots = FewShotFormSet(initial=config.few_shots if config else [], prefix="shots")
-    context = _ctx(membership, config=config, form=form, shots=shots, can_edit=can_edit)
+    context = _ctx(
+        membership,
+        config=config,
+        runs_in=reviewer_runs_in(config) if config else "",
+        form=form,
+        shots=shots,
+        can_edit=can_edit,
+    )
     return render(request, "workspaces/settings_reviewer.html", context, status=status)
 
 

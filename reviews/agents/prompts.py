@@ -72,10 +72,21 @@ reason. Your verdict counts only through that call.
 """
 
 
+# What a reviewer on the "combined" base agent (and the trivial-change reviewer) adds to its own
+# dimension; its brief carries the original request.
+REQUIREMENTS_CHECK = (
+    "Also check the change against the original request quoted in the brief: what was asked "
+    "and not done, and what was done without being asked. Record those as findings of your own."
+)
+
+
 @dataclass(frozen=True)
 class ReviewerProfile:
-    name: str
-    dimension: str
+    name: str  # the reviewer's key: its stream and agent name
+    dimension: str  # the dimension its stream reviews (the template's, or its base agent's)
+    title: str = ""  # the name the workspace gave it
+    base_agent: str = ""  # the dimension of the base agent it runs as ("" for none)
+    requirements_check: bool = False
     instructions: str = ""
     brief: str = ""
     anti_patterns: Sequence[str] = ()
@@ -86,13 +97,22 @@ class ReviewerProfile:
 def reviewer_system_prompt(
     profile: ReviewerProfile, *, memory_hints: Iterable[str] = (), narrowed: bool = False
 ) -> str:
+    opening = f"You are the {profile.name} reviewer."
+    if profile.title and profile.title.casefold() != profile.name.casefold():
+        opening += f" This workspace calls you {profile.title}."
     parts = [
-        f"You are the {profile.name} reviewer.",
+        opening,
         REVIEW_MODE_RULES,
         f"Your dimension: {DIMENSION_FOCUS.get(profile.dimension, profile.dimension)}.",
     ]
     if profile.dimension == "requirements":
         parts.append(REQUIREMENTS_RULES)
+    if profile.base_agent and profile.base_agent != profile.dimension:
+        # Security and performance are briefs on a base agent: it brings its own eye.
+        focus = DIMENSION_FOCUS.get(profile.base_agent, profile.base_agent)
+        parts.append(f"You work as the {profile.base_agent} agent, looking at {focus}.")
+    if profile.requirements_check:
+        parts.append(REQUIREMENTS_CHECK)
     if profile.brief:
         parts.append(f"Brief for this run:\n{profile.brief}")
     if profile.instructions:

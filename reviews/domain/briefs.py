@@ -66,7 +66,18 @@ def build_brief(
         quote(what_changed) if what_changed.strip() else "_Not stated._",
     ]
     if reviewer.with_requirements_check:
-        context += ["", "Also check the change against the original request (requirements)."]
+        # The combined reviewer: its own dimension plus the requirements reviewer's question.
+        context += [
+            "",
+            "Also check the change against the original request below (requirements): "
+            f"{_FOCUS[Dimension.REQUIREMENTS]} Report what was asked and not done, and what "
+            "was done without being asked."
+            + (
+                ""
+                if original_request and original_request.strip()
+                else " The request was not provided: say so in your summary, do not guess it."
+            ),
+        ]
     if map_pointers:
         context += ["", "Parts of the change map relevant to you:"]
         context += [f"- {one_line(pointer)}" for pointer in map_pointers]

@@ -40,6 +40,15 @@ def is_process_block(error: str) -> bool:
     return error == PROCESS_BLOCK
 
 
+# What the stream of a reviewer the workspace switched off records (its `error`, state skipped)
+# when it was asked to run anyway (a follow-up of its dimension): it never reached a model.
+DISABLED_BY_WORKSPACE = "disabled by the workspace: not run"
+
+
+def is_disabled(error: str) -> bool:
+    return error == DISABLED_BY_WORKSPACE
+
+
 def counts_toward_verdict(kind: BlockKind) -> bool:
     """Only a code block may block the change; a process block asks for input instead."""
     return kind is BlockKind.CODE

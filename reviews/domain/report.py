@@ -125,6 +125,7 @@ class ReportInput:
     requirements: RequirementsCheck | None = None  # None: no requirements reviewer in the round
     walkthrough: Sequence[ReportStep] = ()  # the lead's steps; else `walkthrough_text`
     walkthrough_text: str = ""  # the deterministic tour, one line per cohort
+    disabled: Sequence[str] = ()  # reviewers the round called for that the workspace switched off
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -141,7 +142,7 @@ def render_report(report: ReportInput) -> str:
         f"# Review: {state}",
         f"**Verdict:** {state} — {report.verdict.rule} ({_confidence(report.verdict)})",
         *([_round(report.round)] if report.round else []),
-        _reviewers(report.reviewers),
+        _reviewers(report.reviewers, report.disabled),
         _requirements(report.requirements),
         _walkthrough(report.walkthrough, report.walkthrough_text),
         _issues(issues, report.delta_labels),
@@ -163,9 +164,12 @@ def _section(title: str, lines: list[str]) -> str:
     return f"## {title}\n\n" + ("\n".join(lines) if lines else "None.")
 
 
-def _reviewers(lines: Sequence[ReviewerLine]) -> str:
+def _reviewers(lines: Sequence[ReviewerLine], disabled: Sequence[str] = ()) -> str:
     rows = ["| Reviewer | Verdict |", "|---|---|"]
-    failures = []
+    failures = [
+        f"- Not run: the {name} reviewer (disabled by the workspace's settings)."
+        for name in disabled
+    ]
     for line in lines:
         name = line.reviewer.label + (f" ({line.agent})" if line.agent else "")
         rows.append(f"| {name} | {_reviewer_state(line)} |")
@@ -188,7 +192,7 @@ def _reviewers(lines: Sequence[ReviewerLine]) -> str:
                 "so its angle cannot pass on silence."
             )
     if not lines:
-        return _section("Reviewers", ["No reviewer ran."])
+        return _section("Reviewers", ["No reviewer ran.", *failures])
     return _section("Reviewers", [*rows, *([""] if failures else []), *failures])
 
 

@@ -39,6 +39,9 @@ class RoundFacts(_Record):
     # Adaptive rounds: the reviewers chosen from the change, as (reviewer key, dimension).
     selected: list[tuple[str, str]] | None = None
     selection_rationale: list[str] | None = None
+    # The reviewers whose brief also checks the change against the original request (the
+    # "combined" reviewer of a trivial change, a custom reviewer on the combined base agent).
+    requirements_check: list[str] | None = None
 
     def for_gates(self) -> dict[str, Any]:
         """The facts as the mapping `gate_passes` and `reviewers_for` read."""
@@ -176,6 +179,8 @@ class RoundStats(_Record):
     # prepare
     classification: Classification | None = None
     reviewers: list[str] | None = None
+    # Reviewers the round's tier or selection called for that the workspace switched off.
+    reviewers_disabled: list[str] | None = None
     not_covered_by_model: list[str] | None = None
     cohorts: list[CohortSummary] | None = None
     files: list[ChangedFileSummary] | None = None

@@ -21,7 +21,7 @@ from reviews.agents.runtime import (
 from reviews.domain import types as t
 from reviews.domain.closings import prose_closing, stored_closing
 from reviews.domain.model_answers import RequirementsClosing, ReviewerClosing
-from reviews.domain.outcomes import PROCESS_BLOCK
+from reviews.domain.outcomes import DISABLED_BY_WORKSPACE, PROCESS_BLOCK
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.attempts import reset_stream
@@ -32,7 +32,7 @@ from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
 from workspaces.models import ReviewerConfig, Workspace, reviewer_model
-from workspaces.rules import ModelChoice
+from workspaces.rules import ModelChoice, base_agent_dimension
 
 
 def runtime_model(
@@ -44,7 +44,11 @@ def runtime_model(
     if choice is None or provider is None:
         return None
     key_env = choice.api_key_env
-    api_key = os.environ.get(key_env, "") if key_env else settings.QUORUM_LLM_API_KEY
+    if key_env:
+        api_key = os.environ.get(key_env, "")
+    else:
+        # The server's key never goes to an endpoint a reviewer's settings chose.
+        api_key = settings.QUORUM_LLM_API_KEY if choice.server_key else ""
     return (
         ModelConfig(
             provider=provider,
@@ -73,10 +77,46 @@ def closing_answer(stream: ReviewerStream) -> Answer:
         "you found nothing to report in your dimension.",
         from_prose=prose_closing,
     )
+def _missing_key(choice: ModelChoice | None) -> str:
+    """Why a reviewer has no key, in the words its failed stream shows ("" if no reason of its
+    settings: the server has none, which the runtime reports)."""
+    if choice is None:
+        return ""
+    if choice.api_key_env:
+        return (
+            f"the environment variable {choice.api_key_env}, which this reviewer's settings "
+            "name for its key, is not set on the server"
+        )
+    if not choice.server_key:
+        return (
+            "this reviewer calls its own endpoint but names no key variable: the server's key "
+            "is only sent to the server's own endpoint (set the reviewer's key variable)"
+        )
+    return ""
 
 
 def config_key(stream: ReviewerStream) -> str:
-    return stream.dimension or stream.agent.removeprefix("followup-")
+    # A stream is named after its reviewer's config key; a follow-up after its dimension's.
+    return stream.name.removeprefix("followup-")
+
+
+def reviewer_profile(
+    stream: ReviewerStream, config: ReviewerConfig | None, *, requirements_check: bool
+) -> ReviewerProfile:
+    """What the reviewer is told about itself: its name, the dimension the template gave its
+    stream, the base agent it runs as, and its workspace settings."""
+    return ReviewerProfile(
+        name=stream.name,
+        title=config.name if config else "",
+        dimension=stream.dimension,
+        base_agent=base_agent_dimension(config.base_agent) if config else "",
+        requirements_check=requirements_check,
+        instructions=config.instructions if config else "",
+        brief=config.brief if config else "",
+        anti_patterns=config.anti_patterns if config else (),
+        criteria=config.criteria if config else (),
+        few_shots=config.few_shots if config else (),
+    )
 
 
 def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
@@ -89,6 +129,11 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
         return {"state": "process_block"}
     workspace = review_round.space.workspace
     config = ReviewerConfig.objects.filter(workspace=workspace, key=config_key(stream)).first()
+    if config is not None and not config.enabled:
+        # The prepare stage leaves a disabled reviewer out; a follow-up of its dimension, or a
+        # setting changed since, must not reach the model either.
+        stream_transition(stream, StreamState.SKIPPED, error=DISABLED_BY_WORKSPACE)
+        return {"state": "disabled"}
     model_streams = max(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).count(), 1)
     resolved = runtime_model(
         reviewer_model(config),
@@ -101,17 +146,15 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
         )
         return {"state": "failed"}
     model, api_key = resolved
+    missing = _missing_key(reviewer_model(config)) if not api_key else ""
+    if missing:
+        stream_transition(stream, StreamState.FAILED, error=missing)
+        return {"state": "failed"}
     root = round_worktree(review_round=review_round)
     files = parse_unified_diff(review_round.diff)
-    profile = ReviewerProfile(
-        name=stream.name,
-        dimension=stream.dimension,
-        instructions=config.instructions if config else "",
-        brief=config.brief if config else "",
-        anti_patterns=config.anti_patterns if config else (),
-        criteria=config.criteria if config else (),
-        few_shots=config.few_shots if config else (),
-    )
+    facts = review_round.facts
+    checks_requirements = facts is not None and stream.name in (facts.requirements_check or ())
+    profile = reviewer_profile(stream, config, requirements_check=checks_requirements)
     runtime = ModelRuntime(model)
     last_error = ""
     lost: list[BaseException] = []
@@ -123,7 +166,9 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
                 system_prompt=reviewer_system_prompt(
                     profile, memory_hints=memory_hints(stream), narrowed=narrowed
                 ),
-                user_prompt=reviewer_brief(stream, files, narrowed=narrowed),
+                user_prompt=reviewer_brief(
+                    stream, files, narrowed=narrowed, requirements_check=checks_requirements
+                ),
                 tools=review_tools(stream, root, files, lost),
                 name=stream.name,
                 answer=closing_answer(stream),

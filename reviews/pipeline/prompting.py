@@ -17,7 +17,13 @@ from reviews.sources.diffs import ChangedFile
 MAX_DIFF_CHARS = 120_000
 
 
-def reviewer_brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed: bool) -> str:
+def reviewer_brief(
+    stream: ReviewerStream,
+    files: list[ChangedFile],
+    *,
+    narrowed: bool,
+    requirements_check: bool = False,
+) -> str:
     review_round = stream.round
     pr = review_round.space.pull_request
     listed = files[:10] if narrowed else files
@@ -33,7 +39,7 @@ def reviewer_brief(stream: ReviewerStream, files: list[ChangedFile], *, narrowed
     )
     brief = build_brief(
         map_pointers=change_map_pointers(review_round, dimension),
-        reviewer=t.ReviewerSpec(dimension),
+        reviewer=t.ReviewerSpec(dimension, with_requirements_check=requirements_check),
         what_changed=f"Pull request {pr}: {pr.title}",
         original_request=review_round.original_request or None,
         changed_files=summaries,

@@ -13,11 +13,12 @@ from reviews.domain.round_stats import PanelModeName, RoundFacts
 from reviews.domain.selection import select_reviewers
 from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import analyzer_runs, inputs
-from reviews.pipeline.template import reviewers_for
+from reviews.pipeline.template import ConfiguredReviewer, disabled_reviewers, reviewers_for
 from reviews.services import codeindex
 from reviews.services.spaces import space_status_refresh
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
-from workspaces.models import workspace_model_configured
+from workspaces.models import Workspace, workspace_model_configured
+from workspaces.rules import base_agent_checks_requirements
 
 _STATUS = {
     "added": ChangeStatus.ADDED,
@@ -71,7 +72,15 @@ def prepare(review_round: ReviewRound) -> None:
             (_reviewer_key(spec), spec.dimension.value) for spec in selection.reviewers
         ]
         facts.selection_rationale = list(selection.rationale)
-    entries = [] if facts.fast_exit else reviewers_for(facts.for_gates())
+        # The combined trivial-change reviewer keeps its requirements check into the brief.
+        facts.requirements_check = [
+            _reviewer_key(spec) for spec in selection.reviewers if spec.with_requirements_check
+        ]
+    configured = configured_reviewers(space.workspace)
+    gates = facts.for_gates()
+    entries = [] if facts.fast_exit else reviewers_for(gates, configured)
+    disabled = [] if facts.fast_exit else disabled_reviewers(gates, configured)
+    facts.requirements_check = [e.key for e in entries if e.requirements_check] or None
     review_round.facts = facts
     review_round.stats = review_round.stats.with_(
         classification={
@@ -82,6 +91,7 @@ def prepare(review_round: ReviewRound) -> None:
             "risks": [{"pattern": r.pattern, "where": r.where} for r in classification.risks],
         },
         reviewers=[e.key for e in entries],
+        reviewers_disabled=[e.key for e in disabled],
         files=file_summaries(files),
         not_covered_by_model=[]
         if model_ready
@@ -108,5 +118,21 @@ def prepare(review_round: ReviewRound) -> None:
 
 
 def _reviewer_key(spec: t.ReviewerSpec) -> str:
-    # The combined trivial-change reviewer is the quality reviewer with the requirements check.
+    # The combined trivial-change reviewer is the quality reviewer with the requirements check;
+    # the check itself travels in RoundFacts.requirements_check.
     return spec.dimension.value
+
+
+def configured_reviewers(workspace: Workspace) -> list[ConfiguredReviewer]:
+    """The workspace's reviewer settings as the pipeline template reads them."""
+    return [
+        ConfiguredReviewer(
+            key=c.key,
+            enabled=c.enabled,
+            builtin=c.builtin,
+            dimension=c.dimension,
+            tiers=tuple(c.tiers),
+            requirements_check=base_agent_checks_requirements(c.base_agent),
+        )
+        for c in workspace.reviewers.all()
+    ]

@@ -6,7 +6,7 @@ wording. The template is shown read-only in the UI; `gate_passes` is its only in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,22 @@ class ReviewerEntry:
     key: str  # the reviewer config key, also the stream name and the agent identity
     dimension: str
     run_when: Mapping[str, Any] = field(default_factory=dict)
+    # The brief also checks the change against the original request (the "combined" reviewer).
+    requirements_check: bool = False
+
+
+@dataclass(frozen=True)
+class ConfiguredReviewer:
+    """A workspace's setting for one reviewer, as the template reads it (workspaces'
+    ReviewerConfig). A built-in one is matched to its entry by key and may only switch it off;
+    a custom one brings its own entry: its base agent's dimension, gated on its tiers."""
+
+    key: str
+    enabled: bool = True
+    builtin: bool = True
+    dimension: str = ""
+    tiers: tuple[str, ...] = ()
+    requirements_check: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,24 +101,91 @@ def gate_passes(gate: Mapping[str, Any], facts: Facts) -> bool:
     return True
 
 
-def reviewers_for(facts: Facts) -> list[ReviewerEntry]:
-    """The reviewers a round runs. Adaptive rounds take the selection made from the change."""
+def _custom_entry(custom: ConfiguredReviewer, facts: Facts) -> ReviewerEntry:
+    tiers = [t for t in custom.tiers if t in TIERED]
+    if facts.get("tier") == "adaptive" and "adaptive" in custom.tiers:
+        # It joins an adaptive round beside the reviewer of its dimension, when one is picked.
+        picked = [dimension for _, dimension in facts.get("selected", ())]
+        tiers = ["adaptive"] if custom.dimension in picked else []
+    gate = {"tier": tiers, "model_configured": True}
+    return ReviewerEntry(custom.key, custom.dimension, gate, custom.requirements_check)
+
+
+def _wanted(facts: Facts, configured: Sequence[ConfiguredReviewer]) -> list[ReviewerEntry]:
+    """Every reviewer the round's gates call for, before the workspace switches any off."""
     if facts.get("tier") == "adaptive":
+        checked = set(facts.get("requirements_check") or ())
         selected = list(facts.get("selected", ()))
         entries = [
-            ReviewerEntry(key, dimension, {"model_configured": True}) for key, dimension in selected
+            ReviewerEntry(key, dimension, {"model_configured": True}, key in checked)
+            for key, dimension in selected
         ]
         analyzers = [r for r in PR_REVIEW_REVIEWERS if "tier" not in r.run_when]
-        return [r for r in entries + analyzers if gate_passes(r.run_when, facts)]
-    return [r for r in PR_REVIEW_REVIEWERS if gate_passes(r.run_when, facts)]
+        entries += analyzers
+    else:
+        entries = list(PR_REVIEW_REVIEWERS)
+    taken = {e.key for e in entries}
+    entries += [_custom_entry(c, facts) for c in configured if not c.builtin and c.key not in taken]
+    return [r for r in entries if gate_passes(r.run_when, facts)]
 
 
-def describe() -> list[dict[str, Any]]:
-    """The template for the read-only view in the UI and the API."""
+def reviewers_for(
+    facts: Facts, configured: Sequence[ConfiguredReviewer] = ()
+) -> list[ReviewerEntry]:
+    """The reviewers a round runs: the tier's (adaptive rounds take the selection made from the
+    change) and the workspace's custom reviewers for this tier, less those it disabled."""
+    off = disabled_keys(configured)
+    return [r for r in _wanted(facts, configured) if r.key not in off]
+
+
+def disabled_reviewers(
+    facts: Facts, configured: Sequence[ConfiguredReviewer] = ()
+) -> list[ReviewerEntry]:
+    """The reviewers the gates call for that the workspace switched off: the round says so."""
+    off = disabled_keys(configured)
+    return [r for r in _wanted(facts, configured) if r.key in off]
+
+
+def disabled_keys(configured: Sequence[ConfiguredReviewer]) -> frozenset[str]:
+    return frozenset(c.key for c in configured if not c.enabled)
+
+
+def describe(configured: Sequence[ConfiguredReviewer] = ()) -> list[dict[str, Any]]:
+    """The template for the read-only view in the UI and the API; with a workspace's settings,
+    its custom reviewers too, and which reviewers it switched off."""
+    off = disabled_keys(configured)
+    customs = [
+        ReviewerEntry(
+            c.key,
+            c.dimension,
+            {"tier": list(c.tiers), "model_configured": True},
+            c.requirements_check,
+        )
+        for c in configured
+        if not c.builtin
+    ]
     return [
         {"stage": s.name, "kind": s.kind, "runWhen": dict(s.run_when), "description": s.description}
         for s in PR_REVIEW_STAGES
     ] + [
-        {"reviewer": r.key, "dimension": r.dimension, "runWhen": dict(r.run_when)}
-        for r in PR_REVIEW_REVIEWERS
+        {
+            "reviewer": r.key,
+            "dimension": r.dimension,
+            "runWhen": dict(r.run_when),
+            **({"enabled": False} if r.key in off else {}),
+            **({"requirementsCheck": True} if r.requirements_check else {}),
+        }
+        for r in (*PR_REVIEW_REVIEWERS, *customs)
     ]
+
+
+def builtin_runs_in(key: str, dimension: str) -> str:
+    """Where a built-in reviewer runs, in the settings page's words: its tiers, and adaptive
+    rounds when the selection picks its dimension (the only place one outside the tiers runs)."""
+    entry = next((r for r in PR_REVIEW_REVIEWERS if r.key == key), None)
+    adaptive = f"adaptive rounds that select the {entry.dimension if entry else dimension} reviewer"
+    tiers = list(entry.run_when.get("tier", ())) if entry else []
+    if not tiers:
+        return f"Runs in {adaptive}."
+    plural = "s" if len(tiers) > 1 else ""
+    return f"Runs in the {', '.join(tiers)} tier{plural} and in {adaptive}."

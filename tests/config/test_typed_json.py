@@ -77,6 +77,7 @@ BAD_VALUES = [
     ("workspaces.ReviewerConfig", "anti_patterns", [3]),
     ("workspaces.ReviewerConfig", "criteria", [{"name": "x", "weight": 0}]),
     ("workspaces.ReviewerConfig", "few_shots", [{"excerpt": "x"}]),
+    ("workspaces.ReviewerConfig", "tiers", ["nightly"]),
     ("workspaces.Tombstone", "counts", {"rounds": "three"}),
 ]
 

@@ -27,7 +27,14 @@ _REVIEWER_FIELDS = (
     "criteria",
     "few_shots",
     "calibrated_model",
+    "base_url",
+    "api_key_env",
+    "tiers",
 )
+
+# Stream names the pipeline gives its own runs: a custom reviewer cannot take one.
+_RESERVED_KEYS = ("ruff", "bandit", "secrets", "combined", "security", "performance")
+_RESERVED_PREFIXES = ("followup-", "lens-")
 
 
 def _clean_reviewer_data(data: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +56,12 @@ def _clean_reviewer_data(data: dict[str, Any]) -> dict[str, Any]:
         clean["criteria"] = rules.clean_criteria(clean["criteria"])
     if "few_shots" in clean:
         clean["few_shots"] = rules.clean_few_shots(clean["few_shots"])
+    if "base_url" in clean:
+        clean["base_url"] = rules.clean_base_url(str(clean["base_url"] or ""))
+    if "api_key_env" in clean:
+        clean["api_key_env"] = rules.clean_api_key_env(str(clean["api_key_env"] or ""))
+    if "tiers" in clean:
+        clean["tiers"] = rules.clean_reviewer_tiers(clean["tiers"])
     return clean
 
 
@@ -58,6 +71,11 @@ def reviewer_config_update(
     clean = _clean_reviewer_data(data)
     if config.builtin and clean.get("base_agent", config.base_agent) != config.base_agent:
         raise RuleError("The base agent of a built-in reviewer cannot change.")
+    if config.builtin and clean.get("tiers", config.tiers) != config.tiers:
+        raise RuleError(
+            "A built-in reviewer runs in the tiers the pipeline template gives it; "
+            "disable it instead, or add a custom reviewer with the tiers you want."
+        )
     with transaction.atomic(durable=True):
         cfg = ReviewerConfig.objects.select_for_update().get(pk=config.pk)
         before = {f: getattr(cfg, f) for f in clean if getattr(cfg, f) != clean[f]}
@@ -83,6 +101,8 @@ def reviewer_config_create(
     key = slugify(key)[:50]
     if not key:
         raise RuleError("A reviewer needs a key (letters, digits, dashes).")
+    if key in _RESERVED_KEYS or key.startswith(_RESERVED_PREFIXES):
+        raise RuleError(f"The key {key!r} is the pipeline's own; choose another one.")
     clean = _clean_reviewer_data(data)
     if "base_agent" not in clean or "name" not in clean:
         raise RuleError("A custom reviewer needs a name and a base agent.")
