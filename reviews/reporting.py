@@ -175,6 +175,7 @@ def report_markdown(page: ReviewPage) -> str:
             ],
             walkthrough_text=page.round.stats.walkthrough or "",
             disabled=disabled,
+            fast_mode=bool(page.round.facts and page.round.facts.fast_mode),
             delta_labels={
                 str(n.pk): label
                 for n in page.nodes

@@ -15,12 +15,18 @@ Survival, from lens 1 (is it real and reachable) and lens 2 (can it be explained
 A verifier that errors, or whose answer never validated, abstains (`None`). A lens that says
 REAL is a peer confirmation.
 
-The completeness critic's deterministic part lists coverage gaps and names at most one
-follow-up reviewer: the first warranted dimension that did not run, most important first.
+Conflicting severity: a canonical finding whose merged duplicates were given another priority or
+severity by their reviewers (`conflicting_severity`, read from the nodes' `duplicate_of`).
+
+The completeness critic's deterministic part decides which dimensions the change warrants
+(`warranted_dimensions`; a model's judgement may add to them), lists coverage gaps and names at
+most one follow-up reviewer: the first warranted dimension that did not run, most important
+first. Uncited files and uncovered hot spots are reported, never a reason for a follow-up alone.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -63,16 +69,20 @@ def plan_panel(
     *,
     mode: PanelMode = PanelMode.NORMAL,
     conflicting_severity: Collection[str] = (),
+    settled: Collection[str] = (),
 ) -> PanelPlan:
     """Which findings go to the verifiers. `conflicting_severity`: ids whose reviewers disagreed
-    on severity (e.g. a merged group whose members had different priorities)."""
+    on severity (see `conflicting_severity`). `settled`: ids the panel already verified or let
+    pass in an earlier pass of the round (before a follow-up reviewer): they count towards the
+    cost guard but are planned again neither way."""
     entered: list[NodeView] = []
     not_entered: list[NodeView] = []
     for node in sorted(nodes, key=lambda n: n.id):
         eligible = node.active and node.duplicate_of is None
         (entered if eligible and node.confidence >= ENTRY_CONFIDENCE else not_entered).append(node)
-    ids = tuple(n.id for n in entered)
     skipped = tuple(n.id for n in not_entered)
+    fresh = [n for n in entered if n.id not in settled]
+    ids = tuple(n.id for n in fresh)
     if mode is PanelMode.FAST:
         return PanelPlan((), ids, skipped, narrowed=False)
     if mode is PanelMode.RIGOROUS or len(entered) <= COST_GUARD_LIMIT:
@@ -80,7 +90,7 @@ def plan_panel(
     low, high = UNCERTAIN_BAND
     verify: list[str] = []
     rest: list[str] = []
-    for node in entered:
+    for node in fresh:
         worth_it = (
             node.severity in (Severity.CRITICAL, Severity.HIGH)
             or node.priority in (Priority.P0, Priority.P1)
@@ -89,6 +99,22 @@ def plan_panel(
         )
         (verify if worth_it else rest).append(node.id)
     return PanelPlan(tuple(verify), tuple(rest), skipped, narrowed=True)
+
+
+def conflicting_severity(nodes: Iterable[NodeView]) -> frozenset[str]:
+    """Canonical findings whose reviewers disagreed on how bad they are: a duplicate merged into
+    one (`duplicate_of`) carries another priority or severity than the canonical it joined."""
+    views = list(nodes)
+    canonical = {n.id: n for n in views if n.duplicate_of is None}
+    rated: dict[str, set[tuple[Priority, Severity]]] = defaultdict(set)
+    for node in views:
+        if node.duplicate_of is not None and node.duplicate_of in canonical:
+            rated[node.duplicate_of].add((node.priority, node.severity))
+    return frozenset(
+        node_id
+        for node_id, ratings in rated.items()
+        if ratings - {(canonical[node_id].priority, canonical[node_id].severity)}
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +193,26 @@ class CoverageGaps:
         return not (self.missing_dimensions or self.uncited_files or self.uncovered_hot_spots)
 
 
+def warranted_dimensions(
+    *,
+    scheduled: Collection[Dimension],
+    process_blocked: Collection[Dimension] = (),
+    high_risk: bool = False,
+    judged: Collection[Dimension] | None = None,
+    request_known: bool = True,
+) -> frozenset[Dimension]:
+    """The dimensions the change needs: each one the round scheduled a reviewer for, security
+    when the change has a high-risk pattern, and those a critic model judged needed (`judged`,
+    None when it did not answer). A process-blocked dimension waits for a person, not for a
+    follow-up reviewer; requirements cannot be checked without the original request."""
+    needed = set(scheduled) | set(judged or ())
+    if high_risk:
+        needed.add(Dimension.SECURITY)
+    if not request_known:
+        needed.discard(Dimension.REQUIREMENTS)
+    return frozenset(needed - set(process_blocked))
+
+
 def coverage_gaps(
     *,
     warranted: Collection[Dimension],
@@ -175,6 +221,9 @@ def coverage_gaps(
     nodes: Iterable[NodeView],
     hot_spots: Collection[str] = (),
 ) -> CoverageGaps:
+    """The gaps, and at most one follow-up: the first warranted dimension that did not run in
+    FOLLOW_UP_ORDER. Uncited files and hot spots are reported only: a file nobody cited may
+    simply be fine, and a second reviewer of a dimension that ran would repeat it."""
     cited = {n.path for n in nodes if n.path}
     missing = tuple(d for d in FOLLOW_UP_ORDER if d in warranted and d not in ran)
     return CoverageGaps(
@@ -183,3 +232,7 @@ def coverage_gaps(
         uncovered_hot_spots=tuple(sorted(set(hot_spots) - cited)),
         follow_up=missing[0] if missing else None,
     )
+
+
+#: What the report and the page say when the workspace's panel mode skips both stages.
+FAST_MODE_SKIP = "panel and critic skipped: fast mode"

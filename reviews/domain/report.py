@@ -8,7 +8,8 @@ Covered? / Evidence, its findings by category, an off-target judgement), Walkthr
 steps, or the cohorts in reading order), Issues grouped Critical
 (P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
 arbitration, Positive notes, Notes from reviewers (comments, proposed tickets and their status),
-Summary (dimension x severity table, plus the verification panel's line). Empty sections say
+Summary (dimension x severity table, plus the verification panel's line, which in fast mode says
+the panel and critic were skipped). Empty sections say
 "None." so a reader — or a parser — never guesses.
 Block → BLOCKED, Hold → CHANGES_REQUESTED, Ship → APPROVED.
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from .arbitration import ArbitrationDecision
 from .briefs import fence, one_line
 from .disagreements import Disagreement
+from .panel import FAST_MODE_SKIP
 from .types import REVIEW_STATE_FOR_VERDICT, Category, NodeView, ReviewerSpec, ReviewState
 from .verdict import Verdict, counted_nodes
 
@@ -126,6 +128,7 @@ class ReportInput:
     walkthrough: Sequence[ReportStep] = ()  # the lead's steps; else `walkthrough_text`
     walkthrough_text: str = ""  # the deterministic tour, one line per cohort
     disabled: Sequence[str] = ()  # reviewers the round called for that the workspace switched off
+    fast_mode: bool = False  # the workspace's panel mode skipped the panel and the critic
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -149,7 +152,7 @@ def render_report(report: ReportInput) -> str:
         _disagreements(report.arbitrations),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
         _reviewer_notes(report.comments, report.tickets),
-        _summary(issues, report.panel),
+        _summary(issues, report.panel, fast_mode=report.fast_mode),
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -333,7 +336,7 @@ def _reviewer_notes(comments: Sequence[ReportComment], tickets: Sequence[ReportT
     return _section("Notes from reviewers", lines)
 
 
-def _summary(issues: list[NodeView], panel: PanelSummary | None) -> str:
+def _summary(issues: list[NodeView], panel: PanelSummary | None, *, fast_mode: bool) -> str:
     header = ["| Dimension | Critical | Major | Minor | Total |", "|---|---|---|---|---|"]
     rows, totals = [], [0, 0, 0]
     for category in Category:
@@ -346,14 +349,20 @@ def _summary(issues: list[NodeView], panel: PanelSummary | None) -> str:
             totals = [a + b for a, b in zip(totals, counts, strict=True)]
     rows.append(f"| **Total** | {' | '.join(map(str, totals))} | {sum(totals)} |")
     lines = header + rows
-    if panel is not None:
+    if fast_mode:
+        lines += [
+            "",
+            f"Verification: {FAST_MODE_SKIP}. No lens checked a finding (each is unverified) "
+            "and no critic looked for coverage gaps, so no follow-up reviewer ran.",
+        ]
+    elif panel is not None:
         lines += ["", _panel_line(panel)]
     return _section("Summary", lines)
 
 
 def _panel_line(panel: PanelSummary) -> str:
     if panel.skipped:
-        return "Verification panel: skipped (fast mode); findings are unverified."
+        return "Verification panel: not run; findings are unverified."
     text = (
         f"Verification panel: {panel.verified} verified, {panel.filtered} filtered as false "
         f"positives, {panel.contested} contested, {panel.unverified} unverified."

@@ -16,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from reviews.domain.classification import FastExit, SizeClass
 
 StageName = Literal[
-    "prepare", "reviewers", "consolidate", "panel", "critic", "followup", "finalise"
+    "prepare",
+    "reviewers",
+    "consolidate",
+    "panel",
+    "critic",
+    "followup",
+    "followup_consolidate",
+    "followup_panel",
+    "finalise",
 ]
 PanelModeName = Literal["normal", "rigorous", "fast"]
 
@@ -46,6 +54,12 @@ class RoundFacts(_Record):
     def for_gates(self) -> dict[str, Any]:
         """The facts as the mapping `gate_passes` and `reviewers_for` read."""
         return self.model_dump(exclude_none=True)
+
+    @property
+    def fast_mode(self) -> bool:
+        """The workspace's fast panel mode: the panel and the critic (so any follow-up) are
+        skipped, which the report and the page say. A fast exit skips everything anyway."""
+        return self.panel_mode == "fast" and not self.fast_exit
 
 
 # -- prepare ------------------------------------------------------------------------------------
@@ -157,6 +171,13 @@ class CriticReport(_Record):
     uncited_files: list[str]
     uncovered_hot_spots: list[str]
     follow_up: str | None
+    # The dimensions judged warranted: the rules' set joined with the critic model's.
+    warranted: list[str] = []
+    # What the critic model judged (None: no model call, or it abstained) and the gaps it saw.
+    judged: list[str] | None = None
+    judged_gaps: list[str] = []
+    # Why the model's judgement was not used (its reply never validated, the call failed).
+    abstained: str | None = None
 
 
 class TokenTotals(_Record):
@@ -186,7 +207,7 @@ class RoundStats(_Record):
     files: list[ChangedFileSummary] | None = None
     # panel planning
     panel_narrowed: bool | None = None
-    # consolidate (and finalise again after a follow-up reviewer)
+    # consolidate (and followup_consolidate again after a follow-up reviewer)
     consolidation: Consolidation | None = None
     streams: dict[str, StreamCounts] | None = None
     cross_notes: dict[str, list[RoutedNote]] | None = None

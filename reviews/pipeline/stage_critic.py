@@ -1,40 +1,80 @@
-"""The completeness critic: coverage gaps, and at most one follow-up reviewer."""
+"""The completeness critic: coverage gaps, and at most one follow-up reviewer.
+
+The rules (reviews/domain/panel.py) decide; with a model configured, one critic call judges
+which dimensions the change needs and its answer joins the rules' warranted set
+(reviews/pipeline/critic_runs.py). An abstention leaves the rules' set, and is recorded.
+"""
 
 from __future__ import annotations
 
 from reviews.domain import types as t
-from reviews.domain.panel import coverage_gaps
+from reviews.domain.panel import CoverageGaps, coverage_gaps, warranted_dimensions
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
+from reviews.pipeline import critic_runs
 from reviews.pipeline.stage_prepare import changed_files
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
 
 
 def critic(review_round: ReviewRound) -> None:
-    streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
+    # Model reviewers only: an analyzer checks its rules, it does not review a dimension.
+    streams = list(
+        review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).exclude(
+            name__startswith="followup-"
+        )
+    )
     ran = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.DONE}
-    # A process-blocked reviewer waits for a person, not for a follow-up reviewer.
-    warranted = {stream_dimension(s) for s in streams if s.state != ReviewerStream.State.SKIPPED}
     risks = review_round.stats.risk_list
-    if risks:
-        warranted.add(t.Dimension.SECURITY)
+    scheduled = {stream_dimension(s) for s in streams}
+    # A process-blocked reviewer waits for a person, not for a follow-up reviewer.
+    blocked = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.SKIPPED}
+
+    def warranted_for(judged: frozenset[t.Dimension] | None = None) -> frozenset[t.Dimension]:
+        return warranted_dimensions(
+            scheduled=scheduled,
+            process_blocked=blocked,
+            high_risk=bool(risks),
+            judged=judged,
+            request_known=bool(review_round.original_request.strip()),
+        )
+
     nodes = [
         node_view(n, [])
         for n in ReviewNode.objects.filter(
             round=review_round, duplicate_of__isnull=True
         ).select_related("stream")
     ]
-    gaps = coverage_gaps(
-        warranted=warranted,
-        ran=ran,
-        changed_files=[f.path for f in changed_files(review_round)],
-        nodes=nodes,
-        hot_spots={r.where.split(":")[0] for r in risks},
-    )
+    paths = [f.path for f in changed_files(review_round)]
+    hot_spots = {r.where.split(":")[0] for r in risks}
+
+    def gaps_for(warranted: frozenset[t.Dimension]) -> CoverageGaps:
+        return coverage_gaps(
+            warranted=warranted, ran=ran, changed_files=paths, nodes=nodes, hot_spots=hot_spots
+        )
+
+    warranted = warranted_for()
+    gaps = gaps_for(warranted)
     facts = review_round.facts
-    follow_up = gaps.follow_up if facts is not None and facts.model_configured else None
-    already = review_round.streams.filter(name__startswith="followup-").exists()
-    if follow_up is not None and not already:
+    model_configured = facts is not None and facts.model_configured
+    judgement = (
+        critic_runs.judge(
+            review_round,
+            critic_runs.critic_brief(
+                review_round, ran=ran, warranted=warranted, gaps=gaps, changed_paths=paths
+            ),
+        )
+        if model_configured
+        else None
+    )
+    if judgement is not None and judgement.warranted is not None:
+        warranted = warranted_for(judgement.warranted)
+        gaps = gaps_for(warranted)
+    follow_up = gaps.follow_up if model_configured else None
+    # A re-run after a crash keeps the follow-up it named the first time, never a second one.
+    already = review_round.streams.filter(name__startswith="followup-").first()
+    if already is not None:
+        follow_up = stream_dimension(already)
+    elif follow_up is not None:
         ReviewerStream.objects.get_or_create(
             round=review_round,
             name=f"followup-{follow_up.value}",
@@ -44,7 +84,7 @@ def critic(review_round: ReviewRound) -> None:
                 "kind": ReviewerStream.Kind.MODEL,
             },
         )
-        assert facts is not None  # a follow-up needs a model, a fact the prepare stage set
+    if facts is not None and follow_up is not None:
         review_round.facts = facts.model_copy(update={"followup": True})
     review_round.stats = review_round.stats.with_(
         critic={
@@ -52,6 +92,12 @@ def critic(review_round: ReviewRound) -> None:
             "uncited_files": list(gaps.uncited_files),
             "uncovered_hot_spots": list(gaps.uncovered_hot_spots),
             "follow_up": follow_up.value if follow_up else None,
+            "warranted": sorted(d.value for d in warranted),
+            "judged": sorted(d.value for d in judgement.warranted)
+            if judgement is not None and judgement.warranted is not None
+            else None,
+            "judged_gaps": list(judgement.gaps) if judgement is not None else [],
+            "abstained": (judgement.abstained or None) if judgement is not None else None,
         },
     )
     review_round.save(update_fields=["facts", "stats"])

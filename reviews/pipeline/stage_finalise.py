@@ -15,7 +15,6 @@ from reviews.pipeline import analyzer_runs, inputs
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
 from reviews.services import codeindex
-from reviews.services.consolidation import round_consolidate
 from reviews.services.flags import space_flag_check
 from reviews.services.verdicts import axis_record, round_finalise
 
@@ -84,11 +83,6 @@ def token_axes_record(
 def finalise(review_round: ReviewRound) -> None:
     facts = review_round.facts
     fast_exit = facts is not None and facts.fast_exit
-    if facts is not None and facts.followup:
-        # The follow-up reviewer's findings are merged with the others' as well.
-        summary = round_consolidate(review_round=review_round)
-        review_round.stats = review_round.stats.with_(consolidation=summary)
-        review_round.save(update_fields=["stats"])
     # Loaded once for the token axes, the test gap, the stats and the panel's summary.
     streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
     rows = list(ReviewNode.objects.filter(round=review_round).select_related("stream"))
@@ -162,7 +156,7 @@ def finalise(review_round: ReviewRound) -> None:
 def _panel_summary(review_round: ReviewRound, rows: list[ReviewNode]) -> PanelOutcome:
     if (
         "panel" not in review_round.done_stages
-        and not review_round.steps.filter(stage="panel").exists()
+        and not review_round.steps.filter(stage__in=("panel", "followup_panel")).exists()
     ):
         return PanelOutcome(skipped=True)
     tags = [n.tags for n in rows if n.duplicate_of_id is None]

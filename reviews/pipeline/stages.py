@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reviews.domain.panel import PanelMode, plan_panel
+from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import reviewer_runs
 from reviews.pipeline.lead_runs import lead_walkthrough
@@ -86,23 +86,42 @@ def consolidate(review_round: ReviewRound) -> None:
 
 
 def create_panel_steps(review_round: ReviewRound) -> list[PipelineStep]:
+    return _panel_steps(review_round, "panel")
+
+
+def create_followup_panel_steps(review_round: ReviewRound) -> list[PipelineStep]:
+    """The follow-up reviewer's findings, after the second lead pass, meet the same panel;
+    what the first panel verified or let pass is not planned again."""
+    return _panel_steps(review_round, "followup_panel")
+
+
+def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
     nodes = list(
         ReviewNode.objects.filter(round=review_round)
         .select_related("stream")
         .prefetch_related("confirmations")
     )
     views = [node_view(n, list(n.confirmations.all())) for n in nodes]
-    plan = plan_panel(views, mode=PanelMode(review_round.space.workspace.panel_mode))
+    facts = review_round.facts
+    mode = PanelMode(facts.panel_mode if facts else review_round.space.workspace.panel_mode)
+    plan = plan_panel(
+        views,
+        mode=mode,
+        conflicting_severity=conflicting_severity(views),
+        settled={str(n.pk) for n in nodes if n.tags.panel is not None or n.tags.unverified},
+    )
     by_id = {str(n.pk): n for n in nodes}
     unverified = [by_id[node_id] for node_id in plan.unverified]
     for node in unverified:
         node.tags = node.tags.with_(unverified=True)
     ReviewNode.objects.bulk_update(unverified, ["tags"])
-    review_round.stats = review_round.stats.with_(panel_narrowed=plan.narrowed)
+    # Narrowed once is narrowed for the round: the follow-up pass counts every finding again.
+    narrowed = plan.narrowed or bool(review_round.stats.panel_narrowed)
+    review_round.stats = review_round.stats.with_(panel_narrowed=narrowed)
     review_round.save(update_fields=["stats"])
     return _steps_create(
         review_round,
-        "panel",
+        stage,
         {f"node-{node_id}": {"node": by_id[node_id]} for node_id in plan.verify},
     )
 
@@ -122,14 +141,23 @@ def create_followup_steps(review_round: ReviewRound) -> list[PipelineStep]:
     )
 
 
-INLINE = {"prepare": prepare, "consolidate": consolidate, "critic": critic, "finalise": finalise}
+INLINE = {
+    "prepare": prepare,
+    "consolidate": consolidate,
+    "critic": critic,
+    # The same lead pass as the first, now over the follow-up reviewer's findings too.
+    "followup_consolidate": consolidate,
+    "finalise": finalise,
+}
 FANOUT = {
     "reviewers": create_reviewer_steps,
     "panel": create_panel_steps,
     "followup": create_followup_steps,
+    "followup_panel": create_followup_panel_steps,
 }
 STEP_RUNNERS = {
     "reviewers": run_reviewer_step,
     "followup": run_reviewer_step,
     "panel": run_panel_step,
+    "followup_panel": run_panel_step,
 }

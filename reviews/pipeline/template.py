@@ -50,15 +50,40 @@ PR_REVIEW_STAGES: tuple[Stage, ...] = (
     Stage("prepare", "inline", description="PR, diff, worktree, classification, change map"),
     Stage("reviewers", "fanout", {"fast_exit": False}, "independent reviewers in parallel"),
     Stage("consolidate", "inline", {"fast_exit": False}, "lead pass: dedup, demote, walkthrough"),
+    # In fast mode the panel only plans: every finding is marked unverified, no lens runs.
     Stage(
         "panel",
         "fanout",
-        {"fast_exit": False, "model_configured": True, "panel_mode": ["normal", "rigorous"]},
+        {"fast_exit": False, "model_configured": True},
         "three verifier lenses per finding",
     ),
-    Stage("critic", "inline", {"fast_exit": False}, "completeness critic"),
+    # Fast panel mode skips the critic too, and so any follow-up reviewer.
+    Stage(
+        "critic",
+        "inline",
+        {"fast_exit": False, "panel_mode": ["normal", "rigorous"]},
+        "completeness critic",
+    ),
     Stage(
         "followup", "fanout", {"fast_exit": False, "followup": True}, "one bounded extra reviewer"
+    ),
+    # The follow-up reviewer's findings go through the same lead pass and panel as the others'.
+    Stage(
+        "followup_consolidate",
+        "inline",
+        {"fast_exit": False, "followup": True},
+        "lead pass again, with the follow-up reviewer's findings",
+    ),
+    Stage(
+        "followup_panel",
+        "fanout",
+        {
+            "fast_exit": False,
+            "followup": True,
+            "model_configured": True,
+            "panel_mode": ["normal", "rigorous"],
+        },
+        "verifier lenses on the findings not verified yet",
     ),
     Stage("finalise", "inline", description="axes and verdict"),
 )

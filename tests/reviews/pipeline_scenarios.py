@@ -18,6 +18,8 @@ from workspaces.management.commands.demo_setup import SAMPLE_REQUEST
 # of the product list, and order deletion (the demo seeds the same text).
 ORIGINAL_REQUEST = SAMPLE_REQUEST
 
+CRITIC = "You are the completeness critic"
+FOLLOW_UP = "You are the followup-"
 SQL = {"path": "shop/search.py", "line": 12}
 SHELL = {"path": "shop/search.py", "line": 18}
 PERMISSION = {"path": "shop/views.py", "line": 13}
@@ -148,7 +150,12 @@ def install(
     fake: FakeModelServer, *, latency: float = 0.0, overrides: dict[str, Script] | None = None
 ) -> None:
     """Route each reviewer, verifier lens and the lead's walkthrough to its script by the name
-    in its system prompt."""
+    in its system prompt.
+    The critic judges nothing beyond the rules' warranted set, and a follow-up reviewer (when
+    the rules ask for one) examines the search module and finds nothing; a test overrides
+    either by adding its own script afterwards."""
+    fake.add_script(Script("critic", (answer(warranted=[], gaps=[]),)), marker=CRITIC)
+    fake.add_script(good_findings([], path="shop/search.py", name="followup"), marker=FOLLOW_UP)
     for name, make in REVIEWER_SCRIPTS.items():
         script = (overrides or {}).get(name) or make()
         if latency:

@@ -51,17 +51,23 @@ def shop(settings, tmp_path, workspace, fake_model, alice):
     return review
 
 
-def _model_streams(review_round):
-    return sorted(
-        review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).values_list("name", flat=True)
+def _model_streams(review_round, *, follow_ups=False):
+    names = review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).values_list(
+        "name", flat=True
     )
+    return sorted(n for n in names if n.startswith("followup-") is follow_ups)
 
 
 @pytest.mark.parametrize(
-    ("tier", "expected"),
+    ("tier", "expected", "follow_up"),
     [
-        ("light", ["implementation"]),
-        ("balanced", ["architecture", "implementation", "quality", "requirements"]),
+        # The sample has high-risk patterns: without a security reviewer the critic calls one.
+        ("light", ["implementation"], ["followup-security"]),
+        (
+            "balanced",
+            ["architecture", "implementation", "quality", "requirements"],
+            ["followup-security"],
+        ),
         (
             "thorough",
             [
@@ -72,14 +78,16 @@ def _model_streams(review_round):
                 "requirements",
                 "security",
             ],
+            [],
         ),
     ],
 )
-def test_the_tier_decides_which_reviewers_run(shop, fake_model, tier, expected):
+def test_the_tier_decides_which_reviewers_run(shop, fake_model, tier, expected, follow_up):
     scenario.install(fake_model)
     review_round = shop(tier=tier)
     assert review_round.state == "finished", review_round.error
     assert _model_streams(review_round) == expected
+    assert _model_streams(review_round, follow_ups=True) == follow_up
 
 
 def test_a_thorough_review_merges_duplicates_confirms_through_the_panel_and_blocks(

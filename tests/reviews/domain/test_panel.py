@@ -7,13 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reviews.domain.panel import (
+    COST_GUARD_LIMIT,
+    FOLLOW_UP_ORDER,
     LensVerdict,
     PanelMode,
     PanelStatus,
+    conflicting_severity,
     coverage_gaps,
     panel_outcome,
     plan_panel,
     unverified_outcome,
+    warranted_dimensions,
 )
 from reviews.domain.types import Dimension, NodeStatus, NodeType, NodeView, Priority, Severity
 
@@ -190,3 +194,122 @@ def test_it_lists_coverage_gaps_and_names_one_follow_up() -> None:
         nodes=[_node("a")],
     )
     assert done.complete and done.follow_up is None
+
+
+# -- conflicting severity -------------------------------------------------------------------
+
+
+def test_a_duplicate_rated_otherwise_marks_its_canonical_as_conflicting() -> None:
+    """Read from `duplicate_of`: another priority or severity among a canonical's duplicates."""
+    nodes = [
+        _node("a", priority=Priority.P2, severity=Severity.MEDIUM),
+        _node("a2", priority=Priority.P3, severity=Severity.LOW, duplicate_of="a"),
+        _node("b", priority=Priority.P2, severity=Severity.MEDIUM),
+        _node("b2", priority=Priority.P2, severity=Severity.MEDIUM, duplicate_of="b"),
+        _node("c", priority=Priority.P2, severity=Severity.HIGH),
+        _node("c2", priority=Priority.P2, severity=Severity.MEDIUM, duplicate_of="c"),
+        _node("d"),
+    ]
+    assert conflicting_severity(nodes) == {"a", "c"}
+
+
+_ratings = st.tuples(st.sampled_from(list(Priority)), st.sampled_from(list(Severity)))
+
+
+@st.composite
+def _merged_groups(draw: st.DrawFn) -> list[NodeView]:
+    """Canonical findings, each with zero or more duplicates rated freely."""
+    nodes = []
+    for g in range(draw(st.integers(0, 8))):
+        priority, severity = draw(_ratings)
+        nodes.append(_node(f"g{g}", priority=priority, severity=severity))
+        for d, (p, sv) in enumerate(draw(st.lists(_ratings, max_size=3))):
+            nodes.append(_node(f"g{g}d{d}", priority=p, severity=sv, duplicate_of=f"g{g}"))
+    return nodes
+
+
+@given(_merged_groups(), st.randoms())
+def test_conflicting_severity_is_exactly_the_canonicals_rated_two_ways(nodes, rnd) -> None:
+    """Only canonical ids; one iff a duplicate differs from it; the order of nodes is moot."""
+    found = conflicting_severity(nodes)
+    by_id = {n.id: n for n in nodes}
+    expected = {
+        n.duplicate_of
+        for n in nodes
+        if n.duplicate_of is not None
+        and (n.priority, n.severity)
+        != (by_id[n.duplicate_of].priority, by_id[n.duplicate_of].severity)
+    }
+    assert found == expected
+    assert all(by_id[i].duplicate_of is None for i in found)
+    shuffled = list(nodes)
+    rnd.shuffle(shuffled)
+    assert conflicting_severity(shuffled) == found
+
+
+@given(_merged_groups(), st.integers(COST_GUARD_LIMIT - 5, COST_GUARD_LIMIT + 10))
+def test_a_narrowed_panel_always_verifies_the_conflicting_ones(groups, plain) -> None:
+    """Above the cost guard, plain low findings pass through unverified, but a canonical whose
+    reviewers disagreed on severity is always verified; every entered finding is planned once."""
+    nodes = groups + [_node(f"p{i:02d}", 0.9, priority=Priority.P3) for i in range(plain)]
+    plan = plan_panel(nodes, conflicting_severity=conflicting_severity(nodes))
+    entered = [n for n in nodes if n.duplicate_of is None]
+    assert sorted(plan.verify + plan.unverified) == sorted(n.id for n in entered)
+    assert conflicting_severity(nodes) <= set(plan.verify)
+    if plan.narrowed:
+        assert not {f"p{i:02d}" for i in range(plain)} & set(plan.verify)
+
+
+def test_a_later_pass_plans_only_what_is_not_settled_and_keeps_the_guard() -> None:
+    """After a follow-up: settled findings count towards the guard but are not planned again."""
+    old = [_node(f"o{i:02d}", 0.9) for i in range(25)]
+    new = [_node("new-low", 0.9), _node("new-p0", 0.9, priority=Priority.P0)]
+    plan = plan_panel(old + new, settled={n.id for n in old})
+    assert plan.narrowed
+    assert (plan.verify, plan.unverified) == (("new-p0",), ("new-low",))
+    assert plan_panel(old, settled={n.id for n in old}).verify == ()
+
+
+# -- the critic ---------------------------------------------------------------------------------
+
+_dimensions = st.frozensets(st.sampled_from(list(Dimension)))
+
+
+@given(
+    warranted=_dimensions,
+    ran=_dimensions,
+    files=st.lists(st.sampled_from(["a.py", "b.py", "c.py", "d.py"]), unique=True),
+    hot=st.frozensets(st.sampled_from(["a.py", "b.py", "z.py"])),
+)
+def test_the_critic_names_at_most_the_first_warranted_missing_dimension(
+    warranted, ran, files, hot
+) -> None:
+    """One follow-up at most: the first of FOLLOW_UP_ORDER warranted and not run; none when
+    every warranted dimension ran, however many files went uncited."""
+    gaps = coverage_gaps(warranted=warranted, ran=ran, changed_files=files, nodes=[], hot_spots=hot)
+    missing = [d for d in FOLLOW_UP_ORDER if d in warranted and d not in ran]
+    assert list(gaps.missing_dimensions) == missing
+    assert gaps.follow_up == (missing[0] if missing else None)
+    if warranted <= ran:
+        assert gaps.follow_up is None  # uncited files or hot spots alone never call one
+
+
+def test_the_warranted_set_joins_the_rules_and_the_model() -> None:
+    """Scheduled + security on a high-risk change + what the model judged; never a
+    process-blocked dimension, never requirements without the original request."""
+    assert warranted_dimensions(scheduled={Dimension.QUALITY}, high_risk=True) == {
+        Dimension.QUALITY,
+        Dimension.SECURITY,
+    }
+    judged = warranted_dimensions(
+        scheduled={Dimension.QUALITY, Dimension.REQUIREMENTS},
+        process_blocked={Dimension.REQUIREMENTS},
+        judged={Dimension.PERFORMANCE, Dimension.REQUIREMENTS},
+    )
+    assert judged == {Dimension.QUALITY, Dimension.PERFORMANCE}
+    assert (
+        warranted_dimensions(scheduled=(), judged={Dimension.REQUIREMENTS}, request_known=False)
+        == frozenset()
+    )
+    # An abstention (None) leaves the rules' set.
+    assert warranted_dimensions(scheduled={Dimension.QUALITY}, judged=None) == {Dimension.QUALITY}

@@ -267,6 +267,8 @@ def test_each_reviewer_says_what_it_covered_or_that_it_closed_in_prose() -> None
     reviewers = _section(report, "Reviewers")
     assert "- security covered: shop/search.py; shop/views.py (reviewed, no issue)" in reviewers
     assert "- quality closed in prose only: no coverage statement" in reviewers
+
+
 def test_the_walkthrough_is_the_leads_steps_or_the_cohort_tour() -> None:
     """The lead's steps, numbered with their paths; without them the deterministic lines."""
     steps = [
@@ -281,3 +283,13 @@ def test_the_walkthrough_is_the_leads_steps_or_the_cohort_tour() -> None:
     plain = _report(walkthrough_text="1. a.py — 2 finding(s)\nPlus 1 finding(s) about the change")
     assert "## Walkthrough\n\n1. a.py — 2 finding(s)\nPlus 1" in plain
     assert "## Walkthrough\n\nNone." in _report()
+
+
+def test_the_summary_says_why_the_panel_and_critic_did_not_run() -> None:
+    """Fast mode names both skipped stages; a panel that simply did not run claims no reason."""
+    fast = _report(panel=PanelSummary(skipped=True), fast_mode=True).split("## Summary")[1]
+    assert "Verification: panel and critic skipped: fast mode." in fast
+    assert "no follow-up reviewer ran" in fast
+    idle = _report(panel=PanelSummary(skipped=True)).split("## Summary")[1]
+    assert "Verification panel: not run; findings are unverified." in idle
+    assert "fast mode" not in idle

@@ -55,11 +55,17 @@ def test_the_gates_read_the_facts_as_before():
         "prepare": True,
         "reviewers": True,
         "consolidate": True,
-        "panel": False,  # a fast panel does not run
-        "critic": True,
+        "panel": True,  # it only marks every finding unverified: no lens runs
+        "critic": False,  # fast mode skips the critic, so no follow-up either
         "followup": False,
+        "followup_consolidate": False,
+        "followup_panel": False,
         "finalise": True,
     }
+    assert facts.fast_mode
+    normal = facts.model_copy(update={"panel_mode": "normal", "followup": True})
+    assert all(gate_passes(s.run_when, normal.for_gates()) for s in PR_REVIEW_STAGES)
+    assert not normal.fast_mode
 
 
 def test_tags_name_every_writer_key_and_refuse_others():
