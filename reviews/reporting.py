@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
-from reviews.domain.outcomes import is_process_block
-from reviews.domain.outcomes import is_disabled
+from reviews.domain.outcomes import is_disabled, is_process_block
 from reviews.domain.report import (
     PanelSummary,
     ReportComment,

@@ -245,6 +245,8 @@ def _requirements(check: RequirementsCheck | None) -> str:
 def _cell(text: str) -> str:
     """Text for a markdown table cell: one line, no column separator."""
     return one_line(text, 200).replace("|", "\\|")
+
+
 def _walkthrough(steps: Sequence[ReportStep], text: str) -> str:
     if not steps:
         return _section("Walkthrough", [one_line(line, 300) for line in text.splitlines() if line])

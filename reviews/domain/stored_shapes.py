@@ -104,7 +104,7 @@ class StreamClosing(_Record):
 class StepResult(_Record):
     """What a fan-out step's runner returned (reviews/pipeline/stages.py STEP_RUNNERS)."""
 
-    state: Literal["done", "failed", "process_block"] | None = None  # a reviewer step
+    state: Literal["done", "failed", "process_block", "disabled"] | None = None  # a reviewer step
     error: str | None = None
     findings: int | None = None  # an analyzer's accepted findings
     attempt: int | None = None  # the model call attempt that succeeded

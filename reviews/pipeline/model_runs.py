@@ -77,6 +77,8 @@ def closing_answer(stream: ReviewerStream) -> Answer:
         "you found nothing to report in your dimension.",
         from_prose=prose_closing,
     )
+
+
 def _missing_key(choice: ModelChoice | None) -> str:
     """Why a reviewer has no key, in the words its failed stream shows ("" if no reason of its
     settings: the server has none, which the runtime reports)."""

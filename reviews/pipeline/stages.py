@@ -5,6 +5,7 @@ Every handler is idempotent: a coordinator or step re-run after a crash does no 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
@@ -68,7 +69,7 @@ def run_reviewer_step(step: PipelineStep) -> dict[str, Any]:
 # -- consolidate ----------------------------------------------------------------------------
 
 
-def consolidate(review_round: ReviewRound) -> None:
+def consolidate(review_round: ReviewRound, *, lead=lead_walkthrough) -> None:
     summary = round_consolidate(review_round=review_round)
     counts = {
         s.name: {"accepted": s.accepted, "rejected": s.rejected} for s in review_round.streams.all()
@@ -77,7 +78,11 @@ def consolidate(review_round: ReviewRound) -> None:
         consolidation=summary,
         streams=counts,
         cross_notes=round_route_notes(review_round=review_round),
-        **walkthrough(review_round=review_round, lead=lead_walkthrough),
+        **(
+            {}  # the follow-up pass keeps the lead's tour
+            if lead is None and review_round.stats.walkthrough_steps
+            else walkthrough(review_round=review_round, lead=lead)
+        ),
     )
     review_round.save(update_fields=["stats"])
 
@@ -146,7 +151,8 @@ INLINE = {
     "consolidate": consolidate,
     "critic": critic,
     # The same lead pass as the first, now over the follow-up reviewer's findings too.
-    "followup_consolidate": consolidate,
+    # The lead's tour is of the change, not of the findings: the follow-up pass keeps it.
+    "followup_consolidate": partial(consolidate, lead=None),
     "finalise": finalise,
 }
 FANOUT = {

@@ -10,7 +10,6 @@ from tests.fakes.model_server import (
     good_findings,
     requirements_check,
     sample_finding,
-    text,
 )
 from workspaces.management.commands.demo_setup import SAMPLE_REQUEST
 

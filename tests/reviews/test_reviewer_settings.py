@@ -142,7 +142,8 @@ def test_a_custom_reviewer_runs_with_its_few_shots_criteria_and_base_agent(
         marker="You are the payments reviewer.",
     )
     review_round = review(tier="light")
-    assert _model_streams(review_round) == ["implementation", "payments"]
+    # The sample's risky patterns call a security follow-up, as in any light round.
+    assert _model_streams(review_round) == ["followup-security", "implementation", "payments"]
     stream = review_round.streams.get(name="payments")
     assert stream.dimension == "implementation" and stream.state == "done"
     [(system, user)] = _messages(fake_model, "You are the payments reviewer.")

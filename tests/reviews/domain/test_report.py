@@ -11,9 +11,9 @@ from reviews.domain.disagreements import find_disagreements
 from reviews.domain.report import (
     PanelSummary,
     ReportInput,
+    ReportStep,
     RequirementLine,
     RequirementsCheck,
-    ReportStep,
     ReviewerLine,
     render_report,
 )
