@@ -140,3 +140,53 @@ def test_starting_a_review_from_the_form_and_watching_findings_arrive(
     assert ReviewNode.objects.filter(space=space, stream__name="implementation").exists()
     assert page.locator("article.cohort").count() >= 1  # the cohorts arrived live too
     screenshot(page, "review-started-live")
+
+
+@pytest.fixture
+def model_reviewed(shop_repo, settings, fake_model, alice):
+    """A thorough round on the fake model with the original request (before any browser: the
+    round runs here, outside Playwright's event loop)."""
+    repo, base, head = shop_repo
+    scenario.model_settings(settings, fake_model)
+    scenario.install(fake_model)
+    review_round = run_inline(
+        review_request(
+            repository=repo,
+            actor=alice,
+            base=base,
+            head=head,
+            tier="thorough",
+            original_request=scenario.ORIGINAL_REQUEST,
+            queue=False,
+        ).pk
+    )
+    assert review_round.state == "finished", review_round.error
+    return review_round
+
+
+def test_a_model_reviewed_page_shows_the_requirements_table_and_the_leads_walkthrough(
+    model_reviewed, asgi_server, browser, workspace
+):
+    """What the structured answers add to the page, read in Chromium: the requirements table
+    with each requested feature and the lead's tour; axe finds nothing serious and nothing
+    scrolls sideways on a phone."""
+    review_round = model_reviewed
+    page = login(browser, asgi_server, "alice@example.com")
+    page.goto(f"{asgi_server}/w/{workspace.slug}/reviews/{review_round.space_id}/")
+    table = page.locator("#requirements-check table")
+    rows = table.locator("tbody tr")
+    assert rows.count() == len(scenario.REQUIREMENT_ROWS)
+    for row in scenario.REQUIREMENT_ROWS:
+        assert row["requirement"] in table.inner_text()
+    steps = page.locator("#review-walkthrough ol.walkthrough-steps > li")
+    assert [s.locator("strong").inner_text() for s in steps.all()] == [
+        s["title"] for s in scenario.WALKTHROUGH_STEPS
+    ]
+    assert "shop/routes.py" not in steps.all()[1].inner_text()  # an invented path is dropped
+    page.evaluate("() => document.querySelectorAll('main details').forEach(d => d.open = true)")
+    assert axe_violations(page) == []
+    screenshot(page, "review-model-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert axe_violations(page) == []
+    screenshot(page, "review-model-390")
