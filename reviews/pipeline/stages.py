@@ -5,7 +5,7 @@ Every handler is idempotent: a coordinator or step re-run after a crash does no 
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
@@ -69,7 +69,9 @@ def run_reviewer_step(step: PipelineStep) -> dict[str, Any]:
 # -- consolidate ----------------------------------------------------------------------------
 
 
-def consolidate(review_round: ReviewRound, *, lead=lead_walkthrough) -> None:
+def consolidate(
+    review_round: ReviewRound, *, lead: Callable[[ReviewRound], Any] | None = lead_walkthrough
+) -> None:
     summary = round_consolidate(review_round=review_round)
     counts = {
         s.name: {"accepted": s.accepted, "rejected": s.rejected} for s in review_round.streams.all()
@@ -85,6 +87,12 @@ def consolidate(review_round: ReviewRound, *, lead=lead_walkthrough) -> None:
         ),
     )
     review_round.save(update_fields=["stats"])
+
+
+def followup_consolidate(review_round: ReviewRound) -> None:
+    """The same lead pass as the first, now over the follow-up reviewer's findings too. The
+    lead's tour is of the change, not of the findings: this pass keeps it."""
+    consolidate(review_round, lead=None)
 
 
 # -- verification panel (fan-out) ------------------------------------------------------------
@@ -150,9 +158,7 @@ INLINE = {
     "prepare": prepare,
     "consolidate": consolidate,
     "critic": critic,
-    # The same lead pass as the first, now over the follow-up reviewer's findings too.
-    # The lead's tour is of the change, not of the findings: the follow-up pass keeps it.
-    "followup_consolidate": partial(consolidate, lead=None),
+    "followup_consolidate": followup_consolidate,
     "finalise": finalise,
 }
 FANOUT = {
