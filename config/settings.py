@@ -107,6 +107,9 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "init_command": "PRAGMA journal_mode=WAL;",
             },
+            # Kept open between requests: the one thread the websocket consumers share for
+            # the ORM otherwise opens a file (and sets WAL) for every socket it checks.
+            "CONN_MAX_AGE": 60,
             # A file, not shared-cache memory: the pipeline's threads need SQLite's busy
             # timeout, which in-memory shared-cache databases ignore ("table is locked").
             "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
