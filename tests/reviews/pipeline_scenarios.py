@@ -181,3 +181,49 @@ def model_env(fake: FakeModelServer) -> dict[str, str]:
         "QUORUM_LLM_BASE_URL": fake.openai_base_url,
         "QUORUM_LLM_API_KEY": fake.api_key,
     }
+
+
+def sample_reviews(
+    settings,
+    tmp_path,
+    workspace,
+    fake: FakeModelServer,
+    actor,
+    *,
+    tier: str,
+    original_request: str = ORIGINAL_REQUEST,
+    finished: bool = True,
+):
+    """The sample repository in `workspace`, reviewed on the fake model: returns a function
+    that runs one round to its end (`tier`, `original_request` overridable) and returns it.
+    With `finished`, a round that did not finish fails the test with its error."""
+    from reviews.pipeline.runner import run_inline
+    from reviews.sample_repo import create_sample_repository
+    from reviews.services.requests import review_request
+    from workspaces.models import Repository
+
+    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
+    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
+    model_settings(settings, fake)
+    path = tmp_path / "shop"
+    base, head = create_sample_repository(path)
+    repo = Repository.objects.create(
+        workspace=workspace, kind="local", local_path=str(path.resolve())
+    )
+
+    def review(tier: str = tier, original_request: str = original_request):
+        review_round = review_request(
+            repository=repo,
+            actor=actor,
+            base=base,
+            head=head,
+            tier=tier,
+            original_request=original_request,
+            queue=False,
+        )
+        done = run_inline(review_round.pk)
+        if finished:
+            assert done.state == "finished", done.error
+        return done
+
+    return review

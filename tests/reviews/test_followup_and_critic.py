@@ -9,14 +9,10 @@ import re
 import pytest
 
 from reviews.models import NodeConfirmation, PipelineStep, ReviewerStream, ReviewNode
-from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
-from reviews.sample_repo import create_sample_repository
 from reviews.selectors import node_view, review_page
-from reviews.services.requests import review_request
 from tests.fakes.model_server import Script, answer, good_findings, sample_finding, text
 from tests.reviews import pipeline_scenarios as scenario
-from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,30 +21,15 @@ UNTRUSTED = re.compile(r"<<<UNTRUSTED (\w+)[^\n]*>>>.*?<<<END UNTRUSTED \1>>>", 
 
 @pytest.fixture
 def shop(settings, tmp_path, workspace, fake_model, alice):
-    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
-    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    scenario.model_settings(settings, fake_model)
-    path = tmp_path / "shop"
-    base, head = create_sample_repository(path)
-    repo = Repository.objects.create(
-        workspace=workspace, kind="local", local_path=str(path.resolve())
+    return scenario.sample_reviews(
+        settings,
+        tmp_path,
+        workspace,
+        fake_model,
+        alice,
+        tier="thorough",
+        original_request="Add product search and order deletion.",
     )
-
-    def review(tier="thorough", original_request="Add product search and order deletion."):
-        review_round = review_request(
-            repository=repo,
-            actor=alice,
-            base=base,
-            head=head,
-            tier=tier,
-            original_request=original_request,
-            queue=False,
-        )
-        done = run_inline(review_round.pk)
-        assert done.state == "finished", done.error
-        return done
-
-    return review
 
 
 def _system(request) -> str:

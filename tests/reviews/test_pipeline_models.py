@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reviews.models import NodeConfirmation, ReviewerStream, ReviewNode
-from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
-from reviews.sample_repo import create_sample_repository
 from reviews.selectors import review_page
-from reviews.services.requests import review_request
 from tests.fakes.model_server import (
     disallowed_tool,
     failing,
@@ -20,35 +17,15 @@ from tests.fakes.model_server import (
     self_confirm,
 )
 from tests.reviews import pipeline_scenarios as scenario
-from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def shop(settings, tmp_path, workspace, fake_model, alice):
-    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
-    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    scenario.model_settings(settings, fake_model)
-    path = tmp_path / "shop"
-    base, head = create_sample_repository(path)
-    repo = Repository.objects.create(
-        workspace=workspace, kind="local", local_path=str(path.resolve())
+    return scenario.sample_reviews(
+        settings, tmp_path, workspace, fake_model, alice, tier="thorough", finished=False
     )
-
-    def review(tier="thorough", original_request=scenario.ORIGINAL_REQUEST):
-        review_round = review_request(
-            repository=repo,
-            actor=alice,
-            base=base,
-            head=head,
-            tier=tier,
-            original_request=original_request,
-            queue=False,
-        )
-        return run_inline(review_round.pk)
-
-    return review
 
 
 def _model_streams(review_round, *, follow_ups=False):

@@ -14,7 +14,6 @@ from django.urls import reverse
 from reviews.models import ReviewNode
 from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
-from reviews.sample_repo import create_sample_repository
 from reviews.selectors import review_page
 from reviews.services.requests import review_request
 from tests.fakes.model_server import (
@@ -35,30 +34,15 @@ SQL_TITLE = "SQL query built from the search term"
 
 @pytest.fixture
 def shop(settings, tmp_path, workspace, fake_model, alice):
-    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
-    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    scenario.model_settings(settings, fake_model)
-    path = tmp_path / "shop"
-    base, head = create_sample_repository(path)
-    repo = Repository.objects.create(
-        workspace=workspace, kind="local", local_path=str(path.resolve())
+    return scenario.sample_reviews(
+        settings,
+        tmp_path,
+        workspace,
+        fake_model,
+        alice,
+        tier="light",
+        original_request="Add product search and order deletion.",
     )
-
-    def review(tier="light"):
-        review_round = review_request(
-            repository=repo,
-            actor=alice,
-            base=base,
-            head=head,
-            tier=tier,
-            original_request="Add product search and order deletion.",
-            queue=False,
-        )
-        finished = run_inline(review_round.pk)
-        assert finished.state == "finished", finished.error
-        return finished
-
-    return review
 
 
 def _lenses(fake, make_script) -> None:

@@ -9,43 +9,19 @@ import re
 import pytest
 
 from reviews.models import ReviewerStream, ReviewNode
-from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
-from reviews.sample_repo import create_sample_repository
 from reviews.selectors import review_page
-from reviews.services.requests import review_request
 from tests.fakes.model_server import Script, calls, text
 from tests.reviews import pipeline_scenarios as scenario
-from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def shop(settings, tmp_path, workspace, fake_model, alice):
-    settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]
-    settings.QUORUM_WORKTREE_ROOT = tmp_path / "worktrees"
-    scenario.model_settings(settings, fake_model)
-    base, head = create_sample_repository(tmp_path / "shop")
-    repo = Repository.objects.create(
-        workspace=workspace, kind="local", local_path=str((tmp_path / "shop").resolve())
+    return scenario.sample_reviews(
+        settings, tmp_path, workspace, fake_model, alice, tier="balanced"
     )
-
-    def review(tier="balanced", original_request=scenario.ORIGINAL_REQUEST):
-        review_round = review_request(
-            repository=repo,
-            actor=alice,
-            base=base,
-            head=head,
-            tier=tier,
-            original_request=original_request,
-            queue=False,
-        )
-        done = run_inline(review_round.pk)
-        assert done.state == "finished", done.error
-        return done
-
-    return review
 
 
 def _page_text(client_for, alice, workspace, review_round) -> str:
