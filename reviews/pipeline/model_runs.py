@@ -161,7 +161,9 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     last_error = ""
     lost: list[BaseException] = []
     for attempt, narrowed in ((1, False), (2, True)):
-        reset_stream(stream)
+        if attempt > 1 or stream.attempts > 1:
+            # A first run of the stream (its first attempt counted) has nothing to discard.
+            reset_stream(stream)
         try:
             outcome = runtime.run_sync(
                 api_key=api_key,

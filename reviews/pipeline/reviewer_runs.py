@@ -18,10 +18,13 @@ from reviews.services.streams import stream_transition
 __all__ = ["ANALYZERS", "run_stream", "verify_node"]
 
 
-def run_stream(stream: ReviewerStream) -> dict[str, Any]:
-    stream = ReviewerStream.objects.select_related(
-        "round__space__workspace", "round__space__pull_request__repository"
-    ).get(pk=stream.pk)
+def run_stream(stream: ReviewerStream, *, fresh: bool = False) -> dict[str, Any]:
+    """`fresh`: the stream was just read with its round, space, workspace and repository (a
+    step's runner reads them with the step); otherwise they are read here."""
+    if not (fresh and ReviewerStream.round.is_cached(stream)):
+        stream = ReviewerStream.objects.select_related(
+            "round__space__workspace", "round__space__pull_request__repository"
+        ).get(pk=stream.pk)
     if stream.state == ReviewerStream.State.DONE:
         return {"state": "done"}
     stream_transition(stream, StreamState.RUNNING, attempts=F("attempts") + 1)

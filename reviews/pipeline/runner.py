@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connections
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
@@ -177,8 +177,11 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
     following = _next_stage(review_round)
     if following is None:
         return False
-    # Conditional: a round superseded or cancelled since it was read keeps that state.
-    if not round_transition(review_round, ReviewRound.State.RUNNING):
+    # Conditional: a round superseded or cancelled since it was read keeps that state. A round
+    # already running stays so: the stage's write below is conditional on it being open.
+    if review_round.state != ReviewRound.State.RUNNING and not round_transition(
+        review_round, ReviewRound.State.RUNNING
+    ):
         return False
     if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
         stage=following.name
@@ -207,10 +210,14 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
         log.exception("stage %s of round %s failed", stage.name, review_round.pk)
         stages.round_fail(review_round, f"The {stage.name} stage failed: {exc}")
         return False
-    review_round.refresh_from_db()
+    # Only this coordinator (it holds the lease) writes done_stages, so the list read by _move
+    # is current; a stage that ended the round set its state on `review_round`
+    # (round_transition), and the next _move reads the row again anyway.
     if stage.name not in review_round.done_stages:
         review_round.done_stages = [*review_round.done_stages, stage.name]
-        review_round.save(update_fields=["done_stages"])
+        ReviewRound.objects.filter(pk=review_round.pk).update(
+            done_stages=review_round.done_stages
+        )
     return review_round.state in OPEN_STATES
 
 
@@ -364,15 +371,15 @@ def _finish(
     (its lease lapsed while the database was away): that run records its own outcome."""
 
     def write() -> int:
-        with transaction.atomic():
-            return step_transition(
-                step.pk,
-                StepState(state),
-                Q(state=PipelineStep.State.RUNNING, attempts=attempt),
-                error=error[:2000],
-                result=result or {},
-                lease_until=None,
-            )
+        # One conditional statement: atomic by itself.
+        return step_transition(
+            step.pk,
+            StepState(state),
+            Q(state=PipelineStep.State.RUNNING, attempts=attempt),
+            error=error[:2000],
+            result=result or {},
+            lease_until=None,
+        )
 
     if retry_db(write, what=f"finishing step {step.pk}") == 1:
         return True
@@ -440,8 +447,10 @@ def run_inline(
                 pass
             if any(kind == "advance" for kind, _ in batch) or steps:
                 advance(round_id, dispatch=dispatch)
+            if on_progress is None:
+                continue
             stage = ReviewRound.objects.values_list("stage", flat=True).get(pk=round_id)
-            if on_progress and stage != last_stage:
+            if stage != last_stage:
                 on_progress(stage)
                 last_stage = stage
     return ReviewRound.objects.get(pk=round_id)

@@ -15,7 +15,6 @@ from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import analyzer_runs, inputs
 from reviews.pipeline.template import ConfiguredReviewer, disabled_reviewers, reviewers_for
 from reviews.services import codeindex
-from reviews.services.spaces import space_status_refresh
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
 from workspaces.models import Workspace, workspace_model_configured
 from workspaces.rules import base_agent_checks_requirements
@@ -46,8 +45,8 @@ def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
 
 
 def prepare(review_round: ReviewRound) -> None:
+    # The space's status followed the round into RUNNING (round_transition) just before.
     space = review_round.space
-    space_status_refresh(space=space.pk)
     if not review_round.diff:
         # Stored, shown (cohort previews) and exported: a committed secret stops here. The
         # analyzers read the checkout, so the secret scanner still sees what was committed.
@@ -103,18 +102,24 @@ def prepare(review_round: ReviewRound) -> None:
         cohorts = codeindex.round_cohorts(review_round, worktree)
         review_round.stats = review_round.stats.with_(cohorts=codeindex.cohorts_json(cohorts))
         review_round.save(update_fields=["stats"])
-    for entry in entries:
-        ReviewerStream.objects.get_or_create(
-            round=review_round,
-            name=entry.key,
-            defaults={
-                "agent": entry.key,
-                "dimension": entry.dimension,
-                "kind": ReviewerStream.Kind.ANALYZER
+    # One read and one insert whatever the number of reviewers; a re-run prepare (the round's
+    # lease makes this coordinator the only writer) adds only the streams it lacks.
+    have = set(ReviewerStream.objects.filter(round=review_round).values_list("name", flat=True))
+    ReviewerStream.objects.bulk_create(
+        [
+            ReviewerStream(
+                round=review_round,
+                name=entry.key,
+                agent=entry.key,
+                dimension=entry.dimension,
+                kind=ReviewerStream.Kind.ANALYZER
                 if entry.key in analyzer_runs.ANALYZERS
                 else ReviewerStream.Kind.MODEL,
-            },
-        )
+            )
+            for entry in dict((e.key, e) for e in entries).values()
+            if entry.key not in have
+        ]
+    )
 
 
 def _reviewer_key(spec: t.ReviewerSpec) -> str:

@@ -63,7 +63,11 @@ def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
 def run_reviewer_step(step: PipelineStep) -> dict[str, Any]:
     if step.stream is None:
         raise ValueError(f"reviewer step {step.pk} has no stream")
-    return reviewer_runs.run_stream(step.stream)
+    # The step was read with its stream and its round (and the round's space, workspace and
+    # repository) the moment it was claimed: the stream's run needs no second read.
+    stream = step.stream
+    stream.round = step.round
+    return reviewer_runs.run_stream(stream, fresh=True)
 
 
 # -- consolidate ----------------------------------------------------------------------------

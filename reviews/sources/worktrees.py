@@ -212,6 +212,8 @@ class WorktreeManager:
     def _is_checkout_of(self, path: Path, sha: str) -> bool:
         if not (path / ".git").exists():
             return False
+        if _detached_head(path) == sha:
+            return True  # every runner of a round asks: answered without starting git
         try:
             head = run_git(["rev-parse", "HEAD"], cwd=path, timeout=self._timeout, git=self._git)
         except GitError:
@@ -270,6 +272,27 @@ class WorktreeManager:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _detached_head(path: Path) -> str | None:
+    """The commit a checkout's HEAD names when it is detached, read from its files (a linked
+    worktree's `.git` file points at its own directory in the source repository); None when it
+    cannot tell (a branch, a packed or unusual layout): then git is asked."""
+    dot_git = path / ".git"
+    try:
+        if dot_git.is_file():
+            pointer = dot_git.read_text("utf-8").strip()
+            if not pointer.startswith("gitdir:"):
+                return None
+            gitdir = Path(pointer.removeprefix("gitdir:").strip())
+            if not gitdir.is_absolute():
+                gitdir = path / gitdir
+        else:
+            gitdir = dot_git
+        head = (gitdir / "HEAD").read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return head if _SHA.fullmatch(head) else None
 
 
 def _check_id(value: int | str, what: str) -> str:

@@ -379,6 +379,13 @@ class _Route:
     marker: str | None = None
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 refuses a burst (a panel's lenses, several steps at
+    # once): a refused connection is retried by the kernel a second later, which a round then
+    # waits for. A provider accepts them all.
+    request_queue_size = 128
+
+
 @dataclass
 class FakeModelServer:
     """The fake provider. Thread-safe: handlers run in server threads, tests in the main one."""
@@ -399,7 +406,7 @@ class FakeModelServer:
 
     def start(self) -> FakeModelServer:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
