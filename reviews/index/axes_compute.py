@@ -7,9 +7,9 @@ never turns a gate green: an axis nothing could compute is `unavailable`, never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from reviews.domain.axes import clearing_steps, deterministic_axis_result
 from reviews.domain.types import AxisName, AxisResult, Category, NodeView
@@ -21,7 +21,6 @@ from reviews.index.api_openapi import (
 )
 from reviews.index.api_python import ApiChange, compare_python_api
 from reviews.index.api_surface import SURFACE_LANGUAGES, compare_exported
-from reviews.index.cohorts import Cohort
 from reviews.index.limits import is_test_path, language_for
 
 AxisOutcome = tuple[AxisResult, dict[str, Any]]
@@ -216,7 +215,19 @@ def _tagged(source: str, change: ApiChange, *, document: str | None = None) -> d
     return out
 
 
-def compute_test_gap(cohorts: Iterable[Cohort], findings: Iterable[NodeView] = ()) -> AxisOutcome:
+class CohortPaths(Protocol):
+    """What the test gap reads of a cohort: a computed one, or the summary a round stored."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def paths(self) -> Sequence[str]: ...
+
+
+def compute_test_gap(
+    cohorts: Iterable[CohortPaths], findings: Iterable[NodeView] = ()
+) -> AxisOutcome:
     """Advisory: cohorts that change non-test code with no test file in the cohort and no
     active testing finding anchored in one of its files → warn, listing their keys."""
     covered_by_finding = {

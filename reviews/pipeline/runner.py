@@ -141,17 +141,25 @@ def _next_stage(review_round: ReviewRound) -> Stage | None:
 
 
 def _stage_complete(round_id: int) -> bool:
-    review_round = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).first()
-    if review_round is None or not review_round.stage:
-        return review_round is not None
-    stage = _stage(review_round.stage)
-    if stage.kind == "inline":
-        return stage.name in review_round.done_stages
-    return (
-        not review_round.steps.filter(stage=stage.name)
-        .exclude(state__in=TERMINAL_STEP_STATES)
-        .exists()
+    """The round is open and its stage done: a coordinator can move it on. One query: the
+    round's stage, what is done, and whether a step of its stage is still open."""
+    open_steps = PipelineStep.objects.filter(round=OuterRef("pk"), stage=OuterRef("stage")).exclude(
+        state__in=TERMINAL_STEP_STATES
     )
+    row = (
+        ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
+        .annotate(waiting=Exists(open_steps))
+        .values_list("stage", "done_stages", "waiting")
+        .first()
+    )
+    if row is None:
+        return False
+    stage_name, done_stages, waiting = row
+    if not stage_name:
+        return True
+    if _stage(stage_name).kind == "inline":
+        return stage_name in done_stages
+    return not waiting
 
 
 def _move(round_id: int, dispatch: Dispatch) -> bool:
@@ -169,9 +177,8 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
     if review_round.stage:
         current = _stage(review_round.stage)
         if current.kind == "fanout":
-            _recover_steps(review_round, current, dispatch)
-            if not _stage_complete(round_id):
-                return False
+            if _recover_steps(review_round, current, dispatch):
+                return False  # steps of the stage are still open
         elif current.name not in review_round.done_stages:
             return _run_inline(review_round, current)
     following = _next_stage(review_round)
@@ -215,9 +222,7 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
     # (round_transition), and the next _move reads the row again anyway.
     if stage.name not in review_round.done_stages:
         review_round.done_stages = [*review_round.done_stages, stage.name]
-        ReviewRound.objects.filter(pk=review_round.pk).update(
-            done_stages=review_round.done_stages
-        )
+        ReviewRound.objects.filter(pk=review_round.pk).update(done_stages=review_round.done_stages)
     return review_round.state in OPEN_STATES
 
 
@@ -226,18 +231,31 @@ def _round_closed(round_id: int) -> bool:
     return not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).exists()
 
 
-def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) -> None:
-    """Steps whose worker died (lease lapsed) or that were never picked up go out again."""
+def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) -> int:
+    """Steps whose worker died (lease lapsed) or that were never picked up go out again.
+    Returns how many steps of the stage are still open (read in the same query)."""
     now = timezone.now()
-    stale = review_round.steps.filter(stage=stage.name).filter(
-        Q(state=PipelineStep.State.RUNNING, lease_until__lt=now)
-        | Q(state=PipelineStep.State.PENDING, updated_at__lt=now - _lease())
+    open_steps = list(
+        review_round.steps.filter(stage=stage.name)
+        .exclude(state__in=TERMINAL_STEP_STATES)
+        .only("pk", "state", "lease_until", "updated_at")
     )
+    stale = [
+        step
+        for step in open_steps
+        if (
+            step.state == PipelineStep.State.RUNNING
+            and step.lease_until is not None
+            and step.lease_until < now
+        )
+        or (step.state == PipelineStep.State.PENDING and step.updated_at < now - _lease())
+    ]
     for step in stale:
         # updated_at restarts the clock: a step waiting behind others in the queue is sent again
         # once per lease, not on every look.
         step_transition(step.pk, StepState.PENDING, Q(state=step.state), updated_at=now)
         dispatch("step", step.pk)
+    return len(open_steps)
 
 
 # -- steps ----------------------------------------------------------------------------------

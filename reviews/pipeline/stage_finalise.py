@@ -93,8 +93,13 @@ def finalise(review_round: ReviewRound) -> None:
         )
     else:
         token_axes_record(review_round, streams=streams, nodes=nodes)
-        worktree = inputs.round_worktree_ready(review_round)
-        result, details = codeindex.test_gap(codeindex.round_cohorts(review_round, worktree), nodes)
+        # The cohorts prepare stored: the same diff and indexes, not computed a second time.
+        cohorts = review_round.stats.cohorts
+        if cohorts is None:  # a round prepared before the cohorts were stored
+            cohorts = list(
+                codeindex.round_cohorts(review_round, inputs.round_worktree_ready(review_round))
+            )
+        result, details = codeindex.test_gap(cohorts, nodes)
         axis_record(
             review_round=review_round,
             axis=t.AxisName.TEST_GAP,

@@ -146,7 +146,9 @@ def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
 def run_panel_step(step: PipelineStep) -> dict[str, Any]:
     if step.node is None:
         raise ValueError(f"panel step {step.pk} has no node")
-    return reviewer_runs.verify_node(step.node, step.round)
+    node = step.node
+    node.round = step.round  # read with the step, like the node
+    return reviewer_runs.verify_node(node, step.round)
 
 
 # -- follow-up ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ that worktree and compares the merge base with the head, as for a local reposito
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -25,6 +26,7 @@ from reviews.index import (
     update_index,
 )
 from reviews.index.axes_compute import (
+    CohortPaths,
     compute_api_contract,
     compute_test_gap,
     contract_file,
@@ -128,5 +130,5 @@ def api_contract(review_round: ReviewRound) -> tuple[t.AxisResult, dict[str, Any
     return result, {**details, "base": merge_base, "head": review_round.head_sha}
 
 
-def test_gap(cohorts: tuple[Cohort, ...], findings) -> tuple[t.AxisResult, dict[str, Any]]:
+def test_gap(cohorts: Sequence[CohortPaths], findings) -> tuple[t.AxisResult, dict[str, Any]]:
     return compute_test_gap(cohorts, findings)

@@ -423,6 +423,8 @@ def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str
 
     with transaction.atomic():
         locked = _locked(node)
+        if ReviewNode.round.is_cached(node):
+            locked.round = node.round  # the caller's round: the verdict's follow-up reads it
         confirmations = list(locked.confirmations.all())
         outcome = panel_outcome(
             node_view(locked, confirmations),
