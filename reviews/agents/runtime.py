@@ -46,6 +46,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent, ModelRetry, RunContext, TextOutput, Tool, ToolOutput
+from pydantic_ai._function_schema import FunctionSchema
 from pydantic_ai.capabilities import AbstractCapability, UseThreadExecutor
 from pydantic_ai.exceptions import (
     AgentRunError,
@@ -627,6 +628,23 @@ def _guarded(state: _RunState, name: str, call: Callable[[], object]) -> str:
         raise ToolFailed(f"{name} failed on the server ({type(exc).__name__}); continue") from exc
 
 
+_SCHEMAS: dict[str, FunctionSchema] = {}
+
+
+def _tool(function: Callable[..., str], **options: Any) -> Tool[Any]:
+    """A tool for one run. Its schema (validator and JSON schema, from the signature and the
+    docstring, the same in every run) is built once per process: building it is most of the
+    cost of an agent, and a round builds one per reviewer turn and per lens. The run's own
+    function (closing over its state) is what the tool calls."""
+    key = function.__qualname__
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        tool = Tool(function, **options)
+        _SCHEMAS.setdefault(key, tool.function_schema)
+        return tool
+    return Tool(function, function_schema=replace(schema, function=function), **options)
+
+
 def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[Any]]:
     registered: list[Tool[Any]] = []
 
@@ -672,7 +690,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
 
         add(
             "confirm_review_node",
-            Tool(confirm_review_node, max_retries=TOOL_RETRIES, sequential=True),
+            _tool(confirm_review_node, max_retries=TOOL_RETRIES, sequential=True),
         )
 
     if tools.list_review_nodes is not None:
@@ -682,7 +700,9 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
             """List the findings recorded so far in this review, with their ids and status."""
             return _guarded(state, "list_review_nodes", listing)
 
-        add("list_review_nodes", Tool(list_review_nodes, max_retries=TOOL_RETRIES, sequential=True))
+        add(
+            "list_review_nodes", _tool(list_review_nodes, max_retries=TOOL_RETRIES, sequential=True)
+        )
 
     if tools.add_comment is not None:
         comment = tools.add_comment
@@ -697,7 +717,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
             """
             return _guarded(state, "add_comment", lambda: comment(body=body, path=path, line=line))
 
-        add("add_comment", Tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
+        add("add_comment", _tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
 
     if tools.create_ticket is not None:
         ticket = tools.create_ticket
@@ -712,7 +732,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
             """
             return _guarded(state, "create_ticket", lambda: ticket(title=title, body=body))
 
-        add("create_ticket", Tool(create_ticket, max_retries=TOOL_RETRIES, sequential=True))
+        add("create_ticket", _tool(create_ticket, max_retries=TOOL_RETRIES, sequential=True))
 
     if tools.code is not None:
         registered.extend(_code_tools(tools.code, mode, state))
@@ -764,7 +784,7 @@ def _code_tools(code: CodeTools, mode: ReviewMode, state: _RunState) -> list[Too
         "get_diff": get_diff,
     }
     return [
-        Tool(function, max_retries=TOOL_RETRIES)
+        _tool(function, max_retries=TOOL_RETRIES)
         for name, function in functions.items()
         if mode.allows(name)
     ]
