@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F
-
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.analyzer_runs import ANALYZERS, run_analyzer
@@ -27,7 +25,9 @@ def run_stream(stream: ReviewerStream, *, fresh: bool = False) -> dict[str, Any]
         ).get(pk=stream.pk)
     if stream.state == ReviewerStream.State.DONE:
         return {"state": "done"}
-    stream_transition(stream, StreamState.RUNNING, attempts=F("attempts") + 1)
+    # The attempt is counted from the row just read: the step's claim (a lease) lets one runner
+    # at a time read and count it, so no second read is needed to learn the number.
+    stream_transition(stream, StreamState.RUNNING, attempts=stream.attempts + 1)
     if stream.kind == ReviewerStream.Kind.ANALYZER:
         return run_analyzer(stream)
     return run_model_reviewer(stream)

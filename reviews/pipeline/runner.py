@@ -163,48 +163,86 @@ def _stage_complete(round_id: int) -> bool:
 
 
 def _move(round_id: int, dispatch: Dispatch) -> bool:
-    """Take one step of the stage machine; False when the round must wait or is over."""
+    """Move the stage machine as far as it goes without waiting: inline stages one after the
+    other, up to a fan-out stage's steps or the end. False when the round must wait or is over.
+
+    An inline stage that ends is recorded in `done_stages` by the same statement that enters
+    the next stage (the round is not read again in between: this coordinator holds the lease,
+    the stage handlers update `review_round` as they save it, and the statement is conditional
+    on the round being open). A crash before that statement runs the stage again, as a crash
+    before a separate write would."""
     review_round = ReviewRound.objects.select_related(
         "space__workspace", "space__pull_request__repository"
     ).get(pk=round_id)
     if review_round.state not in OPEN_STATES:
         return False
-    if timezone.now() - review_round.created_at > timedelta(
-        seconds=settings.QUORUM_ROUND_TIMEOUT_SECONDS
-    ):
-        stages.round_fail(review_round, "The review timed out before it could finish.")
-        return False
+    finished: str | None = None  # an inline stage done and not yet recorded
     if review_round.stage:
         current = _stage(review_round.stage)
         if current.kind == "fanout":
             if _recover_steps(review_round, current, dispatch):
                 return False  # steps of the stage are still open
         elif current.name not in review_round.done_stages:
-            return _run_inline(review_round, current)
-    following = _next_stage(review_round)
-    if following is None:
-        return False
-    # Conditional: a round superseded or cancelled since it was read keeps that state. A round
-    # already running stays so: the stage's write below is conditional on it being open.
-    if review_round.state != ReviewRound.State.RUNNING and not round_transition(
-        review_round, ReviewRound.State.RUNNING
+            if _timed_out(review_round) or not _run_inline(review_round, current):
+                return False
+            finished = current.name
+    while True:
+        if _timed_out(review_round):
+            return False
+        following = _next_stage(review_round)
+        if finished in review_round.done_stages:
+            finished = None
+        done = [*review_round.done_stages, finished] if finished else None
+        if following is None:
+            if done is not None:
+                _record_done(review_round, done)
+            return False
+        # Conditional: a round superseded or cancelled since it was read keeps that state. A
+        # round already running stays so: the stage's write below is conditional on it being
+        # open.
+        if review_round.state != ReviewRound.State.RUNNING and not round_transition(
+            review_round, ReviewRound.State.RUNNING
+        ):
+            return False
+        # done_stages written as it stands when no stage just ended: only this coordinator
+        # writes it.
+        if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
+            stage=following.name,
+            done_stages=done if done is not None else review_round.done_stages,
+        ):
+            return False
+        review_round.stage = following.name
+        if done is not None:
+            review_round.done_stages, finished = done, None
+        emit(review_round.space_id, "review.stage", stage=following.name)
+        if following.kind == "fanout":
+            created = stages.FANOUT[following.name](review_round)
+            for step in created:
+                dispatch("step", step.pk)
+            return not created
+        if not _run_inline(review_round, following):
+            return False
+        finished = following.name
+
+
+def _timed_out(review_round: ReviewRound) -> bool:
+    if timezone.now() - review_round.created_at <= timedelta(
+        seconds=settings.QUORUM_ROUND_TIMEOUT_SECONDS
     ):
         return False
-    if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
-        stage=following.name
-    ):
-        return False
-    review_round.stage = following.name
-    emit(review_round.space_id, "review.stage", stage=following.name)
-    if following.kind == "inline":
-        return _run_inline(review_round, following)
-    created = stages.FANOUT[following.name](review_round)
-    for step in created:
-        dispatch("step", step.pk)
-    return not created
+    stages.round_fail(review_round, "The review timed out before it could finish.")
+    return True
+
+
+def _record_done(review_round: ReviewRound, done: list[str]) -> None:
+    review_round.done_stages = done
+    ReviewRound.objects.filter(pk=review_round.pk).update(done_stages=done)
 
 
 def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
+    """Run an inline stage; True when it ended and the round is still open (the caller then
+    records it done with its next move). A stage that ended the round (the finaliser) is
+    recorded done here."""
     try:
         stages.INLINE[stage.name](review_round)
     except CONNECTION_ERRORS:
@@ -217,13 +255,11 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
         log.exception("stage %s of round %s failed", stage.name, review_round.pk)
         stages.round_fail(review_round, f"The {stage.name} stage failed: {exc}")
         return False
-    # Only this coordinator (it holds the lease) writes done_stages, so the list read by _move
-    # is current; a stage that ended the round set its state on `review_round`
-    # (round_transition), and the next _move reads the row again anyway.
+    if review_round.state in OPEN_STATES:
+        return True
     if stage.name not in review_round.done_stages:
-        review_round.done_stages = [*review_round.done_stages, stage.name]
-        ReviewRound.objects.filter(pk=review_round.pk).update(done_stages=review_round.done_stages)
-    return review_round.state in OPEN_STATES
+        _record_done(review_round, [*review_round.done_stages, stage.name])
+    return False
 
 
 def _round_closed(round_id: int) -> bool:

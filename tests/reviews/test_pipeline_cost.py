@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 # Measured on PostgreSQL: 59.1 per finding (532 queries) before the writes were batched, 35.6
 # (320) after. The bound leaves a little room, not enough for a node's or a step's writes to go
 # back to a round trip each (the panel's lenses alone would add about six per finding).
-MAX_QUERIES_PER_FINDING = 38
+MAX_QUERIES_PER_FINDING = 27
 
 
 class Queries:
