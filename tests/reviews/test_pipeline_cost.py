@@ -21,8 +21,11 @@ from workspaces.models import Repository
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 # Measured on PostgreSQL: 59.1 per finding (532 queries) before the writes were batched, 35.6
-# (320) after. The bound leaves a little room, not enough for a node's or a step's writes to go
-# back to a round trip each (the panel's lenses alone would add about six per finding).
+# (320) after, 25.3 (228) once the bookkeeping was cut (streams created in one insert, a step's
+# outcome in one statement, the coordinator's reads merged, no reset before a first attempt, the
+# finaliser reading the cohorts prepare stored). The bound leaves a little room, not enough for
+# a node's or a step's writes to go back to a round trip each (the panel's lenses alone would
+# add about six per finding).
 MAX_QUERIES_PER_FINDING = 27
 
 
