@@ -174,7 +174,7 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
     review_round = ReviewRound.objects.select_related(
         "space__workspace", "space__pull_request__repository"
     ).get(pk=round_id)
-    if review_round.state not in OPEN_STATES:
+    if review_round.state not in OPEN_STATES or _timed_out(review_round):
         return False
     finished: str | None = None  # an inline stage done and not yet recorded
     if review_round.stage:
@@ -183,12 +183,12 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
             if _recover_steps(review_round, current, dispatch):
                 return False  # steps of the stage are still open
         elif current.name not in review_round.done_stages:
-            if _timed_out(review_round) or not _run_inline(review_round, current):
+            if not _run_inline(review_round, current):
                 return False
             finished = current.name
     while True:
-        if _timed_out(review_round):
-            return False
+        if finished is not None and _timed_out(review_round):
+            return False  # checked again after each inline stage, as on every move before
         following = _next_stage(review_round)
         if finished in review_round.done_stages:
             finished = None

@@ -183,3 +183,30 @@ def test_the_security_axis_follows_dismissals_like_the_verdict(no_model, sample,
     assert security.result == "pass" and security.source == "tokens"
     assert review_round.verdict.level in ("ship", "hold")
     assert review_round.verdict.level != "block"
+
+
+def test_a_round_waiting_on_its_reviewers_times_out(no_model, sample, workspace, alice, settings):
+    """A round whose steps never ran (their worker is gone) fails once it is too old, even
+    though its stage still has open steps."""
+    from datetime import timedelta
+
+    from reviews.models import PipelineStep
+    from reviews.pipeline.runner import advance
+    from reviews.services.requests import review_request
+    from workspaces.models import Repository
+
+    path, base, head = sample
+    settings.QUORUM_LOCAL_REPO_ROOTS = [path.parent]
+    settings.QUORUM_WORKTREE_ROOT = path.parent / "worktrees"
+    repo = Repository.objects.create(workspace=workspace, kind="local", local_path=str(path))
+    waiting = review_request(repository=repo, actor=alice, base=base, head=head, queue=False)
+    advance(waiting.pk, dispatch=lambda kind, object_id: None)  # its steps are never run
+    waiting.refresh_from_db()
+    assert waiting.stage == "reviewers" and waiting.state == "running"
+    assert PipelineStep.objects.filter(round=waiting, state="pending").exists()
+    ReviewRound.objects.filter(pk=waiting.pk).update(
+        created_at=waiting.created_at - timedelta(hours=4)
+    )
+    advance(waiting.pk, dispatch=lambda kind, object_id: None)
+    waiting.refresh_from_db()
+    assert waiting.state == "failed" and "timed out" in waiting.error
