@@ -358,12 +358,14 @@ def _summary(issues: list[NodeView], panel: PanelSummary | None, *, fast_mode: b
             "and no critic looked for coverage gaps, so no follow-up reviewer ran.",
         ]
     elif panel is not None:
-        lines += ["", _panel_line(panel)]
+        lines += ["", _panel_line(panel, bool(issues))]
     return _section("Summary", lines)
 
 
-def _panel_line(panel: PanelSummary) -> str:
+def _panel_line(panel: PanelSummary, findings: bool) -> str:
     if panel.skipped:
+        if not findings:
+            return "Verification panel: not run (no open finding)."
         return "Verification panel: not run; findings are unverified."
     text = (
         f"Verification panel: {panel.verified} verified, {panel.filtered} filtered as false "

@@ -293,3 +293,5 @@ def test_the_summary_says_why_the_panel_and_critic_did_not_run() -> None:
     idle = _report(panel=PanelSummary(skipped=True)).split("## Summary")[1]
     assert "Verification panel: not run; findings are unverified." in idle
     assert "fast mode" not in idle
+    empty = _report(nodes=[], arbitrations=[], panel=PanelSummary(skipped=True))
+    assert "Verification panel: not run (no open finding)." in empty
