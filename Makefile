@@ -24,7 +24,7 @@ help:
 	@echo "make test   - install and run the test suite (services used when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   - ruff check + format check"
 	@echo "make check  - lint, mypy, migrations in step with the models, check --deploy (CI runs it)"
-	@echo "make bench  - pipeline, code-index, analyzer-precision, review-page and live fan-out benchmarks"
+	@echo "make bench  - pipeline, code-index, analyzer-precision, review-page, live fan-out and model-cost benchmarks"
 
 $(STAMP): pyproject.toml
 	@base=$$(bash -c "$$FIND_PYTHON") || { \
@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(PY) -m tests.bench.bench_precision
 	$(PY) -m tests.bench.bench_review_page
 	$(PY) -m tests.bench.bench_ws_fanout
+	$(PY) -m tests.bench.bench_cost
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
