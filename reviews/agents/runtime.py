@@ -588,7 +588,8 @@ def _output_type(answer: Answer) -> list[Any]:
             raise ModelRetry(_validation_text(exc)) from None
 
     return [
-        ToolOutput(schema, name=ANSWER_TOOL, description=answer.description),
+        # pydantic-ai appends the schema's docstring after a full stop of its own.
+        ToolOutput(schema, name=ANSWER_TOOL, description=answer.description.rstrip(". ")),
         TextOutput(from_text),
     ]
 

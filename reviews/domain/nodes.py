@@ -300,13 +300,31 @@ def node_view_from_payload(
 
 
 def node_tool_schema() -> dict[str, Any]:
-    """JSON schema of the `add_review_node` tool arguments, `reasoning` first."""
-    schema = NodePayload.model_json_schema()
+    """JSON schema of the `add_review_node` tool arguments, `reasoning` first. It goes out with
+    every reviewer turn, so pydantic's generated titles (the field names again) are left out."""
+    schema = _without_titles(NodePayload.model_json_schema())
     schema["description"] = (
         "Record one finding about the change. Write `reasoning` first; a payload that does not "
         "match this schema creates no node and the call returns the reason."
     )
     return schema
+
+
+def _without_titles(schema: Any) -> Any:
+    """`schema` without its `title` keywords; a property named "title" stays."""
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            kept[key] = {name: _without_titles(sub) for name, sub in value.items()}
+        else:
+            kept[key] = _without_titles(value)
+    return kept
 
 
 def _check_against_checkout(anchor: Anchor, file_lines: FileLines) -> str | None:

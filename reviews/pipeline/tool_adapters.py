@@ -2,9 +2,10 @@
 list findings, leave a comment or a ticket, read the code.
 
 First opinions are independent (docs/domain-rules.md#review-mode-and-untrusted-input): in the
-reviewer stage a reviewer lists only its own findings and cannot confirm another's, so a
-confirmation is always a second opinion — the panel lenses, which see the finding they judge,
-or the follow-up reviewer, which runs after the first pass and sees every finding."""
+reviewer stage a reviewer lists only its own findings and is offered no confirm tool (its own
+findings it may not confirm, and its peers' it does not see), so a confirmation is always a
+second opinion — the panel lenses, which see the finding they judge, or the follow-up reviewer,
+which runs after the first pass and sees every finding."""
 
 from __future__ import annotations
 
@@ -60,11 +61,6 @@ def review_tools(
             ).first()
             if node is None:
                 return f"There is no finding {node_id} in this review."
-            if first_pass and node.stream_id != stream.pk:
-                return (
-                    f"Refused: finding {node_id} is another reviewer's. Form your own opinion "
-                    "of the change; peers' findings are verified after this pass."
-                )
             try:
                 node_confirm(node=node, by_agent=stream.agent, reason=redact_text(reasoning or ""))
             except ConsensusError as exc:
@@ -107,7 +103,7 @@ def review_tools(
 
     return ReviewTools(
         add_review_node=add_review_node,
-        confirm_review_node=confirm_review_node,
+        confirm_review_node=None if first_pass else confirm_review_node,
         list_review_nodes=list_review_nodes,
         add_comment=lambda body, path=None, line=None: _note(
             "comment", body=body, path=path, line=line

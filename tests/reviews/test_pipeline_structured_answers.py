@@ -213,6 +213,18 @@ def test_a_reviewers_first_pass_list_holds_only_its_own_findings(shop, fake_mode
         }
     assert set(shown) == {"impl", "quality"}
 
+    def tools(script: str) -> set[str]:
+        return {
+            tool["function"]["name"]
+            for r in fake_model.recorded()
+            if r.script == script
+            for tool in r.json.get("tools", [])
+        }
+
+    # Nothing to confirm in a first pass, so no confirm tool; the follow-up sees every finding.
+    assert "list_review_nodes" in tools("impl") and "confirm_review_node" not in tools("impl")
+    assert "confirm_review_node" in tools("followup")
+
 
 # -- the lead's walkthrough ----------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from hypothesis import given
@@ -199,6 +200,9 @@ def test_it_exposes_a_tool_schema_with_reasoning_first() -> None:
     assert next(iter(schema["properties"])) == "reasoning"
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == {"type", "priority", "triage", "confidence", "title", "body"}
+    # It goes out with every turn: no generated titles, but the `title` field stays.
+    assert '"title": "' not in json.dumps(schema) and "title" in schema["properties"]
+    assert schema["$defs"]["Anchor"]["properties"]["path"]["type"] == "string"
 
 
 def test_it_builds_the_rules_view_of_an_accepted_node() -> None:
