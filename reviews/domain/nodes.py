@@ -302,7 +302,7 @@ def node_view_from_payload(
 def node_tool_schema() -> dict[str, Any]:
     """JSON schema of the `add_review_node` tool arguments, `reasoning` first. It goes out with
     every reviewer turn, so pydantic's generated titles (the field names again) are left out."""
-    schema = _without_titles(NodePayload.model_json_schema())
+    schema: dict[str, Any] = _without_titles(NodePayload.model_json_schema())
     schema["description"] = (
         "Record one finding about the change. Write `reasoning` first; a payload that does not "
         "match this schema creates no node and the call returns the reason."
