@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools
+from reviews.agents.runtime import Answer, ModelRunError
 from reviews.agents.untrusted import untrusted_block
 from reviews.domain import types as t
 from reviews.domain.model_answers import CriticAnswer
 from reviews.domain.panel import CoverageGaps
 from reviews.models import ReviewRound
-from reviews.pipeline.model_runs import runtime_model
-from workspaces.models import reviewer_model
+from reviews.pipeline.model_runs import round_model_answer
 
 CRITIC_SYSTEM_PROMPT = """\
 You are the completeness critic of a code review. Several reviewers, each looking at one \
@@ -96,25 +95,19 @@ def critic_brief(
 
 def judge(review_round: ReviewRound, brief: str) -> Judgement | None:
     """The critic model's judgement, or None when no model is configured for the round."""
-    workspace = review_round.space.workspace
-    resolved = runtime_model(
-        reviewer_model(None), workspace, budget=max(workspace.round_token_budget // 20, 1000)
-    )
-    if resolved is None:
-        return None
-    model, api_key = resolved
     try:
-        outcome = ModelRuntime(model).run_sync(
-            api_key=api_key,
+        outcome = round_model_answer(
+            review_round,
             system_prompt=CRITIC_SYSTEM_PROMPT,
             user_prompt=brief,
-            tools=ReviewTools(),
             name="critic",
             answer=ANSWER,
         )
     except ModelRunError as exc:
         # The critic refines coverage; it never fails a round the rules can finish.
         return Judgement(None, abstained=f"the critic model call failed: {exc}"[:500])
+    if outcome is None:
+        return None
     if not isinstance(outcome.answer, CriticAnswer):
         return Judgement(None, abstained=outcome.answer_error or "no answer")
     return Judgement(

@@ -6,14 +6,13 @@ from __future__ import annotations
 import logging
 
 from reviews.agents.prompts import LEAD_WALKTHROUGH
-from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools
+from reviews.agents.runtime import Answer, ModelRunError
 from reviews.agents.untrusted import untrusted_block
 from reviews.domain.model_answers import Walkthrough
 from reviews.domain.round_stats import TourStep
 from reviews.domain.walkthrough import tour_steps, walkthrough_brief
 from reviews.models import ReviewRound
-from reviews.pipeline.model_runs import runtime_model
-from workspaces.models import reviewer_model
+from reviews.pipeline.model_runs import round_model_answer
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +27,6 @@ def lead_walkthrough(review_round: ReviewRound) -> list[TourStep] | None:
     facts = review_round.facts
     if facts is None or facts.fast_exit:
         return None
-    workspace = review_round.space.workspace
-    resolved = runtime_model(
-        reviewer_model(None), workspace, budget=max(workspace.round_token_budget // 20, 1000)
-    )
-    if resolved is None:
-        return None
-    model, api_key = resolved
     stats = review_round.stats
     pr = review_round.space.pull_request
     prompt = "\n\n".join(
@@ -48,16 +40,17 @@ def lead_walkthrough(review_round: ReviewRound) -> list[TourStep] | None:
         ]
     )
     try:
-        outcome = ModelRuntime(model).run_sync(
-            api_key=api_key,
+        outcome = round_model_answer(
+            review_round,
             system_prompt=LEAD_WALKTHROUGH,
             user_prompt=prompt,
-            tools=ReviewTools(),
             name="lead-walkthrough",
             answer=WALKTHROUGH_ANSWER,
         )
     except ModelRunError as exc:
         logger.warning("round %s: the lead's walkthrough failed: %s", review_round.pk, exc)
+        return None
+    if outcome is None:
         return None
     if not isinstance(outcome.answer, Walkthrough):
         logger.info(

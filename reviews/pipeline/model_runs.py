@@ -16,6 +16,8 @@ from reviews.agents.runtime import (
     ModelConfig,
     ModelRunError,
     ModelRuntime,
+    ReviewTools,
+    RunOutcome,
     provider_name,
 )
 from reviews.domain import types as t
@@ -23,7 +25,7 @@ from reviews.domain.closings import prose_closing, stored_closing
 from reviews.domain.model_answers import RequirementsClosing, ReviewerClosing
 from reviews.domain.outcomes import DISABLED_BY_WORKSPACE, PROCESS_BLOCK
 from reviews.domain.stream_states import StreamState
-from reviews.models import ReviewerStream
+from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.prompting import memory_hints, reviewer_brief
@@ -76,6 +78,29 @@ def closing_answer(stream: ReviewerStream) -> Answer:
         "Your closing statement: a summary and every area you examined, each saying whether "
         "you found nothing to report in your dimension.",
         from_prose=prose_closing,
+    )
+
+
+def round_model_answer(
+    review_round: ReviewRound, *, system_prompt: str, user_prompt: str, name: str, answer: Answer
+) -> RunOutcome | None:
+    """One tool-less call to the round's default model for an answer in a shape (the critic,
+    the lead's walkthrough), on a twentieth of the round's token budget. None when no model is
+    configured; a failed call raises ModelRunError for the caller to fall back."""
+    workspace = review_round.space.workspace
+    resolved = runtime_model(
+        reviewer_model(None), workspace, budget=max(workspace.round_token_budget // 20, 1000)
+    )
+    if resolved is None:
+        return None
+    model, api_key = resolved
+    return ModelRuntime(model).run_sync(
+        api_key=api_key,
+        system_prompt=system_prompt,
+        user_prompt=user_prompt,
+        tools=ReviewTools(),
+        name=name,
+        answer=answer,
     )
 
 
