@@ -42,7 +42,11 @@ class Actor:
             return user
         if user is None or not getattr(user, "is_authenticated", False):
             return cls(AuditEvent.ActorKind.ANONYMOUS, None, "anonymous")
-        return cls(AuditEvent.ActorKind.USER, user.pk, user.email or user.get_username())
+        person = user.email or user.get_username()
+        if agent := getattr(user, "quorum_agent", ""):
+            # An agent's token acts for its person: both are named, the person is accountable.
+            return cls(AuditEvent.ActorKind.USER, user.pk, f"agent {agent} for {person}")
+        return cls(AuditEvent.ActorKind.USER, user.pk, person)
 
 
 SYSTEM = Actor(AuditEvent.ActorKind.SYSTEM, None, "system")

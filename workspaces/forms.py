@@ -219,3 +219,10 @@ class RepositoryUpdateForm(forms.Form):
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100)
+    agent_name = forms.CharField(
+        max_length=40,
+        required=False,
+        label="For an agent (optional)",
+        help_text='A coding agent\'s name, e.g. "claude-code on my laptop". The token then acts '
+        "as that agent for you: at most a reviewer's role, named in the audit trail.",
+    )

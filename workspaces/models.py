@@ -337,6 +337,9 @@ class ApiToken(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
     name = models.CharField(max_length=100)
+    # Set: the token is an agent's (e.g. "claude-code on alice's laptop"), acting for `user`
+    # with at most a reviewer's role, named as that agent in the audit trail and on findings.
+    agent_name = models.CharField(max_length=40, blank=True)
     prefix = models.CharField(max_length=16)
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -13,7 +13,7 @@ from django.http import Http404
 
 from guardrails.audit import Actor, audit_record
 from workspaces.models import Membership
-from workspaces.rules import MIN_ROLE, Perm, role_allows
+from workspaces.rules import MIN_ROLE, Perm, agent_role, role_allows
 
 
 def membership_get(*, user: Any, slug: str) -> Membership:
@@ -21,9 +21,16 @@ def membership_get(*, user: Any, slug: str) -> Membership:
     if user is None or not user.is_authenticated:
         raise Http404("No such workspace.")
     try:
-        return Membership.objects.select_related("workspace").get(user=user, workspace__slug=slug)
+        membership = Membership.objects.select_related("workspace").get(
+            user=user, workspace__slug=slug
+        )
     except Membership.DoesNotExist:
         raise Http404("No such workspace.") from None
+    if getattr(user, "quorum_agent", ""):
+        # An agent acts with its person's role capped (never saved: the person keeps theirs).
+        membership.role = agent_role(membership.role)
+        membership.user = user  # so a refusal is audited under the agent's name
+    return membership
 
 
 def allows(membership: Membership | None, perm: Perm) -> bool:

@@ -76,6 +76,33 @@ def role_allows(role: str | None, perm: Perm) -> bool:
     return ROLE_RANK[Role(role)] >= ROLE_RANK[MIN_ROLE[perm]]
 
 
+#: What an agent's token may do at most, whatever its person's role: it reviews, never
+#: approves or administers (a publish it asks for waits for a person).
+AGENT_ROLE_CAP = Role.REVIEWER
+AGENT_NAME_MAX = 40
+_AGENT_NAME = re.compile(r"[\w][\w .@'()-]*")
+
+
+def agent_role(role: str) -> str:
+    """The role an agent acts with: its person's, capped at AGENT_ROLE_CAP."""
+    if ROLE_RANK[Role(role)] > ROLE_RANK[AGENT_ROLE_CAP]:
+        return AGENT_ROLE_CAP.value
+    return role
+
+
+def agent_name_problem(name: str) -> str:
+    """Why `name` cannot name an agent ("" when it can): it is shown in the audit trail and on
+    findings, so it is short, printable and starts with a letter or digit."""
+    if len(name) > AGENT_NAME_MAX:
+        return f"An agent's name has at most {AGENT_NAME_MAX} characters."
+    if not _AGENT_NAME.fullmatch(name):
+        return (
+            "An agent's name starts with a letter or digit and uses letters, digits, spaces "
+            "and . @ ' ( ) - only."
+        )
+    return ""
+
+
 class RuleError(ApplicationError, ValueError):
     """Input that breaks a workspace rule; the message is shown to the user as is."""
 

@@ -516,7 +516,10 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 _, new_secret = services.api_token_create(
-                    user=request.user, name=form.cleaned_data["name"], request=request
+                    user=request.user,
+                    name=form.cleaned_data["name"],
+                    agent_name=form.cleaned_data["agent_name"],
+                    request=request,
                 )
             except RuleError as exc:
                 form.add_error("name", str(exc))
