@@ -208,6 +208,14 @@ def start_execution(approval: Approval) -> Approval:
 _POLICY_STRENGTH = {Policy.DENY: 2, Policy.REQUIRE_APPROVAL: 1, Policy.ALLOW: 0}
 
 
+def policy_for_requester(policy: Policy, *, by_agent: bool) -> Policy:
+    """An agent never acts on its own authority: what the workspace lets a person do at once
+    waits for a person's approval when an agent asks; a denial stays a denial."""
+    if by_agent and policy == Policy.ALLOW:
+        return Policy.REQUIRE_APPROVAL
+    return policy
+
+
 @dataclass(frozen=True)
 class PolicySetting:
     policy: Policy

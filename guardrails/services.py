@@ -131,9 +131,12 @@ def checkpoint(
     if spec.scope(clean) != (workspace.pk, target.type, target.id):
         raise RuleError(f"The {action} payload does not act on {target.label} in this workspace.")
     policy = policy_for(workspace, action)
+    effective = rules.policy_for_requester(
+        rules.Policy(policy.policy), by_agent=bool(getattr(actor, "quorum_agent", ""))
+    )
     who = Actor.of(actor)
-    base = {"action_class": action, "payload": clean, "policy": policy.policy}
-    if policy.policy == rules.Policy.DENY:
+    base = {"action_class": action, "payload": clean, "policy": effective.value}
+    if effective == rules.Policy.DENY:
         reason = f"The workspace policy denies {spec.description.lower()}."
         audit_record(
             action="checkpoint.refused",
@@ -145,7 +148,7 @@ def checkpoint(
         )
         return CheckpointResult(rules.CheckpointOutcome.REFUSED, reason)
     digest = payload_hash(action, clean)
-    if policy.policy == rules.Policy.ALLOW:
+    if effective == rules.Policy.ALLOW:
         return _run_allowed(spec, clean, digest, actor, workspace, target, http_request)
     # require_approval: fail closed when nobody but the requester could approve right now.
     if spec.needs_presence and not present_approvers(
@@ -182,7 +185,7 @@ def checkpoint(
             payload=clean,
             payload_hash=digest,
             head_sha=clean.get("head_sha", ""),
-            approvals_required=policy.approvals_required,
+            approvals_required=max(policy.approvals_required, 1),
             expires_at=timezone.now() + timedelta(minutes=policy.expires_after_minutes),
         )
         extra = {"note": note.strip()[:2000]} if note.strip() else {}

@@ -297,7 +297,11 @@ def publish_request(
             note=note,
         )
 
-    if policy_for(space.workspace, "prPublish").policy == rules.Policy.ALLOW:
+    policy = rules.policy_for_requester(
+        rules.Policy(policy_for(space.workspace, "prPublish").policy),
+        by_agent=bool(getattr(actor, "quorum_agent", "")),
+    )
+    if policy == rules.Policy.ALLOW:
         # Posts at once: the claim must commit before GitHub is called, so no lock is held here
         # (the round's unique publication still refuses a second post).
         return ask()
