@@ -124,6 +124,24 @@ def person_identity(actor: Actor) -> str:
 
 
 PERSON_PREFIX = "person:"
+#: An agent outside the pipeline (MCP, an agent's API token): `agent:<person id>:<its name>`,
+#: so two agents of one person are still two peers.
+OUTSIDE_AGENT_PREFIX = "agent:"
+
+
+def outside_agent(person_id: int, name: str) -> Actor:
+    return Actor.agent(f"{OUTSIDE_AGENT_PREFIX}{person_id}:{name}"[:60])
+
+
+def confirmer_label(identity: str) -> str:
+    """A stored identity as a reader sees it: "a person", "agent <name>", or the reviewer's
+    own name."""
+    if identity.startswith(PERSON_PREFIX):
+        return "a person"
+    if identity.startswith(OUTSIDE_AGENT_PREFIX):
+        _, _, name = identity.removeprefix(OUTSIDE_AGENT_PREFIX).partition(":")
+        return f"agent {name}" if name else "an agent"
+    return identity
 
 
 def resolve(*, status: NodeStatus, by: Actor) -> NodeStatus:

@@ -100,6 +100,7 @@ class StreamKind(StrEnum):
     MODEL = "model"
     ANALYZER = "analyzer"
     VERIFIER = "verifier"
+    EXTERNAL = "external"  # an agent (or a person) outside the pipeline, through MCP
 
     @property
     def label(self) -> str:
@@ -110,6 +111,7 @@ _STREAM_KIND_LABELS = {
     StreamKind.MODEL: "model",
     StreamKind.ANALYZER: "offline analyzer",
     StreamKind.VERIFIER: "verification lens",
+    StreamKind.EXTERNAL: "outside agent",
 }
 
 

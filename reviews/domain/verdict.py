@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from statistics import fmean, pstdev
 
 from .axes import axis_floor
-from .consensus import PERSON_PREFIX, peer_confirmers
+from .consensus import confirmer_label, peer_confirmers
 from .precision import unconfirmed_pattern
 from .types import AxisName, AxisResult, NodeView, Priority, VerdictLevel
 
@@ -150,8 +150,8 @@ def _decided(level: VerdictLevel, nodes: list[NodeView]) -> Verdict:
     if unconfirmed:
         rule = f"unconfirmed analyzer finding ({top.analyzer_rule}) — {rule}"
     if peers := peer_confirmers(top):
-        # People are named by role, not by id: the rule is posted to GitHub.
-        names = sorted({"a person" if p.startswith(PERSON_PREFIX) else p for p in peers})
+        # People and outside agents are named in words, never by id: the rule is posted.
+        names = sorted({confirmer_label(p) for p in peers})
         rule += f", confirmed by {', '.join(names)}"
     if len(nodes) > 1:
         rule += f" (and {len(nodes) - 1} more)"

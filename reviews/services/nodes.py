@@ -295,12 +295,20 @@ _AUDIT_ACTION = {
 
 
 def _person_action(
-    action: consensus.Action, *, node: ReviewNode, user: Any, reason: str, request: Any
+    action: consensus.Action,
+    *,
+    node: ReviewNode,
+    user: Any,
+    reason: str,
+    request: Any,
+    by: consensus.Actor | None = None,
 ) -> ReviewNode:
+    """`by`: who acts for consensus when it is not the user as a person (an outside agent,
+    reviews/services/outside_agents.py); the audit trail names the user either way."""
     with transaction.atomic():
         locked = _locked(node)
         before = locked.status
-        person = consensus.Actor.person(str(user.pk))
+        person = by or consensus.Actor.person(str(user.pk))
         new_status = consensus.apply_action(
             action, status=NodeStatus(before), author_agent=locked.stream.agent, by=person
         )
@@ -349,7 +357,8 @@ def _person_action(
         )
         # After the node's own audit event, so the trail reads decision, then verdict. A second
         # confirmation changes no status but names a new peer: it is decided again too.
-        why = f"{_AUDIT_ACTION[action].split('.')[1]} by a person" + (
+        who = "a person" if person.kind is consensus.ActorKind.PERSON else "an agent"
+        why = f"{_AUDIT_ACTION[action].split('.')[1]} by {who}" + (
             f" ({reason.strip()[:100]})" if reason.strip() else ""
         )
         _follow(locked, why, actor=user, request=request)

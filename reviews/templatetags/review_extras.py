@@ -107,6 +107,14 @@ def hunk_rows(
 
 
 @register.filter
+def confirmer(identity: str) -> str:
+    """`c.agent|confirmer`: who confirmed, in words ("a person", "agent claude-code", …)."""
+    from reviews.domain.consensus import confirmer_label
+
+    return confirmer_label(identity)
+
+
+@register.filter
 def preview_anchor(cohort_key: str, path: str) -> str:
     """`cohort.key|preview_anchor:preview.path`: the id of a file's preview in a cohort."""
     from reviews.domain.file_tree import preview_anchor as anchor

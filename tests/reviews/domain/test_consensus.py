@@ -199,3 +199,16 @@ def test_it_scopes_an_unanchored_dismissal_to_the_whole_repository() -> None:
     )
     assert fact.path_pattern == "**"
     assert fact.reason == "no reason given"
+
+
+@given(st.integers(min_value=1, max_value=10**9), st.text(min_size=1, max_size=40))
+def test_confirmers_read_as_people_and_agents_never_as_ids(person_id, name):
+    from reviews.domain.consensus import confirmer_label, outside_agent
+
+    agent = outside_agent(person_id, name)
+    assert confirmer_label(agent.identity) == f"agent {name}"  # the name, never the id
+    assert confirmer_label(f"person:{person_id}") == "a person"
+    assert confirmer_label("security") == "security"
+    # Two agents of one person are two peers; an agent is never its person.
+    assert outside_agent(person_id, name + "x").identity != agent.identity
+    assert agent.identity != f"person:{person_id}"
