@@ -15,13 +15,26 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from config.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa: E402
 from config.websockets import websocket_urlpatterns  # noqa: E402
+from reviews.mcp_server.http import McpHttpApp  # noqa: E402
 
 # Bodies over a path's cap are refused before they are buffered (config/bodylimit.py).
 install_daphne_guard()
+django_http = BodyLimitMiddleware(django_asgi_app)
+mcp_http = McpHttpApp()
+
+
+async def http_app(scope, receive, send):
+    """/mcp/… is the MCP server for coding agents (reviews/mcp_server/http.py); the rest is
+    Django."""
+    if scope["path"].startswith("/mcp/"):
+        await mcp_http(scope, receive, send)
+    else:
+        await django_http(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": BodyLimitMiddleware(django_asgi_app),
+        "http": http_app,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

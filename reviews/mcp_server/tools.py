@@ -1,0 +1,390 @@
+"""The review tools an agent calls through MCP, as plain synchronous functions of the caller.
+
+Each one checks the caller's role with the same permission module as the pages and the API and
+does its work through the same services, so an agent can do nothing its token's role may not:
+a publish waits for a person, a confirmation of one's own finding is refused, and everything
+that changes a review is in the audit trail under the agent's name. Errors a caller can act on
+are ApplicationErrors with a message for them; the server turns them into tool errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.db.models import Q
+from django.http import Http404
+from pydantic import BaseModel, Field
+
+from guardrails import rules as guard_rules
+from reviews.domain import consensus
+from reviews.domain import types as t
+from reviews.domain.errors import ApplicationError
+from reviews.domain.outcomes import PROCESS_BLOCK
+from reviews.domain.round_states import RoundState
+from reviews.export import review_json
+from reviews.models import ReviewNode, ReviewRound, ReviewSpace
+from reviews.reporting import report_markdown
+from reviews.selectors import review_page, space_get_for_user
+from reviews.services import outside_agents, publishing
+from reviews.services.requests import review_request
+from workspaces.models import Membership, Repository
+from workspaces.permissions import membership_get, require
+from workspaces.rules import Perm
+from workspaces.services import api_token_authenticate
+
+
+class Unauthenticated(ApplicationError):
+    code = "unauthenticated"
+    http_status = 401
+
+
+class NotFound(ApplicationError):
+    """Anything outside the caller's workspace looks like nothing at all."""
+
+    code = "not_found"
+    http_status = 404
+
+
+@dataclass(frozen=True)
+class Caller:
+    user: Any  # `quorum_agent` set when the token is an agent's
+    membership: Membership
+
+    @property
+    def slug(self) -> str:
+        return self.membership.workspace.slug
+
+    @property
+    def label(self) -> str:
+        agent = getattr(self.user, "quorum_agent", "")
+        return f"agent {agent} for {self.user.email}" if agent else self.user.email
+
+
+def caller_for(secret: str, slug: str) -> Caller:
+    """The token's user in workspace `slug`, checked on every call (a revoked token stops at
+    its next call). A non-member is told the workspace does not exist."""
+    user = api_token_authenticate(secret or "")
+    if user is None:
+        raise Unauthenticated("The API token is missing, unknown or revoked.")
+    try:
+        return Caller(user, membership_get(user=user, slug=slug))
+    except Http404:
+        raise NotFound(f"No workspace {slug!r}.") from None
+
+
+def _may(caller: Caller, perm: Perm, attempted: str) -> None:
+    try:
+        require(caller.membership, perm, attempted=attempted)
+    except Exception as exc:  # PermissionDenied: the same words the API answers with
+        if exc.__class__.__name__ == "PermissionDenied":
+            raise ApplicationError(str(exc), code="forbidden", http_status=403) from None
+        raise
+
+
+def _space(caller: Caller, space_id: int) -> ReviewSpace:
+    try:
+        return space_get_for_user(space_id=space_id, workspace_slug=caller.slug)
+    except Http404:
+        raise NotFound(f"No review {space_id} in this workspace.") from None
+
+
+def _node(space: ReviewSpace, node_id: int) -> ReviewNode:
+    node = ReviewNode.objects.filter(pk=node_id, space=space).select_related("stream").first()
+    if node is None:
+        raise NotFound(f"No finding {node_id} in review {space.pk}.")
+    return node
+
+
+# -- answers -----------------------------------------------------------------------------------
+
+
+class ReviewStarted(BaseModel):
+    space: int
+    round: int
+    state: str
+    wait: str = Field(description="How to wait for the verdict.")
+    review: Review | None = Field(default=None, description="With wait: the ended round.")
+
+
+class Finding(BaseModel):
+    id: int
+    title: str
+    priority: str
+    status: str
+    where: str
+    author: str
+    confirmed_by: list[str]
+    delta: str | None
+    fix_prompt: str | None
+
+
+class Verdict(BaseModel):
+    level: str
+    review_state: str
+    rule: str
+    confidence: float | None
+
+
+class Review(BaseModel):
+    space: int
+    pull_request: str
+    round: int | None
+    state: str
+    stage: str
+    verdict: Verdict | None
+    axes: dict[str, str]
+    cohorts: list[str]
+    delta: str = Field(description="Since the previous round, in words.")
+    fixed: list[str] = Field(description="Findings of the previous round that are gone.")
+    still_open: int | None
+    new: int | None
+    open_by_priority: dict[str, int]
+    fix_list: list[str] = Field(
+        description="What to fix before asking again: the open P0/P1 findings' fix prompts."
+    )
+    flagged_for_person: bool
+    next_step: str
+
+
+class NodeResult(BaseModel):
+    id: int
+    status: str
+
+
+ReviewStarted.model_rebuild()
+
+
+class PublishResult(BaseModel):
+    outcome: Literal["pending approval by a person", "refused", "published"]
+    detail: str
+    approval_request: int | None = None
+
+
+# -- tools -------------------------------------------------------------------------------------
+
+
+def request_review(
+    caller: Caller,
+    *,
+    repository: str,
+    number: int | None = None,
+    base: str = "",
+    head: str = "",
+    tier: str | None = None,
+    original_request: str = "",
+) -> ReviewStarted:
+    _may(caller, Perm.START_REVIEW, "start reviews")
+    workspace = caller.membership.workspace
+    query = Q(full_name=repository) | Q(local_path=repository)
+    if repository.isdigit():
+        query |= Q(pk=int(repository))
+    repo = Repository.objects.filter(query, workspace=workspace).first()
+    if repo is None:
+        raise NotFound(
+            f"No repository {repository!r} in this workspace: give its id, its GitHub name "
+            "(owner/name) or its local path as Settings → Repositories lists it."
+        )
+    if tier is not None and tier not in t.Tier.__members__.values():
+        raise ApplicationError(
+            f"Unknown tier {tier!r}; use one of {', '.join(t.Tier)}.", code="bad_tier"
+        )
+    review_round = review_request(
+        repository=repo,
+        actor=caller.user,
+        number=number,
+        base=base,
+        head=head,
+        tier=tier,
+        original_request=original_request,
+    )
+    return ReviewStarted(
+        space=review_round.space_id,
+        round=review_round.number,
+        state=review_round.state,
+        wait=f"call wait_for_review(space={review_round.space_id}, round={review_round.number})",
+    )
+
+
+def round_of(caller: Caller, space_id: int, number: int | None) -> ReviewRound:
+    space = _space(caller, space_id)
+    rounds = space.rounds.order_by("-number")
+    found = rounds.filter(number=number).first() if number else rounds.first()
+    if found is None:
+        raise NotFound(f"Review {space_id} has no round {number or ''}".strip() + ".")
+    return found
+
+
+def _next_step(data: dict[str, Any], fix_list: list[str]) -> str:
+    space, verdict, round_ = data["space"], data["verdict"], data["round"]
+    if round_ is None or round_["state"] != RoundState.FINISHED:
+        return "The round is still running: wait_for_review."
+    if any(s["error"] == PROCESS_BLOCK for s in data["streams"]):
+        # A question for the agent's person, not a code verdict.
+        return (
+            "Quorum needs the original request (the task or issue this change implements) to "
+            "check the change against it: ask your user for it, then request_review again "
+            "with original_request."
+        )
+    if space["flagged_for_human"]:
+        return (
+            "This review is flagged for a person: "
+            + ((space["flag"] or {}).get("reason") or "it needs a person's decision")
+            + ". Do not request another round; tell your user."
+        )
+    if verdict and verdict["level"] in (t.VerdictLevel.BLOCK, t.VerdictLevel.HOLD) and fix_list:
+        return "Fix the findings in fix_list, push the change, then request_review again."
+    if verdict and verdict["level"] == t.VerdictLevel.SHIP:
+        return "Ship: a person may publish the review (publish_review_to_github asks them)."
+    return "Read the open findings (list_review_nodes) and decide with your user."
+
+
+def get_review(caller: Caller, space_id: int, round_number: int | None = None) -> Review:
+    space = _space(caller, space_id)
+    data = review_json(review_page(space=space, round_number=round_number))
+    nodes = [n for n in data["nodes"] if n["duplicate_of"] is None]
+    open_nodes = [
+        n for n in nodes if n["status"] in (t.NodeStatus.OPEN, t.NodeStatus.CONSENSUS_READY)
+    ]
+    fix_list = [
+        f"#{n['id']} {n['priority']} {n['title']}"
+        + (f" ({n['anchor']['path']}:{n['anchor']['start_line']})" if n["anchor"] else "")
+        + f": {n['fix']['fix_prompt'] or n['body'][:400]}"
+        for n in open_nodes
+        if n["priority"] in (t.Priority.P0, t.Priority.P1) and n["type"] != t.NodeType.QUESTION
+    ]
+    verdict = data["verdict"]
+    round_ = data["round"]
+    delta = (round_ or {}).get("delta") or {}
+    return Review(
+        space=space.pk,
+        pull_request=str(space.pull_request),
+        round=round_["number"] if round_ else None,
+        state=round_["state"] if round_ else "none",
+        stage=round_["stage"] if round_ else "",
+        verdict=Verdict(
+            level=verdict["level"],
+            review_state=verdict["state"],
+            rule=verdict["rule"],
+            confidence=verdict["confidence"],
+        )
+        if verdict
+        else None,
+        axes={a["axis"]: a["result"] for a in data["axes"]},
+        cohorts=[str(c.get("label", "")) for c in data["cohorts"]][:20],
+        delta=delta.get("summary", "") or "",
+        fixed=[
+            f"{g['priority']} {g['title']} ({g['location']})"
+            for g in delta.get("gone_findings", [])
+        ],
+        still_open=delta.get("still_open"),
+        new=delta.get("new"),
+        open_by_priority={
+            p.value: sum(1 for n in open_nodes if n["priority"] == p.value) for p in t.Priority
+        },
+        fix_list=fix_list,
+        flagged_for_person=bool(data["space"]["flagged_for_human"]),
+        next_step=_next_step(data, fix_list),
+    )
+
+
+def list_review_nodes(
+    caller: Caller,
+    space_id: int,
+    *,
+    round_number: int | None = None,
+    status: str = "",
+    priority: str = "",
+    path: str = "",
+) -> list[Finding]:
+    space = _space(caller, space_id)
+    data = review_json(review_page(space=space, round_number=round_number))
+    found = []
+    for n in data["nodes"]:
+        anchor = n["anchor"] or {}
+        if status and n["status"] != status:
+            continue
+        if priority and n["priority"] != priority.upper():
+            continue
+        if path and not (anchor.get("path") or "").startswith(path):
+            continue
+        where = (
+            f"{anchor['path']}:{anchor['start_line']}-{anchor['end_line']}"
+            if anchor
+            else "whole change"
+        )
+        found.append(
+            Finding(
+                id=n["id"],
+                title=n["title"],
+                priority=n["priority"],
+                status=n["status"],
+                where=where,
+                author=n["stream"],
+                confirmed_by=sorted({c["agent"] for c in n["confirmations"]}),
+                delta=n["delta"],
+                fix_prompt=n["fix"]["fix_prompt"],
+            )
+        )
+    return found
+
+
+def add_review_node(caller: Caller, space_id: int, finding: dict[str, Any]) -> NodeResult:
+    _may(caller, Perm.TRIAGE_NODES, "add findings")
+    review_round = round_of(caller, space_id, None)
+    node = outside_agents.node_add_outside(
+        review_round=review_round, user=caller.user, payload=finding
+    )
+    return NodeResult(id=node.pk, status=node.status)
+
+
+def act_on_node(
+    caller: Caller, space_id: int, node_id: int, action: consensus.Action, reason: str = ""
+) -> NodeResult:
+    _may(caller, Perm.TRIAGE_NODES, f"{action} findings")
+    node = _node(_space(caller, space_id), node_id)
+    try:
+        node = outside_agents.node_act_outside(
+            node=node, action=action, user=caller.user, reason=reason
+        )
+    except consensus.ConsensusError as exc:
+        raise ApplicationError(str(exc), code="refused", http_status=409) from None
+    return NodeResult(id=node.pk, status=node.status)
+
+
+def publish_review_to_github(
+    caller: Caller,
+    space_id: int,
+    *,
+    selection: str = "consensus",
+    approve_on_ship: bool = False,
+    note: str = "",
+) -> PublishResult:
+    _may(caller, Perm.REQUEST_PUBLISH, "request publishing")
+    space = _space(caller, space_id)
+    result = publishing.publish_request(
+        space=space,
+        selection=selection,
+        approve_on_ship=approve_on_ship,
+        actor=caller.user,
+        note=note,
+    )
+    if result.outcome is guard_rules.CheckpointOutcome.REFUSED:
+        return PublishResult(outcome="refused", detail=result.reason)
+    if result.outcome is guard_rules.CheckpointOutcome.PENDING:
+        return PublishResult(
+            outcome="pending approval by a person",
+            detail=f"{result.reason} A person with the approver role decides in Quorum.",
+            approval_request=result.request.pk,
+        )
+    return PublishResult(outcome="published", detail="Posted to GitHub.")
+
+
+def report(caller: Caller, space_id: int, round_number: int) -> str:
+    space = _space(caller, space_id)
+    return report_markdown(review_page(space=space, round_number=round_number))
+
+
+def review_document(caller: Caller, space_id: int, round_number: int) -> dict[str, Any]:
+    space = _space(caller, space_id)
+    return review_json(review_page(space=space, round_number=round_number))
