@@ -16,12 +16,14 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.http import Http404
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 
 from reviews.mcp_server.server import build_server
+from workspaces.permissions import membership_get
 from workspaces.services import api_token_authenticate
 
 PATH = re.compile(r"^/mcp/(?P<slug>[-a-zA-Z0-9_]+)/?$")
@@ -59,6 +61,19 @@ async def _answer(send: Any, status: int, detail: str, **headers: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _member(secret: str, slug: str) -> tuple[Any, bool]:
+    """The token's user, and whether they belong to workspace `slug` (a non-member is told it
+    does not exist, as the pages and the API tell them)."""
+    user = api_token_authenticate(secret) if secret else None
+    if user is None:
+        return None, False
+    try:
+        membership_get(user=user, slug=slug)
+    except Http404:
+        return user, False
+    return user, True
+
+
 class McpHttpApp:
     def __init__(self) -> None:
         self.server = build_server(_caller_source)
@@ -80,7 +95,7 @@ class McpHttpApp:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         secret = _bearer(headers)
-        user = await sync_to_async(api_token_authenticate)(secret) if secret else None
+        user, member = await sync_to_async(_member)(secret, match["slug"])
         if user is None:
             await _answer(
                 send,
@@ -88,6 +103,9 @@ class McpHttpApp:
                 "Send a live Quorum API token as 'Authorization: Bearer <token>'.",
                 **{"www-authenticate": 'Bearer realm="quorum"'},
             )
+            return
+        if not member:
+            await _answer(send, 404, "No such workspace.")
             return
         if self._running is None:
             self._running = asyncio.get_running_loop().create_task(self._run_sessions())
