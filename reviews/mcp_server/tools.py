@@ -22,6 +22,7 @@ from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
 from reviews.domain.outcomes import PROCESS_BLOCK
 from reviews.domain.round_states import RoundState
+from reviews.domain.wording import cohort_name
 from reviews.export import review_json
 from reviews.models import ReviewNode, ReviewRound, ReviewSpace
 from reviews.reporting import report_markdown
@@ -229,11 +230,17 @@ def _next_step(data: dict[str, Any], fix_list: list[str]) -> str:
     if space["flagged_for_human"]:
         return (
             "This review is flagged for a person: "
-            + ((space["flag"] or {}).get("reason") or "it needs a person's decision")
+            + ((space["flag"] or {}).get("reason") or "it needs a person's decision").rstrip(".")
             + ". Do not request another round; tell your user."
         )
-    if verdict and verdict["level"] in (t.VerdictLevel.BLOCK, t.VerdictLevel.HOLD) and fix_list:
-        return "Fix the findings in fix_list, push the change, then request_review again."
+    if verdict and verdict["level"] in (t.VerdictLevel.BLOCK, t.VerdictLevel.HOLD):
+        if fix_list:
+            return "Fix the findings in fix_list, push the change, then request_review again."
+        # No finding to fix: an axis or a process decided it (e.g. a public API removed).
+        return (
+            f"The verdict rests on: {verdict['rule']}. Nothing in fix_list: decide with your "
+            "user whether the change is intended; a person can override it in Quorum."
+        )
     if verdict and verdict["level"] == t.VerdictLevel.SHIP:
         return "Ship: a person may publish the review (publish_review_to_github asks them)."
     return "Read the open findings (list_review_nodes) and decide with your user."
@@ -241,7 +248,8 @@ def _next_step(data: dict[str, Any], fix_list: list[str]) -> str:
 
 def get_review(caller: Caller, space_id: int, round_number: int | None = None) -> Review:
     space = _space(caller, space_id)
-    data = review_json(review_page(space=space, round_number=round_number))
+    page = review_page(space=space, round_number=round_number)
+    data = review_json(page)
     nodes = [n for n in data["nodes"] if n["duplicate_of"] is None]
     open_nodes = [
         n for n in nodes if n["status"] in (t.NodeStatus.OPEN, t.NodeStatus.CONSENSUS_READY)
@@ -271,7 +279,7 @@ def get_review(caller: Caller, space_id: int, round_number: int | None = None) -
         if verdict
         else None,
         axes={a["axis"]: a["result"] for a in data["axes"]},
-        cohorts=[str(c.get("label", "")) for c in data["cohorts"]][:20],
+        cohorts=[cohort_name(c) for c in page.round.stats.cohort_list][:20] if page.round else [],
         delta=delta.get("summary", "") or "",
         fixed=[
             f"{g['priority']} {g['title']} ({g['location']})"

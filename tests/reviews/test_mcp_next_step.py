@@ -11,7 +11,7 @@ def _data(*, verdict="block", flagged=False, streams=(), state="finished"):
             "flagged_for_human": flagged,
             "flag": {"reason": "2 rounds"} if flagged else None,
         },
-        "verdict": {"level": verdict},
+        "verdict": {"level": verdict, "rule": "gated axis apiContract failed"},
         "round": {"state": state},
         "streams": [{"error": e} for e in streams],
     }
@@ -22,5 +22,10 @@ def test_next_steps():
     assert "original request" in _next_step(_data(streams=[PROCESS_BLOCK]), ["#1 fix"])
     flagged = _next_step(_data(flagged=True), ["#1 fix"])
     assert "flagged for a person" in flagged and "Do not request another round" in flagged
+    assert ".." not in flagged
     assert _next_step(_data(), ["#1 fix"]).startswith("Fix the findings")
     assert _next_step(_data(verdict="ship"), []).startswith("Ship")
+    # Blocked with nothing to fix (seen on a real release: a removed public API): the rule, not
+    # an invitation to read findings that do not exist.
+    axis = _next_step(_data(), [])
+    assert "gated axis apiContract failed" in axis and "fix_list" in axis
