@@ -62,3 +62,17 @@ def test_an_agents_token_is_capped_and_named(client, workspace, alice):
     assert denied.actor_label == "agent claude-code for alice@example.com"
     created = AuditEvent.objects.get(action="tokens.created", payload__agent="claude-code")
     assert created.actor_label == "alice@example.com"
+
+
+@pytest.mark.django_db
+def test_the_tokens_page_issues_an_agents_token(client, alice):
+    client.force_login(alice)
+    page = client.post(
+        "/account/tokens/", {"action": "create", "name": "laptop", "agent_name": "claude-code"}
+    )
+    html = page.content.decode()
+    assert "Copy your new token now" in html
+    assert "agent claude-code" in html  # the table says who the token acts as
+    bad = client.post("/account/tokens/", {"action": "create", "name": "x", "agent_name": "<b>"})
+    assert "starts with a letter or digit" in bad.content.decode()
+    assert alice.api_tokens.get().agent_name == "claude-code"
