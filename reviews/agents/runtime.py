@@ -66,7 +66,13 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
-from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    CachePoint,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
@@ -84,8 +90,8 @@ PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
 TOOL_RETRIES = 3  # validation retries per registered tool (bad arguments from the model)
 REFUSALS_PER_TOOL = 5  # calls of one forbidden name answered with the refusal before giving up
 _NODE_TOOL_DESCRIPTION = (
-    "Record one finding about the change. Write `reasoning` first; a payload that does not "
-    "match this schema creates no node and the call returns the reason."
+    "Record one finding. Write reasoning first; an invalid payload records nothing and the "
+    "reply says why."
 )
 
 
@@ -131,6 +137,18 @@ class ModelConfig:
 
     def model_settings(self) -> ModelSettings:
         settings = ModelSettings(timeout=self.timeout, max_retries=0)
+        if self.provider == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModelSettings
+
+            # Anthropic caches a prefix only up to a marked block: mark the tools and the system
+            # prompt (the same for every run of a stage); the run's shared user content carries
+            # its own mark (`CachePoint`, see `ModelRuntime.run`). OpenAI caches unasked.
+            settings = AnthropicModelSettings(
+                timeout=self.timeout,
+                max_retries=0,
+                anthropic_cache_tool_definitions=True,
+                anthropic_cache_instructions=True,
+            )
         if self.max_output_tokens is not None:
             settings["max_tokens"] = self.max_output_tokens
         return settings
@@ -175,6 +193,8 @@ class ReviewTools:
     add_comment: ToolImpl | None = None
     create_ticket: ToolImpl | None = None
     code: CodeTools | None = None
+    # get_diff is left out when the whole diff is already in the prompt.
+    diff_tool: bool = True
 
 
 @dataclass(frozen=True)
@@ -482,9 +502,13 @@ class ModelRuntime:
         name: str | None = None,
         executor: Executor | None = None,
         answer: Answer | None = None,
+        shared_prompt: str = "",
     ) -> RunOutcome:
-        """One reviewer run. Raises `ModelRunError` (see `retryable`) when it cannot finish;
-        with `answer`, a reply that never validated is an abstention, not an error."""
+        """One reviewer run. `shared_prompt` is user content every run of the stage shares (the
+        change, the diff): it goes first, `user_prompt` (this run's own brief) after it, so
+        the runs' requests share one prefix a provider caches. Raises `ModelRunError` (see
+        `retryable`) when it cannot finish; with `answer`, a reply that never validated is an
+        abstention, not an error."""
         built = self.build_agent(
             api_key=api_key,
             tools=tools,
@@ -496,9 +520,15 @@ class ModelRuntime:
         )
         clean_user, count = redact(user_prompt)
         built.state.count(redactions=count)
+        prompt: str | list[str | CachePoint] = clean_user
+        if shared_prompt:
+            clean_shared, count = redact(shared_prompt)
+            built.state.count(redactions=count)
+            # The cache mark ends the shared prefix (Anthropic; other providers drop it).
+            prompt = [clean_shared, CachePoint(), clean_user]
         answer_error = ""
         try:
-            result = await built.agent.run(clean_user, usage_limits=self.config.usage_limits())
+            result = await built.agent.run(prompt, usage_limits=self.config.usage_limits())
         except UnexpectedModelBehavior as exc:
             if answer is None or not str(exc).startswith("Exceeded maximum output retries"):
                 raise self._failed(exc) from exc
@@ -551,6 +581,7 @@ class ModelRuntime:
         name: str | None = None,
         executor: Executor | None = None,
         answer: Answer | None = None,
+        shared_prompt: str = "",
     ) -> RunOutcome:
         """`run` for synchronous callers (Celery tasks); not for use inside an event loop."""
         return asyncio.run(
@@ -563,6 +594,7 @@ class ModelRuntime:
                 name=name,
                 executor=executor,
                 answer=answer,
+                shared_prompt=shared_prompt,
             )
         )
 
@@ -709,13 +741,8 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         comment = tools.add_comment
 
         def add_comment(body: str, path: str | None = None, line: int | None = None) -> str:
-            """Leave a comment that is not a finding (a question to the author, a note).
-
-            Args:
-                body: Markdown text of the comment.
-                path: Optional repository-relative file the comment is about.
-                line: Optional line in that file.
-            """
+            """Leave a markdown comment that is not a finding (a question, a note), optionally
+            on a file and line."""
             return _guarded(state, "add_comment", lambda: comment(body=body, path=path, line=line))
 
         add("add_comment", _tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
@@ -724,58 +751,34 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         ticket = tools.create_ticket
 
         def create_ticket(title: str, body: str) -> str:
-            """Propose a follow-up ticket for work outside this change. People decide whether
-            to file it.
-
-            Args:
-                title: Short title.
-                body: What should be done and why.
-            """
+            """Propose a ticket for work outside this change; people decide whether to file it."""
             return _guarded(state, "create_ticket", lambda: ticket(title=title, body=body))
 
         add("create_ticket", _tool(create_ticket, max_retries=TOOL_RETRIES, sequential=True))
 
     if tools.code is not None:
-        registered.extend(_code_tools(tools.code, mode, state))
+        registered.extend(_code_tools(tools.code, mode, state, diff_tool=tools.diff_tool))
     return registered
 
 
-def _code_tools(code: CodeTools, mode: ReviewMode, state: _RunState) -> list[Tool[Any]]:
+def _code_tools(
+    code: CodeTools, mode: ReviewMode, state: _RunState, *, diff_tool: bool = True
+) -> list[Tool[Any]]:
     def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
-        """Read a file of the change's head checkout, with line numbers.
-
-        Args:
-            path: Path relative to the repository root.
-            start_line: First line to show (1-based); default 1.
-            end_line: Last line to show; at most 400 lines are returned per call.
-        """
+        """Read a file of the head checkout with line numbers, at most 400 lines a call."""
         return _guarded(state, "read_file", lambda: code.read_file(path, start_line, end_line))
 
     def list_files(directory: str = ".", pattern: str | None = None) -> str:
-        """List files under a directory of the repository.
-
-        Args:
-            directory: Directory relative to the repository root.
-            pattern: Optional glob such as `*.py`.
-        """
+        """List the repository's files under a directory, optionally matching a glob."""
         return _guarded(state, "list_files", lambda: code.list_files(directory, pattern))
 
     def grep(pattern: str, path: str | None = None, literal: bool = False) -> str:
-        """Search the repository for lines matching a regular expression.
-
-        Args:
-            pattern: A Python regular expression (simple ones: no nested repeats).
-            path: Optional file or directory to search in.
-            literal: Treat the pattern as a plain substring.
-        """
+        """Search the repository (or one path in it) for lines matching a simple Python
+        regular expression, or a plain substring when literal."""
         return _guarded(state, "grep", lambda: code.grep(pattern, path, literal))
 
     def get_diff(path: str | None = None) -> str:
-        """Show the change under review as a unified diff.
-
-        Args:
-            path: Optional changed file; default all files.
-        """
+        """The change under review as a unified diff, of one changed file or all."""
         return _guarded(state, "get_diff", lambda: code.get_diff(path))
 
     functions: dict[str, Callable[..., str]] = {
@@ -787,5 +790,5 @@ def _code_tools(code: CodeTools, mode: ReviewMode, state: _RunState) -> list[Too
     return [
         _tool(function, max_retries=TOOL_RETRIES)
         for name, function in functions.items()
-        if mode.allows(name)
+        if mode.allows(name) and (diff_tool or name != "get_diff")
     ]

@@ -299,31 +299,59 @@ def node_view_from_payload(
     )
 
 
+# The schema's only descriptions, keyed by field path: it goes out with every reviewer call, so
+# it says what a model could not guess from the names and enums and no more. The full rules are
+# enforced by `parse_node_payload`, whose rejections say what to correct.
+_TERSE = {
+    "priority": "P0 critical … P3 nit",
+    "anchor": "head-version lines; omit for a PR-wide finding",
+    "anchor.side": "LEFT = base version",
+    "fix.replacement_lines": "exact lines replacing the anchored ones",
+    "fix.fix_prompt": "instructions for a coding agent",
+    "confidence": "0 to 1",
+    "title": f"at most {TITLE_MAX} characters",
+    "body": "markdown",
+    "map_anchor": "a map: id from the brief",
+    "requirement_gap": "requirements findings only",
+    "triage.functional_effect": "false when no behaviour changes",
+}
+
+
 def node_tool_schema() -> dict[str, Any]:
     """JSON schema of the `add_review_node` tool arguments, `reasoning` first. It goes out with
-    every reviewer turn, so pydantic's generated titles (the field names again) are left out."""
-    schema: dict[str, Any] = _without_titles(NodePayload.model_json_schema())
-    schema["description"] = (
-        "Record one finding about the change. Write `reasoning` first; a payload that does not "
-        "match this schema creates no node and the call returns the reason."
-    )
+    every reviewer call, so it is compact: definitions inlined, no titles, defaults or nullable
+    branches, and only the descriptions in `_TERSE`. Unknown fields are still refused, by the
+    schema and by `parse_node_payload`."""
+    full = NodePayload.model_json_schema()
+    schema: dict[str, Any] = _compact(full, full.get("$defs", {}), "")
+    schema["additionalProperties"] = False
     return schema
 
 
-def _without_titles(schema: Any) -> Any:
-    """`schema` without its `title` keywords; a property named "title" stays."""
-    if isinstance(schema, list):
-        return [_without_titles(item) for item in schema]
+def _compact(schema: Any, defs: Mapping[str, Any], where: str) -> Any:
     if not isinstance(schema, dict):
         return schema
+    if "$ref" in schema:
+        return _compact(defs[schema["$ref"].rsplit("/", 1)[1]], defs, where)
+    branches = [b for b in schema.get("anyOf", ()) if b != {"type": "null"}]
+    if len(branches) == 1:  # "X or null": optional fields are simply not required
+        return _compact(branches[0], defs, where)
     kept: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key in ("properties", "$defs") and isinstance(value, dict):
-            kept[key] = {name: _without_titles(sub) for name, sub in value.items()}
-        else:
-            kept[key] = _without_titles(value)
+    if "enum" in schema:
+        kept["enum"] = schema["enum"]
+    elif "type" in schema:
+        kept["type"] = schema["type"]
+    if "items" in schema:
+        kept["items"] = _compact(schema["items"], defs, f"{where}[]")
+    if "properties" in schema:
+        kept["properties"] = {
+            name: _compact(sub, defs, f"{where}.{name}".lstrip("."))
+            for name, sub in schema["properties"].items()
+        }
+        if schema.get("required"):
+            kept["required"] = schema["required"]
+    if where in _TERSE:
+        kept["description"] = _TERSE[where]
     return kept
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
-from reviews.agents.prompts import ReviewerProfile, reviewer_system_prompt
+from reviews.agents.prompts import REVIEWER_SYSTEM_PROMPT, ReviewerProfile, reviewer_role_brief
 from reviews.agents.redaction import redact_text
 from reviews.agents.runtime import (
     Answer,
@@ -28,7 +28,7 @@ from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
-from reviews.pipeline.prompting import memory_hints, reviewer_brief
+from reviews.pipeline.prompting import memory_hints, shared_brief
 from reviews.pipeline.tool_adapters import review_tools
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
@@ -69,14 +69,12 @@ def closing_answer(stream: ReviewerStream) -> Answer:
     if stream.dimension == t.Dimension.REQUIREMENTS:
         return Answer(
             RequirementsClosing,
-            "Your closing statement: a summary, the areas you covered, and the original request "
-            "mapped item by item to the change (covered yes, partial or no, with file:line).",
+            "Your closing: summary, areas covered, and the request mapped item by item",
             from_prose=prose_closing,
         )
     return Answer(
         ReviewerClosing,
-        "Your closing statement: a summary and every area you examined, each saying whether "
-        "you found nothing to report in your dimension.",
+        "Your closing: summary and every area you examined",
         from_prose=prose_closing,
     )
 
@@ -189,16 +187,21 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
         if attempt > 1 or stream.attempts > 1:
             # A first run of the stream (its first attempt counted) has nothing to discard.
             reset_stream(stream)
+        shared = shared_brief(review_round, files, narrowed=narrowed)
         try:
+            # Shared rules, tools and brief first, the reviewer's own part last: the round's
+            # reviewers send one common prefix, which providers cache and bill once.
             outcome = runtime.run_sync(
                 api_key=api_key,
-                system_prompt=reviewer_system_prompt(
-                    profile, memory_hints=memory_hints(stream), narrowed=narrowed
+                system_prompt=REVIEWER_SYSTEM_PROMPT,
+                shared_prompt=shared.text,
+                user_prompt=reviewer_role_brief(
+                    profile,
+                    memory_hints=memory_hints(stream),
+                    narrowed=narrowed,
+                    request_given=bool(review_round.original_request.strip()),
                 ),
-                user_prompt=reviewer_brief(
-                    stream, files, narrowed=narrowed, requirements_check=checks_requirements
-                ),
-                tools=review_tools(stream, root, files, lost),
+                tools=review_tools(stream, root, files, lost, whole_diff=shared.whole_diff),
                 name=stream.name,
                 answer=closing_answer(stream),
             )

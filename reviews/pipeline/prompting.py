@@ -1,14 +1,14 @@
-"""What a reviewer and a verification lens are told: the brief (change map, changed files,
-the diff), the memory of earlier decisions, and the finding a lens judges. Everything that
-came from the pull request is fenced as untrusted."""
+"""What a reviewer and a verification lens are told: the brief every reviewer of a round
+shares (change map, changed files, the diff), the memory of earlier decisions, and the finding a
+lens judges. Everything that came from the pull request is fenced as untrusted."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from reviews.agents.untrusted import untrusted_block
-from reviews.domain import types as t
 from reviews.domain.briefs import build_brief
 from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline.inputs import file_text
@@ -17,14 +17,19 @@ from reviews.sources.diffs import ChangedFile
 MAX_DIFF_CHARS = 120_000
 
 
-def reviewer_brief(
-    stream: ReviewerStream,
-    files: list[ChangedFile],
-    *,
-    narrowed: bool,
-    requirements_check: bool = False,
-) -> str:
-    review_round = stream.round
+@dataclass(frozen=True)
+class SharedBrief:
+    """What every reviewer of a round is sent before its own part: the same text for each."""
+
+    text: str
+    whole_diff: bool  # every changed file's diff is in `text` (no need for a get_diff tool)
+
+
+def shared_brief(
+    review_round: ReviewRound, files: list[ChangedFile], *, narrowed: bool
+) -> SharedBrief:
+    """The brief (change map, changed files, original request), the PR description and the diff,
+    identical for every reviewer of the round (a narrowed retry lists at most ten files)."""
     pr = review_round.space.pull_request
     listed = files[:10] if narrowed else files
     summaries = {
@@ -32,14 +37,8 @@ def reviewer_brief(
         + (" (not shown: binary or too large)" if f.not_for_models else "")
         for f in listed
     }
-    dimension = (
-        t.Dimension(stream.dimension)
-        if stream.dimension in t.Dimension.__members__.values()
-        else t.Dimension.QUALITY
-    )
     brief = build_brief(
-        map_pointers=change_map_pointers(review_round, dimension),
-        reviewer=t.ReviewerSpec(dimension, with_requirements_check=requirements_check),
+        map_pointers=change_map_pointers(review_round),
         what_changed=f"Pull request {pr}: {pr.title}",
         original_request=review_round.original_request or None,
         changed_files=summaries,
@@ -48,21 +47,25 @@ def reviewer_brief(
             "Code the change does not touch, unless the change makes it wrong.",
         ],
     )
-    diff_text = "".join(
+    full_diff = "".join(
         f"diff --git a/{f.old_path or f.path} b/{f.path}\n" + "".join(h.text for h in f.hunks)
         for f in listed
         if not f.not_for_models
-    )[:MAX_DIFF_CHARS]
+    )
     parts = [brief]
     if pr.body:
         parts.append(untrusted_block(pr.body, label="pull_request_description"))
-    parts.append(untrusted_block(diff_text, label="diff"))
-    return "\n\n".join(parts)
+    parts.append(untrusted_block(full_diff[:MAX_DIFF_CHARS], label="diff"))
+    return SharedBrief(
+        text="\n\n".join(parts),
+        whole_diff=len(listed) == len(files) and len(full_diff) <= MAX_DIFF_CHARS,
+    )
 
 
-def change_map_pointers(review_round: ReviewRound, dimension: t.Dimension) -> list[str]:
+def change_map_pointers(review_round: ReviewRound) -> list[str]:
     """The shared change map, as anchors a finding may cite in `map_anchor`
-    (docs/domain-rules.md#the-change-map-and-cross-reviewer-notes)."""
+    (docs/domain-rules.md#the-change-map-and-cross-reviewer-notes): the cohorts and the
+    high-risk patterns, the same for every reviewer."""
     stats = review_round.stats
     pointers = []
     for cohort in stats.cohort_list[:12]:
@@ -70,10 +73,8 @@ def change_map_pointers(review_round: ReviewRound, dimension: t.Dimension) -> li
         reach = f", {radius.definitions} dependent definitions" if radius else ""
         symbols = ", ".join(cohort.symbols[:6]) or ", ".join(cohort.paths[:4])
         pointers.append(f"map:{cohort.key[:8]} — {cohort.label}{reach}: {symbols}")
-    risks = stats.risk_list
-    if dimension in (t.Dimension.SECURITY, t.Dimension.ARCHITECTURE, t.Dimension.IMPLEMENTATION):
-        for i, risk in enumerate(risks[:12]):
-            pointers.append(f"map:risk-{i} — high-risk pattern {risk.pattern} at {risk.where}")
+    for i, risk in enumerate(stats.risk_list[:12]):
+        pointers.append(f"map:risk-{i} — high-risk pattern {risk.pattern} at {risk.where}")
     return pointers
 
 

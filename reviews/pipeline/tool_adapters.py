@@ -2,10 +2,13 @@
 list findings, leave a comment or a ticket, read the code.
 
 First opinions are independent (docs/domain-rules.md#review-mode-and-untrusted-input): in the
-reviewer stage a reviewer lists only its own findings and is offered no confirm tool (its own
-findings it may not confirm, and its peers' it does not see), so a confirmation is always a
-second opinion — the panel lenses, which see the finding they judge, or the follow-up reviewer,
-which runs after the first pass and sees every finding."""
+reviewer stage a reviewer is offered no list and no confirm tool (its own findings it may not
+confirm, and its peers' it does not see), so a confirmation is always a second opinion — the
+panel lenses, which see the finding they judge, or the follow-up reviewer, which runs after the
+first pass and lists every finding.
+
+Every first-pass reviewer of a round is offered the same tools, so their requests share one
+prefix: no get_diff when the whole diff is in the prompt."""
 
 from __future__ import annotations
 
@@ -29,7 +32,12 @@ FOLLOW_UP_PREFIX = "followup-"  # the critic's follow-up stream (reviews/pipelin
 
 
 def review_tools(
-    stream: ReviewerStream, root: Path, files: list[ChangedFile], lost: list[BaseException]
+    stream: ReviewerStream,
+    root: Path,
+    files: list[ChangedFile],
+    lost: list[BaseException],
+    *,
+    whole_diff: bool = False,
 ) -> ReviewTools:
     """The reviewer's tools. Their writes survive a database blip (reconnect, write again); if
     the database stays away, the error is kept in `lost` and the run is void: the model would
@@ -72,9 +80,7 @@ def review_tools(
     def list_review_nodes() -> str:
         rows = durable(
             lambda: list(
-                ReviewNode.objects.filter(
-                    round=stream.round, **({"stream": stream} if first_pass else {})
-                )
+                ReviewNode.objects.filter(round=stream.round)
                 .select_related("stream")
                 .order_by("id")
             ),
@@ -104,10 +110,12 @@ def review_tools(
     return ReviewTools(
         add_review_node=add_review_node,
         confirm_review_node=None if first_pass else confirm_review_node,
-        list_review_nodes=list_review_nodes,
+        # A first pass knows its own findings from its tool results, and sees no one else's.
+        list_review_nodes=None if first_pass else list_review_nodes,
         add_comment=lambda body, path=None, line=None: _note(
             "comment", body=body, path=path, line=line
         ),
         create_ticket=lambda title, body: _note("ticket", title=title, body=body),
         code=CodeTools(root, changed_files=files),
+        diff_tool=not (first_pass and whole_diff),
     )

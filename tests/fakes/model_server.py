@@ -13,7 +13,7 @@ state and concurrent runs of one script do not interfere.
 
     fake = FakeModelServer(api_key="sk-test").start()
     fake.add_script(good_findings(path="app.py"), model="reviewer-model")
-    fake.add_script(prose_only(), marker="reviewer: security")   # matched in the system prompt
+    fake.add_script(prose_only(), marker="reviewer: security")   # matched in the prompts
     ...
     fake.openai_base_url      # http://127.0.0.1:PORT/v1   (OpenAI SDK base_url)
     fake.anthropic_base_url   # http://127.0.0.1:PORT      (Anthropic SDK base_url)
@@ -446,21 +446,24 @@ class FakeModelServer:
     def add_script(
         self, script: Script, *, model: str | None = None, marker: str | None = None
     ) -> None:
-        """Play `script` for requests naming `model`, or whose system prompt contains `marker`.
+        """Play `script` for requests naming `model`, or whose prompts contain `marker`.
 
-        Markers are checked first (latest added wins), then models; otherwise the default script.
+        Markers are looked for in the system prompt first, then in the user messages (a
+        reviewer's role comes last, after the brief its peers share); markers are checked
+        before models (latest added wins); otherwise the default script.
         """
         if model is None and marker is None:
             raise ValueError("give a model name or a system-prompt marker")
         with self._lock:
             self._routes.insert(0, _Route(script, model, marker))
 
-    def script_for(self, model: str, system: str) -> Script:
+    def script_for(self, model: str, system: str, user_texts: Sequence[str] = ()) -> Script:
         with self._lock:
             routes = list(self._routes)
-        for route in routes:
-            if route.marker is not None and route.marker in system:
-                return route.script
+        for where in (system, "\n".join(user_texts)):
+            for route in routes:
+                if route.marker is not None and route.marker in where:
+                    return route.script
         for route in routes:
             if route.marker is None and route.model == model:
                 return route.script
@@ -546,7 +549,9 @@ class _Handler(BaseHTTPRequestHandler):
                 and conversation.model not in self.fake.known_models
             ):
                 raise _not_found(protocol, conversation.model)
-            script = self.fake.script_for(conversation.model, conversation.system)
+            script = self.fake.script_for(
+                conversation.model, conversation.system, conversation.user_texts
+            )
             record.script = script.name
             record.run, record.turn = _run_key(conversation), conversation.turn
             reply = script.reply_for(conversation)

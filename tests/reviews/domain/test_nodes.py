@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from reviews.domain.nodes import (
     Accepted,
+    NodePayload,
     Rejected,
     node_tool_schema,
     node_view_from_payload,
@@ -202,7 +203,23 @@ def test_it_exposes_a_tool_schema_with_reasoning_first() -> None:
     assert set(schema["required"]) == {"type", "priority", "triage", "confidence", "title", "body"}
     # It goes out with every turn: no generated titles, but the `title` field stays.
     assert '"title": "' not in json.dumps(schema) and "title" in schema["properties"]
-    assert schema["$defs"]["Anchor"]["properties"]["path"]["type"] == "string"
+    assert schema["properties"]["anchor"]["properties"]["path"]["type"] == "string"
+
+
+def test_its_tool_schema_is_compact_and_names_every_field_and_value() -> None:
+    """It goes out with every reviewer call: definitions inlined, no defaults or nullable
+    branches, ≲ 2k characters; yet every field of the payload and every enum value is there."""
+    schema = node_tool_schema()
+    text = json.dumps(schema, separators=(",", ":"))
+    assert len(text) <= 2100
+    assert "$ref" not in text and "default" not in text and "null" not in text
+    full = NodePayload.model_json_schema()
+    assert list(schema["properties"]) == list(full["properties"])
+    for name, definition in full["$defs"].items():
+        for value in definition.get("enum", ()):
+            assert f'"{value}"' in text, (name, value)
+        for field in definition.get("properties", ()):
+            assert f'"{field}"' in text, (name, field)
 
 
 def test_it_builds_the_rules_view_of_an_accepted_node() -> None:
