@@ -2,15 +2,19 @@
 
 Reviews the sample repository (reviews/sample_repo.py) with its original request at each tier
 against the fake model server, on a scratch SQLite database, and counts what every model call of
-a round sent: the messages' text, the earlier turns' tool calls and results, and the tool
-schemas and output schema as JSON, as a provider receives them. No tokenizer here works offline
-(tiktoken downloads its encodings on first use), so the figures are characters; the reference
-figures below were counted the same way.
+a round sent: the tool schemas and output schema as JSON, then the messages' text, the earlier
+turns' tool calls and results, as a provider receives them. Characters, and o200k tokens
+(reviews/agents/token_count.py: the tables ship in the bpe-openai wheel, no download).
 
 For each tier it prints the calls by role (reviewers, panel lenses, critic, lead, follow-up), the
-characters sent, the share that is tool and output schemas, how often the diff went out, and
-the ratio to one single-pass reviewer (pr-agent's /review plus /improve with its defaults:
-3 calls, 24,166 characters on the same change).
+characters and tokens sent, the share that is tool and output schemas, how often the diff went
+out, and the ratios to one single-pass reviewer (pr-agent's /review plus /improve with its
+defaults: 3 calls, 24,166 characters, 5,595 tokens on the same change).
+
+It also counts what a round costs with prefix caching, the way OpenAI applies it: a request
+whose first tokens (at least 1,024) match an earlier request of the round has the common prefix,
+in whole blocks of 128 tokens, read from the cache, billed here at a tenth. Anthropic caches the
+same prefix where the requests mark it (reviews/agents/runtime.py).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from reviews.agents.token_count import token_ids  # noqa: E402
 from reviews.pipeline.runner import run_inline  # noqa: E402
 from reviews.sample_repo import create_sample_repository  # noqa: E402
 from reviews.services.requests import review_request  # noqa: E402
@@ -46,28 +51,61 @@ from workspaces.models import Repository  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 
 SINGLE_PASS_CHARS = 24_166  # pr-agent /review + /improve on the same change
+SINGLE_PASS_TOKENS = 5_595  # the same, in o200k tokens
+GOALS = {"light": 1.2, "balanced": 2.0, "thorough": 3.0}  # tokens, times a single pass
+CACHED_GOAL = 1.5  # thorough, its cached prefix billed at a tenth
+CACHE_MIN, CACHE_BLOCK, CACHED_PRICE = 1024, 128, 0.1  # OpenAI's prompt caching
 TIERS = ("light", "balanced", "thorough")
 
 
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
+    if isinstance(content, list):  # content parts: their text
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return json.dumps(content) if content is not None else ""
+
+
+def prompt_text(request: RecordedRequest) -> tuple[str, str]:
+    """(what one chat completion sent, as text in the order a provider reads it: schemas,
+    then messages; of which the schemas)."""
+    body = request.json if isinstance(request.json, dict) else {}
+    schemas = json.dumps(body["tools"]) if body.get("tools") else ""
+    if body.get("response_format"):
+        schemas += json.dumps(body["response_format"])
+    parts = [schemas]
+    for message in body.get("messages") or []:
+        parts.append(_text(message.get("content")))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            parts.append(function.get("name", "") + function.get("arguments", ""))
+    return "".join(parts), schemas
 
 
 def sent(request: RecordedRequest) -> tuple[int, int]:
     """(characters sent, of which tool and output schemas) for one chat completion."""
-    body = request.json if isinstance(request.json, dict) else {}
-    chars = 0
-    for message in body.get("messages") or []:
-        chars += len(_text(message.get("content")))
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            chars += len(function.get("name", "")) + len(function.get("arguments", ""))
-    schemas = len(json.dumps(body["tools"])) if body.get("tools") else 0
-    if body.get("response_format"):
-        schemas += len(json.dumps(body["response_format"]))
-    return chars + schemas, schemas
+    text, schemas = prompt_text(request)
+    return len(text), len(schemas)
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def cached_tokens(requests: list[list[int]]) -> list[int]:
+    """For each request (its tokens, in the order sent), how many an OpenAI-style prefix cache
+    serves: its longest common prefix with an earlier request, if 1,024 tokens or more, rounded
+    down to 128-token blocks."""
+    cached = []
+    for i, tokens in enumerate(requests):
+        common = max((_common(tokens, earlier) for earlier in requests[:i]), default=0)
+        cached.append(common // CACHE_BLOCK * CACHE_BLOCK if common >= CACHE_MIN else 0)
+    return cached
 
 
 def role(request: RecordedRequest) -> str:
@@ -123,11 +161,18 @@ def main() -> None:
             total = schemas = 0
             by_role: Counter[str] = Counter()
             chars_by_role: Counter[str] = Counter()
+            tokens_by_role: Counter[str] = Counter()
+            tokenized = []
             for call in calls:
                 chars, schema_chars = sent(call)
                 total, schemas = total + chars, schemas + schema_chars
                 by_role[role(call)] += 1
                 chars_by_role[role(call)] += chars
+                tokenized.append(token_ids(prompt_text(call)[0]))
+                tokens_by_role[role(call)] += len(tokenized[-1])
+            tokens = sum(len(t) for t in tokenized)
+            cached = sum(cached_tokens(tokenized))
+            billed = tokens - cached + round(cached * CACHED_PRICE)
             report[tier] = {
                 "calls": len(calls),
                 "calls_by_role": dict(by_role),
@@ -138,6 +183,13 @@ def main() -> None:
                 "findings": review_round.nodes.count(),
                 "verdict": review_round.verdict.level,
                 "ratio_to_single_pass": round(total / SINGLE_PASS_CHARS, 1),
+                "tokens_sent": tokens,
+                "tokens_by_role": dict(tokens_by_role),
+                "tokens_cached": cached,
+                "tokens_billed_with_cache": billed,
+                "token_ratio": round(tokens / SINGLE_PASS_TOKENS, 2),
+                "token_goal": GOALS[tier],
+                "cached_ratio": round(billed / SINGLE_PASS_TOKENS, 2),
             }
     finally:
         fake.stop()
@@ -146,7 +198,11 @@ def main() -> None:
         print(
             f"{tier}: {figures['calls']} calls, {figures['chars_sent']:,} characters "
             f"({figures['schema_share']:.0%} schemas), diff sent {figures['diff_sent']} times, "
-            f"{figures['ratio_to_single_pass']}x a single-pass reviewer"
+            f"{figures['ratio_to_single_pass']}x a single-pass reviewer; "
+            f"{figures['tokens_sent']:,} tokens = {figures['token_ratio']}x "
+            f"(goal {figures['token_goal']}x), {figures['tokens_billed_with_cache']:,} with the "
+            f"cached prefix at a tenth = {figures['cached_ratio']}x"
+            + (f" (goal {CACHED_GOAL}x)" if tier == "thorough" else "")
         )
 
 
