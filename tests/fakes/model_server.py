@@ -168,19 +168,53 @@ def sample_finding(path: str = "app.py", line: int = 1, **overrides: Any) -> dic
     return payload
 
 
+def findings_then_closing(
+    payloads: Sequence[Mapping[str, Any]], summary: str, **fields: Any
+) -> Turn:
+    """One turn that records every finding with parallel calls and closes in the same breath,
+    as the reviewer's rules ask: the `final_answer` call beside the findings when the run
+    offers that tool, else the findings with the summary as prose."""
+    recorded = [("add_review_node", dict(p)) for p in payloads]
+
+    def record_and_close(conversation: Conversation) -> Reply:
+        if "final_answer" in conversation.tools:
+            return calls(*recorded, ("final_answer", {"summary": summary, **fields}))
+        return Reply(text=summary, calls=tuple(Call(n, a) for n, a in recorded))
+
+    return record_and_close
+
+
 def good_findings(
-    findings: Sequence[Mapping[str, Any]] | None = None, *, path: str = "app.py", name: str = "good"
+    findings: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    path: str = "app.py",
+    name: str = "good",
+    one_turn: bool = False,
 ) -> Script:
     """Reads the file, records the findings, then closes with what it examined: the file, and
-    whether it found nothing there (`closing`)."""
+    whether it found nothing there (`closing`). With `one_turn`, it works from the diff in its
+    prompt instead: findings and closing in a single reply."""
     payloads = list(findings) if findings is not None else [sample_finding(path)]
+    summary = f"Examined {path}; recorded {len(payloads)} finding(s)."
+    covered = [{"area": path, "reviewed_no_issue": not payloads}]
+    if one_turn:
+        return Script(name, (findings_then_closing(payloads, summary, covered=covered),))
     turns: list[Turn] = [calls(("read_file", {"path": path}))]
     if payloads:  # "examined X — no issue" is a valid result too
         turns.append(calls(*(("add_review_node", dict(p)) for p in payloads)))
+    turns.append(closing(summary, covered=covered))
+    return Script(name, tuple(turns))
+
+
+def one_finding_per_turn(
+    findings: Sequence[Mapping[str, Any]], *, path: str = "app.py", name: str = "one-by-one"
+) -> Script:
+    """The old way: a finding per turn, then the closing on a turn of its own."""
+    turns: list[Turn] = [calls(("add_review_node", dict(p))) for p in findings]
     turns.append(
         closing(
-            f"Examined {path}; recorded {len(payloads)} finding(s).",
-            covered=[{"area": path, "reviewed_no_issue": not payloads}],
+            f"Examined {path}; recorded {len(findings)} finding(s).",
+            covered=[{"area": path, "reviewed_no_issue": not findings}],
         )
     )
     return Script(name, tuple(turns))
@@ -193,24 +227,27 @@ def requirements_check(
     paths: Sequence[str] = ("app.py",),
     off_target: str = "",
     name: str = "requirements",
+    one_turn: bool = False,
 ) -> Script:
     """A requirements reviewer: reads the files, records its categorised findings, then closes
     with the table (Requirement / covered yes|partial|no / evidence) and, when `off_target`,
-    the judgement that the change does something else than was asked."""
-    turns: list[Turn] = [calls(*(("read_file", {"path": p}) for p in paths))]
-    if findings:
-        turns.append(calls(*(("add_review_node", dict(p)) for p in findings)))
+    the judgement that the change does something else than was asked. With `one_turn`, it
+    works from the diff: findings and closing in a single reply."""
     extra: dict[str, Any] = (
         {"off_target": True, "off_target_reason": off_target} if off_target else {}
     )
-    turns.append(
-        closing(
-            f"Mapped the request to the change: {len(rows)} requirement(s).",
-            covered=[{"area": p, "reviewed_no_issue": not findings} for p in paths],
-            requirements=[dict(r) for r in rows],
-            **extra,
-        )
-    )
+    summary = f"Mapped the request to the change: {len(rows)} requirement(s)."
+    fields: dict[str, Any] = {
+        "covered": [{"area": p, "reviewed_no_issue": not findings} for p in paths],
+        "requirements": [dict(r) for r in rows],
+        **extra,
+    }
+    if one_turn:
+        return Script(name, (findings_then_closing(findings, summary, **fields),))
+    turns: list[Turn] = [calls(*(("read_file", {"path": p}) for p in paths))]
+    if findings:
+        turns.append(calls(*(("add_review_node", dict(p)) for p in findings)))
+    turns.append(closing(summary, **fields))
     return Script(name, tuple(turns))
 
 

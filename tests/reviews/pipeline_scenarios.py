@@ -102,19 +102,25 @@ def requirements_reviewer(**kw):
         [export_gap_finding()],
         paths=("shop/search.py", "shop/views.py"),
         name="req",
-        **kw,
+        **{"one_turn": True, **kw},
     )
+
+
+def reviewer(findings, *, path: str, name: str):
+    """A reviewer as the rules ask: it works from the diff in its prompt and records its
+    findings and its closing in one reply."""
+    return good_findings(findings, path=path, name=name, one_turn=True)
 
 
 REVIEWER_SCRIPTS = {
     # Two reviewers report the same defect: the lead pass must merge them, crediting both.
-    "implementation": lambda: good_findings([sql_finding()], path="shop/search.py", name="impl"),
-    "security": lambda: good_findings(
+    "implementation": lambda: reviewer([sql_finding()], path="shop/search.py", name="impl"),
+    "security": lambda: reviewer(
         [sql_finding(), permission_finding()], path="shop/search.py", name="sec"
     ),
-    "quality": lambda: good_findings([naming_finding()], path="shop/search.py", name="quality"),
-    "architecture": lambda: good_findings([], path="shop/views.py", name="arch"),
-    "performance": lambda: good_findings([], path="shop/search.py", name="perf"),
+    "quality": lambda: reviewer([naming_finding()], path="shop/search.py", name="quality"),
+    "architecture": lambda: reviewer([], path="shop/views.py", name="arch"),
+    "performance": lambda: reviewer([], path="shop/search.py", name="perf"),
     "requirements": requirements_reviewer,
 }
 
@@ -149,12 +155,14 @@ def install(
     fake: FakeModelServer, *, latency: float = 0.0, overrides: dict[str, Script] | None = None
 ) -> None:
     """Route each reviewer, verifier lens and the lead's walkthrough to its script by the name
-    in its system prompt.
+    in its prompts (a reviewer's is in its role, at the end of its user message).
     The critic judges nothing beyond the rules' warranted set, and a follow-up reviewer (when
     the rules ask for one) examines the search module and finds nothing; a test overrides
     either by adding its own script afterwards."""
     fake.add_script(Script("critic", (answer(warranted=[], gaps=[]),)), marker=CRITIC)
-    fake.add_script(good_findings([], path="shop/search.py", name="followup"), marker=FOLLOW_UP)
+    fake.add_script(
+        good_findings([], path="shop/search.py", name="followup", one_turn=True), marker=FOLLOW_UP
+    )
     for name, make in REVIEWER_SCRIPTS.items():
         script = (overrides or {}).get(name) or make()
         if latency:

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from reviews.agents.prompts import DIMENSION_FOCUS
+from reviews.agents.prompts import DIMENSION_FOCUS, REVIEWER_SYSTEM_PROMPT
 from reviews.models import ReviewerStream
 from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
@@ -60,16 +60,24 @@ def review(repo, alice):
 
 
 def _messages(fake: FakeModelServer, opening: str) -> list[tuple[str, str]]:
-    """(system prompt, user prompt) of every first request whose system prompt opens so."""
+    """(system prompt, user message) of every first request whose role opens so: the role is
+    the last part of the user message, after the brief every reviewer of the round shares."""
     found = []
     for request in fake.recorded("openai"):
         messages = request.json.get("messages", []) if isinstance(request.json, dict) else []
         if any(m.get("role") != "system" and m.get("role") != "user" for m in messages):
             continue  # a later turn of the same conversation
-        texts = {m["role"]: m["content"] for m in messages if isinstance(m.get("content"), str)}
-        if texts.get("system", "").startswith(opening):
-            found.append((texts["system"], texts.get("user", "")))
+        texts = {m["role"]: _text(m["content"]) for m in messages}
+        role = texts.get("user", "").rpartition("## Your role\n\n")[2]
+        if role.startswith(opening):
+            found.append((texts["system"], texts["user"]))
     return found
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(part["text"] for part in content if part.get("type") == "text")
 
 
 def _model_streams(review_round) -> list[str]:
@@ -147,13 +155,15 @@ def test_a_custom_reviewer_runs_with_its_few_shots_criteria_and_base_agent(
     stream = review_round.streams.get(name="payments")
     assert stream.dimension == "implementation" and stream.state == "done"
     [(system, user)] = _messages(fake_model, "You are the payments reviewer.")
-    assert "This workspace calls you Payments desk." in system
-    assert "total = price * 1.1" in system and "P1: float money; use Decimal" in system
-    assert "A verdict to avoid: looks fine" in system
-    assert "rounding safety (weight 4)" in system
-    assert "Money is kept in cents." in system
-    assert DIMENSION_FOCUS["implementation"] in system  # its base agent's focus
-    assert "You are the implementation reviewer." in user  # and its base agent's brief
+    # Its settings are its own part of the request, after what every reviewer shares.
+    assert system == REVIEWER_SYSTEM_PROMPT
+    role = user.rpartition("## Your role")[2]
+    assert "This workspace calls you Payments desk." in role
+    assert "total = price * 1.1" in role and "P1: float money; use Decimal" in role
+    assert "A verdict to avoid: looks fine" in role
+    assert "rounding safety (weight 4)" in role
+    assert "Money is kept in cents." in role
+    assert DIMENSION_FOCUS["implementation"] in role  # its base agent's focus
 
 
 def test_a_custom_reviewer_runs_only_in_the_tiers_it_is_enabled_for(
@@ -177,8 +187,8 @@ def test_a_custom_reviewer_joins_adaptive_rounds_beside_its_base_agents_dimensio
     assert "quality" in selected
     assert "payments" in _model_streams(review_round)
     assert review_round.streams.get(name="payments").dimension == "quality"
-    [(system, _)] = _messages(fake_model, "You are the payments reviewer.")
-    assert DIMENSION_FOCUS["quality"] in system
+    [(_, user)] = _messages(fake_model, "You are the payments reviewer.")
+    assert DIMENSION_FOCUS["quality"] in user
     ReviewerConfig.objects.filter(key="payments").update(tiers=["light", "balanced"])
     assert "payments" not in _model_streams(review(tier="adaptive"))
 
@@ -269,8 +279,9 @@ def test_the_combined_trivial_change_reviewer_checks_the_original_request(review
     assert review_round.facts.requirements_check == ["quality"]
     [(system, user)] = _messages(fake_model, "You are the quality reviewer.")
     assert request in user  # the request text itself, verbatim
-    assert "Also check the change against the original request below (requirements)" in user
-    assert "Also check the change against the original request quoted in the brief" in system
+    role = user.rpartition("## Your role")[2]
+    assert "Also check the change against the original request in the brief (requirements)" in role
+    assert "Also check" not in system
 
 
 def test_a_reviewer_without_the_check_is_not_told_to_make_it(review, fake_model):
@@ -287,6 +298,6 @@ def test_a_custom_reviewer_on_the_combined_base_agent_checks_the_request(
     review_round = review(tier="light")
     assert review_round.streams.get(name="payments").dimension == "quality"
     [(system, user)] = _messages(fake_model, "You are the payments reviewer.")
-    assert DIMENSION_FOCUS["quality"] in system
+    assert DIMENSION_FOCUS["quality"] in user
     assert REQUEST in user and "(requirements)" in user
     assert json.dumps(REQUEST)[1:-1] in json.dumps(user)
