@@ -741,8 +741,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         comment = tools.add_comment
 
         def add_comment(body: str, path: str | None = None, line: int | None = None) -> str:
-            """Leave a markdown comment that is not a finding (a question, a note), optionally
-            on a file and line."""
+            """A markdown comment that is not a finding (a question, a note), on a line if given."""
             return _guarded(state, "add_comment", lambda: comment(body=body, path=path, line=line))
 
         add("add_comment", _tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
@@ -773,8 +772,7 @@ def _code_tools(
         return _guarded(state, "list_files", lambda: code.list_files(directory, pattern))
 
     def grep(pattern: str, path: str | None = None, literal: bool = False) -> str:
-        """Search the repository (or one path in it) for lines matching a simple Python
-        regular expression, or a plain substring when literal."""
+        """Search the repository, or a path in it, for a simple regex (a substring if literal)."""
         return _guarded(state, "grep", lambda: code.grep(pattern, path, literal))
 
     def get_diff(path: str | None = None) -> str:

@@ -37,19 +37,15 @@ class LensAnswer(_Answer):
 
 
 class CoveredArea(_Answer):
-    area: str = Field(min_length=1, description="A file, function or concern you examined.")
-    reviewed_no_issue: bool = Field(
-        description="true when you examined it and found nothing to report in your dimension."
-    )
+    area: str = Field(min_length=1, description="a file, function or concern")
+    reviewed_no_issue: bool = Field(description="true: nothing to report there")
 
 
 class ReviewerClosing(_Answer):
     """What a reviewer examined: its statement of coverage (finding nothing is a result)."""
 
-    summary: str = Field(min_length=1, description="One short paragraph: what you concluded.")
-    covered: list[CoveredArea] = Field(
-        description="Every area you examined, each with whether it was clean."
-    )
+    summary: str = Field(min_length=1, description="one short paragraph")
+    covered: list[CoveredArea] = Field(description="every area you examined")
 
 
 class RequirementRow(_Answer):

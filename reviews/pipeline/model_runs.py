@@ -69,12 +69,12 @@ def closing_answer(stream: ReviewerStream) -> Answer:
     if stream.dimension == t.Dimension.REQUIREMENTS:
         return Answer(
             RequirementsClosing,
-            "Your closing: summary, areas covered, and the request mapped item by item",
+            "Close your review",
             from_prose=prose_closing,
         )
     return Answer(
         ReviewerClosing,
-        "Your closing: summary and every area you examined",
+        "Close your review",
         from_prose=prose_closing,
     )
 
