@@ -210,6 +210,29 @@ def test_it_routes_by_system_prompt_marker_before_model(fake_model: FakeModelSer
     assert [r.script for r in fake_model.recorded()] == ["by-model", "by-marker"]
 
 
+def test_it_routes_by_a_marker_in_the_user_message_when_the_system_prompt_has_none(
+    fake_model: FakeModelServer,
+) -> None:
+    """Reviewers share one system prompt and name themselves at the end of the user message:
+    the marker is found there (in any content part); a system-prompt marker still wins."""
+    fake_model.add_script(
+        Script("by-role", (text("role script"),)), marker="You are the x reviewer."
+    )
+    fake_model.add_script(Script("by-system", (text("system script"),)), marker="critic")
+    shared = {"type": "text", "text": "the diff"}
+    role = {"type": "text", "text": "## Your role\n\nYou are the x reviewer."}
+    by_role = _openai(
+        fake_model,
+        _chat({"role": "system", "content": "rules"}, {"role": "user", "content": [shared, role]}),
+    ).json()
+    by_system = _openai(
+        fake_model,
+        _chat({"role": "system", "content": "critic"}, {"role": "user", "content": [role]}),
+    ).json()
+    assert by_role["choices"][0]["message"]["content"] == "role script"
+    assert by_system["choices"][0]["message"]["content"] == "system script"
+
+
 def test_it_serves_slow_responses_concurrently(fake_model: FakeModelServer) -> None:
     """Latency is per request and requests overlap, as several reviewers' calls would."""
     fake_model.add_script(slow(0.4, then=prose_only()), model="m")
