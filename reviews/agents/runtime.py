@@ -22,6 +22,9 @@ Rules it enforces:
   sent back once with the validation error (pydantic-ai's output retry); a second bad reply ends
   the run with `RunOutcome.answer` None and `answer_error` saying why: an abstention, with the
   findings the tools recorded kept. Tools called alongside the answer still run ("exhaustive").
+- Prompt caching: a run's `shared_prompt` (what every run of a stage sends alike) goes before
+  its own `user_prompt`. OpenAI caches a repeated prefix by itself; on Anthropic the tools, the
+  system prompt and the shared prompt carry cache marks, the run's own part none.
 - Errors are raised as `ModelRunError` with `retryable` set: timeouts, connection errors, 429
   and 5xx can succeed on a retry; 401/403, an unknown model, a rejected request, an exhausted
   budget or a misbehaving model cannot. SDK-level retries are off (`max_retries=0`): the
