@@ -179,6 +179,10 @@ class PipelineStep(models.Model):
     node = models.ForeignKey(
         "ReviewNode", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
+    # A panel step's group (reviews/domain/panel.py PANEL_GROUP_SIZE): the nodes' ids, and
+    # those not put to lens 1 because an analyzer's rule stands for it.
+    nodes = SchemaJSONField(schema=list[int], default=list, blank=True)
+    rule_reachable = SchemaJSONField(schema=list[int], default=list, blank=True)
     result = SchemaJSONField(schema=shapes.StepResult, default=dict, blank=True)
     error = models.TextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)

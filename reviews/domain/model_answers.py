@@ -36,6 +36,39 @@ class LensAnswer(_Answer):
     reason: str = Field(min_length=1, description="One sentence: why.")
 
 
+class LensBatchEntry(LensAnswer):
+    """One verification lens on one finding of a group, named by its ref."""
+
+    ref: str = Field(min_length=1, description="The finding's ref as the prompt gives it: F1, F2 …")
+
+
+def _entry_schema() -> dict[str, Any]:
+    """What the model is shown for one entry of a batch: the entry's schema, its ref first and
+    without the generated titles."""
+    schema = LensBatchEntry.model_json_schema()
+    fields = schema["properties"]
+    order = ["ref", *(name for name in fields if name != "ref")]
+    return {
+        "type": "object",
+        "properties": {
+            name: {k: v for k, v in fields[name].items() if k != "title"} for name in order
+        },
+        "required": [name for name in order if name in schema["required"]],
+    }
+
+
+class LensBatchAnswer(_Answer):
+    """One verification lens on a group of findings: a verdict per ref."""
+
+    # Entries are read one by one (reviews/domain/lens_answers.py `lens_batch`): an invalid
+    # entry costs its own finding's verdict, not its neighbours', so the answer as a whole only
+    # needs to be a list. The schema the model sees still names every field of an entry.
+    verdicts: list[Any] = Field(
+        description="One entry per finding, with its ref.",
+        json_schema_extra={"items": _entry_schema()},
+    )
+
+
 class CoveredArea(_Answer):
     area: str = Field(min_length=1, description="a file, function or concern")
     reviewed_no_issue: bool = Field(description="true: nothing to report there")

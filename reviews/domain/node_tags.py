@@ -8,7 +8,8 @@
   (reviews/services/consolidation.py), rewritten on every pass.
 - `unverified`: panel planning, for a finding the panel will not look at; the panel, for one
   no lens gave a valid verdict on.
-- `panel`, `panel_note`: the verification panel's outcome.
+- `panel`, `panel_note`, `panel_lenses`: the verification panel's outcome, and the lenses it
+  put the finding to (an analyzer's finding may skip lens 1: reviews/domain/panel.py).
 - `decided`: a person who decided a disagreement about the finding.
 
 A key nobody wrote is absent from the stored JSON (and None here).
@@ -60,6 +61,7 @@ class NodeTags(_Record):
     unverified: bool | None = None
     panel: PanelStatus | None = None
     panel_note: str | None = None
+    panel_lenses: list[str] | None = None
     decided: Decision | None = None
     requirement_gap: RequirementGap | None = None
 

@@ -15,6 +15,14 @@ Survival, from lens 1 (is it real and reachable) and lens 2 (can it be explained
 A verifier that errors, or whose answer never validated, abstains (`None`). A lens that says
 REAL is a peer confirmation.
 
+The lenses judge findings in groups of at most `PANEL_GROUP_SIZE`, one call per lens and
+group. An offline analyzer's finding (it carries the rule that matched) is not put to lens 1:
+the deterministic match stands for "it is there and reachable as written", unless the finding is
+contested (`conflicting_severity`: a reviewer rated it otherwise). The rule then counts as lens
+1's REAL only beside a valid verdict of lens 2, so lens 2 alone confirms (REAL) or contests it
+(FALSE_POSITIVE: never filtered on one lens's word), and without lens 2 it is unverified like any
+finding no lens judged. The note names the rule, so the report says which lenses ran.
+
 Conflicting severity: a canonical finding whose merged duplicates were given another priority or
 severity by their reviewers (`conflicting_severity`, read from the nodes' `duplicate_of`).
 
@@ -28,12 +36,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from .types import Dimension, NodeView, Priority, Severity, priority_for_severity
 
+LENSES = ("reachability", "false_positive", "severity")
 ENTRY_CONFIDENCE = 0.5
+#: Findings one lens judges in one call. Each finding brings its excerpt (~40 lines at most), so
+#: eight keep a call's prompt near what one reviewer's brief costs and its answer short enough
+#: that a model does not lose track of refs; a thorough round (8-10 findings) needs one or two
+#: groups, and every lens call repeats its system prompt and schema once per group, not per
+#: finding.
+PANEL_GROUP_SIZE = 8
 COST_GUARD_LIMIT = 25
 UNCERTAIN_BAND = (0.5, 0.75)
 
@@ -62,6 +77,35 @@ class PanelPlan:
     unverified: tuple[str, ...]  # entered but skipped by the mode or the cost guard
     not_entered: tuple[str, ...]  # below the confidence bar, or not a canonical active node
     narrowed: bool
+    # Verified without lens 1: an analyzer's rule matched and nobody rated the finding otherwise.
+    rule_reachable: tuple[str, ...] = ()
+
+    def lenses(self, node_id: str) -> tuple[str, ...]:
+        """The lenses a verified finding is put to."""
+        if node_id in self.rule_reachable:
+            return tuple(lens for lens in LENSES if lens != "reachability")
+        return LENSES
+
+    def groups(self, size: int = PANEL_GROUP_SIZE) -> tuple[tuple[str, ...], ...]:
+        """The verified findings in groups of at most `size`, as even as they come (10 → 5 + 5:
+        the panel waits for its slowest group), in the plan's order."""
+        return panel_groups(self.verify, size)
+
+
+def panel_groups(ids: Sequence[str], size: int = PANEL_GROUP_SIZE) -> tuple[tuple[str, ...], ...]:
+    if size < 1:
+        raise ValueError("a group holds at least one finding")
+    count = -(-len(ids) // size)
+    if count == 0:
+        return ()
+    base, extra = divmod(len(ids), count)
+    groups: list[tuple[str, ...]] = []
+    start = 0
+    for i in range(count):
+        end = start + base + (1 if i < extra else 0)
+        groups.append(tuple(ids[start:end]))
+        start = end
+    return tuple(groups)
 
 
 def plan_panel(
@@ -83,10 +127,13 @@ def plan_panel(
     skipped = tuple(n.id for n in not_entered)
     fresh = [n for n in entered if n.id not in settled]
     ids = tuple(n.id for n in fresh)
+    by_rule = tuple(
+        n.id for n in fresh if n.analyzer_rule is not None and n.id not in conflicting_severity
+    )
     if mode is PanelMode.FAST:
         return PanelPlan((), ids, skipped, narrowed=False)
     if mode is PanelMode.RIGOROUS or len(entered) <= COST_GUARD_LIMIT:
-        return PanelPlan(ids, (), skipped, narrowed=False)
+        return PanelPlan(ids, (), skipped, narrowed=False, rule_reachable=by_rule)
     low, high = UNCERTAIN_BAND
     verify: list[str] = []
     rest: list[str] = []
@@ -98,7 +145,14 @@ def plan_panel(
             or node.id in conflicting_severity
         )
         (verify if worth_it else rest).append(node.id)
-    return PanelPlan(tuple(verify), tuple(rest), skipped, narrowed=True)
+    chosen = set(verify)
+    return PanelPlan(
+        tuple(verify),
+        tuple(rest),
+        skipped,
+        narrowed=True,
+        rule_reachable=tuple(i for i in by_rule if i in chosen),
+    )
 
 
 def conflicting_severity(nodes: Iterable[NodeView]) -> frozenset[str]:
@@ -133,9 +187,37 @@ def panel_outcome(
     false_positive: LensVerdict | None,
     severity_vote: Severity | None,
     abstentions: Mapping[str, str] | None = None,
+    rule: str | None = None,
 ) -> PanelOutcome:
     """Apply the survival rule to one verified finding (None = the lens abstained or errored;
-    `abstentions`: lens name → why it gave no valid answer, quoted in the note)."""
+    `abstentions`: lens name → why it gave no valid answer, quoted in the note; `rule`: the
+    analyzer rule that stood for lens 1, which was not asked)."""
+    outcome = _survival(
+        node,
+        reachability=(LensVerdict.REAL if false_positive is not None else None)
+        if rule is not None
+        else reachability,
+        false_positive=false_positive,
+        severity_vote=severity_vote,
+        abstentions=abstentions,
+    )
+    if rule is None:
+        return outcome
+    return replace(
+        outcome,
+        peer_confirmations=int(false_positive is LensVerdict.REAL),
+        note=f"{outcome.note}; lens 1 not asked: the analyzer's rule {rule} matched",
+    )
+
+
+def _survival(
+    node: NodeView,
+    *,
+    reachability: LensVerdict | None,
+    false_positive: LensVerdict | None,
+    severity_vote: Severity | None,
+    abstentions: Mapping[str, str] | None,
+) -> PanelOutcome:
     votes = [v for v in (reachability, false_positive) if v is not None]
     real = sum(v is LensVerdict.REAL for v in votes)
     fp = sum(v is LensVerdict.FALSE_POSITIVE for v in votes)

@@ -71,6 +71,7 @@ class PanelSummary:
     unverified: int = 0
     narrowed: bool = False
     skipped: bool = False
+    rule_reachable: int = 0  # analyzer findings not put to lens 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +372,11 @@ def _panel_line(panel: PanelSummary, findings: bool) -> str:
         f"Verification panel: {panel.verified} verified, {panel.filtered} filtered as false "
         f"positives, {panel.contested} contested, {panel.unverified} unverified."
     )
+    if panel.rule_reachable:
+        text += (
+            f" Lens 1 (reachability) was not asked about {panel.rule_reachable} analyzer "
+            "finding(s): the rule's match stood for it; the other two lenses judged them."
+        )
     if panel.narrowed:
         text += " The panel was narrowed by the cost guard (more than 25 findings)."
     return text

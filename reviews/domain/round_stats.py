@@ -194,6 +194,8 @@ class PanelOutcome(_Record):
     unverified: int = 0
     narrowed: bool = False
     skipped: bool = False
+    # Analyzer findings not put to lens 1: their rule's match stood for it.
+    rule_reachable: int = 0
 
 
 class RoundStats(_Record):

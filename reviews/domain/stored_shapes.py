@@ -108,7 +108,8 @@ class StepResult(_Record):
     error: str | None = None
     findings: int | None = None  # an analyzer's accepted findings
     attempt: int | None = None  # the model call attempt that succeeded
-    status: str | None = None  # a panel step: the panel's outcome for the node
+    status: str | None = None  # a panel step of one node (before groups): its outcome
+    panel: dict[str, str] | None = None  # a panel group step: node id → the panel's outcome
     skipped: str | None = None  # a panel step that did not run, and why
 
 

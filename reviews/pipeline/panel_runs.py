@@ -1,68 +1,101 @@
-"""One finding before the verification panel: three lenses in parallel, each answering in the
-`LensAnswer` shape, their answers applied through the node service."""
+"""A group of findings before the verification panel: each lens judges the whole group in one
+call, answering in the `LensBatchAnswer` shape (a verdict per ref), the lenses in parallel; the
+answers are mapped back to the findings (reviews/domain/lens_answers.py `lens_batch`) and
+applied through the node service in one go."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from reviews.agents.codetools import CodeTools
 from reviews.agents.prompts import verifier_system_prompt
 from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools, RunOutcome
-from reviews.domain.lens_answers import lens_answer
-from reviews.domain.model_answers import LensAnswer
+from reviews.domain.lens_answers import LensResult, finding_ref, lens_batch
+from reviews.domain.model_answers import LensBatchAnswer
+from reviews.domain.panel import LENSES
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.model_runs import runtime_model
-from reviews.pipeline.prompting import finding_prompt
+from reviews.pipeline.prompting import finding_excerpt, findings_prompt
 from reviews.services.nodes import node_panel_apply
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
 from workspaces.models import reviewer_model
 
-LENSES = ("reachability", "false_positive", "severity")
 LENS_ANSWER = Answer(
-    LensAnswer, "Your verdict on the finding: real or false_positive, its severity, and why."
+    LensBatchAnswer,
+    "Your verdict on each finding by its ref: real or false_positive, its severity, and why.",
 )
 
 
-def verify_node(node: ReviewNode, review_round: ReviewRound) -> dict[str, Any]:
+def verify_group(
+    nodes: Sequence[ReviewNode], review_round: ReviewRound, *, rule_reachable: Collection[int] = ()
+) -> dict[str, Any]:
+    """`rule_reachable`: the nodes not put to lens 1 (their analyzer rule stands for it)."""
     workspace = review_round.space.workspace
     resolved = runtime_model(
-        reviewer_model(None), workspace, budget=max(workspace.round_token_budget // 20, 1000)
+        reviewer_model(None),
+        workspace,
+        # A lens's budget grows with its group: the same share per finding as one call each.
+        budget=max(workspace.round_token_budget // 20, 1000) * max(len(nodes), 1),
     )
     if resolved is None:
         return {"skipped": "no model"}
     model, api_key = resolved
     root = round_worktree(review_round=review_round)
-    files = parse_unified_diff(review_round.diff)
     runtime = ModelRuntime(model)
-    prompt = finding_prompt(node, root)
+    shown = [(finding_ref(i), node, finding_excerpt(node, root)) for i, node in enumerate(nodes)]
+    by_lens = {
+        lens: [
+            (ref, node, excerpt)
+            for ref, node, excerpt in shown
+            if lens != "reachability" or node.pk not in rule_reachable
+        ]
+        for lens in LENSES
+    }
+    asked = {lens: group for lens, group in by_lens.items() if group}
 
-    async def lens_run(lens: str):
+    def tools(group: list[tuple[str, ReviewNode, str]]) -> ReviewTools:
+        # The excerpts are in the prompt: the code tools (and their schemas) go out only when a
+        # finding came without one (its file is gone, or it names no lines).
+        if all(excerpt for _, _, excerpt in group):
+            return ReviewTools()
+        return ReviewTools(
+            code=CodeTools(root, changed_files=parse_unified_diff(review_round.diff))
+        )
+
+    async def lens_run(lens: str, group: list[tuple[str, ReviewNode, str]]):
         return await runtime.run(
             api_key=api_key,
             system_prompt=verifier_system_prompt(lens),
-            user_prompt=prompt,
-            tools=ReviewTools(code=CodeTools(root, changed_files=files)),
+            user_prompt=findings_prompt(group),
+            tools=tools(group),
             name=f"lens-{lens}",
             answer=LENS_ANSWER,
         )
 
     async def panel():
-        return await asyncio.gather(*(lens_run(lens) for lens in LENSES), return_exceptions=True)
+        return await asyncio.gather(
+            *(lens_run(lens, group) for lens, group in asked.items()), return_exceptions=True
+        )
 
-    answers = {}
-    for lens, outcome in zip(LENSES, asyncio.run(panel()), strict=True):
-        # A verifier that errors abstains; the panel never crashes the pipeline
-        # (docs/domain-rules.md#the-panel-lenses).
+    answers: dict[int, dict[str, LensResult]] = {node.pk: {} for node in nodes}
+    for (lens, group), outcome in zip(asked.items(), asyncio.run(panel()), strict=True):
+        refs = [ref for ref, _, _ in group]
+        # A verifier that errors abstains on every finding it was given; the panel never
+        # crashes the pipeline (docs/domain-rules.md#the-panel-lenses).
         if isinstance(outcome, ModelRunError):
-            answers[lens] = lens_answer(None, str(outcome))
+            found = lens_batch(None, refs, str(outcome))
         elif isinstance(outcome, RunOutcome):
-            answers[lens] = lens_answer(outcome.answer, outcome.answer_error)
+            found = lens_batch(outcome.answer, refs, outcome.answer_error)
         else:
             raise outcome
-    outcome = retry_db(
-        lambda: node_panel_apply(node=node, answers=answers), what=f"panel on node {node.pk}"
+        for ref, node, _ in group:
+            answers[node.pk][lens] = found[ref]
+    outcomes = retry_db(
+        lambda: node_panel_apply(nodes=nodes, answers=answers),
+        what=f"panel on nodes {', '.join(str(n.pk) for n in nodes)}",
     )
-    return {"status": outcome.status.value}
+    return {"panel": {str(pk): o.status.value for pk, o in outcomes.items()}}

@@ -86,15 +86,20 @@ def memory_hints(stream: ReviewerStream) -> list[str]:
     return [f.statement for f in facts]
 
 
-def finding_prompt(node: ReviewNode, root: Path) -> str:
+def finding_excerpt(node: ReviewNode, root: Path) -> str:
+    """The lines around a finding in the round's worktree, numbered; "" when the file is gone
+    or the finding names no lines."""
     lines = file_text(root)(node.path) if node.path else None
-    excerpt = ""
-    if lines and node.start_line:
-        lo, hi = (
-            max(node.start_line - 10, 1),
-            min((node.end_line or node.start_line) + 10, len(lines)),
-        )
-        excerpt = "\n".join(f"{i:>5}  {lines[i - 1]}" for i in range(lo, hi + 1))
+    if not lines or not node.start_line:
+        return ""
+    lo, hi = (
+        max(node.start_line - 10, 1),
+        min((node.end_line or node.start_line) + 10, len(lines)),
+    )
+    return "\n".join(f"{i:>5}  {lines[i - 1]}" for i in range(lo, hi + 1))
+
+
+def _finding_blocks(node: ReviewNode, excerpt: str) -> list[str]:
     finding = {
         "title": node.title,
         "type": node.type,
@@ -103,10 +108,22 @@ def finding_prompt(node: ReviewNode, root: Path) -> str:
         "where": f"{node.path}:{node.start_line}-{node.end_line}" if node.path else "whole change",
         "body": node.body,
     }
-    parts = [
-        "The finding to judge (written by another reviewer):",
-        untrusted_block(json.dumps(finding, indent=2), label="finding"),
-    ]
+    blocks = [untrusted_block(json.dumps(finding, indent=2), label="finding")]
     if excerpt:
-        parts.append(untrusted_block(excerpt, label=f"code {node.path}"))
+        blocks.append(untrusted_block(excerpt, label=f"code {node.path}"))
+    return blocks
+
+
+def findings_prompt(group: list[tuple[str, ReviewNode, str]]) -> str:
+    """A group of findings for one lens: each under its ref (outside the untrusted blocks, so
+    no finding's text can pass for another ref), with its excerpt of code.
+    `group`: (ref, node, excerpt) in the order shown."""
+    parts = [
+        "The findings to judge (written by other reviewers), each under its ref: "
+        + ", ".join(ref for ref, _, _ in group)
+        + "."
+    ]
+    for ref, node, excerpt in group:
+        parts.append(f"## {ref}")
+        parts.extend(_finding_blocks(node, excerpt))
     return "\n\n".join(parts)

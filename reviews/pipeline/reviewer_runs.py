@@ -10,10 +10,10 @@ from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.analyzer_runs import ANALYZERS, run_analyzer
 from reviews.pipeline.model_runs import run_model_reviewer
-from reviews.pipeline.panel_runs import verify_node
+from reviews.pipeline.panel_runs import verify_group
 from reviews.services.streams import stream_transition
 
-__all__ = ["ANALYZERS", "run_stream", "verify_node"]
+__all__ = ["ANALYZERS", "run_stream", "verify_group"]
 
 
 def run_stream(stream: ReviewerStream, *, fresh: bool = False) -> dict[str, Any]:

@@ -172,4 +172,7 @@ def _panel_summary(review_round: ReviewRound, rows: list[ReviewNode]) -> PanelOu
         unverified=sum(bool(tg.unverified) for tg in tags),
         narrowed=bool(review_round.stats.panel_narrowed),
         skipped=False,
+        rule_reachable=sum(
+            tg.panel_lenses is not None and "reachability" not in tg.panel_lenses for tg in tags
+        ),
     )

@@ -136,19 +136,32 @@ def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
     narrowed = plan.narrowed or bool(review_round.stats.panel_narrowed)
     review_round.stats = review_round.stats.with_(panel_narrowed=narrowed)
     review_round.save(update_fields=["stats"])
+    # One step per group of findings (reviews/domain/panel.py PANEL_GROUP_SIZE): each lens
+    # judges a group in one call. A group's key names its first finding, so a re-run
+    # coordinator that plans the same groups creates none twice.
+    by_rule = set(plan.rule_reachable)
     return _steps_create(
         review_round,
         stage,
-        {f"node-{node_id}": {"node": by_id[node_id]} for node_id in plan.verify},
+        {
+            f"group-{group[0]}": {
+                "node": by_id[group[0]],
+                "nodes": [int(node_id) for node_id in group],
+                "rule_reachable": [int(node_id) for node_id in group if node_id in by_rule],
+            }
+            for group in plan.groups()
+        },
     )
 
 
 def run_panel_step(step: PipelineStep) -> dict[str, Any]:
-    if step.node is None:
+    ids = step.nodes or ([step.node_id] if step.node_id is not None else [])
+    if not ids:
         raise ValueError(f"panel step {step.pk} has no node")
-    node = step.node
-    node.round = step.round  # read with the step, like the node
-    return reviewer_runs.verify_node(node, step.round)
+    nodes = list(ReviewNode.objects.filter(pk__in=ids).select_related("stream").order_by("pk"))
+    for node in nodes:
+        node.round = step.round  # read with the step
+    return reviewer_runs.verify_group(nodes, step.round, rule_reachable=set(step.rule_reachable))
 
 
 # -- follow-up ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
@@ -421,90 +422,129 @@ def node_act(
     return act(node=node, user=user, reason=reason, request=request)
 
 
-def node_panel_apply(*, node: ReviewNode, answers: dict[str, tuple[Any, Any, str]]) -> Any:
-    """Record the verification panel's three lenses on a node and apply the survival rule
-    (docs/domain-rules.md#the-panel-lenses): filtered nodes are dismissed and tagged (counted,
-    never silently dropped); a lens that says REAL is a peer confirmation; a confirmed node takes
-    lens 3's severity; a node no lens gave a valid verdict on is tagged unverified, the lenses'
-    reasons for abstaining in its panel note. The lenses' rows go in one statement and the node's
-    changes in one more: a panel costs the same few queries whatever it decides."""
+def node_panel_apply(
+    *, nodes: Sequence[ReviewNode], answers: Mapping[int, Mapping[str, tuple[Any, Any, str]]]
+) -> dict[int, Any]:
+    """Record the verification panel's lenses on a group of nodes and apply the survival rule
+    to each (docs/domain-rules.md#the-panel-lenses): filtered nodes are dismissed and tagged
+    (counted, never silently dropped); a lens that says REAL is a peer confirmation; a confirmed
+    node takes lens 3's severity; a node no lens gave a valid verdict on is tagged unverified,
+    the lenses' reasons for abstaining in its panel note. `answers`: node id → lens → (verdict,
+    severity vote, reason), the lenses the node was put to; a node without "reachability" was
+    not put to lens 1, its analyzer rule standing for it (reviews/domain/panel.py).
+
+    The group costs the same few statements whatever its size and outcomes: the nodes are
+    locked and read in one, their confirmations in one, every lens's row goes in one, the nodes
+    that keep their status are written in one; only a node whose status moves is saved (and
+    announced) on its own, and the round's verdict follows once."""
     from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 
+    outcomes: dict[int, Any] = {}
     with transaction.atomic():
-        locked = _locked(node)
-        if ReviewNode.round.is_cached(node):
-            locked.round = node.round  # the caller's round: the verdict's follow-up reads it
-        confirmations = list(locked.confirmations.all())
-        outcome = panel_outcome(
-            node_view(locked, confirmations),
-            reachability=answers["reachability"][0],
-            false_positive=answers["false_positive"][0],
-            severity_vote=answers["severity"][1],
-            abstentions={
-                lens: reason
-                for lens, (verdict, _, reason) in answers.items()
-                if lens != "severity" and verdict is None
-            },
+        locked = list(
+            ReviewNode.objects.select_for_update(of=("self",))
+            .select_related("stream")
+            .prefetch_related("confirmations")
+            .filter(pk__in=[n.pk for n in nodes])
+            .order_by("pk")
         )
-        held = {(c.agent, c.lens) for c in confirmations}
+        given = {n.pk: n for n in nodes}
         rows: list[NodeConfirmation] = []
-        confirmed_by = None
-        for lens in ("reachability", "false_positive"):
-            verdict, _, reason = answers[lens]
-            if verdict is None:
-                continue
-            rows.append(
-                NodeConfirmation(
-                    node=locked,
-                    agent=f"lens-{lens}",
-                    lens=lens,
-                    verdict=verdict.value,
-                    reason=reason,
+        unmoved: list[ReviewNode] = []
+        moved_any: ReviewNode | None = None
+        now = timezone.now()
+        for node in locked:
+            caller = given[node.pk]
+            if ReviewNode.round.is_cached(caller):
+                node.round = caller.round  # the caller's round: the verdict's follow-up reads it
+            lenses = answers[node.pk]
+            confirmations = list(node.confirmations.all())
+            rule = None
+            if "reachability" not in lenses and node.tags.analyzer is not None:
+                rule = node.tags.analyzer.rule
+            no_verdict: tuple[Any, Any, str] = (None, None, "")
+            outcome = panel_outcome(
+                node_view(node, confirmations),
+                reachability=lenses.get("reachability", no_verdict)[0],
+                false_positive=lenses.get("false_positive", no_verdict)[0],
+                severity_vote=lenses.get("severity", no_verdict)[1],
+                abstentions={
+                    lens: reason
+                    for lens, (verdict, _, reason) in lenses.items()
+                    if lens != "severity" and verdict is None
+                },
+                rule=rule,
+            )
+            outcomes[node.pk] = outcome
+            held = {(c.agent, c.lens) for c in confirmations}
+            confirmed_by = None
+            for lens in ("reachability", "false_positive"):
+                verdict, _, reason = lenses.get(lens, no_verdict)
+                if verdict is None:
+                    continue
+                rows.append(
+                    NodeConfirmation(
+                        node=node,
+                        agent=f"lens-{lens}",
+                        lens=lens,
+                        verdict=verdict.value,
+                        reason=reason,
+                    )
                 )
-            )
-            if verdict is LensVerdict.REAL and confirmed_by is None:
-                confirmed_by = f"lens-{lens}"
-        severity_answer = answers["severity"]
-        if severity_answer[1] is not None:
-            rows.append(
-                NodeConfirmation(
-                    node=locked,
-                    agent="lens-severity",
-                    lens=NodeConfirmation.Lens.SEVERITY,
-                    verdict=severity_answer[1].value,
-                    reason=severity_answer[2],
+                if verdict is LensVerdict.REAL and confirmed_by is None:
+                    confirmed_by = f"lens-{lens}"
+            _, severity_vote, severity_reason = lenses.get("severity", no_verdict)
+            if severity_vote is not None:
+                rows.append(
+                    NodeConfirmation(
+                        node=node,
+                        agent="lens-severity",
+                        lens=NodeConfirmation.Lens.SEVERITY,
+                        verdict=severity_vote.value,
+                        reason=severity_reason,
+                    )
                 )
+            # A lens that already answered (a re-run step) keeps its first row.
+            rows = [r for r in rows if r.node is not node or (r.agent, r.lens) not in held]
+            node.tags = node.tags.with_(
+                panel=outcome.status.value, panel_note=outcome.note, panel_lenses=list(lenses)
             )
-        # A lens that already answered (a re-run step) keeps its first row.
-        NodeConfirmation.objects.bulk_create([r for r in rows if (r.agent, r.lens) not in held])
-        locked.tags = locked.tags.with_(panel=outcome.status.value, panel_note=outcome.note)
-        if outcome.status is PanelStatus.UNVERIFIED:
-            # Counted and badged like a finding the panel skipped: nobody verified it.
-            locked.tags = locked.tags.with_(unverified=True)
-        fields = ["tags", "updated_at"]
-        if outcome.status is PanelStatus.CONFIRMED:
-            locked.priority, locked.severity = outcome.priority.value, outcome.severity.value
-            fields += ["priority", "severity"]
-        moved = False
-        if confirmed_by is not None and locked.status == NodeStatus.OPEN:
-            moved = node_transition(
-                locked,
-                consensus.confirm(
-                    status=NodeStatus(locked.status),
-                    author_agent=locked.stream.agent,
-                    by=consensus.Actor.agent(confirmed_by),
-                ),
-                reason=f"confirmed by {confirmed_by}",
-                follow=False,
-                also=fields,
-            )
-        if not moved:
-            locked.save(update_fields=[*fields, "updated_at"])
-        if outcome.status is PanelStatus.FILTERED:
-            moved = node_transition(locked, NodeStatus.DISMISSED, follow=False) or moved
-        if moved:
-            _follow(locked, f"verification panel: {outcome.status.value}")
-    return outcome
+            if outcome.status is PanelStatus.UNVERIFIED:
+                # Counted and badged like a finding the panel skipped: nobody verified it.
+                node.tags = node.tags.with_(unverified=True)
+            fields = ["tags", "updated_at"]
+            if outcome.status is PanelStatus.CONFIRMED:
+                node.priority, node.severity = outcome.priority.value, outcome.severity.value
+                fields += ["priority", "severity"]
+            moved = False
+            if confirmed_by is not None and node.status == NodeStatus.OPEN:
+                moved = node_transition(
+                    node,
+                    consensus.confirm(
+                        status=NodeStatus(node.status),
+                        author_agent=node.stream.agent,
+                        by=consensus.Actor.agent(confirmed_by),
+                    ),
+                    reason=f"confirmed by {confirmed_by}",
+                    follow=False,
+                    also=fields,
+                )
+            if outcome.status is PanelStatus.FILTERED:
+                moved = (
+                    node_transition(node, NodeStatus.DISMISSED, follow=False, also=fields) or moved
+                )
+            if moved:
+                moved_any = node
+            else:
+                node.updated_at = now
+                unmoved.append(node)
+        NodeConfirmation.objects.bulk_create(rows)
+        if unmoved:
+            ReviewNode.objects.bulk_update(unmoved, ["tags", "priority", "severity", "updated_at"])
+        if moved_any is not None:
+            # One follow-up for the group: the verdict is decided from every node at once.
+            _follow(moved_any, f"verification panel on {len(locked)} finding(s)")
+    return outcomes
 
 
 # -- disagreements ---------------------------------------------------------------------------

@@ -58,6 +58,8 @@ BAD_VALUES = [
     ("reviews.ReviewRound", "facts", {"tier": "light", "fast_exit": "maybe"}),
     ("reviews.ReviewRound", "done_stages", ["prepare", "publish"]),
     ("reviews.PipelineStep", "result", {"state": "exploded"}),
+    ("reviews.PipelineStep", "nodes", ["12", "a node"]),
+    ("reviews.PipelineStep", "rule_reachable", {"12": True}),
     ("reviews.ReviewerStream", "rejection_reasons", [{"reason": "x"}]),
     ("reviews.ReviewerStream", "notes", [{"kind": "memo", "body": "x"}]),
     ("reviews.ReviewerStream", "closing", {"covered": [{"area": "x", "reviewed_no_issue": "?"}]}),

@@ -294,6 +294,55 @@ def self_confirm(name: str = "self-confirm") -> Script:
     )
 
 
+# A verification lens is given a group of findings, each under a `## F<n>` heading.
+_PANEL_REF = re.compile(r"^## (F\d+)$", re.M)
+
+Judge = Callable[[str, str], Mapping[str, Any]]
+
+
+def panel_findings(conversation: Conversation) -> dict[str, str]:
+    """The findings a verification lens was given, ref → the text under its heading (the
+    finding and its code), in the prompt's order."""
+    prompt = conversation.user_texts[0] if conversation.user_texts else ""
+    marks = list(_PANEL_REF.finditer(prompt))
+    ends = [m.start() for m in marks[1:]] + [len(prompt)]
+    return {m.group(1): prompt[m.end() : end] for m, end in zip(marks, ends, strict=True)}
+
+
+def panel_answer(judge: Judge, *, latency: float = 0.0) -> Turn:
+    """A lens's turn on a good day: one entry per ref of the prompt, in its order, as the
+    `final_answer` call; `judge(ref, text)` gives each entry's verdict, severity and reason."""
+
+    def reply(conversation: Conversation) -> Reply:
+        verdicts = [
+            {"ref": ref, **judge(ref, text)} for ref, text in panel_findings(conversation).items()
+        ]
+        return answer(latency=latency, verdicts=verdicts)
+
+    return reply
+
+
+def panel_answer_bad_day(judge: Judge, *, missing: Callable[[str], bool]) -> Turn:
+    """A lens's turn on a bad day: no tool call but the JSON inside chatty prose, the refs in
+    reverse order, the findings for which `missing(text)` holds left out, and a verdict on a
+    ref that was never given (F99)."""
+
+    def reply(conversation: Conversation) -> Reply:
+        given = panel_findings(conversation)
+        verdicts = [
+            {"ref": ref, **judge(ref, body)}
+            for ref, body in reversed(given.items())
+            if not missing(body)
+        ]
+        verdicts.insert(1, {"ref": "F99", "verdict": "real", "severity": "low", "reason": "?"})
+        return text(
+            "I went through them; not all were worth a verdict.\n"
+            f"```json\n{json.dumps({'verdicts': verdicts}, indent=1)}\n```\nThat's all."
+        )
+
+    return reply
+
+
 def prose_only(name: str = "prose") -> Script:
     return Script(
         name,

@@ -8,6 +8,7 @@ from tests.fakes.model_server import (
     Script,
     answer,
     good_findings,
+    panel_answer,
     requirements_check,
     sample_finding,
 )
@@ -124,15 +125,23 @@ REVIEWER_SCRIPTS = {
     "requirements": requirements_reviewer,
 }
 
+# What each lens says of every finding it is given (one entry per ref, read from the prompt).
 LENS_ANSWERS = {
-    "reachability": answer(
-        verdict="real", severity="high", reason="the term reaches the query unchanged"
-    ),
-    "false_positive": answer(
-        verdict="real", severity="high", reason="no framework escapes it here"
-    ),
-    "severity": answer(verdict="real", severity="critical", reason="data exposure"),
+    "reachability": {
+        "verdict": "real",
+        "severity": "high",
+        "reason": "the term reaches the query unchanged",
+    },
+    "false_positive": {"verdict": "real", "severity": "high", "reason": "no framework escapes it"},
+    "severity": {"verdict": "real", "severity": "critical", "reason": "data exposure"},
 }
+
+
+def lens_script(lens: str, judge=None) -> Script:
+    """A lens answering every finding of its group by ref: `judge(ref, text)` (default: its
+    LENS_ANSWERS entry for each)."""
+    fields = LENS_ANSWERS[lens]
+    return Script(f"lens-{lens}", (panel_answer(judge or (lambda ref, text: fields)),))
 
 
 # The lead's walkthrough of the sample change (one path it invents, which is dropped).
@@ -170,8 +179,8 @@ def install(
 
             script = slow(latency, then=script, name=script.name)
         fake.add_script(script, marker=f"You are the {name} reviewer.")
-    for lens, reply in LENS_ANSWERS.items():
-        fake.add_script(Script(f"lens-{lens}", (reply,)), marker=f"You are the {lens} verifier")
+    for lens in LENS_ANSWERS:
+        fake.add_script(lens_script(lens), marker=f"You are the {lens} verifier")
     fake.add_script(Script("lead", (answer(steps=WALKTHROUGH_STEPS),)), marker=LEAD_MARKER)
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from reviews.models import NodeConfirmation, ReviewNode
 from reviews.pipeline.runner import run_inline
+from reviews.reporting import report_markdown
+from reviews.selectors import review_page
 from reviews.services.requests import review_request
 from tests.fakes.gitrepo import GitRepo
 from tests.fakes.model_server import good_findings
@@ -66,7 +68,18 @@ def test_a_lens_confirmation_turns_the_hold_into_a_block(review, settings, fake_
     review_round = review()
     node = _shell_node(review_round)
     lenses = set(NodeConfirmation.objects.filter(node=node).values_list("agent", flat=True))
-    assert {"lens-reachability", "lens-false_positive"} <= lenses
+    # The rule's match stands for lens 1, which was not asked; lens 2 confirmed it.
+    assert lenses == {"lens-false_positive", "lens-severity"}
+    assert node.tags.panel == "confirmed"
+    assert "lens 1 not asked: the analyzer's rule B602 matched" in node.tags.panel_note
+    reachability = [r for r in fake_model.recorded() if r.script == "lens-reachability"]
+    assert all("B602" not in r.body for r in reachability)
+    assert node.tags.panel_lenses == ["false_positive", "severity"]
+    # The report says which lenses ran.
+    skipped = review_round.stats.panel.rule_reachable
+    assert skipped >= 1
+    report = report_markdown(review_page(space=review_round.space))
+    assert f"Lens 1 (reachability) was not asked about {skipped} analyzer finding(s)" in report
     assert review_round.verdict.level == "block"
     assert "unconfirmed" not in review_round.verdict.rule
     # The scripted severity lens calls every finding it confirms critical, so the import

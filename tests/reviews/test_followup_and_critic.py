@@ -102,7 +102,7 @@ def test_a_follow_up_finding_goes_through_the_lead_pass_and_the_panel(shop, fake
     assert {"lens-reachability", "lens-false_positive", "lens-severity"} <= lenses
     assert followed.tags.panel == "confirmed"
     steps = PipelineStep.objects.filter(round=review_round, stage="followup_panel")
-    assert list(steps.values_list("key", flat=True)) == [f"node-{followed.pk}"]
+    assert [(s.key, s.nodes) for s in steps] == [(f"group-{followed.pk}", [followed.pk])]
     # The quality finding went through the first panel once, and was not verified again.
     assert len(_lens_requests(fake_model, "Name the export target explicitly")) == 3
     assert {"followup_consolidate", "finalise"} <= set(review_round.done_stages)

@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.urls import reverse
 
-from reviews.models import ReviewNode
+from reviews.models import PipelineStep, ReviewNode
 from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page
@@ -22,6 +22,10 @@ from tests.fakes.model_server import (
     Script,
     answer,
     calls,
+    good_findings,
+    panel_answer,
+    panel_answer_bad_day,
+    panel_findings,
     text,
 )
 from tests.reviews import pipeline_scenarios as scenario
@@ -75,35 +79,93 @@ def _page(client, review_round) -> str:
 
 
 def test_lenses_answering_json_inside_unusual_prose_confirm_and_filter(shop, fake_model):
-    """No tool call and none of the expected wording: the JSON in the prose decides. The SQL
-    finding is confirmed with lens 3's severity; every other judged finding is filtered."""
+    """No tool call and none of the expected wording: the JSON in the prose decides, one entry
+    per ref. The SQL finding is confirmed with lens 3's severity; every other judged finding
+    is filtered (an analyzer's finding on lens 2's word alone is contested instead)."""
 
     def prose_verdict(lens: str) -> Script:
         def reply(conversation: Conversation) -> Reply:
-            real = SQL_TITLE in "\n".join(conversation.user_texts)
-            verdict = "real" if real or lens == "severity" else "false_positive"
-            found = {"verdict": verdict, "severity": "critical", "reason": f"{lens} traced it"}
+            found = []
+            for ref, finding in panel_findings(conversation).items():
+                real = SQL_TITLE in finding
+                verdict = "real" if real or lens == "severity" else "false_positive"
+                found.append(
+                    {"ref": ref, "verdict": verdict, "severity": "critical", "reason": "traced"}
+                )
             return text(
                 "Right, having traced the call sites I'd put it like this —\n"
-                f"```json\n{json.dumps(found, indent=1)}\n```\nHappy to elaborate."
+                f"```json\n{json.dumps({'verdicts': found}, indent=1)}\n```\nHappy to elaborate."
             )
 
         return Script(f"lens-{lens}", (reply,))
 
-    scenario.install(fake_model)
+    findings = [scenario.sql_finding(), scenario.naming_finding()]
+    scenario.install(
+        fake_model,
+        overrides={"implementation": good_findings(findings, path="shop/search.py", name="impl")},
+    )
     _lenses(fake_model, prose_verdict)
     review_round = shop()
 
     judged = _judged(review_round)
     sql = next(n for n in judged if n.title == SQL_TITLE)
     others = [n for n in judged if n.pk != sql.pk]
-    assert others, "the sample change has analyzer findings the panel judges too"
+    by_rule = [n for n in others if n.tags.analyzer is not None]
+    by_model = [n for n in others if n.tags.analyzer is None]
+    assert by_rule and by_model, "the sample change has model and analyzer findings besides"
     assert (sql.tags.panel, sql.severity, sql.priority) == ("confirmed", "critical", "P0")
-    assert {(n.tags.panel, n.status) for n in others} == {("filtered", "dismissed")}
-    # Each lens answered once per finding: prose was read, never sent back for a retry.
-    assert len(_lens_requests(fake_model)) == 3 * len(judged)
+    assert {(n.tags.panel, n.status) for n in by_model} == {("filtered", "dismissed")}
+    # Lens 1 was not asked about an analyzer's finding: lens 2's word alone contests it.
+    assert {(n.tags.panel, n.status) for n in by_rule} == {("contested", "open")}
+    assert all("lens 1 not asked: the analyzer's rule" in n.tags.panel_note for n in by_rule)
+    # Each lens answered its group in one call: prose was read, never sent back for a retry.
+    requests = _lens_requests(fake_model)
+    assert len(requests) == 3
+    reachability = next(r for r in requests if r.script == "lens-reachability")
+    assert all(n.title not in reachability.body for n in by_rule)
+    assert all(n.title in reachability.body for n in [sql, *by_model])
     panel = review_round.stats.panel
-    assert (panel.verified, panel.filtered, panel.contested) == (1, len(others), 0)
+    assert (panel.verified, panel.filtered, panel.contested) == (
+        1,
+        len(by_model),
+        len(by_rule),
+    )
+
+
+def test_a_lens_on_a_bad_day_costs_only_the_finding_it_left_out(shop, fake_model):
+    """Lens 2 answers in prose, its refs reversed, one finding left out and an unknown ref
+    added: the finding it left out has only lens 1's verdict (contested, with the reason); the
+    verdicts it gave stand, each on the finding its ref names."""
+    scenario.install(fake_model)
+    fields = scenario.LENS_ANSWERS["false_positive"]
+    fake_model.add_script(
+        Script(
+            "lens-false_positive",
+            (
+                panel_answer_bad_day(
+                    lambda ref, finding: fields, missing=lambda finding: SQL_TITLE in finding
+                ),
+            ),
+        ),
+        marker="You are the false_positive verifier",
+    )
+    review_round = shop()
+
+    judged = _judged(review_round)
+    sql = next(n for n in judged if n.title == SQL_TITLE)
+    others = [n for n in judged if n.pk != sql.pk]
+    assert others
+    # Lens 1's REAL still counts as a peer's confirmation.
+    assert sql.tags.panel == "contested" and sql.status == "consensus_ready"
+    assert sql.tags.panel_note.startswith("only 1 valid verdict (false_positive: abstained: ")
+    assert "the answer gave no verdict for F" in sql.tags.panel_note
+    assert {n.tags.panel for n in others} == {"confirmed"}
+    for node in others:
+        agents = set(node.confirmations.values_list("agent", flat=True))
+        assert "lens-false_positive" in agents
+    assert not sql.confirmations.filter(agent="lens-false_positive").exists()
+    # The one call was not sent back: the answer's usable part was read as it came.
+    assert len(_lens_requests(fake_model, "false_positive")) == 1
 
 
 def test_lenses_answering_garbage_leave_the_findings_unverified_with_the_reason(
@@ -141,15 +203,14 @@ def test_lenses_answering_garbage_leave_the_findings_unverified_with_the_reason(
 
 
 def test_a_lens_whose_first_reply_fails_validation_is_confirmed_on_its_retry(shop, fake_model):
-    """The validation error goes back to the model; its corrected answer counts."""
+    """A first reply in the wrong shape (one verdict, no entries by ref) goes back to the model
+    with the validation error; its corrected answer counts."""
     scenario.install(fake_model)
+    fields = {"verdict": "real", "severity": "high", "reason": "reaches the query"}
     fake_model.add_script(
         Script(
             "lens-reachability",
-            (
-                answer(verdict="REAL!", severity="high", reason="reaches the query"),
-                answer(verdict="real", severity="high", reason="reaches the query"),
-            ),
+            (answer(**fields), panel_answer(lambda ref, finding: fields)),
         ),
         marker="You are the reachability verifier",
     )
@@ -164,7 +225,58 @@ def test_a_lens_whose_first_reply_fails_validation_is_confirmed_on_its_retry(sho
         if SQL_TITLE in r.body and len(r.json["messages"]) > 2
     ]
     assert retries, "the retry never reached the model"
-    assert "Input should be 'real' or 'false_positive'" in retries[0].body
+    told = retries[0].json["messages"][-1]
+    assert told["role"] == "tool" and '"loc":["verdicts"],"msg":"Field required"' in told["content"]
+
+
+def _offered(request) -> set[str]:
+    return {tool["function"]["name"] for tool in request.json.get("tools", [])}
+
+
+def test_lenses_judge_a_group_in_one_call_each_with_the_code_in_the_prompt(shop, fake_model):
+    """One panel step for the light round's findings; every lens call lists its findings by
+    ref with their code, and offers no code tool: the excerpts are there."""
+    scenario.install(fake_model)
+    review_round = shop()
+
+    judged = _judged(review_round)
+    steps = PipelineStep.objects.filter(round=review_round, stage="panel")
+    assert [sorted(s.nodes) for s in steps] == [sorted(n.pk for n in judged)]
+    requests = _lens_requests(fake_model)
+    assert sorted(r.script for r in requests) == [
+        "lens-false_positive",
+        "lens-reachability",
+        "lens-severity",
+    ]
+    for request in requests:
+        assert _offered(request) == {"final_answer"}
+        prompt = request.json["messages"][1]["content"]
+        assert "\n## F" in prompt and "<<<UNTRUSTED" in prompt and "shop/search.py" in prompt
+    # The three system prompts share everything but the lens's own closing paragraph.
+    systems = [r.json["messages"][0]["content"] for r in requests]
+    shared = systems[0].split("You are the ")[0]
+    assert len(shared) > 200 and all(s.startswith(shared) for s in systems)
+
+
+def test_a_finding_without_lines_brings_the_code_tools_back(shop, fake_model):
+    """A PR-wide finding has no excerpt: the lenses judging its group may read the code."""
+    pr_wide = {**scenario.sql_finding(), "title": "Nothing logs a failed search"}
+    del pr_wide["anchor"]
+    scenario.install(
+        fake_model,
+        overrides={
+            "implementation": good_findings(
+                [scenario.sql_finding(), pr_wide], path="shop/search.py", name="impl"
+            )
+        },
+    )
+    review_round = shop()
+
+    node = ReviewNode.objects.get(round=review_round, title="Nothing logs a failed search")
+    assert not node.path and node.tags.panel == "confirmed"
+    asked = [r for r in _lens_requests(fake_model) if node.title in r.body]
+    assert len(asked) == 3
+    assert all({"read_file", "grep"} <= _offered(r) for r in asked)
 
 
 # -- independent first opinions --------------------------------------------------------------

@@ -9,11 +9,14 @@ from hypothesis import strategies as st
 from reviews.domain.panel import (
     COST_GUARD_LIMIT,
     FOLLOW_UP_ORDER,
+    LENSES,
+    PANEL_GROUP_SIZE,
     LensVerdict,
     PanelMode,
     PanelStatus,
     conflicting_severity,
     coverage_gaps,
+    panel_groups,
     panel_outcome,
     plan_panel,
     unverified_outcome,
@@ -313,3 +316,80 @@ def test_the_warranted_set_joins_the_rules_and_the_model() -> None:
     )
     # An abstention (None) leaves the rules' set.
     assert warranted_dimensions(scheduled={Dimension.QUALITY}, judged=None) == {Dimension.QUALITY}
+
+
+# -- groups and the analyzer's rule ---------------------------------------------------------
+
+
+@given(st.integers(min_value=0, max_value=60), st.integers(min_value=1, max_value=12))
+def test_groups_cover_every_finding_once_in_order_and_as_even_as_they_come(
+    count: int, size: int
+) -> None:
+    ids = [str(i) for i in range(count)]
+    groups = panel_groups(ids, size)
+    assert [i for group in groups for i in group] == ids
+    assert all(1 <= len(group) <= size for group in groups)
+    assert len(groups) == -(-count // size)  # no more calls than the cap needs
+    if groups:
+        assert max(map(len, groups)) - min(map(len, groups)) <= 1
+
+
+def test_a_thorough_round_is_one_or_two_groups() -> None:
+    assert [len(g) for g in panel_groups([str(i) for i in range(8)])] == [8]
+    assert [len(g) for g in panel_groups([str(i) for i in range(10)])] == [5, 5]
+    assert PANEL_GROUP_SIZE == 8
+
+
+def _rule(id: str, **kw: object) -> NodeView:
+    return _node(id, agent="bandit", analyzer_rule="B602", **kw)
+
+
+def test_an_analyzers_finding_skips_lens_one_unless_rated_otherwise() -> None:
+    nodes = [_node("1"), _rule("2"), _rule("3")]
+    plan = plan_panel(nodes, conflicting_severity={"3"})
+    assert plan.verify == ("1", "2", "3")
+    assert plan.rule_reachable == ("2",)
+    assert plan.lenses("2") == ("false_positive", "severity")
+    assert plan.lenses("1") == plan.lenses("3") == LENSES
+
+
+@pytest.mark.parametrize(
+    ("lens2", "status", "confirmations"),
+    [
+        (REAL, PanelStatus.CONFIRMED, 1),
+        (FP, PanelStatus.CONTESTED, 0),  # never filtered on one lens's word
+        (None, PanelStatus.UNVERIFIED, 0),  # the rule alone is no verdict
+    ],
+)
+def test_the_rule_stands_for_lens_one_only_beside_lens_two(
+    lens2: LensVerdict | None, status: PanelStatus, confirmations: int
+) -> None:
+    outcome = panel_outcome(
+        _rule("a"),
+        reachability=None,
+        false_positive=lens2,
+        severity_vote=Severity.CRITICAL,
+        abstentions={"false_positive": "abstained: timed out"} if lens2 is None else {},
+        rule="B602",
+    )
+    assert (outcome.status, outcome.peer_confirmations) == (status, confirmations)
+    assert outcome.note.endswith("lens 1 not asked: the analyzer's rule B602 matched")
+    if lens2 is None:
+        assert "false_positive: abstained: timed out" in outcome.note
+    if status is PanelStatus.CONFIRMED:
+        assert outcome.severity is Severity.CRITICAL
+
+
+@given(VERDICTS, st.sampled_from([*Severity, None]))
+def test_with_the_rule_lens_ones_own_answer_is_never_read(
+    lens1: LensVerdict | None, lens3: Severity | None
+) -> None:
+    """Whatever sits in lens 1's place, the rule decides it: lens 2 alone moves the outcome."""
+    for lens2 in (REAL, FP, None):
+        a = panel_outcome(
+            _rule("a"), reachability=lens1, false_positive=lens2, severity_vote=lens3, rule="B1"
+        )
+        b = panel_outcome(
+            _rule("a"), reachability=None, false_positive=lens2, severity_vote=lens3, rule="B1"
+        )
+        assert a == b
