@@ -48,7 +48,7 @@ WRITERS = (
     # derived, not moved: reviews/domain/space_status.py decides it from the space's facts
     Writer("reviews.services.spaces", "space_status_refresh", ("ReviewSpace.status",)),
     # reviews/domain/consensus.py ALLOWED_TRANSITIONS
-    Writer("reviews.services.nodes", "node_transition", ("ReviewNode.status",)),
+    Writer("reviews.services.nodes", "nodes_transition", ("ReviewNode.status",)),
     # guardrails/rules.py TRANSITIONS
     Writer("guardrails.services", "approval_transition", ("ApprovalRequest.status",)),
     # reviews/domain/tickets.py TRANSITIONS

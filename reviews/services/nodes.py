@@ -230,22 +230,44 @@ def node_transition(
     follow: bool = True,
     also: Sequence[str] = (),
 ) -> bool:
-    """The only writer of ReviewNode.status, called with the node's row locked. Raises
-    TransitionError unless the status ladder (reviews/domain/consensus.py) allows the move;
-    staying in the same status writes nothing and returns False. The round's verdict follows
-    in the same transaction (`follow=False`: the caller calls `_follow` itself, after its own
-    audit event). `also` names other fields the caller changed on `node`, saved in the same
-    statement."""
-    if node.status == status.value:
-        return False
-    consensus.check_transition(NodeStatus(node.status), status)
+    """Move one node (see `nodes_transition`), called with the node's row locked; staying in
+    the same status writes nothing and returns False. The round's verdict follows in the same
+    transaction (`follow=False`: the caller calls `_follow` itself, after its own audit
+    event)."""
     before = node.status
-    node.status = status.value
-    node.save(update_fields=["status", "updated_at", *also])
-    emit(node.space_id, "review.node_status", node_id=node.pk, status=status.value)
+    if not nodes_transition([(node, status)], also=also):
+        return False
     if follow:
         _follow(node, reason or f"{before} → {status.value}")
     return True
+
+
+def nodes_transition(
+    moves: Sequence[tuple[ReviewNode, NodeStatus]], *, also: Sequence[str] = ()
+) -> list[ReviewNode]:
+    """The only writer of ReviewNode.status, called with the nodes' rows locked. Raises
+    TransitionError unless the status ladder (reviews/domain/consensus.py) allows every move;
+    a node staying in its status is left alone. `also` names other fields the caller changed
+    on the nodes, saved in the same statement: one statement whatever the number of nodes.
+    Returns the nodes that moved; their verdict is the caller's to follow."""
+    moved: list[ReviewNode] = []
+    for node, status in moves:
+        if node.status == status.value:
+            continue
+        consensus.check_transition(NodeStatus(node.status), status)
+        node.status = status.value
+        moved.append(node)
+    fields = list(dict.fromkeys(["status", "updated_at", *also]))
+    if len(moved) == 1:
+        moved[0].save(update_fields=fields)
+    elif moved:
+        now = timezone.now()
+        for node in moved:
+            node.updated_at = now
+        ReviewNode.objects.bulk_update(moved, fields)
+    for node in moved:
+        emit(node.space_id, "review.node_status", node_id=node.pk, status=node.status)
+    return moved
 
 
 def _follow(node: ReviewNode, why: str, *, actor: Any = None, request: Any = None) -> None:
@@ -435,8 +457,8 @@ def node_panel_apply(
 
     The group costs the same few statements whatever its size and outcomes: the nodes are
     locked and read in one, their confirmations in one, every lens's row goes in one, the nodes
-    that keep their status are written in one; only a node whose status moves is saved (and
-    announced) on its own, and the round's verdict follows once."""
+    whose status moves in one (`nodes_transition`), the others in one, and the round's verdict
+    follows once."""
     from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 
     outcomes: dict[int, Any] = {}
@@ -450,9 +472,7 @@ def node_panel_apply(
         )
         given = {n.pk: n for n in nodes}
         rows: list[NodeConfirmation] = []
-        unmoved: list[ReviewNode] = []
-        moved_any: ReviewNode | None = None
-        now = timezone.now()
+        moves: list[tuple[ReviewNode, NodeStatus]] = []
         for node in locked:
             caller = given[node.pk]
             if ReviewNode.round.is_cached(caller):
@@ -512,38 +532,33 @@ def node_panel_apply(
             if outcome.status is PanelStatus.UNVERIFIED:
                 # Counted and badged like a finding the panel skipped: nobody verified it.
                 node.tags = node.tags.with_(unverified=True)
-            fields = ["tags", "updated_at"]
             if outcome.status is PanelStatus.CONFIRMED:
                 node.priority, node.severity = outcome.priority.value, outcome.severity.value
-                fields += ["priority", "severity"]
-            moved = False
             if confirmed_by is not None and node.status == NodeStatus.OPEN:
-                moved = node_transition(
-                    node,
-                    consensus.confirm(
-                        status=NodeStatus(node.status),
-                        author_agent=node.stream.agent,
-                        by=consensus.Actor.agent(confirmed_by),
-                    ),
-                    reason=f"confirmed by {confirmed_by}",
-                    follow=False,
-                    also=fields,
+                moves.append(
+                    (
+                        node,
+                        consensus.confirm(
+                            status=NodeStatus(node.status),
+                            author_agent=node.stream.agent,
+                            by=consensus.Actor.agent(confirmed_by),
+                        ),
+                    )
                 )
-            if outcome.status is PanelStatus.FILTERED:
-                moved = (
-                    node_transition(node, NodeStatus.DISMISSED, follow=False, also=fields) or moved
-                )
-            if moved:
-                moved_any = node
-            else:
-                node.updated_at = now
-                unmoved.append(node)
+            elif outcome.status is PanelStatus.FILTERED:
+                moves.append((node, NodeStatus.DISMISSED))
         NodeConfirmation.objects.bulk_create(rows)
+        fields = ["tags", "priority", "severity", "updated_at"]
+        moved = nodes_transition(moves, also=fields)
+        unmoved = [n for n in locked if n not in moved]
+        now = timezone.now()
+        for node in unmoved:
+            node.updated_at = now
         if unmoved:
-            ReviewNode.objects.bulk_update(unmoved, ["tags", "priority", "severity", "updated_at"])
-        if moved_any is not None:
+            ReviewNode.objects.bulk_update(unmoved, fields)
+        if moved:
             # One follow-up for the group: the verdict is decided from every node at once.
-            _follow(moved_any, f"verification panel on {len(locked)} finding(s)")
+            _follow(moved[0], f"verification panel on {len(locked)} finding(s)")
     return outcomes
 
 
