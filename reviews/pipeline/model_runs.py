@@ -26,6 +26,7 @@ from reviews.domain.model_answers import RequirementsClosing, ReviewerClosing
 from reviews.domain.outcomes import DISABLED_BY_WORKSPACE, PROCESS_BLOCK
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewRound
+from reviews.pipeline.analyzer_runs import ANALYZERS
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.prompting import memory_hints, shared_brief
@@ -144,6 +145,17 @@ def reviewer_profile(
     )
 
 
+def _model_streams(review_round: ReviewRound, stream: ReviewerStream) -> int:
+    """How many model reviewers share the round's budget: those prepare created (named in the
+    round's stats, read with the step: no query), and a follow-up reviewer, created after them,
+    counts itself as well. A round prepared before the stats named them counts its streams."""
+    prepared = review_round.stats.reviewers
+    if prepared is None:
+        return review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).count()
+    models = sum(key not in ANALYZERS for key in prepared)
+    return models + (stream.name not in prepared)
+
+
 def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     review_round = stream.round
     if stream.dimension == t.Dimension.REQUIREMENTS and not review_round.original_request.strip():
@@ -159,7 +171,7 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
         # setting changed since, must not reach the model either.
         stream_transition(stream, StreamState.SKIPPED, error=DISABLED_BY_WORKSPACE)
         return {"state": "disabled"}
-    model_streams = max(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).count(), 1)
+    model_streams = max(_model_streams(review_round, stream), 1)
     resolved = runtime_model(
         reviewer_model(config),
         workspace,
