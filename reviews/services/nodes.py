@@ -545,7 +545,11 @@ def node_panel_apply(
                         ),
                     )
                 )
-            elif outcome.status is PanelStatus.FILTERED:
+            elif outcome.status is PanelStatus.FILTERED and (
+                NodeStatus.DISMISSED in consensus.ALLOWED_TRANSITIONS[NodeStatus(node.status)]
+            ):
+                # A finding a person closed meanwhile keeps their decision; one bad node must
+                # not fail its whole group either.
                 moves.append((node, NodeStatus.DISMISSED))
         NodeConfirmation.objects.bulk_create(rows)
         fields = ["tags", "priority", "severity", "updated_at"]

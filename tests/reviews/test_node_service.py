@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from guardrails.models import AuditEvent
 from reviews.domain.consensus import ConsensusError, SelfConfirmationError
+from reviews.domain.panel import LensVerdict
+from reviews.domain.types import Severity
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode
 from reviews.services.nodes import (
     node_confirm,
     node_dismiss,
+    node_panel_apply,
     node_record,
     node_reopen,
     node_resolve,
@@ -160,3 +165,83 @@ def test_a_batch_records_like_one_at_a_time_and_only_once(streams):
     assert [r.node.pk for r in again if r.node] == [r.node.pk for r in results if r.node]
     assert not any(r.created for r in again)
     assert ReviewNode.objects.filter(stream=stream).count() == 2
+
+
+# -- the verification panel on a group ---------------------------------------------------------
+
+
+def _group(streams, count: int) -> list[ReviewNode]:
+    return [
+        node_record(
+            stream=streams["security"],
+            payload=node_payload(
+                title=f"Finding {i}",
+                anchor={"path": "app/models.py", "start_line": i + 1, "end_line": i + 1},
+            ),
+            file_lines=FILES,
+        ).node
+        for i in range(count)
+    ]
+
+
+def _answers(
+    nodes, verdict: LensVerdict | None, *, lenses=("reachability", "false_positive", "severity")
+):
+    return {
+        n.pk: {lens: (verdict, Severity.HIGH if verdict else None, "traced") for lens in lenses}
+        for n in nodes
+    }
+
+
+@pytest.mark.parametrize("verdict", [LensVerdict.REAL, LensVerdict.FALSE_POSITIVE])
+def test_a_group_costs_the_same_statements_whatever_its_size(streams, verdict):
+    """Lock, confirmations, the lenses' rows, the status moves, the rest: a few statements for
+    one finding or eight."""
+    costs = []
+    for size in (1, 8):
+        nodes = _group(streams, size) if size == 1 else _group(streams, 9)[1:]
+        with CaptureQueriesContext(connection) as ctx:
+            outcomes = node_panel_apply(nodes=nodes, answers=_answers(nodes, verdict))
+        costs.append(len(ctx.captured_queries))
+        expected = "confirmed" if verdict is LensVerdict.REAL else "filtered"
+        assert {o.status.value for o in outcomes.values()} == {expected}
+        stored = ReviewNode.objects.filter(pk__in=[n.pk for n in nodes])
+        status = "consensus_ready" if verdict is LensVerdict.REAL else "dismissed"
+        assert {(n.status, n.tags.panel) for n in stored} == {(status, expected)}
+    assert costs[0] == costs[1], costs
+
+
+def test_a_group_leaves_a_finding_a_person_closed_and_applies_the_others(streams, alice):
+    """Both lenses call every finding of the group a false positive; one was resolved by a
+    person meanwhile: it stays resolved, the others are filtered, nothing fails."""
+    nodes = _group(streams, 3)
+    node_resolve(node=nodes[0], user=alice)
+    nodes[0].refresh_from_db()
+    node_panel_apply(nodes=nodes, answers=_answers(nodes, LensVerdict.FALSE_POSITIVE))
+    stored = {n.pk: n for n in ReviewNode.objects.filter(pk__in=[n.pk for n in nodes])}
+    assert stored[nodes[0].pk].status == "resolved"
+    assert {stored[n.pk].status for n in nodes[1:]} == {"dismissed"}
+    assert all(n.tags.panel == "filtered" for n in stored.values())
+
+
+def test_an_analyzer_finding_without_lens_one_is_confirmed_by_lens_two(streams):
+    """Lens 1 not asked: the rule stands for it, lens 2's REAL confirms, the note says why."""
+    bandit = ReviewerStream.objects.create(
+        round=streams["security"].round, name="bandit", agent="bandit", kind="analyzer"
+    )
+    node = node_record(
+        stream=bandit,
+        payload=node_payload(),
+        file_lines=FILES,
+        evidence={"tool": "bandit", "rule": "B602", "high_precision": False},
+    ).node
+    answers = _answers([node], LensVerdict.REAL, lenses=("false_positive", "severity"))
+    [outcome] = node_panel_apply(nodes=[node], answers=answers).values()
+    node.refresh_from_db()
+    assert outcome.status.value == "confirmed" and node.status == "consensus_ready"
+    assert node.tags.panel_lenses == ["false_positive", "severity"]
+    assert node.tags.panel_note.endswith("lens 1 not asked: the analyzer's rule B602 matched")
+    assert set(node.confirmations.values_list("agent", flat=True)) == {
+        "lens-false_positive",
+        "lens-severity",
+    }
