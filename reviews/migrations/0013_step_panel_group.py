@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0011_stream_closing"),
+        ("reviews", "0012_stream_kind_external"),
     ]
 
     operations = [
