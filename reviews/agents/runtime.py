@@ -82,6 +82,7 @@ from pydantic_ai.usage import UsageLimits
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import ReviewMode, refusal_message
 from reviews.agents.redaction import redact
+from reviews.agents.token_count import count_tokens, request_tokens
 from reviews.domain.model_answers import json_in_prose
 from reviews.domain.nodes import node_tool_schema
 
@@ -202,10 +203,17 @@ class ReviewTools:
 
 @dataclass(frozen=True)
 class RunUsageSummary:
+    """What a run spent, summed over its responses as they arrived (so a run that failed or
+    abstained still says what it cost). `input_tokens` includes `cached_input_tokens`.
+    `counted_locally`: at least one response carried no usage, and its figures are our o200k
+    count of the request body sent and of the reply (reviews/agents/token_count.py)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     tool_calls: int = 0
+    cached_input_tokens: int = 0
+    counted_locally: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -241,6 +249,8 @@ class ModelRunError(Exception):
         self.retryable = retryable
         self.kind = kind  # auth, not_found, quota, rate_limited, timeout, connection, …
         self.status = status  # the provider's HTTP status, when there was one
+        # What the run spent before it failed (set by `ModelRuntime.run`).
+        self.usage: RunUsageSummary = RunUsageSummary()
 
 
 class RetryableModelError(ModelRunError):
@@ -308,12 +318,25 @@ class _ReviewModeGuard(AbstractCapability[Any]):
     _seen: set[str] = field(default_factory=set)
     # Usage as the responses arrive: what a run that ends in an abstention still cost.
     usage: Counter[str] = field(default_factory=Counter)
+    # Our count of the last request body sent (the HTTP client's hook sets it): what stands in
+    # when a response carries no usage.
+    sent_tokens: int = 0
+
+    async def count_sent(self, request: httpx.Request) -> None:
+        self.sent_tokens = request_tokens(request.content)
 
     async def after_model_request(
         self, ctx: Any, *, request_context: Any, response: ModelResponse
     ) -> ModelResponse:
-        self.usage["input"] += response.usage.input_tokens
-        self.usage["output"] += response.usage.output_tokens
+        reported = response.usage
+        if reported.input_tokens or reported.output_tokens:
+            self.usage["input"] += reported.input_tokens
+            self.usage["cached"] += reported.cache_read_tokens
+            self.usage["output"] += reported.output_tokens
+        else:  # the provider said nothing: count what was sent and what came back
+            self.usage["input"] += self.sent_tokens
+            self.usage["output"] += response_tokens(response)
+            self.usage["local"] += 1
         self.usage["requests"] += 1
         for part in response.parts:
             if isinstance(part, ToolCallPart) and not self.mode.allows(part.tool_name):
@@ -405,6 +428,34 @@ class ReviewerAgent:
         await self._client.close()
 
 
+def _spent(guard: _ReviewModeGuard, *, tool_calls: int = 0) -> RunUsageSummary:
+    seen = guard.usage
+    return RunUsageSummary(
+        input_tokens=seen["input"],
+        cached_input_tokens=seen["cached"],
+        output_tokens=seen["output"],
+        requests=seen["requests"],
+        tool_calls=tool_calls,
+        counted_locally=seen["local"] > 0,
+    )
+
+
+def response_tokens(response: ModelResponse) -> int:
+    """Our count of a reply's text and tool calls, for a response that carried no usage."""
+    parts: list[str] = []
+    for part in response.parts:
+        if isinstance(part, ToolCallPart):
+            parts.append(part.tool_name)
+            parts.append(part.args_as_json_str())
+        else:
+            parts.append(str(getattr(part, "content", "")))
+    return count_tokens("\n".join(parts))
+
+
+def _hooks(on_request: Any) -> dict[str, list[Any]]:
+    return {"request": [on_request]} if on_request is not None else {}
+
+
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """One TLS context for every model client of the process. Building one reads the CA bundle
@@ -440,10 +491,10 @@ class ModelRuntime:
         """
         mode = mode or ReviewMode()
         state = _RunState()
-        model, client = self._model(api_key)
+        guard = _ReviewModeGuard(mode=mode)
+        model, client = self._model(api_key, on_request=guard.count_sent)
         clean_system, count = redact(system_prompt)
         state.count(redactions=count)
-        guard = _ReviewModeGuard(mode=mode)
         agent: Agent[None, Any] = Agent(
             model,
             name=name,
@@ -457,7 +508,7 @@ class ModelRuntime:
         )
         return ReviewerAgent(agent=agent, mode=mode, state=state, guard=guard, _client=client)
 
-    def _model(self, api_key: str) -> tuple[Any, Any]:
+    def _model(self, api_key: str, *, on_request: Any = None) -> tuple[Any, Any]:
         if not api_key:
             raise PermanentModelError("no API key configured for the model", kind="auth")
         config = self.config
@@ -471,7 +522,9 @@ class ModelRuntime:
                 base_url=config.base_url,
                 max_retries=0,
                 timeout=config.timeout,
-                http_client=DefaultAsyncHttpxClient(verify=_tls_context()),
+                http_client=DefaultAsyncHttpxClient(
+                    verify=_tls_context(), event_hooks=_hooks(on_request)
+                ),
             )
             return OpenAIChatModel(
                 config.model, provider=OpenAIProvider(openai_client=client)
@@ -486,7 +539,7 @@ class ModelRuntime:
             base_url=config.base_url,
             max_retries=0,
             timeout=config.timeout,
-            http_client=AnthropicHttpxClient(verify=_tls_context()),
+            http_client=AnthropicHttpxClient(verify=_tls_context(), event_hooks=_hooks(on_request)),
         )
         return AnthropicModel(
             config.model, provider=AnthropicProvider(anthropic_client=anthropic_client)
@@ -534,27 +587,19 @@ class ModelRuntime:
             result = await built.agent.run(prompt, usage_limits=self.config.usage_limits())
         except UnexpectedModelBehavior as exc:
             if answer is None or not str(exc).startswith("Exceeded maximum output retries"):
-                raise self._failed(exc) from exc
+                error = self._failed(exc)
+                error.usage = _spent(built.guard)
+                raise error from exc
             result, answer_error = None, _answer_error(exc)
         except Exception as exc:
-            raise self._failed(exc) from exc
+            error = self._failed(exc)
+            error.usage = _spent(built.guard)
+            raise error from exc
         finally:
             await built.aclose()
         output: Any = result.output if result is not None else None
         structured = output if isinstance(output, BaseModel) else None
-        seen = built.guard.usage
-        usage = (
-            RunUsageSummary(
-                input_tokens=result.usage.input_tokens,
-                output_tokens=result.usage.output_tokens,
-                requests=result.usage.requests,
-                tool_calls=result.usage.tool_calls,
-            )
-            if result is not None
-            else RunUsageSummary(
-                input_tokens=seen["input"], output_tokens=seen["output"], requests=seen["requests"]
-            )
-        )
+        usage = _spent(built.guard, tool_calls=result.usage.tool_calls if result else 0)
         return RunOutcome(
             output=structured.model_dump_json() if structured is not None else (output or ""),
             answer=structured,

@@ -20,13 +20,43 @@ def _encoding() -> Any:
     return bpe_openai.get_encoding(ENCODING)
 
 
+def encode(text: str) -> list[int]:
+    """The o200k tokens of `text`, special-token lookalikes encoded as the plain text they are."""
+    if not text:
+        return []
+    return list(_encoding().encode(text, disallowed_special=()))
+
+
 def count_tokens(text: str) -> int:
     """Tokens in `text`, special-token lookalikes counted as the plain text they are."""
-    return len(token_ids(text))
+    return len(encode(text))
 
 
 def token_ids(text: str) -> list[int]:
     """The o200k tokens of `text` (a benchmark compares two requests' common token prefix)."""
-    if not text:
-        return []
-    return list(_encoding().encode(text, disallowed_special=()))
+    return encode(text)
+
+
+# The parts of a request body that are prompt: what a provider bills as input tokens.
+PROMPT_KEYS = ("tools", "response_format", "system", "messages")
+
+
+def request_tokens(body: bytes | str) -> int:
+    """Our count of a chat request's prompt: its tools, answer format, system prompt and
+    messages, each as the JSON sent (the model parameters and settings are not prompt). A
+    provider counts with its own tokenizer and template, so this is an estimate for the runs
+    whose provider reports no usage; the fake model server counts the same way."""
+    import json
+
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        return count_tokens(text)
+    return sum(
+        count_tokens(json.dumps(data[key], ensure_ascii=False))
+        for key in PROMPT_KEYS
+        if data.get(key) is not None
+    )

@@ -6,6 +6,16 @@ malformed requests with 400 like the real APIs (a `tool` message answering no `t
 `tool_use` left without its `tool_result`, a missing `max_tokens`, …), returns `usage`, and
 records every request in full so tests can assert what left the process.
 
+Usage is reported the way the providers do. OpenAI: `prompt_tokens` is the o200k count of the
+request's prompt as received (tools, answer format, each message), `completion_tokens` of the
+reply, and `prompt_tokens_details.cached_tokens` simulates automatic prefix caching (a prompt
+of 1024 tokens or more whose token prefix matches an earlier request's to the same model gets
+the common prefix, rounded down to a multiple of 128, as cached). Anthropic: `input_tokens`,
+`cache_read_input_tokens` and `cache_creation_input_tokens`, the last two only for a prompt
+with blocks marked `cache_control`. `tokens_received` counts the prompt tokens of every request
+answered (what a provider bills). `omit_usage=True` is the bad day: OpenAI answers carry no
+`usage`.
+
 What the "model" says comes from a script: a sequence of turns, each a reply or a function of
 the conversation so far (so a turn can depend on the tool results it received). The turn index is
 the number of assistant messages already in the request, so the server keeps no per-conversation
@@ -35,6 +45,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from reviews.agents.token_count import count_tokens, encode
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
@@ -479,9 +491,17 @@ class FakeModelServer:
     api_key: str = "sk-fake-test-key"
     default_script: Script = field(default_factory=prose_only)
     known_models: frozenset[str] | None = None  # None: any model name exists
+    # A bad day: answers carry no `usage` at all (some OpenAI-compatible servers do this).
+    omit_usage: bool = False
 
     def __post_init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        # What a provider bills: prompt tokens of every request it answered, and reply tokens.
+        self.tokens_received = 0
+        self.tokens_cached = 0
+        self.tokens_answered = 0
+        self._prefixes: set[tuple[str, int]] = set()  # (model, digest) of 128-token prefixes
+        self._anthropic_cache: set[tuple[str, int]] = set()
         self._routes: list[_Route] = []
         self._lock = threading.RLock()
         self._ids = itertools.count(1)
@@ -571,6 +591,38 @@ class FakeModelServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+
+    def _bill(self, prompt: int, cached: int, completion: int) -> None:
+        with self._lock:
+            self.tokens_received += prompt
+            self.tokens_cached += cached
+            self.tokens_answered += completion
+
+    def _cached_prefix(self, model: str, tokens: Sequence[int]) -> int:
+        """OpenAI's automatic prefix caching: a prompt of 1024 tokens or more whose start
+        matches an earlier request's (same model) reads the common prefix from the cache, in
+        steps of 128 tokens; below 1024 cached tokens nothing is cached."""
+        digests = _prefix_digests(tokens)
+        with self._lock:
+            hit = 0
+            for size, digest in digests:
+                if (model, digest) not in self._prefixes:
+                    break
+                hit = size
+            self._prefixes.update((model, digest) for _, digest in digests)
+        return hit if len(tokens) >= CACHE_MINIMUM and hit >= CACHE_MINIMUM else 0
+
+    def _anthropic_cached(self, model: str, prefix: Sequence[int]) -> tuple[int, int]:
+        """(read, written): the prompt up to the last `cache_control` block is read from the
+        cache when an earlier request wrote the same prefix, else written to it."""
+        if len(prefix) < CACHE_MINIMUM:
+            return 0, 0
+        key = (model, hash(tuple(prefix)))
+        with self._lock:
+            if key in self._anthropic_cache:
+                return len(prefix), 0
+            self._anthropic_cache.add(key)
+        return 0, len(prefix)
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:
@@ -688,8 +740,12 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
         if tool_calls:
             message["tool_calls"] = tool_calls
-        prompt_tokens, completion_tokens = _tokens(raw), _tokens(json.dumps(message))
-        return {
+        body = json.loads(raw)
+        prompt = _openai_prompt_tokens(body)
+        prompt_tokens, completion_tokens = len(prompt), _reply_tokens(reply)
+        cached = self.fake._cached_prefix(conversation.model, prompt)
+        self.fake._bill(prompt_tokens, cached, completion_tokens)
+        payload: dict[str, Any] = {
             "id": self.fake._next_id("chatcmpl-"),
             "object": "chat.completion",
             "created": int(time.time()),
@@ -706,8 +762,13 @@ class _Handler(BaseHTTPRequestHandler):
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0},
             },
         }
+        if self.fake.omit_usage:
+            del payload["usage"]
+        return payload
 
     def _anthropic_response(
         self, conversation: Conversation, reply: Reply, raw: str
@@ -735,7 +796,20 @@ class _Handler(BaseHTTPRequestHandler):
             "content": content,
             "stop_reason": "tool_use" if reply.calls else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": _tokens(raw), "output_tokens": _tokens(json.dumps(content))},
+            "usage": self._anthropic_usage(conversation.model, json.loads(raw), reply),
+        }
+
+    def _anthropic_usage(self, model: str, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        prompt, cacheable = _anthropic_prompt_tokens(body)
+        read, written = self.fake._anthropic_cached(model, prompt[:cacheable])
+        output = _reply_tokens(reply)
+        self.fake._bill(len(prompt), read, output)
+        return {
+            # Anthropic's input_tokens leaves out what was read from or written to the cache.
+            "input_tokens": len(prompt) - read - written,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": written,
+            "output_tokens": output,
         }
 
 
@@ -1076,6 +1150,56 @@ def _args_text(args: Mapping[str, Any] | str) -> str:
     return args if isinstance(args, str) else json.dumps(dict(args))
 
 
-def _tokens(text: str) -> int:
-    # Roughly four characters a token, like the providers' own rule of thumb; never zero.
-    return max(1, len(text) // 4)
+CACHE_MINIMUM = 1024  # tokens: shorter prompts (and prefixes) are never cached
+CACHE_STEP = 128
+
+
+def _json_tokens(value: Any) -> list[int]:
+    return encode(json.dumps(value, ensure_ascii=False)) if value is not None else []
+
+
+def _openai_prompt_tokens(body: dict[str, Any]) -> list[int]:
+    """The prompt as the provider tokenizes it: tools and the answer format first (they
+    lead the prompt, so they are part of every cached prefix), then each message."""
+    tokens = _json_tokens(body.get("tools")) + _json_tokens(body.get("response_format"))
+    for message in body.get("messages") or []:
+        tokens += _json_tokens(message)
+    return tokens
+
+
+def _anthropic_prompt_tokens(body: dict[str, Any]) -> tuple[list[int], int]:
+    """The prompt's tokens (tools, system, messages: Anthropic's cache order) and how many of
+    them lead up to and include the last block marked `cache_control` (0: none is)."""
+    tokens: list[int] = []
+    cacheable = 0
+    blocks: list[Any] = list(body.get("tools") or [])
+    system = body.get("system")
+    blocks += system if isinstance(system, list) else ([system] if system else [])
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            blocks += [{"role": message.get("role"), **b} for b in content if isinstance(b, dict)]
+        else:
+            blocks.append(message)
+    for block in blocks:
+        tokens += _json_tokens(block)
+        if isinstance(block, dict) and block.get("cache_control"):
+            cacheable = len(tokens)
+    return tokens, cacheable
+
+
+def _reply_tokens(reply: Reply) -> int:
+    """What the model generated: its text, and each tool call's name and arguments."""
+    parts = [reply.text or ""] + [f"{c.name}\n{_args_text(c.args)}" for c in reply.calls]
+    return max(1, count_tokens("\n".join(p for p in parts if p)))
+
+
+def _prefix_digests(tokens: Sequence[int]) -> list[tuple[int, int]]:
+    """(size, digest) of every prefix whose size is a multiple of 128, each digest chained
+    from the previous one so a prefix is hashed once."""
+    digests: list[tuple[int, int]] = []
+    digest = 0
+    for end in range(CACHE_STEP, len(tokens) + 1, CACHE_STEP):
+        digest = hash((digest, tuple(tokens[end - CACHE_STEP : end])))
+        digests.append((end, digest))
+    return digests
