@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from reviews.domain import types as t
@@ -16,9 +18,12 @@ from reviews.domain.finding_groups import CARDS_PER_GROUP, GroupPage, group_keys
 from reviews.domain.fingerprints import RoundDelta, round_delta
 from reviews.domain.round_states import RoundRef, delta_base, shown_round, state_label
 from reviews.domain.round_stats import CohortSummary, FilePreview
+from reviews.domain.spend import CallRecord, CallRole, Price, Spend, spend
 from reviews.domain.tiers import DisplaySplit, split_for_display
 from reviews.models import (
     AxisResult,
+    ModelCall,
+    ModelPrice,
     NodeConfirmation,
     ReviewerStream,
     ReviewNode,
@@ -702,3 +707,94 @@ def reviewer_notes(
         for row in rows
     ]
     return ReviewerNotes(comments=comments, tickets=tickets)
+
+
+# -- spend ----------------------------------------------------------------------------------
+
+
+def _call_records(calls: QuerySet[ModelCall]) -> list[CallRecord]:
+    rows = calls.values_list(
+        "role",
+        "name",
+        "model",
+        "input_tokens",
+        "cached_input_tokens",
+        "output_tokens",
+        "requests",
+        "counted_locally",
+        "created_at",
+    )
+    return [
+        CallRecord(
+            role=CallRole(role),
+            name=name,
+            model=model,
+            input_tokens=tin,
+            cached_input_tokens=cached,
+            output_tokens=tout,
+            requests=requests,
+            counted_locally=local,
+            day=created.date(),
+        )
+        for role, name, model, tin, cached, tout, requests, local, created in rows
+    ]
+
+
+def model_prices(workspace_id: int) -> dict[str, Price]:
+    """The workspace's prices per million tokens, by model name."""
+    return {
+        p.model: Price(
+            input=p.input_per_million,
+            output=p.output_per_million,
+            cached_input=p.cached_input_per_million,
+        )
+        for p in ModelPrice.objects.filter(workspace_id=workspace_id)
+    }
+
+
+def _tokens(calls: QuerySet[ModelCall]) -> int:
+    sums = calls.aggregate(i=Coalesce(Sum("input_tokens"), 0), o=Coalesce(Sum("output_tokens"), 0))
+    return int(sums["i"]) + int(sums["o"])
+
+
+def round_spent_tokens(review_round: ReviewRound) -> int:
+    """Input and output tokens every model call of the round spent (cached input in full)."""
+    return _tokens(ModelCall.objects.filter(round=review_round))
+
+
+def space_spent_tokens(space: ReviewSpace) -> int:
+    """The same over every round of the review (the pull request)."""
+    return _tokens(ModelCall.objects.filter(round__space=space))
+
+
+def round_token_totals(review_round: ReviewRound) -> dict[str, int]:
+    """The round's `stats.tokens`: input and output over its ledger."""
+    sums = ModelCall.objects.filter(round=review_round).aggregate(
+        tokens_in=Coalesce(Sum("input_tokens"), 0), tokens_out=Coalesce(Sum("output_tokens"), 0)
+    )
+    return {"in": int(sums["tokens_in"]), "out": int(sums["tokens_out"])}
+
+
+def round_spend(review_round: ReviewRound, prices: Mapping[str, Price] | None = None) -> Spend:
+    if prices is None:
+        prices = model_prices(review_round.space.workspace_id)
+    return spend(_call_records(ModelCall.objects.filter(round=review_round)), prices)
+
+
+def space_spend(space: ReviewSpace, prices: Mapping[str, Price] | None = None) -> Spend:
+    if prices is None:
+        prices = model_prices(space.workspace_id)
+    return spend(_call_records(ModelCall.objects.filter(round__space=space)), prices)
+
+
+def workspace_spend(
+    workspace_id: int, *, since: datetime | None = None, until: datetime | None = None
+) -> Spend:
+    """A workspace's spend by day, month, role, reviewer and model (since/until: created_at
+    bounds)."""
+    calls = ModelCall.objects.filter(round__space__workspace_id=workspace_id)
+    if since is not None:
+        calls = calls.filter(created_at__gte=since)
+    if until is not None:
+        calls = calls.filter(created_at__lt=until)
+    return spend(_call_records(calls), model_prices(workspace_id))

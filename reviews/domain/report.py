@@ -9,7 +9,9 @@ steps, or the cohorts in reading order), Issues grouped Critical
 (P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
 arbitration, Positive notes, Notes from reviewers (comments, proposed tickets and their status),
 Summary (dimension x severity table, plus the verification panel's line, which in fast mode says
-the panel and critic were skipped). Empty sections say
+the panel and critic were skipped), Cost (the round's model calls: tokens in, cached, out, and
+money when the workspace set a price, by role; the pull request's total over its rounds; which
+models have no price; how many calls the provider reported no usage for). Empty sections say
 "None." so a reader — or a parser — never guesses.
 Block → BLOCKED, Hold → CHANGES_REQUESTED, Ship → APPROVED.
 """
@@ -23,6 +25,7 @@ from .arbitration import ArbitrationDecision
 from .briefs import fence, one_line
 from .disagreements import Disagreement
 from .panel import FAST_MODE_SKIP
+from .spend import Spend, Totals, money
 from .types import REVIEW_STATE_FOR_VERDICT, Category, NodeView, ReviewerSpec, ReviewState
 from .verdict import Verdict, counted_nodes
 
@@ -130,6 +133,8 @@ class ReportInput:
     walkthrough_text: str = ""  # the deterministic tour, one line per cohort
     disabled: Sequence[str] = ()  # reviewers the round called for that the workspace switched off
     fast_mode: bool = False  # the workspace's panel mode skipped the panel and the critic
+    cost: Spend | None = None  # the round's model calls (None: the caller gave no ledger)
+    pr_cost: Totals | None = None  # every round of the pull request
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -154,6 +159,7 @@ def render_report(report: ReportInput) -> str:
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
         _reviewer_notes(report.comments, report.tickets),
         _summary(issues, report.panel, fast_mode=report.fast_mode),
+        _cost(report.cost, report.pr_cost),
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -380,3 +386,38 @@ def _panel_line(panel: PanelSummary, findings: bool) -> str:
     if panel.narrowed:
         text += " The panel was narrowed by the cost guard (more than 25 findings)."
     return text
+
+
+def tokens_line(totals: Totals) -> str:
+    """ "12,345 input tokens (1,024 cached), 678 output tokens in 9 calls; $0.0123"."""
+    cached = f" ({totals.cached_input_tokens:,} cached)" if totals.cached_input_tokens else ""
+    line = (
+        f"{totals.input_tokens:,} input tokens{cached}, {totals.output_tokens:,} output tokens "
+        f"in {totals.calls} call{'s' if totals.calls != 1 else ''}"
+    )
+    if totals.cost is not None:
+        line += f"; {money(totals.cost)}" + (" (priced models only)" if totals.unpriced else "")
+    return line
+
+
+def _cost(cost: Spend | None, pr_cost: Totals | None) -> str:
+    if cost is None or not cost.total.calls:
+        lines = []
+    else:
+        lines = [f"This round: {tokens_line(cost.total)}."]
+        lines += [f"- {row.key}: {tokens_line(row.totals)}" for row in cost.by_role]
+    if pr_cost is not None and pr_cost.calls:
+        lines.append(f"Pull request, all rounds: {tokens_line(pr_cost)}.")
+    if lines:
+        unpriced = sorted(
+            set(cost.unpriced if cost else ()) | set(pr_cost.unpriced if pr_cost else ())
+        )
+        if unpriced:
+            lines.append("Tokens only: no price set for " + ", ".join(unpriced) + ".")
+        local = cost.total.counted_locally if cost else 0
+        if local:
+            lines.append(
+                f"{local} call{'s' if local != 1 else ''} had no usage from the provider: "
+                "counted locally (o200k) from what was sent."
+            )
+    return _section("Cost", lines)

@@ -18,6 +18,7 @@ from reviews.agents.untrusted import untrusted_block
 from reviews.domain import types as t
 from reviews.domain.model_answers import CriticAnswer
 from reviews.domain.panel import CoverageGaps
+from reviews.domain.spend import CallRole
 from reviews.models import ReviewRound
 from reviews.pipeline.model_runs import round_model_answer
 
@@ -102,6 +103,7 @@ def judge(review_round: ReviewRound, brief: str) -> Judgement | None:
             user_prompt=brief,
             name="critic",
             answer=ANSWER,
+            role=CallRole.CRITIC,
         )
     except ModelRunError as exc:
         # The critic refines coverage; it never fails a round the rules can finish.

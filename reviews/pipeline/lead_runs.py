@@ -10,6 +10,7 @@ from reviews.agents.runtime import Answer, ModelRunError
 from reviews.agents.untrusted import untrusted_block
 from reviews.domain.model_answers import Walkthrough
 from reviews.domain.round_stats import TourStep
+from reviews.domain.spend import CallRole
 from reviews.domain.walkthrough import tour_steps, walkthrough_brief
 from reviews.models import ReviewRound
 from reviews.pipeline.model_runs import round_model_answer
@@ -46,6 +47,7 @@ def lead_walkthrough(review_round: ReviewRound) -> list[TourStep] | None:
             user_prompt=prompt,
             name="lead-walkthrough",
             answer=WALKTHROUGH_ANSWER,
+            role=CallRole.LEAD,
         )
     except ModelRunError as exc:
         logger.warning("round %s: the lead's walkthrough failed: %s", review_round.pk, exc)

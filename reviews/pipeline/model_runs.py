@@ -18,12 +18,14 @@ from reviews.agents.runtime import (
     ModelRuntime,
     ReviewTools,
     RunOutcome,
+    RunUsageSummary,
     provider_name,
 )
 from reviews.domain import types as t
 from reviews.domain.closings import prose_closing, stored_closing
 from reviews.domain.model_answers import RequirementsClosing, ReviewerClosing
 from reviews.domain.outcomes import DISABLED_BY_WORKSPACE, PROCESS_BLOCK
+from reviews.domain.spend import CallRole
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline.analyzer_runs import ANALYZERS
@@ -31,6 +33,7 @@ from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.prompting import memory_hints, shared_brief
 from reviews.pipeline.tool_adapters import review_tools
+from reviews.services.spend import model_call_record
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
@@ -80,12 +83,45 @@ def closing_answer(stream: ReviewerStream) -> Answer:
     )
 
 
+def spent(
+    review_round: ReviewRound,
+    *,
+    role: CallRole,
+    name: str,
+    model: ModelConfig,
+    usage: RunUsageSummary,
+    failed: bool = False,
+) -> None:
+    """Record one agent run's spend in the round's ledger (a database blip reconnects: the
+    tokens are spent either way)."""
+    retry_db(
+        partial(
+            model_call_record,
+            review_round=review_round,
+            role=role,
+            name=name,
+            model=model.model,
+            provider=model.provider,
+            usage=usage,
+            failed=failed,
+        ),
+        what=f"{name}: recording its spend",
+    )
+
+
 def round_model_answer(
-    review_round: ReviewRound, *, system_prompt: str, user_prompt: str, name: str, answer: Answer
+    review_round: ReviewRound,
+    *,
+    system_prompt: str,
+    user_prompt: str,
+    name: str,
+    answer: Answer,
+    role: CallRole,
 ) -> RunOutcome | None:
     """One tool-less call to the round's default model for an answer in a shape (the critic,
     the lead's walkthrough), on a twentieth of the round's token budget. None when no model is
-    configured; a failed call raises ModelRunError for the caller to fall back."""
+    configured; a failed call raises ModelRunError for the caller to fall back. What it spent
+    is in the round's ledger either way."""
     workspace = review_round.space.workspace
     resolved = runtime_model(
         reviewer_model(None), workspace, budget=max(workspace.round_token_budget // 20, 1000)
@@ -93,14 +129,20 @@ def round_model_answer(
     if resolved is None:
         return None
     model, api_key = resolved
-    return ModelRuntime(model).run_sync(
-        api_key=api_key,
-        system_prompt=system_prompt,
-        user_prompt=user_prompt,
-        tools=ReviewTools(),
-        name=name,
-        answer=answer,
-    )
+    try:
+        outcome = ModelRuntime(model).run_sync(
+            api_key=api_key,
+            system_prompt=system_prompt,
+            user_prompt=user_prompt,
+            tools=ReviewTools(),
+            name=name,
+            answer=answer,
+        )
+    except ModelRunError as exc:
+        spent(review_round, role=role, name=name, model=model, usage=exc.usage, failed=True)
+        raise
+    spent(review_round, role=role, name=name, model=model, usage=outcome.usage)
+    return outcome
 
 
 def _missing_key(choice: ModelChoice | None) -> str:
@@ -193,8 +235,11 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     checks_requirements = facts is not None and stream.name in (facts.requirements_check or ())
     profile = reviewer_profile(stream, config, requirements_check=checks_requirements)
     runtime = ModelRuntime(model)
+    role = CallRole.FOLLOWUP if stream.name.startswith("followup-") else CallRole.REVIEWER
     last_error = ""
     lost: list[BaseException] = []
+    # The stream's tokens are every attempt's: a failed first attempt was paid for too.
+    tokens_in = tokens_out = 0
     for attempt, narrowed in ((1, False), (2, True)):
         if attempt > 1 or stream.attempts > 1:
             # A first run of the stream (its first attempt counted) has nothing to discard.
@@ -218,10 +263,18 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
                 answer=closing_answer(stream),
             )
         except ModelRunError as exc:
+            spent(
+                review_round, role=role, name=stream.name, model=model, usage=exc.usage, failed=True
+            )
+            tokens_in += exc.usage.input_tokens
+            tokens_out += exc.usage.output_tokens
             if lost:
                 raise lost[0] from exc
             last_error = f"attempt {attempt}: {exc}"
             continue
+        spent(review_round, role=role, name=stream.name, model=model, usage=outcome.usage)
+        tokens_in += outcome.usage.input_tokens
+        tokens_out += outcome.usage.output_tokens
         if lost:  # a finding or note could not be written: this run is not the reviewer's
             raise lost[0]
         closing = stored_closing(outcome.answer, answer_error=outcome.answer_error)
@@ -232,8 +285,8 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
                 stream,
                 StreamState.DONE,
                 error="",
-                tokens_in=outcome.usage.input_tokens,
-                tokens_out=outcome.usage.output_tokens,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
                 refused_calls=outcome.refused_calls,
                 redactions=outcome.redactions,
                 coverage_note=closing.summary,
@@ -243,5 +296,7 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
         )
         return {"state": "done", "attempt": attempt}
     last_error = redact_text(last_error)
-    stream_transition(stream, StreamState.FAILED, error=last_error)
+    stream_transition(
+        stream, StreamState.FAILED, error=last_error, tokens_in=tokens_in, tokens_out=tokens_out
+    )
     return {"state": "failed", "error": last_error}

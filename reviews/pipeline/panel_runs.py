@@ -15,9 +15,10 @@ from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTo
 from reviews.domain.lens_answers import LensResult, finding_ref, lens_batch
 from reviews.domain.model_answers import LensBatchAnswer
 from reviews.domain.panel import LENSES
+from reviews.domain.spend import CallRole
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.faults import retry_db
-from reviews.pipeline.model_runs import runtime_model
+from reviews.pipeline.model_runs import runtime_model, spent
 from reviews.pipeline.prompting import finding_excerpt, findings_prompt
 from reviews.services.nodes import node_panel_apply
 from reviews.services.worktrees import round_worktree
@@ -84,11 +85,22 @@ def verify_group(
     answers: dict[int, dict[str, LensResult]] = {node.pk: {} for node in nodes}
     for (lens, group), outcome in zip(asked.items(), asyncio.run(panel()), strict=True):
         refs = [ref for ref, _, _ in group]
+        name = f"lens-{lens}"
         # A verifier that errors abstains on every finding it was given; the panel never
-        # crashes the pipeline (docs/domain-rules.md#the-panel-lenses).
+        # crashes the pipeline (docs/domain-rules.md#the-panel-lenses). What it spent is
+        # recorded either way.
         if isinstance(outcome, ModelRunError):
+            spent(
+                review_round,
+                role=CallRole.LENS,
+                name=name,
+                model=model,
+                usage=outcome.usage,
+                failed=True,
+            )
             found = lens_batch(None, refs, str(outcome))
         elif isinstance(outcome, RunOutcome):
+            spent(review_round, role=CallRole.LENS, name=name, model=model, usage=outcome.usage)
             found = lens_batch(outcome.answer, refs, outcome.answer_error)
         else:
             raise outcome

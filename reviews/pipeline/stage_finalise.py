@@ -13,7 +13,7 @@ from reviews.domain.round_stats import PanelOutcome
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import analyzer_runs, inputs
 from reviews.reporting import stream_dimension
-from reviews.selectors import node_view
+from reviews.selectors import node_view, round_token_totals
 from reviews.services import codeindex
 from reviews.services.flags import space_flag_check
 from reviews.services.verdicts import axis_record, round_finalise
@@ -128,10 +128,8 @@ def finalise(review_round: ReviewRound) -> None:
         context_utilization=round(sum(1 for n in model_nodes if n.map_anchor) / len(model_nodes), 3)
         if model_nodes
         else None,
-        tokens={
-            "in": sum(s.tokens_in for s in streams),
-            "out": sum(s.tokens_out for s in streams),
-        },
+        # Every model call of the round, from its ledger: reviewers, lenses, critic, lead.
+        tokens=round_token_totals(review_round),
         panel=_panel_summary(review_round, rows),
         reviewers_failed=[s.name for s in streams if s.state == ReviewerStream.State.FAILED],
         # Model reviewers that closed without a structured statement: their findings stand,
