@@ -39,6 +39,7 @@ from reviews.api_schemas import (
     TicketIssuePendingOut,
     TicketIssueRefusedOut,
     TicketOut,
+    WorkspaceSpendOut,
 )
 from reviews.domain import consensus
 from reviews.domain import types as t
@@ -51,6 +52,7 @@ from reviews.selectors import (
     round_newest,
     space_get_for_user,
     spaces_for_list,
+    workspace_spend,
 )
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
@@ -404,6 +406,21 @@ def round_list(request, slug: Slug, space_id: Id):
 
     _, space = _space(request, slug, space_id)
     return rounds_json(review_page(space=space))
+
+
+@router.get(
+    "/{slug}/spend",
+    response=responses({200: WorkspaceSpendOut}, 404, 422),
+    summary="What the workspace's model calls cost, per day, month, reviewer and model",
+)
+def workspace_spend_get(request, slug: Slug):
+    """Tokens (input, cached, output) and money where a price is set, over every review of
+    the workspace; any member may read it."""
+    from reviews.export import spend_json
+
+    membership = membership_get(user=request.user, slug=slug)
+    require(membership, Perm.VIEW, attempted="see the workspace's spend", request=request)
+    return spend_json(workspace_spend(membership.workspace_id), periods=True)
 
 
 def _round_of(space, number: int):

@@ -276,6 +276,47 @@ class ReviewNotesOut(Schema):
     tickets: list[ReviewerTicketOut]
 
 
+class SpendTotalsOut(Schema):
+    """Tokens a set of model calls spent (input includes cached input) and, where the workspace
+    set a price for every model involved, the money: `cost` is a decimal string, null when no
+    call had a price; `unpriced` names the models without one."""
+
+    input_tokens: int
+    cached_input_tokens: int
+    output_tokens: int
+    requests: int
+    calls: int
+    counted_locally: int  # calls the provider reported no usage for: our own o200k count
+    cost: str | None
+    unpriced: list[str]
+
+
+class SpendRowOut(SpendTotalsOut):
+    key: str  # a role, a reviewer, a model, a day (YYYY-MM-DD) or a month (YYYY-MM)
+
+
+class SpendOut(Schema):
+    total: SpendTotalsOut
+    by_role: list[SpendRowOut]
+    by_name: list[SpendRowOut]
+    by_model: list[SpendRowOut]
+
+
+class ReviewSpendOut(Schema):
+    """What the review's model calls cost: the shown round (null before it ran) and every round
+    of the pull request."""
+
+    round: SpendOut | None
+    pull_request: SpendTotalsOut
+
+
+class WorkspaceSpendOut(SpendOut):
+    """A workspace's spend over every review, per day and per month as well."""
+
+    by_day: list[SpendRowOut]
+    by_month: list[SpendRowOut]
+
+
 class ReviewJson(Schema):
     """One review, schema `quorum.review/v1`: the shown round (the newest, or the last finished
     one when the newest failed or was cancelled), its verdict, findings and notes."""
@@ -294,6 +335,7 @@ class ReviewJson(Schema):
     # The round's statistics (classification, panel, critic, failures).
     stats: JsonMap
     notes: ReviewNotesOut
+    spend: ReviewSpendOut
 
 
 # The other answers of the reviews routes ---------------------------------------------------

@@ -36,6 +36,10 @@ Schema `quorum.review/v1`:
 - `space` also has `publication` {round, state (posted | claimed | uncertain), url,
   github_review_id, event, requested_by, approved_by, posted_at} or null: the shown round's one
   GitHub review
+- `spend`: what the model calls cost {round: {total, by_role, by_name, by_model} | null,
+  pull_request: totals over every round}; totals are {input_tokens (cached included),
+  cached_input_tokens, output_tokens, requests, calls, counted_locally, cost (decimal string or
+  null without a price), unpriced (models without a price)}
 - `space` also has `flagged_for_human` and `flag` {flagged_at, reason} or null: two rounds in a
   row ended without approval, so a person should decide (only a person clears it)
 Fields are only ever added within v1.
@@ -43,11 +47,20 @@ Fields are only ever added within v1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from reviews.domain import types as t
 from reviews.domain.round_states import state_label
-from reviews.selectors import DeltaView, ReviewPage, reviewer_notes
+from reviews.domain.spend import Row, Spend, Totals
+from reviews.selectors import (
+    DeltaView,
+    ReviewPage,
+    model_prices,
+    reviewer_notes,
+    round_spend,
+    space_spend,
+)
 
 SCHEMA = "quorum.review/v1"
 
@@ -149,7 +162,46 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
         # columns of its own and is not part of the review.
         "stats": review_round.stats.to_json() if review_round else {},
         "notes": _notes(page),
+        "spend": review_spend_json(page),
     }
+
+
+def review_spend_json(page: ReviewPage) -> dict[str, Any]:
+    prices = model_prices(page.space.workspace_id)
+    return {
+        "round": spend_json(round_spend(page.round, prices)) if page.round else None,
+        "pull_request": totals_json(space_spend(page.space, prices).total),
+    }
+
+
+def totals_json(totals: Totals) -> dict[str, Any]:
+    return {
+        "input_tokens": totals.input_tokens,
+        "cached_input_tokens": totals.cached_input_tokens,
+        "output_tokens": totals.output_tokens,
+        "requests": totals.requests,
+        "calls": totals.calls,
+        "counted_locally": totals.counted_locally,
+        "cost": str(totals.cost) if totals.cost is not None else None,
+        "unpriced": list(totals.unpriced),
+    }
+
+
+def _rows(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    return [{"key": r.key, **totals_json(r.totals)} for r in rows]
+
+
+def spend_json(spend: Spend, *, periods: bool = False) -> dict[str, Any]:
+    """A spend in the API's shape (`SpendOut`; with `periods`, `WorkspaceSpendOut`)."""
+    out = {
+        "total": totals_json(spend.total),
+        "by_role": _rows(spend.by_role),
+        "by_name": _rows(spend.by_name),
+        "by_model": _rows(spend.by_model),
+    }
+    if periods:
+        out |= {"by_day": _rows(spend.by_day), "by_month": _rows(spend.by_month)}
+    return out
 
 
 def _publication(review_round: Any) -> dict[str, Any] | None:

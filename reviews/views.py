@@ -25,6 +25,7 @@ from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
 from reviews.domain.finding_groups import PageRequestError, parse_page_request
 from reviews.domain.outcomes import is_process_block
+from reviews.domain.report import tokens_line
 from reviews.domain.round_states import RoundState, can_cancel, can_rerun, state_label
 from reviews.domain.space_status import (
     LADDER,
@@ -47,11 +48,14 @@ from reviews.reporting import report_markdown
 from reviews.selectors import (
     EAGER_COHORT_PREVIEWS,
     disagreement_round,
+    model_prices,
     review_page,
     review_page_bounded,
     reviewer_notes,
     round_newest,
+    round_spend,
     space_get_for_user,
+    space_spend,
     spaces_for_list,
 )
 from reviews.services import nodes as node_services
@@ -286,10 +290,26 @@ def review_context(
         # A local repository has no GitHub to file in: its tickets can only be dismissed.
         "can_file_issues": allows(membership, Perm.REQUEST_PUBLISH)
         and space.pull_request.repository.kind == "github",
+        "spend": _spend_context(space, page),
         **_rounds_context(membership, page, round_number),
         **_publication_context(space, page),
         **_flag_context(membership, space, page.flag),
         **PAGE_VOCABULARY,
+    }
+
+
+def _spend_context(space: ReviewSpace, page) -> dict:
+    """What the shown round's model calls cost, and the pull request's total over its rounds."""
+    prices = model_prices(space.workspace_id)
+    of_round = round_spend(page.round, prices) if page.round else None
+    of_pr = space_spend(space, prices).total
+    return {
+        "round": of_round,
+        "round_line": tokens_line(of_round.total) if of_round and of_round.total.calls else "",
+        "rows": [(r.key, tokens_line(r.totals)) for r in of_round.by_role] if of_round else [],
+        "pr_line": tokens_line(of_pr) if of_pr.calls else "",
+        "unpriced": sorted(set(of_pr.unpriced) | set(of_round.unpriced if of_round else ())),
+        "counted_locally": of_round.total.counted_locally if of_round else 0,
     }
 
 

@@ -29,6 +29,18 @@ class RulesForm(forms.Form):
     )
 
 
+class PriceForm(forms.Form):
+    """A model's price per million tokens; the service checks the name and the decimals."""
+
+    model = forms.CharField(max_length=120)
+    input_price = forms.CharField(max_length=20, required=False, label="Input, per million")
+    cached_input_price = forms.CharField(
+        max_length=20, required=False, label="Cached input, per million (blank: the input price)"
+    )
+    output_price = forms.CharField(max_length=20, required=False, label="Output, per million")
+    remove = forms.BooleanField(required=False)
+
+
 class InviteForm(forms.Form):
     email = forms.EmailField()
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=rules.Role.REVIEWER)

@@ -8,6 +8,8 @@ urlpatterns = [
     path("new/", views.workspace_create, name="create"),
     path("invitations/<str:token>/", views.invitation_accept, name="invitation_accept"),
     path("w/<slug:slug>/settings/", views.general, name="general"),
+    path("w/<slug:slug>/settings/prices/", views.prices, name="prices"),
+    path("w/<slug:slug>/spend/", views.spend, name="spend"),
     path("w/<slug:slug>/settings/members/", views.members, name="members"),
     path("w/<slug:slug>/settings/members/<int:member_id>/", views.member_change, name="member"),
     path(

@@ -18,6 +18,7 @@ from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
     FewShotFormSet,
     InviteForm,
+    PriceForm,
     RepositoryForm,
     RepositoryUpdateForm,
     ReviewerConfigForm,
@@ -137,11 +138,104 @@ def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
         tier_help=[(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
         default_tier=Workspace._meta.get_field("tier").default,
         can_edit=allows(membership, Perm.MANAGE_RULES),
+        **_prices_context(membership),
     )
     template = "workspaces/settings_general.html"
     if request.htmx:
         template += "#rules_card"
     return render(request, template, context, status=status)
+
+
+def _prices_context(membership: Membership, **extra) -> dict:
+    from reviews.models import ModelCall, ModelPrice
+
+    ws = membership.workspace
+    prices = list(ModelPrice.objects.filter(workspace=ws))
+    priced = {p.model for p in prices}
+    called = (
+        ModelCall.objects.filter(round__space__workspace=ws)
+        .values_list("model", flat=True)
+        .distinct()
+    )
+    return {
+        "prices": prices,
+        "unpriced_models": sorted(set(called) - priced),
+        "can_set_prices": allows(membership, Perm.MANAGE_RULES),
+        "price_form": extra.pop("price_form", None) or PriceForm(),
+        **extra,
+    }
+
+
+@member_view
+@require_POST
+def prices(request: HttpRequest, membership: Membership) -> HttpResponse:
+    """An admin sets (or removes) what a model costs per million tokens."""
+    from reviews.services.spend import model_price_delete, model_price_set
+
+    require(membership, Perm.MANAGE_RULES, attempted="set model prices", request=request)
+    ws = membership.workspace
+    form = PriceForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            if data["remove"]:
+                model_price_delete(
+                    workspace=ws, actor=request.user, model=data["model"], request=request
+                )
+                messages.success(request, f"Price of {data['model']} removed.")
+            else:
+                model_price_set(
+                    workspace=ws,
+                    actor=request.user,
+                    model=data["model"],
+                    input_price=data["input_price"],
+                    cached_input_price=data["cached_input_price"],
+                    output_price=data["output_price"],
+                    request=request,
+                )
+                messages.success(request, f"Price of {data['model']} saved.")
+        except RuleError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect(reverse("workspaces:general", args=[ws.slug]) + "#prices")
+    context = _ctx(
+        membership,
+        form=RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes}),
+        saved=False,
+        tier_help=[(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
+        default_tier=Workspace._meta.get_field("tier").default,
+        can_edit=allows(membership, Perm.MANAGE_RULES),
+        **_prices_context(membership, price_form=form),
+    )
+    return render(request, "workspaces/settings_general.html", context, status=400)
+
+
+@member_view
+@require_http_methods(["GET"])
+def spend(request: HttpRequest, membership: Membership) -> HttpResponse:
+    """What the workspace's model calls cost, per month, per day, per reviewer and per model."""
+    from reviews.domain.report import tokens_line
+    from reviews.domain.spend import money
+    from reviews.selectors import workspace_spend
+
+    data = workspace_spend(membership.workspace_id)
+
+    def rows(items):
+        return [(r.key, r.totals, money(r.totals.cost)) for r in items]
+
+    context = _ctx(
+        membership,
+        total=data.total,
+        total_line=tokens_line(data.total) if data.total.calls else "",
+        by_month=rows(reversed(data.by_month)),
+        by_day=rows(list(reversed(data.by_day))[:62]),
+        by_name=rows(data.by_name),
+        by_role=rows(data.by_role),
+        by_model=rows(data.by_model),
+        unpriced=data.unpriced,
+        can_set_prices=allows(membership, Perm.MANAGE_RULES),
+    )
+    return render(request, "workspaces/spend.html", context)
 
 
 @member_view

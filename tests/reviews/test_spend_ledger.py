@@ -133,3 +133,93 @@ def test_prices_turn_tokens_into_money(shop, fake_model, workspace):
         (tokens.tokens_in - cached) * 2.5 + cached * 1.25 + tokens.tokens_out * 10
     ) / 1_000_000
     assert f"${expected:.4f}" in report
+
+
+def test_spend_is_on_the_page_in_the_workspace_view_and_in_the_api(
+    shop, fake_model, workspace, alice, member_factory, user_factory, client_for
+):
+    review_round = shop()
+    spent = review_round.stats.tokens
+    cached = sum(c.cached_input_tokens for c in ModelCall.objects.filter(round=review_round))
+    # An admin sets a price through the settings form (CSRF-checked, audited).
+    client = client_for(alice)
+    response = client.post(
+        f"/w/{workspace.slug}/settings/prices/",
+        {
+            "model": "fake-reviewer",
+            "input_price": "3",
+            "cached_input_price": "",
+            "output_price": "15",
+        },
+    )
+    assert response.status_code == 302
+    expected = ((spent.tokens_in - cached) * 3 + cached * 3 + spent.tokens_out * 15) / 1_000_000
+
+    page = client.get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert f"This round: {spent.tokens_in:,} input tokens" in html
+    assert f"${expected:.4f}" in html
+    assert "Pull request, all rounds:" in html and "No price set for" not in html
+
+    view = client.get(f"/w/{workspace.slug}/spend/").content.decode()
+    assert f"${expected:.4f}" in view
+    for reviewer in ("implementation", "security", "lens-severity", "critic", "lead-walkthrough"):
+        assert f'<th scope="row">{reviewer}</th>' in view
+    assert f'<th scope="row">{review_round.created_at:%Y-%m}</th>' in view
+
+    data = client.get(f"/api/v1/workspaces/{workspace.slug}/reviews/{review_round.space_id}")
+    body = data.json()["spend"]
+    assert body["round"]["total"]["input_tokens"] == spent.tokens_in
+    assert body["round"]["total"]["cost"] == f"{expected:.6f}"
+    assert body["pull_request"]["output_tokens"] == spent.tokens_out
+    assert {r["key"] for r in body["round"]["by_role"]} >= {"reviewer", "lens", "critic", "lead"}
+    listing = client.get(f"/api/v1/workspaces/{workspace.slug}/spend").json()
+    assert listing["total"]["input_tokens"] == spent.tokens_in
+    assert [r["key"] for r in listing["by_month"]] == [f"{review_round.created_at:%Y-%m}"]
+
+    # A viewer reads the spend but cannot set a price; a non-member sees nothing.
+    viewer = member_factory(workspace, "viewer")
+    client = client_for(viewer)
+    assert client.get(f"/w/{workspace.slug}/spend/").status_code == 200
+    refused = client.post(
+        f"/w/{workspace.slug}/settings/prices/",
+        {"model": "fake-reviewer", "input_price": "0", "output_price": "0"},
+    )
+    assert refused.status_code == 403
+    assert ModelPrice.objects.get(model="fake-reviewer").input_per_million == 3
+    client = client_for(user_factory())
+    assert client.get(f"/w/{workspace.slug}/spend/").status_code == 404
+    assert client.get(f"/api/v1/workspaces/{workspace.slug}/spend").status_code == 404
+    assert (
+        client.get(
+            f"/api/v1/workspaces/{workspace.slug}/reviews/{review_round.space_id}"
+        ).status_code
+        == 404
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"model": "fake-reviewer", "input_price": "-1", "output_price": "2"},
+        {"model": "fake-reviewer", "input_price": "1e3", "output_price": "2"},
+        {"model": "fake-reviewer", "input_price": "1,5", "output_price": "2"},
+        {"model": "fake reviewer", "input_price": "1", "output_price": "2"},
+        {"model": "fake-reviewer", "input_price": "", "output_price": "2"},
+    ],
+)
+def test_a_price_must_be_a_plain_non_negative_decimal(workspace, alice, client_for, fields):
+    response = client_for(alice).post(f"/w/{workspace.slug}/settings/prices/", fields)
+    assert response.status_code == 400
+    assert not ModelPrice.objects.exists()
+
+
+def test_the_price_form_needs_its_csrf_token(workspace, alice):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    fields = {"model": "m", "input_price": "1", "output_price": "2"}
+    assert client.post(f"/w/{workspace.slug}/settings/prices/", fields).status_code == 403
+    assert not ModelPrice.objects.exists()
