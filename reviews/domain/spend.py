@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 
 
@@ -128,7 +128,9 @@ def totals(records: Iterable[CallRecord], prices: Mapping[str, Price] | None = N
         requests=sum(r.requests for r in items),
         calls=len(items),
         counted_locally=sum(1 for r in items if r.counted_locally),
-        cost=cost.quantize(Decimal("0.000001")) if cost is not None else None,
+        cost=cost.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
+        if cost is not None
+        else None,
         unpriced=tuple(sorted(unpriced)),
     )
 
@@ -178,6 +180,5 @@ def money(value: Decimal | None) -> str:
     """A cost for a person: "$0.0123", or "" when there is none."""
     if value is None:
         return ""
-    if value >= 1:
-        return f"${value.quantize(Decimal('0.01'))}"
-    return f"${value.quantize(Decimal('0.0001'))}"
+    places = Decimal("0.01") if value >= 1 else Decimal("0.0001")
+    return f"${value.quantize(places, rounding=ROUND_HALF_UP)}"

@@ -245,3 +245,54 @@ def test_it_serves_slow_responses_concurrently(fake_model: FakeModelServer) -> N
     elapsed = time.monotonic() - started
     assert 0.4 <= elapsed < 1.0
     assert [r.status for r in fake_model.recorded()] == [200, 200, 200]
+
+
+LONG = {"role": "system", "content": " ".join(f"rule {n}: read the diff." for n in range(400))}
+
+
+def test_openai_usage_counts_the_prompt_and_caches_a_long_shared_prefix(
+    fake_model: FakeModelServer,
+) -> None:
+    """prompt_tokens is the o200k count of what was received; a prompt of 1024 tokens or more
+    that starts like an earlier one reads the common prefix, in steps of 128, from the cache."""
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+    first = _openai(fake_model, _chat(LONG, USER, tools=tools)).json()["usage"]
+    assert first["prompt_tokens"] > 1024
+    assert first["prompt_tokens_details"]["cached_tokens"] == 0
+    follow = {"role": "user", "content": "and the tests?"}
+    second = _openai(fake_model, _chat(LONG, USER, follow, tools=tools)).json()["usage"]
+    cached = second["prompt_tokens_details"]["cached_tokens"]
+    assert cached % 128 == 0 and first["prompt_tokens"] - 128 < cached <= first["prompt_tokens"]
+    assert second["prompt_tokens"] > first["prompt_tokens"]
+    # A different start shares nothing; a short prompt is never cached.
+    other = _openai(fake_model, _chat(USER, LONG, tools=tools)).json()["usage"]
+    assert other["prompt_tokens_details"]["cached_tokens"] == 0
+    _openai(fake_model, _chat(USER))
+    short = _openai(fake_model, _chat(USER)).json()["usage"]
+    assert short["prompt_tokens_details"]["cached_tokens"] == 0
+    assert (
+        fake_model.tokens_received
+        == sum(u["prompt_tokens"] for u in (first, second, other, short)) + short["prompt_tokens"]
+    )
+    assert fake_model.tokens_cached == cached
+
+
+def test_anthropic_caches_only_what_is_marked(fake_model: FakeModelServer) -> None:
+    system = [{"type": "text", "text": LONG["content"], "cache_control": {"type": "ephemeral"}}]
+    body = {"model": "m", "max_tokens": 5, "system": system, "messages": [USER]}
+    written = _anthropic(fake_model, body).json()["usage"]
+    assert written["cache_creation_input_tokens"] > 1024 and written["cache_read_input_tokens"] == 0
+    read = _anthropic(fake_model, body).json()["usage"]
+    assert read["cache_read_input_tokens"] == written["cache_creation_input_tokens"]
+    assert read["input_tokens"] == written["input_tokens"] > 0
+    plain = {**body, "system": LONG["content"]}
+    for _ in range(2):
+        usage = _anthropic(fake_model, plain).json()["usage"]
+        assert usage["cache_read_input_tokens"] == usage["cache_creation_input_tokens"] == 0
+
+
+def test_on_a_bad_day_an_answer_has_no_usage() -> None:
+    with FakeModelServer(omit_usage=True) as fake:
+        answer_ = _openai(fake, _chat(USER)).json()
+        assert "usage" not in answer_ and answer_["choices"][0]["message"]["content"]
+        assert fake.tokens_received > 0  # it still counts what it received
