@@ -56,10 +56,8 @@ from reviews.domain.spend import Row, Spend, Totals
 from reviews.selectors import (
     DeltaView,
     ReviewPage,
-    model_prices,
+    review_spend,
     reviewer_notes,
-    round_spend,
-    space_spend,
 )
 
 SCHEMA = "quorum.review/v1"
@@ -167,10 +165,10 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
 
 
 def review_spend_json(page: ReviewPage) -> dict[str, Any]:
-    prices = model_prices(page.space.workspace_id)
+    of_round, of_review = review_spend(page.space, page.round)
     return {
-        "round": spend_json(round_spend(page.round, prices)) if page.round else None,
-        "pull_request": totals_json(space_spend(page.space, prices).total),
+        "round": spend_json(of_round) if of_round is not None else None,
+        "pull_request": totals_json(of_review.total),
     }
 
 

@@ -603,7 +603,7 @@ class ReviewerTicket(models.Model):
 class ModelCall(models.Model):
     """One agent run's spend: the ledger every model call of a round writes to, failed and
     abstaining runs included (reviews/domain/spend.py). Written only by
-    `reviews.services.spend.model_call_record`."""
+    `reviews.services.spend.model_calls_record`."""
 
     Role = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
         "Role", {r.name: (r.value, r.value) for r in CallRole}

@@ -26,7 +26,7 @@ from reviews.domain.round_states import state_label
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream, ReviewNode
-from reviews.selectors import ReviewPage, model_prices, reviewer_notes, round_spend, space_spend
+from reviews.selectors import ReviewPage, review_spend, reviewer_notes
 
 # Offline analyzers report on a dimension too: bandit is a security reviewer.
 _ANALYZER_DIMENSIONS = {
@@ -88,7 +88,7 @@ def report_markdown(page: ReviewPage) -> str:
     if page.round is None:
         return "# Review: not started\n"
     views = list(page.views.values())
-    prices = model_prices(page.space.workspace_id)
+    cost, review_cost = review_spend(page.space, page.round)
     lines = []
     disabled = list(page.round.stats.reviewers_disabled or [])
     for stream in page.streams:
@@ -176,8 +176,8 @@ def report_markdown(page: ReviewPage) -> str:
             walkthrough_text=page.round.stats.walkthrough or "",
             disabled=disabled,
             fast_mode=bool(page.round.facts and page.round.facts.fast_mode),
-            cost=round_spend(page.round, prices),
-            pr_cost=space_spend(page.space, prices).total,
+            cost=cost,
+            pr_cost=review_cost.total,
             delta_labels={
                 str(n.pk): label
                 for n in page.nodes

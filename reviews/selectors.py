@@ -713,7 +713,12 @@ def reviewer_notes(
 
 
 def _call_records(calls: QuerySet[ModelCall]) -> list[CallRecord]:
+    return [record for _, record in _round_records(calls)]
+
+
+def _round_records(calls: QuerySet[ModelCall]) -> list[tuple[int, CallRecord]]:
     rows = calls.values_list(
+        "round_id",
         "role",
         "name",
         "model",
@@ -725,18 +730,21 @@ def _call_records(calls: QuerySet[ModelCall]) -> list[CallRecord]:
         "created_at",
     )
     return [
-        CallRecord(
-            role=CallRole(role),
-            name=name,
-            model=model,
-            input_tokens=tin,
-            cached_input_tokens=cached,
-            output_tokens=tout,
-            requests=requests,
-            counted_locally=local,
-            day=created.date(),
+        (
+            round_id,
+            CallRecord(
+                role=CallRole(role),
+                name=name,
+                model=model,
+                input_tokens=tin,
+                cached_input_tokens=cached,
+                output_tokens=tout,
+                requests=requests,
+                counted_locally=local,
+                day=created.date(),
+            ),
         )
-        for role, name, model, tin, cached, tout, requests, local, created in rows
+        for round_id, role, name, model, tin, cached, tout, requests, local, created in rows
     ]
 
 
@@ -773,6 +781,19 @@ def round_token_totals(review_round: ReviewRound) -> dict[str, int]:
         tokens_in=Coalesce(Sum("input_tokens"), 0), tokens_out=Coalesce(Sum("output_tokens"), 0)
     )
     return {"in": int(sums["tokens_in"]), "out": int(sums["tokens_out"])}
+
+
+def review_spend(
+    space: ReviewSpace, review_round: ReviewRound | None
+) -> tuple[Spend | None, Spend]:
+    """The shown round's spend and the review's (every round), from one read of its ledger
+    and one of the workspace's prices."""
+    prices = model_prices(space.workspace_id)
+    rows = _round_records(ModelCall.objects.filter(round__space=space))
+    of_round = None
+    if review_round is not None:
+        of_round = spend([r for round_id, r in rows if round_id == review_round.pk], prices)
+    return of_round, spend([r for _, r in rows], prices)
 
 
 def round_spend(review_round: ReviewRound, prices: Mapping[str, Price] | None = None) -> Spend:

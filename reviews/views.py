@@ -48,14 +48,12 @@ from reviews.reporting import report_markdown
 from reviews.selectors import (
     EAGER_COHORT_PREVIEWS,
     disagreement_round,
-    model_prices,
     review_page,
     review_page_bounded,
+    review_spend,
     reviewer_notes,
     round_newest,
-    round_spend,
     space_get_for_user,
-    space_spend,
     spaces_for_list,
 )
 from reviews.services import nodes as node_services
@@ -300,9 +298,8 @@ def review_context(
 
 def _spend_context(space: ReviewSpace, page) -> dict:
     """What the shown round's model calls cost, and the pull request's total over its rounds."""
-    prices = model_prices(space.workspace_id)
-    of_round = round_spend(page.round, prices) if page.round else None
-    of_pr = space_spend(space, prices).total
+    of_round, of_review = review_spend(space, page.round)
+    of_pr = of_review.total
     return {
         "round": of_round,
         "round_line": tokens_line(of_round.total) if of_round and of_round.total.calls else "",

@@ -33,7 +33,7 @@ from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.prompting import memory_hints, shared_brief
 from reviews.pipeline.tool_adapters import review_tools
-from reviews.services.spend import model_call_record
+from reviews.services.spend import Spent, model_calls_record
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
@@ -92,20 +92,16 @@ def spent(
     usage: RunUsageSummary,
     failed: bool = False,
 ) -> None:
-    """Record one agent run's spend in the round's ledger (a database blip reconnects: the
-    tokens are spent either way)."""
+    """Record one agent run's spend in the round's ledger."""
+    spent_all(review_round, [Spent(role, name, model.model, model.provider, usage, failed)])
+
+
+def spent_all(review_round: ReviewRound, calls: list[Spent]) -> None:
+    """Record agent runs' spend in the round's ledger (a database blip reconnects: the tokens
+    are spent either way)."""
     retry_db(
-        partial(
-            model_call_record,
-            review_round=review_round,
-            role=role,
-            name=name,
-            model=model.model,
-            provider=model.provider,
-            usage=usage,
-            failed=failed,
-        ),
-        what=f"{name}: recording its spend",
+        partial(model_calls_record, review_round=review_round, calls=calls),
+        what=f"{', '.join(c.name for c in calls)}: recording the spend",
     )
 
 

@@ -18,9 +18,10 @@ from reviews.domain.panel import LENSES
 from reviews.domain.spend import CallRole
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.faults import retry_db
-from reviews.pipeline.model_runs import runtime_model, spent
+from reviews.pipeline.model_runs import runtime_model, spent_all
 from reviews.pipeline.prompting import finding_excerpt, findings_prompt
 from reviews.services.nodes import node_panel_apply
+from reviews.services.spend import Spent
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
 from workspaces.models import reviewer_model
@@ -83,6 +84,7 @@ def verify_group(
         )
 
     answers: dict[int, dict[str, LensResult]] = {node.pk: {} for node in nodes}
+    calls: list[Spent] = []
     for (lens, group), outcome in zip(asked.items(), asyncio.run(panel()), strict=True):
         refs = [ref for ref, _, _ in group]
         name = f"lens-{lens}"
@@ -90,22 +92,18 @@ def verify_group(
         # crashes the pipeline (docs/domain-rules.md#the-panel-lenses). What it spent is
         # recorded either way.
         if isinstance(outcome, ModelRunError):
-            spent(
-                review_round,
-                role=CallRole.LENS,
-                name=name,
-                model=model,
-                usage=outcome.usage,
-                failed=True,
+            calls.append(
+                Spent(CallRole.LENS, name, model.model, model.provider, outcome.usage, True)
             )
             found = lens_batch(None, refs, str(outcome))
         elif isinstance(outcome, RunOutcome):
-            spent(review_round, role=CallRole.LENS, name=name, model=model, usage=outcome.usage)
+            calls.append(Spent(CallRole.LENS, name, model.model, model.provider, outcome.usage))
             found = lens_batch(outcome.answer, refs, outcome.answer_error)
         else:
             raise outcome
         for ref, node, _ in group:
             answers[node.pk][lens] = found[ref]
+    spent_all(review_round, calls)
     outcomes = retry_db(
         lambda: node_panel_apply(nodes=nodes, answers=answers),
         what=f"panel on nodes {', '.join(str(n.pk) for n in nodes)}",

@@ -1,13 +1,15 @@
 """The spend ledger and the workspace's model prices.
 
-`model_call_record` is the one writer of `ModelCall`: every agent run of a round (reviewer,
-follow-up, lens, critic, lead, ask) calls it once, whether the run finished, abstained or
-failed, with what the runtime counted as the responses arrived. `model_price_set` and
+`model_calls_record` is the one writer of `ModelCall`: every agent run of a round (reviewer,
+follow-up, lens, critic, lead, ask) is recorded once through it, whether the run finished,
+abstained or failed, with what the runtime counted as the responses arrived. `model_price_set` and
 `model_price_delete` are the one writers of `ModelPrice` (admins only, audited).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -21,30 +23,36 @@ from workspaces.models import Workspace
 from workspaces.rules import RuleError
 
 
-def model_call_record(
-    *,
-    review_round: ReviewRound | int,
-    role: CallRole,
-    name: str,
-    model: str,
-    provider: str,
-    usage: RunUsageSummary,
-    failed: bool = False,
-) -> ModelCall:
-    """One agent run's spend, in the ledger."""
+@dataclass(frozen=True)
+class Spent:
+    """One agent run's spend, to record."""
+
+    role: CallRole
+    name: str
+    model: str
+    provider: str
+    usage: RunUsageSummary
+    failed: bool = False
+
+
+def model_calls_record(*, review_round: ReviewRound | int, calls: Sequence[Spent]) -> None:
+    """Agent runs' spend, in the ledger, in one statement (a panel's lenses end together)."""
     round_id = review_round if isinstance(review_round, int) else review_round.pk
-    return ModelCall.objects.create(
-        round_id=round_id,
-        role=role.value,
-        name=name[:60],
-        model=model[:120],
-        provider=provider[:20],
-        input_tokens=max(usage.input_tokens, 0),
-        cached_input_tokens=max(min(usage.cached_input_tokens, usage.input_tokens), 0),
-        output_tokens=max(usage.output_tokens, 0),
-        requests=max(usage.requests, 0),
-        counted_locally=usage.counted_locally,
-        failed=failed,
+    ModelCall.objects.bulk_create(
+        ModelCall(
+            round_id=round_id,
+            role=c.role.value,
+            name=c.name[:60],
+            model=c.model[:120],
+            provider=c.provider[:20],
+            input_tokens=max(c.usage.input_tokens, 0),
+            cached_input_tokens=max(min(c.usage.cached_input_tokens, c.usage.input_tokens), 0),
+            output_tokens=max(c.usage.output_tokens, 0),
+            requests=max(c.usage.requests, 0),
+            counted_locally=c.usage.counted_locally,
+            failed=c.failed,
+        )
+        for c in calls
     )
 
 

@@ -100,7 +100,8 @@ def test_the_page_costs_the_same_queries_at_5_and_60_findings_and_bounds_each_gr
         assert len(CARD.findall(below)) == _limit(per_priority["P3"])
         assert f'Findings <span class="muted">({size})</span>' in html
     assert counts[0] == counts[1], counts
-    assert counts[1] <= 15, counts
+    # 15, and 2 for the spend section (the review's ledger rows, the workspace's prices).
+    assert counts[1] <= 17, counts
 
 
 def test_show_more_serves_the_next_cards_of_the_group_and_says_how_many_are_left(

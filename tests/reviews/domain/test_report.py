@@ -102,6 +102,7 @@ def test_it_renders_the_sections_in_fixed_order() -> None:
         "## Positive notes",
         "## Notes from reviewers",
         "## Summary",
+        "## Cost",
     ]
 
 
@@ -169,7 +170,8 @@ def test_it_says_none_for_empty_sections() -> None:
         positive_notes=[],
         panel=None,
     )
-    assert report.count("None.") == 7
+    assert report.count("None.") == 8
+    assert report.endswith("## Cost\n\nNone.\n")  # no model call recorded
     assert "## Notes from reviewers\n\nNone." in report
     assert "No reviewer ran." in report
     assert "| **Total** | 0 | 0 | 0 | 0 |" in report
