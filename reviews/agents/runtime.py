@@ -318,12 +318,15 @@ class _ReviewModeGuard(AbstractCapability[Any]):
     _seen: set[str] = field(default_factory=set)
     # Usage as the responses arrive: what a run that ends in an abstention still cost.
     usage: Counter[str] = field(default_factory=Counter)
-    # Our count of the last request body sent (the HTTP client's hook sets it): what stands in
-    # when a response carries no usage.
-    sent_tokens: int = 0
+    # The last request body sent (the HTTP client's hook keeps it): counted only when its
+    # response carries no usage, so a provider that reports usage costs no counting.
+    sent: bytes = b""
 
-    async def count_sent(self, request: httpx.Request) -> None:
-        self.sent_tokens = request_tokens(request.content)
+    async def keep_sent(self, request: httpx.Request) -> None:
+        try:
+            self.sent = request.content
+        except httpx.RequestNotRead:  # a streamed body: nothing to count
+            self.sent = b""
 
     async def after_model_request(
         self, ctx: Any, *, request_context: Any, response: ModelResponse
@@ -334,7 +337,7 @@ class _ReviewModeGuard(AbstractCapability[Any]):
             self.usage["cached"] += reported.cache_read_tokens
             self.usage["output"] += reported.output_tokens
         else:  # the provider said nothing: count what was sent and what came back
-            self.usage["input"] += self.sent_tokens
+            self.usage["input"] += request_tokens(self.sent)
             self.usage["output"] += response_tokens(response)
             self.usage["local"] += 1
         self.usage["requests"] += 1
@@ -492,7 +495,7 @@ class ModelRuntime:
         mode = mode or ReviewMode()
         state = _RunState()
         guard = _ReviewModeGuard(mode=mode)
-        model, client = self._model(api_key, on_request=guard.count_sent)
+        model, client = self._model(api_key, on_request=guard.keep_sent)
         clean_system, count = redact(system_prompt)
         state.count(redactions=count)
         agent: Agent[None, Any] = Agent(

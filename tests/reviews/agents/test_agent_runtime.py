@@ -27,7 +27,10 @@ from reviews.domain.consensus import Actor, SelfConfirmationError, confirm
 from reviews.domain.nodes import Accepted, parse_node_payload
 from reviews.domain.types import NodeStatus
 from tests.fakes.model_server import (
+    Fail,
     FakeModelServer,
+    Script,
+    calls,
     failing,
     good_findings,
     injection_probe,
@@ -418,3 +421,33 @@ def test_it_validates_the_config() -> None:
     assert config.usage_limits().total_tokens_limit == 1000
     assert config.model_settings()["timeout"] == 7
     assert json.dumps(config.model_settings())  # plain data, no client objects
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_run_reports_what_the_provider_billed(fake_model, stream, provider):
+    fake_model.add_script(good_findings(path="app.py"), model="billed")
+    outcome = _run(fake_model, _runtime(fake_model, provider, "billed"), stream)
+    assert outcome.usage.requests == len(fake_model.recorded()) >= 2
+    assert outcome.usage.input_tokens == fake_model.tokens_received
+    assert outcome.usage.output_tokens == fake_model.tokens_answered
+    assert not outcome.usage.counted_locally
+
+
+def test_a_failed_run_still_says_what_it_spent(fake_model, stream):
+    """One answered turn, then the provider refuses: the error carries the first turn's cost."""
+    fake_model.add_script(
+        Script("then-fails", (calls(("list_review_nodes", {})), Fail(400))), model="flaky"
+    )
+    with pytest.raises(ModelRunError) as raised:
+        _run(fake_model, _runtime(fake_model, "openai", "flaky"), stream)
+    usage = raised.value.usage
+    assert usage.requests == 1 and usage.input_tokens == fake_model.tokens_received > 0
+
+
+def test_without_usage_from_the_provider_the_run_counts_what_it_sent(stream):
+    with FakeModelServer(omit_usage=True) as fake:
+        fake.add_script(good_findings(path="app.py"), model="silent")
+        outcome = _run(fake, _runtime(fake, "openai", "silent"), stream)
+    assert outcome.usage.counted_locally
+    assert abs(outcome.usage.input_tokens - fake.tokens_received) <= 0.05 * fake.tokens_received
+    assert outcome.usage.output_tokens > 0
