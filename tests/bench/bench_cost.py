@@ -143,6 +143,7 @@ def main() -> None:
             branch = f"cost-{tier}"
             subprocess.run(["git", "branch", "-f", branch, head], cwd=repo_path, check=True)
             before = len(fake.recorded())
+            received, provider_cached = fake.tokens_received, fake.tokens_cached
             review_round = run_inline(
                 review_request(
                     repository=repository,
@@ -190,6 +191,13 @@ def main() -> None:
                 "token_ratio": round(tokens / SINGLE_PASS_TOKENS, 2),
                 "token_goal": GOALS[tier],
                 "cached_ratio": round(billed / SINGLE_PASS_TOKENS, 2),
+                # What the provider counted (the fake tokenizes each request as received), what it
+                # read from its prefix cache over the whole run (later tiers meet earlier tiers'
+                # prefixes), what the round reports (its ledger) and the reviewer streams alone.
+                "tokens_received": fake.tokens_received - received,
+                "provider_cached": fake.tokens_cached - provider_cached,
+                "tokens_reported": review_round.stats.tokens.tokens_in,
+                "tokens_in_streams": sum(s.tokens_in for s in review_round.streams.all()),
             }
     finally:
         fake.stop()
@@ -203,6 +211,9 @@ def main() -> None:
             f"(goal {figures['token_goal']}x), {figures['tokens_billed_with_cache']:,} with the "
             f"cached prefix at a tenth = {figures['cached_ratio']}x"
             + (f" (goal {CACHED_GOAL}x)" if tier == "thorough" else "")
+            + f"; {figures['tokens_received']:,} received by the provider, "
+            f"{figures['tokens_reported']:,} reported by the round, "
+            f"{figures['tokens_in_streams']:,} in the reviewer streams"
         )
 
 
