@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0011_stream_closing"),
+        ("reviews", "0013_step_panel_group"),
         ("workspaces", "0005_reviewer_tiers"),
     ]
 
