@@ -323,6 +323,47 @@ class GitHubClient:
         )
         return resp.json()
 
+    @property
+    def app_identity(self) -> bool:
+        """A GitHub App: check runs can be posted (a token may only post commit statuses)."""
+        return isinstance(self._auth, GitHubApp)
+
+    def create_check_run(self, owner: str, repo: str, **fields: Any) -> dict[str, Any]:
+        """Create one check run (201); only an app can. Not retried after it may have reached
+        GitHub: the caller looks for it by name before creating another."""
+        resp = self._repo_call(
+            "POST", owner, repo, "/check-runs", json=fields, expect=(201,), idempotent=False
+        )
+        return resp.json()
+
+    def update_check_run(
+        self, owner: str, repo: str, check_run_id: int, **fields: Any
+    ) -> dict[str, Any]:
+        """Update a check run in place; the same PATCH twice leaves the same run, so retried."""
+        path = f"/check-runs/{_number(check_run_id)}"
+        return self._repo_call("PATCH", owner, repo, path, json=fields).json()
+
+    def find_check_runs(self, owner: str, repo: str, sha: str, name: str) -> list[dict[str, Any]]:
+        """The check runs named `name` on commit `sha` (every app's; the caller filters)."""
+        resp = self._repo_call(
+            "GET",
+            owner,
+            repo,
+            f"/commits/{_sha(sha)}/check-runs",
+            params={"check_name": name, "filter": "all", "per_page": 100},
+        )
+        runs = resp.json().get("check_runs")
+        if not isinstance(runs, list):
+            raise GitHubError("unexpected check runs page")
+        return runs
+
+    def create_commit_status(
+        self, owner: str, repo: str, sha: str, **fields: Any
+    ) -> dict[str, Any]:
+        """Set a commit status (201). A context has one current state, so a repeat is harmless."""
+        path = f"/statuses/{_sha(sha)}"
+        return self._repo_call("POST", owner, repo, path, json=fields, expect=(201,)).json()
+
     def git_remote(self, owner: str, repo: str) -> GitRemote:
         """Clone URL and the Authorization header git needs (tokens go as Basic x-access-token)."""
         _name(owner)
@@ -538,6 +579,12 @@ def _default_git_url(api_url: str) -> str:
 def _name(value: str) -> str:
     if not isinstance(value, str) or not _NAME.fullmatch(value) or value in (".", ".."):
         raise ValueError(f"not a GitHub owner or repository name: {value!r}")
+    return value
+
+
+def _sha(value: str) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{7,40}", value):
+        raise ValueError(f"not a commit SHA: {value!r}")
     return value
 
 

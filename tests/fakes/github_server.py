@@ -43,6 +43,20 @@ API_VERSION = "2022-11-28"
 DOCS = "https://docs.github.com/rest"
 REVIEW_DOCS = "https://docs.github.com/rest/reference/pulls#create-a-review-for-a-pull-request"
 ISSUE_DOCS = "https://docs.github.com/rest/issues/issues#create-an-issue"
+CHECKS_DOCS = "https://docs.github.com/rest/checks/runs#create-a-check-run"
+STATUS_DOCS = "https://docs.github.com/rest/commits/statuses#create-a-commit-status"
+CHECK_STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
+CHECK_CONCLUSIONS = (
+    "action_required",
+    "cancelled",
+    "failure",
+    "neutral",
+    "success",
+    "skipped",
+    "stale",
+    "timed_out",
+)
+COMMIT_STATES = ("error", "failure", "pending", "success")
 
 # GitHub's real 422 bodies, verbatim.
 LINE_NOT_IN_DIFF = (
@@ -104,6 +118,9 @@ class FakeRepo:
     # repository's Issues feature is turned off.
     issues: list[dict[str, Any]] = field(default_factory=list)
     has_issues: bool = True
+    # Check runs (by id) and commit statuses (in the order posted), as created via the API.
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def full_name(self) -> str:
@@ -121,6 +138,9 @@ class _Token:
 class _Fault:
     kind: str
     seconds: float | None
+    method: str | None = None  # only requests with this method and a path matching `path`
+    path: str | None = None
+    after_apply: bool = False  # the request takes effect, then its answer is the fault
 
 
 class _Reply(Exception):
@@ -260,17 +280,30 @@ class FakeGitHub:
             self.repos[(owner, name)].pulls[number] = pull
             return pull
 
-    def inject(self, kind: str, *, count: int = 1, seconds: float | None = None) -> None:
+    def inject(
+        self,
+        kind: str,
+        *,
+        count: int = 1,
+        seconds: float | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        after_apply: bool = False,
+    ) -> None:
         """Answer the next `count` API requests with a fault instead of the real answer.
 
         kinds: "secondary" (403 + Retry-After: seconds, default 60), "secondary_bare" (403,
         message only), "429" (Retry-After if seconds given), "primary" (403, remaining 0, reset
-        in `seconds`), "500" / "502" / "503".
+        in `seconds`), "500" / "502" / "503". With `method`/`path` (a regular expression) only
+        matching requests get it; `after_apply` lets the request take effect first and then
+        answers with the fault (a lost answer: the client cannot know it was applied).
         """
         if kind not in ("secondary", "secondary_bare", "429", "primary", "500", "502", "503"):
             raise ValueError(f"unknown fault {kind!r}")
         with self._lock:
-            self._faults.extend(_Fault(kind, seconds) for _ in range(count))
+            self._faults.extend(
+                _Fault(kind, seconds, method, path, after_apply) for _ in range(count)
+            )
 
     def revoke_installation_tokens(self) -> None:
         """Invalidate every issued installation token (as DELETE /installation/token would)."""
@@ -288,6 +321,14 @@ class FakeGitHub:
         with self._lock:
             return [dict(i) for i in self.repos[(owner, name)].issues]
 
+    def check_runs(self, owner: str, name: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self.repos[(owner, name)].check_runs.values()]
+
+    def statuses(self, owner: str, name: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self.repos[(owner, name)].statuses]
+
     def requests_to(self, method: str, path_pattern: str) -> list[RecordedRequest]:
         with self._lock:
             return [
@@ -303,9 +344,15 @@ class FakeGitHub:
 
     # -- request handling (called from server threads) -------------------------------------
 
-    def _take_fault(self) -> _Fault | None:
+    def _take_fault(self, req: RecordedRequest) -> _Fault | None:
         with self._lock:
-            return self._faults.pop(0) if self._faults else None
+            for index, fault in enumerate(self._faults):
+                if fault.method is not None and fault.method != req.method:
+                    continue
+                if fault.path is not None and re.fullmatch(fault.path, req.path) is None:
+                    continue
+                return self._faults.pop(index)
+            return None
 
     def _fault_reply(self, fault: _Fault) -> _Reply:
         now = int(self.clock())
@@ -624,6 +671,207 @@ class FakeGitHub:
         if changed.anchors.get((start_side, start)) != hunk:
             raise _unprocessable(START_NOT_IN_HUNK, new_form=True)
 
+    # -- checks and statuses ---------------------------------------------------------------
+
+    def _commit(self, repo: FakeRepo, sha: Any) -> str:
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{7,40}", sha):
+            raise _error(422, f"No commit found for SHA: {sha}", status="422")
+        try:
+            return git("rev-parse", "--verify", f"{sha}^{{commit}}", cwd=repo.path).strip()
+        except RuntimeError:
+            raise _error(422, f"No commit found for SHA: {sha}", status="422") from None
+
+    def _check_fields(self, data: Any, *, creating: bool) -> dict[str, Any]:
+        """GitHub's validation of a check run's fields (create or update)."""
+        if not isinstance(data, dict):
+            raise _error(400, "Problems parsing JSON")
+
+        def invalid(detail: str) -> _Reply:
+            return _error(
+                422, f"Invalid request.\n\n{detail}", documentation_url=CHECKS_DOCS, status="422"
+            )
+
+        for required in ("name", "head_sha") if creating else ():
+            if not isinstance(data.get(required), str) or not data[required]:
+                raise invalid(f'"{required}" wasn\'t supplied.')
+        status, conclusion = data.get("status"), data.get("conclusion")
+        if status is not None and status not in CHECK_STATUSES:
+            raise invalid(
+                f"For 'properties/status', {json.dumps(status)} is not a member of "
+                f"{json.dumps(list(CHECK_STATUSES))}."
+            )
+        if conclusion is not None and conclusion not in CHECK_CONCLUSIONS:
+            raise invalid(
+                f"For 'properties/conclusion', {json.dumps(conclusion)} is not a member of "
+                f"{json.dumps(list(CHECK_CONCLUSIONS))}."
+            )
+        if conclusion is not None and status not in (None, "completed"):
+            raise _error(
+                422,
+                "Conclusion can only be set when the status is completed",
+                documentation_url=CHECKS_DOCS,
+                status="422",
+            )
+        if status == "completed" and conclusion is None:
+            raise _error(
+                422,
+                "Missing conclusion: a completed check run needs one",
+                documentation_url=CHECKS_DOCS,
+                status="422",
+            )
+        output = data.get("output")
+        if output is not None:
+            if not isinstance(output, dict) or not all(
+                isinstance(output.get(k), str) for k in ("title", "summary")
+            ):
+                raise invalid('"title" and "summary" are required in \'output\'.')
+            if len(output["summary"]) > 65_535 or len(output.get("text") or "") > 65_535:
+                raise _error(
+                    422,
+                    "Validation Failed",
+                    [
+                        {
+                            "resource": "CheckRun",
+                            "code": "custom",
+                            "field": "output",
+                            "message": "summary is too long (maximum is 65535 characters)",
+                        }
+                    ],
+                    documentation_url=CHECKS_DOCS,
+                    status="422",
+                )
+        details = data.get("details_url")
+        if details is not None and not (
+            isinstance(details, str) and details.startswith(("http://", "https://"))
+        ):
+            raise _error(
+                422,
+                "Validation Failed",
+                [{"resource": "CheckRun", "code": "custom", "field": "details_url"}],
+                documentation_url=CHECKS_DOCS,
+                status="422",
+            )
+        return data
+
+    def _app_only(self, who: _Token) -> None:
+        if who.installation_id is None:
+            raise _error(
+                403,
+                "You must authenticate via a GitHub App.",
+                documentation_url=CHECKS_DOCS,
+                status="403",
+            )
+
+    def create_check_run(self, req: RecordedRequest, owner: str, name: str) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        self._app_only(who)
+        repo = self._repo(owner, name, who)
+        data = self._check_fields(req.json, creating=True)
+        sha = self._commit(repo, data["head_sha"])
+        with self._lock:
+            run_id = next(self._review_ids)
+            now = _iso(self.clock())
+            status = "completed" if data.get("conclusion") else data.get("status") or "queued"
+            run = {
+                "id": run_id,
+                "name": data["name"],
+                "head_sha": sha,
+                "status": status,
+                "conclusion": data.get("conclusion"),
+                "details_url": data.get("details_url"),
+                "external_id": data.get("external_id"),
+                "output": dict(data.get("output") or {"title": None, "summary": None}),
+                "started_at": now,
+                "completed_at": now if status == "completed" else None,
+                "app": {"slug": self._app_slug, "installation_id": who.installation_id},
+                "html_url": f"{self.base_url}/{repo.full_name}/runs/{run_id}",
+                "url": f"{self.base_url}/repos/{repo.full_name}/check-runs/{run_id}",
+            }
+            repo.check_runs[run_id] = run
+            return _Reply(201, dict(run))
+
+    def update_check_run(self, req: RecordedRequest, owner: str, name: str, run_id: int) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        self._app_only(who)
+        repo = self._repo(owner, name, who)
+        data = self._check_fields(req.json, creating=False)
+        with self._lock:
+            run = repo.check_runs.get(run_id)
+            # Another app's run is not found for this one.
+            if run is None or run["app"]["installation_id"] != who.installation_id:
+                raise _error(404, "Not Found", status="404")
+            for key in ("name", "details_url", "external_id", "status", "conclusion"):
+                if key in data:
+                    run[key] = data[key]
+            if data.get("conclusion"):
+                run["status"] = "completed"
+            if "output" in data:
+                run["output"] = dict(data["output"])
+            if run["status"] == "completed":
+                run["completed_at"] = _iso(self.clock())
+            return _Reply(200, dict(run))
+
+    def list_check_runs(self, req: RecordedRequest, owner: str, name: str, ref: str) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        repo = self._repo(owner, name, who)
+        sha = self._commit(repo, ref)
+        wanted = req.query.get("check_name", [None])[0]
+        with self._lock:
+            runs = [
+                dict(r)
+                for r in repo.check_runs.values()
+                if r["head_sha"] == sha and (wanted is None or r["name"] == wanted)
+            ]
+        runs.sort(key=lambda r: -r["id"])
+        return _Reply(200, {"total_count": len(runs), "check_runs": runs})
+
+    def create_status(self, req: RecordedRequest, owner: str, name: str, sha: str) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        repo = self._repo(owner, name, who)
+        data = req.json
+        if not isinstance(data, dict):
+            raise _error(400, "Problems parsing JSON")
+        state = data.get("state")
+        if state not in COMMIT_STATES:
+            raise _error(
+                422,
+                "Invalid request.\n\nFor 'properties/state', "
+                f"{json.dumps(state)} is not a member of {json.dumps(list(COMMIT_STATES))}.",
+                documentation_url=STATUS_DOCS,
+                status="422",
+            )
+        description = data.get("description")
+        if description is not None and (not isinstance(description, str) or len(description) > 140):
+            raise _error(
+                422,
+                "Validation Failed",
+                [
+                    {
+                        "resource": "Status",
+                        "code": "custom",
+                        "field": "description",
+                        "message": "description is too long (maximum is 140 characters)",
+                    }
+                ],
+                documentation_url=STATUS_DOCS,
+                status="422",
+            )
+        commit = self._commit(repo, sha)
+        with self._lock:
+            status_id = next(self._review_ids)
+            status = {
+                "id": status_id,
+                "sha": commit,
+                "state": state,
+                "context": data.get("context") or "default",
+                "description": description,
+                "target_url": data.get("target_url"),
+                "creator": {"login": who.login},
+                "created_at": _iso(self.clock()),
+            }
+            repo.statuses.append(status)
+        return _Reply(201, dict(status))
+
     def get_installation(self, req: RecordedRequest, owner: str, name: str) -> _Reply:
         self._verify_app_jwt(req.headers.get("authorization"))
         with self._lock:
@@ -841,14 +1089,18 @@ class _Handler(BaseHTTPRequestHandler):
         version = req.headers.get("x-github-api-version")
         if version is not None and version != API_VERSION:
             raise _error(400, f"API version '{version}' is not supported.", status="400")
-        fault = fake._take_fault()
-        if fault is not None:
+        fault = fake._take_fault(req)
+        if fault is not None and not fault.after_apply:
             raise fake._fault_reply(fault)
         routes: list[tuple[str, str, Callable[..., _Reply]]] = [
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)", fake.get_pull),
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/files", fake.list_files),
             ("POST", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews", fake.create_review),
             ("POST", r"/repos/([^/]+)/([^/]+)/issues", fake.create_issue),
+            ("POST", r"/repos/([^/]+)/([^/]+)/check-runs", fake.create_check_run),
+            ("PATCH", r"/repos/([^/]+)/([^/]+)/check-runs/(\d+)", fake.update_check_run),
+            ("GET", r"/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs", fake.list_check_runs),
+            ("POST", r"/repos/([^/]+)/([^/]+)/statuses/([^/]+)", fake.create_status),
             ("GET", r"/repos/([^/]+)/([^/]+)/installation", fake.get_installation),
             ("POST", r"/app/installations/(\d+)/access_tokens", fake.create_access_token),
             ("GET", r"/installation/repositories", fake.installation_repositories),
@@ -857,7 +1109,10 @@ class _Handler(BaseHTTPRequestHandler):
             match = re.fullmatch(pattern, req.path)
             if match and req.method == method:
                 args = [int(g) if g.isdigit() else g for g in match.groups()]
-                return endpoint(req, *args)
+                reply = endpoint(req, *args)
+                if fault is not None:  # applied; the answer is lost
+                    raise fake._fault_reply(fault)
+                return reply
         raise _error(404, "Not Found", status="404")
 
     def _send(self, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
