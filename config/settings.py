@@ -273,6 +273,9 @@ GITHUB_GIT_URL = envstr("GITHUB_GIT_URL").rstrip("/")
 GITHUB_APP_ID = envstr("GITHUB_APP_ID")
 GITHUB_APP_PRIVATE_KEY_PATH = envstr("GITHUB_APP_PRIVATE_KEY_PATH")
 GITHUB_WEBHOOK_SECRET = envsecret("GITHUB_WEBHOOK_SECRET")
+# Where people reach this server (https://quorum.example.com): the GitHub check run's "Details"
+# link to the review page. Empty: the check has no link.
+QUORUM_PUBLIC_URL = envstr("QUORUM_PUBLIC_URL").rstrip("/")
 QUORUM_LLM_PROVIDER = envchoice("QUORUM_LLM_PROVIDER", "", {"", "openai", "anthropic"})
 QUORUM_LLM_BASE_URL = envstr("QUORUM_LLM_BASE_URL")
 QUORUM_LLM_API_KEY = envsecret("QUORUM_LLM_API_KEY")

@@ -197,6 +197,31 @@ def _policy_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
     return payload["workspace"], "actionpolicy", payload["action_class"]
 
 
+class CheckRunPayload(BaseModel):
+    """The `Quorum` check run (or commit status) of one round, as the round stands now."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    space: int
+    round: int
+    head_sha: str = Field(pattern="^[0-9a-f]{40}$")
+
+
+def _check_run(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
+    from reviews.services.check_runs import check_run_sync
+
+    return {"posted": check_run_sync(round_id=payload["round"])}
+
+
+def _check_run_head(payload: dict[str, Any]) -> str:
+    from reviews.models import ReviewRound
+
+    return (
+        ReviewRound.objects.filter(pk=payload["round"]).values_list("head_sha", flat=True).first()
+        or ""
+    )
+
+
 class ActionRefused(Exception):
     """The executor will not run this payload; the message says why."""
 
@@ -216,6 +241,10 @@ class ActionClass:
     needs_presence: bool = True
     # Fixed policy: not configurable per workspace (loosening itself needs a second person).
     fixed_policy: str | None = None
+    # The policy of a workspace that set none (None: require_approval for a mutating action).
+    default_policy: str | None = None
+    # The policies a workspace may choose.
+    policies: tuple[str, ...] = ("allow", "require_approval", "deny")
 
 
 REGISTRY: dict[str, ActionClass] = {
@@ -250,6 +279,20 @@ REGISTRY: dict[str, ActionClass] = {
         # A settings change can wait in the inbox: nothing is lost while nobody is there.
         needs_presence=False,
         fixed_policy="require_approval",
+    ),
+    # Posted by the app on every round's head commit: it reports the verdict and posts nothing
+    # on the pull request, so it is not behind the publish approval. A workspace can switch it
+    # off (deny); nobody is there to approve each update of a running round.
+    "checkRun": ActionClass(
+        name="checkRun",
+        mutating=True,
+        payload=CheckRunPayload,
+        execute=_check_run,
+        current_head=_check_run_head,
+        scope=_publish_scope,
+        description="Post the Quorum check run (commit status) of each round to GitHub",
+        default_policy="allow",
+        policies=("allow", "deny"),
     ),
 }
 

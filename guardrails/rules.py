@@ -95,6 +95,7 @@ class ActionName(StrEnum):
     PR_PUBLISH = "prPublish"
     ISSUE_CREATE = "issueCreate"
     POLICY_CHANGE = "policyChange"
+    CHECK_RUN = "checkRun"
 
 
 class Decision(StrEnum):

@@ -57,7 +57,9 @@ def policy_for(workspace: Workspace, action: str) -> ActionPolicy:
     policy = ActionPolicy.objects.filter(workspace=workspace, action_class=action).first()
     if policy is not None:
         return policy
-    default = rules.Policy.REQUIRE_APPROVAL if action_class(action).mutating else rules.Policy.ALLOW
+    if spec.default_policy is not None:
+        return ActionPolicy(workspace=workspace, action_class=action, policy=spec.default_policy)
+    default = rules.Policy.REQUIRE_APPROVAL if spec.mutating else rules.Policy.ALLOW
     return ActionPolicy(workspace=workspace, action_class=action, policy=default.value)
 
 
@@ -586,6 +588,8 @@ def policy_update(
         raise RuleError(f"The policy of {action} is fixed and cannot be changed.")
     if policy not in rules.Policy.__members__.values():
         raise RuleError(f"Unknown policy {policy!r}; use allow, require_approval or deny.")
+    if policy not in spec.policies:
+        raise RuleError(f"The policy of {action} is one of {', '.join(spec.policies)}.")
     if not 1 <= approvals_required <= 5:
         raise RuleError("Approvals required must be between 1 and 5.")
     if not 5 <= expires_after_minutes <= 7 * 24 * 60:

@@ -307,7 +307,13 @@ def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResp
                 messages.info(request, outcome.reason or "Nothing changed.")
         return redirect("guardrails:settings", ws.slug)
     policies = [
-        (spec, policy_for(ws, name)) for name, spec in REGISTRY.items() if spec.fixed_policy is None
+        (
+            spec,
+            policy_for(ws, name),
+            [(p.value, p.value.replace("_", " ")) for p in rules.Policy if p in spec.policies],
+        )
+        for name, spec in REGISTRY.items()
+        if spec.fixed_policy is None
     ]
     context = {
         "workspace": ws,

@@ -142,6 +142,11 @@ class ReviewRound(models.Model):
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The round's `Quorum` check run on GitHub (reviews/services/check_runs.py, its one writer):
+    # claimed before it is created, so a retry after a lost answer looks for it instead of
+    # creating a second; its id once GitHub answered.
+    check_run_claimed_at = models.DateTimeField(null=True, blank=True)
+    check_run_id = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

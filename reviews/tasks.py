@@ -1,5 +1,11 @@
 """Celery discovers tasks in `<app>.tasks`; the pipeline's live in reviews/pipeline/tasks.py."""
 
+from __future__ import annotations
+
+import time
+
+from celery import shared_task
+
 from reviews.pipeline.tasks import (
     pipeline_advance_task,
     pipeline_recover_task,
@@ -8,8 +14,42 @@ from reviews.pipeline.tasks import (
 )
 
 __all__ = [
+    "check_run_sync_task",
     "pipeline_advance_task",
     "pipeline_recover_task",
     "pipeline_step_task",
     "requirements_rerun_task",
 ]
+
+CHECK_RUN_RETRIES = 8
+CHECK_RUN_MAX_WAIT = 600.0
+
+
+def check_run_backoff(retries: int, retry_at: float | None, now: float) -> float:
+    """Seconds before the next try: GitHub's own wait when it named one, else 5s doubling."""
+    if retry_at is not None:
+        return min(max(retry_at - now, 1.0), CHECK_RUN_MAX_WAIT)
+    return min(5.0 * 2**retries, CHECK_RUN_MAX_WAIT)
+
+
+@shared_task(name="reviews.check_run_sync", bind=True, acks_late=True)
+def check_run_sync_task(self, round_id: int) -> str:
+    """Make the round's GitHub check show the round as it is now. A 5xx, a lost answer or a
+    rate limit is retried with backoff (the sync claims before creating, so a retry updates the
+    run instead of creating a second); anything else GitHub refuses is logged and dropped."""
+    from reviews.services.check_runs import check_run_sync
+    from reviews.sources.github_errors import GitHubError
+
+    attempt = self.request.retries or 0
+    while True:
+        try:
+            return check_run_sync(round_id=round_id)
+        except GitHubError as exc:
+            if not exc.retryable or attempt >= CHECK_RUN_RETRIES:
+                raise
+            wait = check_run_backoff(attempt, getattr(exc, "retry_at", None), time.time())
+            if not self.request.called_directly:
+                raise self.retry(exc=exc, countdown=wait, max_retries=CHECK_RUN_RETRIES) from exc
+            # Embedded mode runs the task in a server thread: wait there, then try again.
+            time.sleep(wait)
+            attempt += 1

@@ -130,6 +130,9 @@ class RepositoryOut(Schema):
     auto_review: bool
     # Draft pull requests are reviewed automatically too (with auto_review).
     review_drafts: bool = False
+    # The `Quorum` check run concludes a Hold as failure (a required check then blocks the
+    # merge), not neutral.
+    hold_fails_check: bool = False
     # Set when disconnected: its reviews are kept read-only and it takes no new review.
     archived_at: datetime | None = None
 
@@ -154,6 +157,7 @@ class RepositoryPatch(Input):
     base_branch: Text | None = Field(default=None, min_length=1, max_length=200)
     auto_review: bool | None = None
     review_drafts: bool | None = None
+    hold_fails_check: bool | None = None
 
 
 def _member(request, slug: str) -> Membership:
@@ -173,6 +177,7 @@ def _repo_out(repo: Repository) -> dict:
         "base_branch": repo.base_branch,
         "auto_review": repo.auto_review,
         "review_drafts": repo.review_drafts,
+        "hold_fails_check": repo.hold_fails_check,
         "archived_at": repo.archived_at,
     }
 

@@ -227,6 +227,8 @@ class RepositoryUpdateForm(forms.Form):
     base_branch = forms.CharField(max_length=200)
     auto_review = forms.BooleanField(required=False)
     review_drafts = forms.BooleanField(required=False)
+    # The GitHub check run concludes Hold as failure instead of neutral.
+    hold_fails_check = forms.BooleanField(required=False)
 
 
 class TokenForm(forms.Form):

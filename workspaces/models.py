@@ -211,6 +211,9 @@ class Repository(models.Model):
     auto_review = models.BooleanField(default=False)
     # Draft pull requests are reviewed automatically only when the repository says so.
     review_drafts = models.BooleanField(default=False)
+    # The `Quorum` check run concludes a Hold as failure (blocks a merge that requires it)
+    # rather than neutral.
+    hold_fails_check = models.BooleanField(default=False)
     # Disconnecting archives: reviews stay readable, webhooks are ignored, reconnecting restores.
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -242,6 +245,7 @@ class Repository(models.Model):
             "base_branch": self.base_branch,
             "auto_review": self.auto_review,
             "review_drafts": self.review_drafts,
+            "hold_fails_check": self.hold_fails_check,
         }
 
 

@@ -142,14 +142,12 @@ def review_state(verdict: Verdict) -> ReviewState:
 
 
 def render_report(report: ReportInput) -> str:
-    state = review_state(report.verdict)
     issues = sorted(
         counted_nodes(report.nodes),
         key=lambda n: (n.priority.rank, -n.confidence, n.path or "", n.start_line or 0, n.id),
     )
     parts = [
-        f"# Review: {state}",
-        f"**Verdict:** {state} — {report.verdict.rule} ({_confidence(report.verdict)})",
+        verdict_section(report.verdict),
         *([_round(report.round)] if report.round else []),
         _reviewers(report.reviewers, report.disabled),
         _requirements(report.requirements),
@@ -162,6 +160,13 @@ def render_report(report: ReportInput) -> str:
         _cost(report.cost, report.pr_cost),
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def verdict_section(verdict: Verdict) -> str:
+    """The report's first section: its state and the verdict's rule. Also the summary of the
+    round's GitHub check run (reviews/domain/check_runs.py)."""
+    state = review_state(verdict)
+    return f"# Review: {state}\n\n**Verdict:** {state} — {verdict.rule} ({_confidence(verdict)})"
 
 
 def _confidence(verdict: Verdict) -> str:

@@ -20,6 +20,7 @@ from reviews.domain.round_states import (
 from reviews.domain.stream_states import StreamState
 from reviews.events import emit
 from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
+from reviews.services.check_runs import check_run_enqueue
 from reviews.services.spaces import space_status_refresh
 from reviews.services.streams import stream_transition
 from reviews.services.verdicts import axis_record, verdict_follow
@@ -89,6 +90,8 @@ def round_transition(
         space_status_refresh(space=review_round.space_id)
         # A round's start, end, cancel or failure rewrites most of the page.
         emit(review_round.space_id, "review.round_state", state=to.value)
+        # ... and what its GitHub check shows (after commit, in a task).
+        check_run_enqueue(review_round)
     for name, value in fields.items():
         setattr(review_round, name, value)
     return True

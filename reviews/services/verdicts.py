@@ -22,6 +22,7 @@ from reviews.models import (
     VerdictChange,
 )
 from reviews.selectors import node_view
+from reviews.services.check_runs import check_run_enqueue
 from reviews.services.flags import space_flag_check
 
 _AXIS_FIELDS = (
@@ -137,6 +138,8 @@ def round_finalise(
         )
         # The reviews list shows the verdict and the open counts: its row follows too.
         emit_list_row(review_round.space.workspace_id, review_round.space_id)
+        # So does the round's GitHub check (after commit, in a task).
+        check_run_enqueue(review_round)
     return verdict
 
 

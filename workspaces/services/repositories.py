@@ -162,6 +162,7 @@ def repository_update(
     base_branch: str | None = None,
     auto_review: bool | None = None,
     review_drafts: bool | None = None,
+    hold_fails_check: bool | None = None,
     request: Any = None,
 ) -> Repository:
     with transaction.atomic(durable=True):
@@ -173,9 +174,11 @@ def repository_update(
             repo.auto_review = auto_review
         if review_drafts is not None:
             repo.review_drafts = review_drafts
+        if hold_fails_check is not None:
+            repo.hold_fails_check = hold_fails_check
         if repo.snapshot() == before:
             return repo
-        repo.save(update_fields=["base_branch", "auto_review", "review_drafts"])
+        repo.save(update_fields=["base_branch", "auto_review", "review_drafts", "hold_fails_check"])
         audit_record(
             action="repositories.updated",
             actor=Actor.of(actor),
