@@ -68,14 +68,13 @@ def check_run_record(
 ) -> None:
     """The one writer of the round's check run columns: claim it before creating, then record
     GitHub's id."""
-    fields: dict[str, Any] = {}
+    rows = ReviewRound.objects.filter(pk=review_round.pk)
     if claim:
-        fields["check_run_claimed_at"] = timezone.now()
+        review_round.check_run_claimed_at = timezone.now()
+        rows.update(check_run_claimed_at=review_round.check_run_claimed_at)
     if run_id is not None:
-        fields["check_run_id"] = run_id
-    ReviewRound.objects.filter(pk=review_round.pk).update(**fields)
-    for name, value in fields.items():
-        setattr(review_round, name, value)
+        review_round.check_run_id = run_id
+        rows.update(check_run_id=run_id)
 
 
 @contextlib.contextmanager

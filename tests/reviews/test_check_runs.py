@@ -294,3 +294,36 @@ def test_a_local_repository_posts_nothing(workspace, fake_github, settings, tmp_
     assert round_transition(review_round, RoundState.RUNNING)
     assert _sync(review_round) == "local"
     assert not [r for r in fake_github.requests if "check-runs" in r.path]
+
+
+def test_the_fake_refuses_check_runs_as_github_does(pull, fake_github, settings, tmp_path):
+    """What GitHub refuses, the fake refuses: so a wrong payload of ours fails a test."""
+    from reviews.services.github import github_client
+    from reviews.sources.github_client import GitHubForbidden, GitHubValidationError
+
+    app_identity(settings, fake_github, tmp_path)
+    _, head, _ = pull
+    output = {"title": "t", "summary": "s"}
+    with github_client() as client:
+        refused = [
+            {"head_sha": head},  # no name
+            {"name": "Quorum"},  # no head_sha
+            {"name": "Quorum", "head_sha": head, "status": "in_progress", "conclusion": "success"},
+            {"name": "Quorum", "head_sha": head, "status": "completed"},  # no conclusion
+            {"name": "Quorum", "head_sha": head, "conclusion": "passed"},
+            {"name": "Quorum", "head_sha": head, "output": {"title": "t", "summary": "x" * 65_536}},
+            {"name": "Quorum", "head_sha": "0" * 40, "output": output},  # no such commit
+        ]
+        for fields in refused:
+            with pytest.raises(GitHubValidationError):
+                client.create_check_run("acme", "app", **fields)
+        run = client.create_check_run("acme", "app", name="Quorum", head_sha=head, output=output)
+        with pytest.raises(GitHubValidationError):
+            client.update_check_run("acme", "app", run["id"], conclusion="maybe")
+        done = client.update_check_run("acme", "app", run["id"], conclusion="success")
+        assert (done["status"], done["conclusion"]) == ("completed", "success")
+    assert len(fake_github.check_runs("acme", "app")) == 1
+    # A token that is not an app's installation may not create check runs at all.
+    use_fake_github(settings, fake_github)
+    with github_client() as client, pytest.raises(GitHubForbidden):
+        client.create_check_run("acme", "app", name="Quorum", head_sha=head)

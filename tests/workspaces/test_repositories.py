@@ -54,7 +54,39 @@ def test_it_connects_a_github_repository_and_audits_it(workspace, alice, client_
         "base_branch": "main",
         "auto_review": True,
         "review_drafts": False,
+        "hold_fails_check": False,
     }
+
+
+def test_only_an_admin_makes_hold_fail_the_github_check(
+    workspace, alice, client_for, member_factory
+):
+    """Whether a Hold blocks a merge that requires the Quorum check is a repository setting an
+    admin changes (the page's form and the API); a reviewer is refused."""
+    _connect(client_for(alice), workspace, kind="github", name="acme/web")
+    repo = Repository.objects.get(full_name="acme/web")
+    url = f"/api/v1/workspaces/{workspace.slug}/repositories/{repo.pk}"
+    ruth = member_factory(workspace, "reviewer", "ruth@example.com")
+    refused = client_for(ruth).patch(url, {"hold_fails_check": True}, "application/json")
+    assert refused.status_code == 403
+    repo.refresh_from_db()
+    assert repo.hold_fails_check is False
+    page = client_for(alice).post(
+        f"/w/{workspace.slug}/settings/repositories/{repo.pk}/",
+        {"action": "update", "base_branch": "main", "hold_fails_check": "on"},
+    )
+    assert page.status_code == 302
+    repo.refresh_from_db()
+    assert repo.hold_fails_check is True
+    listed = client_for(alice).get(f"/w/{workspace.slug}/settings/repositories/")
+    assert 'name="hold_fails_check" checked' in listed.content.decode()
+    changed = client_for(alice).patch(url, {"hold_fails_check": False}, "application/json")
+    assert changed.status_code == 200 and changed.json()["hold_fails_check"] is False
+    event = AuditEvent.objects.filter(action="repositories.updated").latest("seq")
+    assert (
+        event.payload["before"]["hold_fails_check"],
+        event.payload["after"]["hold_fails_check"],
+    ) == (True, False)
 
 
 @pytest.mark.parametrize(
