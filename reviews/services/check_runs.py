@@ -56,8 +56,8 @@ def check_run_enqueue(review_round: ReviewRound) -> None:
         try:
             submit_now(check_run_sync_task, review_round.pk)
         except QueueUnavailable as exc:
-            # The next change of the round queues it again; nothing on GitHub is wrong for
-            # longer than that.
+            # The check shows the previous state until the round changes again (the sweeper
+            # does not re-sync checks).
             log.warning("check run of %s waits for the task queue: %s", review_round, exc)
 
     transaction.on_commit(submit)
