@@ -30,7 +30,7 @@ from reviews.domain.round_states import RoundState
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.models import ReviewRound, Verdict
 from reviews.services.github import github_client, github_configured
-from reviews.sources.github_client import GitHubClient
+from reviews.sources.github_client import GitHubClient, GitHubNotFound
 
 log = logging.getLogger(__name__)
 
@@ -206,22 +206,29 @@ def _post(
             fields["target_url"] = url
         client.create_commit_status(owner, name, sha, **fields)
         return "status"
-    run_id = review_round.check_run_id
-    if run_id is None and review_round.check_run_claimed_at is not None:
+    fields = wanted.fields(url)
+    if review_round.check_run_id is not None:
+        try:
+            client.update_check_run(owner, name, review_round.check_run_id, **fields)
+            return "updated"
+        except GitHubNotFound:
+            # The run is gone for this app (reinstalled, deleted): the round gets a new one
+            # rather than a check stuck in its last state; the lookup below comes first, so a
+            # retry after a lost create does not make two.
+            log.warning("check run of %s is gone on GitHub: creating it again", review_round)
+    if review_round.check_run_claimed_at is not None:
         # An earlier attempt claimed the round and may have created the run before its answer
         # was lost: find it rather than create a second.
         mine = external_id(review_round)
         found = [
             r
             for r in client.find_check_runs(owner, name, sha, checks.CHECK_NAME)
-            if r.get("external_id") == mine
+            if r.get("external_id") == mine and r.get("id") != review_round.check_run_id
         ]
         if found:
-            run_id = int(found[0]["id"])
-            check_run_record(review_round, run_id=run_id)
-    if run_id is not None:
-        client.update_check_run(owner, name, run_id, **wanted.fields(url))
-        return "updated"
+            check_run_record(review_round, run_id=int(found[0]["id"]))
+            client.update_check_run(owner, name, int(found[0]["id"]), **fields)
+            return "updated"
     check_run_record(review_round, claim=True)  # committed before GitHub is asked
     created = client.create_check_run(
         owner,
@@ -229,7 +236,7 @@ def _post(
         name=checks.CHECK_NAME,
         head_sha=sha,
         external_id=external_id(review_round),
-        **wanted.fields(url),
+        **fields,
     )
     check_run_record(review_round, run_id=int(created["id"]))
     return "created"

@@ -201,6 +201,21 @@ def test_a_5xx_on_the_first_post_then_success_leaves_exactly_one_check_run(
     assert (run["status"], run["conclusion"]) == ("completed", "success")
 
 
+def test_a_run_gone_on_github_is_created_again_for_the_round(pull, fake_github, settings, tmp_path):
+    app_identity(settings, fake_github, tmp_path)
+    repository, head, _ = pull
+    review_round = _round(repository, head)
+    assert round_transition(review_round, RoundState.RUNNING)
+    _sync(review_round)
+    fake_github.repos[("acme", "app")].check_runs.clear()  # deleted with a reinstalled app
+    _finish(review_round, "P0")
+    assert _sync(review_round) == "created"
+    [run] = fake_github.check_runs("acme", "app")
+    assert (run["status"], run["conclusion"]) == ("completed", "failure")
+    review_round.refresh_from_db()
+    assert review_round.check_run_id == run["id"]
+
+
 def test_superseded_and_cancelled_rounds_complete_their_check(
     pull, fake_github, settings, tmp_path, alice
 ):
