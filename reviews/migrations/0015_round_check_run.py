@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0012_stream_kind_external"),
+        ("reviews", "0014_model_call_ledger_and_prices"),
     ]
 
     operations = [
