@@ -35,6 +35,9 @@ from reviews.api_schemas import (
     RoundRefOut,
     RoundRerunOut,
     RoundSummaryOut,
+    SarifLogIn,
+    SarifLogOut,
+    SarifUploadOut,
     TicketIssueFiledOut,
     TicketIssuePendingOut,
     TicketIssueRefusedOut,
@@ -44,8 +47,8 @@ from reviews.api_schemas import (
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import SpaceStatus
-from reviews.export import review_json
-from reviews.models import ReviewerTicket, ReviewNode
+from reviews.export import review_json, review_sarif
+from reviews.models import ReviewerTicket, ReviewNode, Verdict
 from reviews.selectors import (
     disagreement_round,
     review_page,
@@ -467,3 +470,50 @@ def round_cancel_api(request, slug: Slug, space_id: Id, number: Id, confirm: Fil
         )
     review_round = round_cancel(review_round=review_round, actor=request.user, request=request)
     return {"space": space.pk, "round": review_round.number, "state": review_round.state}
+
+
+@router.get(
+    "/{slug}/reviews/{space_id}/sarif",
+    response=responses({200: SarifLogOut}, 404, 422),
+    summary="One round's findings as SARIF 2.1.0",
+    by_alias=True,
+)
+def review_sarif_get(request, slug: Slug, space_id: Id, round: Id | None = None):
+    """The round `review_get` shows (or `round`), as a SARIF 2.1.0 log for code scanning or any
+    SARIF viewer: one run, tool Quorum, `partialFingerprints` from each finding's fingerprint,
+    dismissed and resolved findings as suppressed results (docs/sarif.md)."""
+    _, space = _space(request, slug, space_id)
+    return review_sarif(review_page(space=space, round_number=round))
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/rounds/{number}/sarif",
+    response=responses({200: SarifUploadOut}, 400, 403, 404, 409, 413, 422),
+)
+def sarif_upload(request, slug: Slug, space_id: Id, number: Id, body: SarifLogIn):
+    """Upload a SARIF 2.1.0 log from CI for a finished round: each run becomes a reviewer
+    stream named after its tool; results on lines the change adds become findings, merged with
+    the others by the lead pass, and the verdict is decided again; results outside the change
+    are counted. The same log twice adds nothing. 422 with `path` and `schema_error` for a
+    document the schema refuses (nothing is recorded); 409 while the round has not finished;
+    413 past the body cap or 5000 results."""
+    import json
+
+    from reviews.services.sarif import sarif_ingest
+
+    _, space = _space(request, slug, space_id, Perm.START_REVIEW, "upload SARIF")
+    review_round = _round_of(space, number)
+    outcomes = sarif_ingest(
+        review_round=review_round,
+        document=json.loads(request.body),
+        user=request.user,
+        request=request,
+    )
+    return {
+        "space": space.pk,
+        "round": review_round.number,
+        "runs": [o.as_dict() for o in outcomes],
+        "verdict": Verdict.objects.filter(round=review_round)
+        .values_list("level", flat=True)
+        .first(),
+    }

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Literal
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
-from config.api_types import JsonMap
+from config.api_types import JsonMap, JsonObject, Text
 from reviews.domain import types as t
 from reviews.domain.round_states import RoundState
 from reviews.domain.space_status import SpaceStatus
@@ -434,3 +435,46 @@ class TicketIssueRefusedOut(Schema):
 
     detail: str
     ticket: TicketOut | None = None
+
+
+# SARIF ---------------------------------------------------------------------------------------
+
+
+class SarifLogIn(Schema):
+    """A SARIF 2.1.0 log as a tool wrote it (`ruff --output-format sarif`, CodeQL, Semgrep, …).
+    Only its outline is typed here; the handler checks the whole document against the SARIF
+    2.1.0 schema, and a 422 names the failing path (docs/sarif.md)."""
+
+    model_config = ConfigDict(extra="allow")  # every other SARIF property is the schema's
+
+    version: Text
+    runs: list[JsonObject]
+
+
+class SarifRunOut(Schema):
+    """What one run of an uploaded log became (docs/sarif.md)."""
+
+    tool: str
+    stream: str  # the reviewer stream its findings are under
+    results: int
+    on_change: int  # results on lines the change adds: findings
+    added: int  # findings new with this upload
+    already: int  # findings an earlier upload of the same results recorded
+    outside: int  # results outside the change: counted, not shown
+    rejected: int  # results whose finding failed validation
+
+
+class SarifUploadOut(Schema):
+    space: int
+    round: int
+    runs: list[SarifRunOut]
+    verdict: t.VerdictLevel | None
+
+
+class SarifLogOut(Schema):
+    """A SARIF 2.1.0 log (https://docs.oasis-open.org/sarif/sarif/v2.1.0/), valid against the
+    schema vendored in reviews/sarif/: one run, tool Quorum."""
+
+    schema_uri: str = Field(alias="$schema")
+    version: Literal["2.1.0"]
+    runs: list[JsonMap]

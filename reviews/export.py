@@ -63,6 +63,15 @@ from reviews.selectors import (
 SCHEMA = "quorum.review/v1"
 
 
+def review_sarif(page: ReviewPage) -> dict[str, Any]:
+    """The shown round's findings as a SARIF 2.1.0 log (docs/sarif.md): the page's download,
+    GET …/sarif and `manage.py review --format sarif`."""
+    from reviews import sarif as sarif_schema
+    from reviews.domain.sarif import sarif_log
+
+    return sarif_log(review_json(page), schema_uri=sarif_schema.SCHEMA_URI)
+
+
 def review_json(page: ReviewPage) -> dict[str, Any]:
     space, pr, review_round = page.space, page.space.pull_request, page.round
     verdict = None

@@ -18,6 +18,11 @@ urlpatterns = [
         views.review_report_json,
         name="report_json",
     ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/report.sarif",
+        views.review_report_sarif,
+        name="report_sarif",
+    ),
     path("w/<slug:slug>/reviews/<int:space_id>/flag/clear/", views.flag_clear, name="flag_clear"),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/nodes/<int:node_id>/",

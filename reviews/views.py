@@ -34,7 +34,7 @@ from reviews.domain.space_status import (
 )
 from reviews.domain.tickets import TicketStatus
 from reviews.domain.wording import cohort_anchor, cohort_names, disagreement_flash
-from reviews.export import review_json
+from reviews.export import review_json, review_sarif
 from reviews.forms import NewReviewForm, NodeActionForm
 from reviews.models import (
     CohortProgress,
@@ -440,6 +440,21 @@ def review_report_json(request: HttpRequest, membership: Membership, space_id: i
     response = JsonResponse(review_json(review_page(space=space)), json_dumps_params={"indent": 2})
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="quorum-review-{space.pk}.json"'
+    return response
+
+
+@member_view
+def review_report_sarif(
+    request: HttpRequest, membership: Membership, space_id: int
+) -> HttpResponse:
+    """The shown round's findings as SARIF 2.1.0 (the same as GET …/sarif and the CLI's
+    `--format sarif`), for GitHub code scanning or any SARIF viewer."""
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    log = review_sarif(review_page(space=space, round_number=_round_param(request)))
+    response = JsonResponse(log, json_dumps_params={"indent": 2})
+    response["Content-Type"] = "application/sarif+json"
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="quorum-review-{space.pk}.sarif"'
     return response
 
 

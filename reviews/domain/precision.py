@@ -30,6 +30,14 @@ from .types import NodeView, Priority
 
 #: The offline analyzers' agent identities (reviews/pipeline/analyzer_runs.py registers them).
 ANALYZER_AGENTS = frozenset({"ruff", "bandit", "secrets"})
+#: A tool's run uploaded as SARIF (reviews/services/sarif.py) is `sarif:<tool>`: a pattern
+#: analyzer too, so it neither confirms nor is confirmed by another analyzer.
+SARIF_AGENT_PREFIX = "sarif:"
+
+
+def is_analyzer_agent(agent: str) -> bool:
+    return agent in ANALYZER_AGENTS or agent.startswith(SARIF_AGENT_PREFIX)
+
 
 # -- test code ---------------------------------------------------------------------------------
 
@@ -133,7 +141,7 @@ def unconfirmed_pattern(node: NodeView) -> bool:
     if node.analyzer_rule is None or node.high_precision:
         return False
     backers = {*peer_confirmers(node), *node.credited_agents}
-    return not any(b.startswith(PERSON_PREFIX) or b not in ANALYZER_AGENTS for b in backers)
+    return not any(b.startswith(PERSON_PREFIX) or not is_analyzer_agent(b) for b in backers)
 
 
 # -- defusing context --------------------------------------------------------------------------
@@ -301,6 +309,7 @@ __all__ = [
     "ANALYZER_AGENTS",
     "LIVE_SECRET_KINDS",
     "PRODUCTION_ONLY_RULES",
+    "SARIF_AGENT_PREFIX",
     "SHELL_RULES",
     "TEST_CREDENTIAL_PRIORITY",
     "WEAK_HASH_RULES",
@@ -311,6 +320,7 @@ __all__ = [
     "defusing_context",
     "group_hits",
     "high_precision",
+    "is_analyzer_agent",
     "is_test_code",
     "live_secret",
     "unconfirmed_pattern",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviews.export import review_json
+from reviews.export import review_json, review_sarif
 from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page
@@ -39,7 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--head", default="", help="head ref (local source)")
         parser.add_argument("--workspace", default="", help="workspace slug (default: 'local')")
         parser.add_argument("--tier", choices=[t.value for t in rules.Tier], default=None)
-        parser.add_argument("--format", choices=["markdown", "json"], default="markdown")
+        parser.add_argument("--format", choices=["markdown", "json", "sarif"], default="markdown")
         parser.add_argument(
             "--request", default="", help="the original request, for the requirements reviewer"
         )
@@ -69,6 +69,8 @@ class Command(BaseCommand):
         page = review_page(space=review_round.space)
         if format == "json":
             self.stdout.write(json.dumps(review_json(page), indent=2))
+        elif format == "sarif":
+            self.stdout.write(json.dumps(review_sarif(page), indent=2))
         else:
             self.stdout.write(report_markdown(page))
         if review_round.state != review_round.State.FINISHED or page.verdict is None:

@@ -1,0 +1,173 @@
+"""Uploading SARIF for a finished round, without the pipeline: a CodeQL-style log (rule
+metadata, CWE tags, `security-severity`), the verdict following it, and the round states that
+refuse an upload."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from reviews.domain.types import AxisName, AxisResult
+from reviews.models import ReviewerStream, ReviewNode, Verdict, VerdictChange
+from reviews.services.spaces import space_status_refresh
+from reviews.services.verdicts import axis_record, round_finalise
+
+DIFF = """\
+diff --git a/app/db.py b/app/db.py
+new file mode 100644
+--- /dev/null
++++ b/app/db.py
+@@ -0,0 +1,3 @@
++import sqlite3
++def find(term):
++    return sqlite3.connect("x").execute("SELECT * FROM t WHERE n = '%s'" % term)
+"""
+
+CODEQL = {
+    "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+    "version": "2.1.0",
+    "runs": [
+        {
+            "tool": {
+                "driver": {
+                    "name": "CodeQL",
+                    "semanticVersion": "2.20.0",
+                    "rules": [
+                        {
+                            "id": "py/sql-injection",
+                            "shortDescription": {"text": "SQL query built from user input"},
+                            "helpUri": "https://codeql.github.com/codeql-query-help/python/",
+                            "properties": {
+                                "tags": ["security", "external/cwe/cwe-089"],
+                                "security-severity": "8.8",
+                                "precision": "high",
+                            },
+                        }
+                    ],
+                }
+            },
+            "results": [
+                {
+                    "ruleId": "py/sql-injection",
+                    "ruleIndex": 0,
+                    "message": {"text": "This SQL query depends on a user-provided value."},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": "app/db.py", "uriBaseId": "%SRCROOT%"},
+                                "region": {"startLine": 3, "startColumn": 12},
+                            }
+                        }
+                    ],
+                },
+                {
+                    "ruleId": "py/sql-injection",
+                    "ruleIndex": 0,
+                    "message": {"text": "Somewhere the change does not touch."},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": "app/old.py"},
+                                "region": {"startLine": 40},
+                            }
+                        }
+                    ],
+                },
+                {"ruleId": "py/sql-injection", "message": {"text": "No location at all."}},
+            ],
+        }
+    ],
+}
+
+
+@pytest.fixture
+def finished(review_factory, workspace):
+    review_round = review_factory(workspace, tier="light")
+    review_round.diff = DIFF
+    review_round.save(update_fields=["diff"])
+    axis_record(
+        review_round=review_round,
+        axis=AxisName.API_CONTRACT,
+        result=AxisResult.PASS,
+        source="deterministic",
+    )
+    round_finalise(review_round=review_round)
+    review_round.state = "finished"
+    review_round.save(update_fields=["state"])
+    space_status_refresh(space=review_round.space)
+    return review_round
+
+
+def _url(workspace, review_round) -> str:
+    return (
+        f"/api/v1/workspaces/{workspace.slug}/reviews/{review_round.space_id}"
+        f"/rounds/{review_round.number}/sarif"
+    )
+
+
+def test_a_codeql_finding_on_the_change_holds_the_change(
+    finished, workspace, member_factory, client_for
+):
+    assert Verdict.objects.get(round=finished).level == "ship"
+    ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
+
+    response = ci.post(_url(workspace, finished), CODEQL, content_type="application/json")
+
+    assert response.status_code == 200, response.content
+    (run,) = response.json()["runs"]
+    assert run | {"stream": "CodeQL"} == {
+        "tool": "CodeQL",
+        "stream": "CodeQL",
+        "results": 3,
+        "on_change": 1,
+        "added": 1,
+        "already": 0,
+        "outside": 2,
+        "rejected": 0,
+    }
+    node = ReviewNode.objects.get(round=finished)
+    assert (node.path, node.start_line, node.priority, node.category, node.type) == (
+        "app/db.py",
+        3,
+        "P1",
+        "security",
+        "bug",
+    )
+    assert node.title.startswith("py/sql-injection: This SQL query")
+    assert "CWE-89" in node.body and node.tags.analyzer.rule == "py/sql-injection"
+    assert node.tags.analyzer.high_precision is False and node.confidence == 0.8
+    stream = ReviewerStream.objects.get(round=finished, name="CodeQL")
+    assert stream.coverage_note == (
+        "SARIF from CodeQL 2.20.0: 3 result(s), 1 on lines the change adds, 2 outside the "
+        "change (counted, not shown)."
+    )
+    # The verdict follows, and says why.
+    assert response.json()["verdict"] == "hold"
+    change = VerdictChange.objects.get(round=finished)
+    assert (change.old_level, change.new_level) == ("ship", "hold")
+    assert change.reason == "1 finding(s) from SARIF (CodeQL)"
+
+
+def test_a_round_that_has_not_finished_refuses_the_upload(
+    review_factory, workspace, member_factory, client_for
+):
+    review_round = review_factory(workspace, tier="light")
+    ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
+    response = ci.post(_url(workspace, review_round), CODEQL, content_type="application/json")
+    assert response.status_code == 409
+    assert response.json()["code"] == "round_not_finished"
+    assert not ReviewerStream.objects.filter(round=review_round, name="CodeQL").exists()
+
+
+def test_the_schema_error_names_the_path(finished, workspace, member_factory, client_for):
+    ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
+    bad = copy.deepcopy(CODEQL)
+    del bad["runs"][0]["tool"]["driver"]["name"]
+    response = ci.post(_url(workspace, finished), bad, content_type="application/json")
+    assert response.status_code == 422
+    assert response.json()["path"] == "$.runs[0].tool.driver"
+    assert response.json()["schema_error"] == "'name' is a required property"
+    not_sarif = ci.post(_url(workspace, finished), {"hello": 1}, content_type="application/json")
+    assert not_sarif.status_code == 422
+    assert not ReviewNode.objects.filter(round=finished).exists()
