@@ -41,6 +41,7 @@ class SchemaError:
     path: str
     message: str
     count: int
+    location: tuple[str | int, ...] = ()  # the same place as keys and indexes
 
     def __str__(self) -> str:
         more = f" ({self.count - 1} more)" if self.count > 1 else ""
@@ -63,4 +64,9 @@ def schema_error(document: Any) -> SchemaError | None:
     message = error.message
     if len(message) > _MESSAGE_MAX:  # messages quote the offending value, which may be large
         message = message[: _MESSAGE_MAX - 1] + "…"
-    return SchemaError(path=_json_path(error), message=message, count=len(errors))
+    return SchemaError(
+        path=_json_path(error),
+        message=message,
+        count=len(errors),
+        location=tuple(error.absolute_path),
+    )

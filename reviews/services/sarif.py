@@ -49,8 +49,17 @@ class SarifInvalid(ApplicationError):
         super().__init__(f"Not a valid SARIF 2.1.0 log: {error}. Nothing was recorded.")
         self.error = error
 
-    def extra(self) -> dict[str, Any]:
-        return {"path": self.error.path, "schema_error": self.error.message}
+    def body(self) -> dict[str, Any]:
+        """The API's documented 422 shape (a list of issues, `loc` from the body's root, as for
+        any other invalid body), plus the JSON path and the schema's message on their own."""
+        return {
+            "detail": [
+                {"loc": ["body", *self.error.location], "msg": self.message, "type": self.code}
+            ],
+            "code": self.code,
+            "path": self.error.path,
+            "schema_error": self.error.message,
+        }
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,9 @@ def sarif_ingest(
         changed = {}
     outcomes: list[RunOutcome] = []
     with transaction.atomic():
+        # Uploads of one round take turns (two CI jobs, a retry racing the first attempt):
+        # each sees what the other recorded, so none fails on the unique keys.
+        list(ReviewRound.objects.select_for_update().filter(pk=review_round.pk).values_list("pk"))
         for run in runs:
             stream = _stream_for(review_round, run.tool)
             mapping = TOOL_MAPPINGS.get(run.tool.lower())

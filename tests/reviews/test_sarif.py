@@ -191,7 +191,9 @@ def test_an_invalid_log_is_a_422_with_the_schema_error_and_changes_nothing(
     assert body["code"] == "sarif_invalid"
     assert body["path"] == "$.runs[0].results[0].level"
     assert "'fatal' is not one of" in body["schema_error"]
-    assert "Nothing was recorded" in body["detail"]
+    (issue,) = body["detail"]  # the API's 422 shape, like any invalid body
+    assert issue["loc"] == ["body", "runs", 0, "results", 0, "level"]
+    assert "Nothing was recorded" in issue["msg"]
     assert _state(review_round) == before
     assert AuditEvent.objects.count() == audit_before
     assert not ReviewerStream.objects.filter(

@@ -171,3 +171,59 @@ def test_the_schema_error_names_the_path(finished, workspace, member_factory, cl
     not_sarif = ci.post(_url(workspace, finished), {"hello": 1}, content_type="application/json")
     assert not_sarif.status_code == 422
     assert not ReviewNode.objects.filter(round=finished).exists()
+
+
+def _log(tool: str, lines: range) -> dict:
+    return {
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": tool}},
+                "results": [
+                    {
+                        "ruleId": f"R{n % 7}",
+                        "level": "note",
+                        "message": {"text": f"Finding on line {n}."},
+                        "locations": [
+                            {
+                                "physicalLocation": {
+                                    "artifactLocation": {"uri": "big.py"},
+                                    "region": {"startLine": n},
+                                }
+                            }
+                        ],
+                    }
+                    for n in lines
+                ],
+            }
+        ],
+    }
+
+
+def test_an_uploads_queries_do_not_grow_with_its_results(
+    review_factory, workspace, member_factory, client_for
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    review_round = review_factory(workspace, tier="light")
+    added = "".join(f"+x{n} = {n}\n" for n in range(1, 401))
+    review_round.diff = (
+        "diff --git a/big.py b/big.py\nnew file mode 100644\n--- /dev/null\n+++ b/big.py\n"
+        f"@@ -0,0 +1,400 @@\n{added}"
+    )
+    review_round.state = "finished"
+    review_round.save(update_fields=["diff", "state"])
+    round_finalise(review_round=review_round)
+    ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
+    counts = []
+    for tool, lines in (("small", range(1, 6)), ("large", range(1, 401))):
+        with CaptureQueriesContext(connection) as queries:
+            response = ci.post(
+                _url(workspace, review_round), _log(tool, lines), content_type="application/json"
+            )
+        assert response.status_code == 200, response.content
+        assert response.json()["runs"][0]["added"] == len(lines)
+        counts.append(len(queries))
+    small, large = counts
+    assert large <= small + 5, counts
