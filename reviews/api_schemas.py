@@ -457,7 +457,8 @@ class SarifRunOut(Schema):
     tool: str
     stream: str  # the reviewer stream its findings are under
     results: int
-    on_change: int  # results on lines the change adds: findings
+    on_change: int  # results on lines the change adds
+    findings: int  # what they became: one finding per rule per file
     added: int  # findings new with this upload
     already: int  # findings an earlier upload of the same results recorded
     outside: int  # results outside the change: counted, not shown

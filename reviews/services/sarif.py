@@ -2,11 +2,12 @@
 
 `sarif_ingest` validates a whole log against the vendored SARIF 2.1.0 schema before anything is
 written (an invalid log changes nothing), then records each run as a reviewer stream of kind
-analyzer named after its tool. Results on lines the change adds become findings through
-`node_record_many` — the pipeline's own validation, redaction, fingerprints and idempotency
-(a payload a stream already holds yields its node: the same log twice adds nothing) — and the
-rest are counted in the stream's coverage note. The round's lead pass runs again over every
-node, so a SARIF finding merges with Quorum's own by the dedup rule, and the verdict follows.
+analyzer named after its tool. Results on lines the change adds become findings, one per rule
+per file as the built-in analyzers group them, through `node_record_many`: the pipeline's own
+validation, redaction, fingerprints and idempotency (a payload a stream already holds yields
+its node, so the same log twice adds nothing). The rest are counted in the stream's coverage
+note. The round's lead pass runs again over every node, so a SARIF finding merges with
+Quorum's own by the dedup rule, and the verdict follows.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from django.db import transaction
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews import sarif as schema
-from reviews.agents.analyzers import added_lines, ruff_mapping
+from reviews.agents.analyzers import ToolMatch, added_lines, grouped, ruff_mapping
 from reviews.domain import sarif
 from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
@@ -68,6 +69,7 @@ class RunOutcome:
     stream: str
     results: int
     on_change: int
+    findings: int
     added: int
     already: int
     outside: int
@@ -79,6 +81,7 @@ class RunOutcome:
             "stream": self.stream,
             "results": self.results,
             "on_change": self.on_change,
+            "findings": self.findings,
             "added": self.added,
             "already": self.already,
             "outside": self.outside,
@@ -113,7 +116,8 @@ def _note(run: sarif.SarifRun, outcome: RunOutcome) -> str:
     version = f" {run.version}" if run.version else ""
     return (
         f"SARIF from {run.tool}{version}: {outcome.results} result(s), {outcome.on_change} on "
-        f"lines the change adds, {outcome.outside} outside the change (counted, not shown)"
+        f"lines the change adds as {outcome.findings} finding(s) (one per rule per file), "
+        f"{outcome.outside} outside the change (counted, not shown)"
         + (f", {outcome.rejected} refused" if outcome.rejected else "")
         + "."
     )
@@ -155,7 +159,7 @@ def sarif_ingest(
         for run in runs:
             stream = _stream_for(review_round, run.tool)
             mapping = TOOL_MAPPINGS.get(run.tool.lower())
-            findings = []
+            matches = []
             for result in run.results:
                 path = sarif.changed_path(result.uri, changed)
                 if not sarif.on_change(result, path, changed):
@@ -164,16 +168,30 @@ def sarif_ingest(
                 payload, evidence = sarif.result_payload(
                     result, tool=run.tool, path=path, tool_mapping=mapping
                 )
-                findings.append(Finding(payload=payload, evidence=evidence))
+                anchor = payload["anchor"]
+                matches.append(
+                    ToolMatch(
+                        rule=evidence["rule"],
+                        path=path,
+                        start=anchor["start_line"],
+                        end=anchor["end_line"],
+                        payload=payload,
+                        evidence=evidence,
+                    )
+                )
+            # One finding per rule per file, like the built-in analyzers (precision.group_hits).
+            grouped_findings, _ = grouped(run.tool, matches)
+            findings = [Finding(payload=f.payload, evidence=f.evidence) for f in grouped_findings]
             recorded = node_record_many(stream=stream, findings=findings)
             outcome = RunOutcome(
                 tool=run.tool,
                 stream=stream.name,
                 results=len(run.results),
-                on_change=len(findings),
+                on_change=len(matches),
+                findings=len(findings),
                 added=sum(r.created for r in recorded),
                 already=sum(r.node is not None and not r.created for r in recorded),
-                outside=len(run.results) - len(findings),
+                outside=len(run.results) - len(matches),
                 rejected=sum(r.node is None for r in recorded),
             )
             ReviewerStream.objects.filter(pk=stream.pk).update(coverage_note=_note(run, outcome))

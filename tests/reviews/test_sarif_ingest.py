@@ -121,6 +121,7 @@ def test_a_codeql_finding_on_the_change_holds_the_change(
         "stream": "CodeQL",
         "results": 3,
         "on_change": 1,
+        "findings": 1,
         "added": 1,
         "already": 0,
         "outside": 2,
@@ -139,8 +140,8 @@ def test_a_codeql_finding_on_the_change_holds_the_change(
     assert node.tags.analyzer.high_precision is False and node.confidence == 0.8
     stream = ReviewerStream.objects.get(round=finished, name="CodeQL")
     assert stream.coverage_note == (
-        "SARIF from CodeQL 2.20.0: 3 result(s), 1 on lines the change adds, 2 outside the "
-        "change (counted, not shown)."
+        "SARIF from CodeQL 2.20.0: 3 result(s), 1 on lines the change adds as 1 finding(s) "
+        "(one per rule per file), 2 outside the change (counted, not shown)."
     )
     # The verdict follows, and says why.
     assert response.json()["verdict"] == "hold"
@@ -223,7 +224,10 @@ def test_an_uploads_queries_do_not_grow_with_its_results(
                 _url(workspace, review_round), _log(tool, lines), content_type="application/json"
             )
         assert response.status_code == 200, response.content
-        assert response.json()["runs"][0]["added"] == len(lines)
+        (run,) = response.json()["runs"]
+        # One finding per rule per file: R0…R6 in one file, so at most seven findings.
+        rules = min(len(lines), 7)
+        assert (run["on_change"], run["findings"], run["added"]) == (len(lines), rules, rules)
         counts.append(len(queries))
     small, large = counts
     assert large <= small + 5, counts
