@@ -24,6 +24,7 @@ from reviews.index.limits import (
     skip_reason_for_text,
 )
 from reviews.index.linker import link
+from reviews.index.manifest_parse import MANIFEST, is_manifest, parse_manifest
 from reviews.index.model import CodeIndex, FileRecord, text_digest
 from reviews.index.python_parse import parse_python
 from reviews.index.treesitter_parse import parse_with_treesitter
@@ -39,6 +40,8 @@ TOO_MANY_FILES = "too many source files to index"
 
 def parse_file(path: str, text: str) -> FileRecord:
     """One file → its record. Raises ValueError for a path in no supported language."""
+    if is_manifest(path):
+        return parse_manifest(path, text)
     language = language_for(path)
     if language is None:
         raise ValueError(f"not a supported source file: {path}")
@@ -56,7 +59,7 @@ def build_index(
             raise TypeError("build_index needs `paths` when `files` is a callable")
         paths = files.keys()
     read = files.get if isinstance(files, Mapping) else files
-    supported = sorted(p for p in set(paths) if language_for(p) is not None)
+    supported = sorted(p for p in set(paths) if is_indexable(p))
     if len(supported) > MAX_FILES:
         return _too_many(len(supported))
     records: dict[str, FileRecord] = {}
@@ -85,7 +88,7 @@ def update_index(
     for path, text in changed.items():
         previous = records.pop(path, None)
         skipped.pop(path, None)
-        if text is None or language_for(path) is None:
+        if text is None or not is_indexable(path):
             continue
         if previous is not None and previous.digest == text_digest(text):
             records[path] = previous
@@ -122,15 +125,17 @@ def _too_many(count: int) -> CodeIndex:
 
 def _finish(records: dict[str, FileRecord], skipped: dict[str, str]) -> CodeIndex:
     references = link(records)
-    failed = sum(1 for r in records.values() if r.error is not None)
+    # Manifests help resolve imports; they are not source code the graph is made of.
+    sources = [r for r in records.values() if r.language != MANIFEST]
+    failed = sum(1 for r in sources if r.error is not None)
     indexed, reason = True, None
-    if not records:
+    if not sources:
         indexed = False
         reason = "no supported source files (Python, JavaScript/TypeScript, Go, Java, Rust)"
-    elif failed / len(records) > MAX_FAILURE_RATIO:
+    elif failed / len(sources) > MAX_FAILURE_RATIO:
         indexed = False
         reason = (
-            f"{failed} of {len(records)} source files failed to parse "
+            f"{failed} of {len(sources)} source files failed to parse "
             f"(more than {MAX_FAILURE_RATIO:.0%})"
         )
     return CodeIndex(
@@ -142,7 +147,8 @@ def _finish(records: dict[str, FileRecord], skipped: dict[str, str]) -> CodeInde
 
 
 def is_indexable(path: str) -> bool:
-    return language_for(path) is not None
+    """A source file in a supported language, or a manifest imports are resolved through."""
+    return language_for(path) is not None or is_manifest(path)
 
 
 def files_in_directory(
@@ -181,8 +187,12 @@ def files_at_commit(
     if not wanted:
         return {}
     # Pathspecs by suffix keep the archive small without passing thousands of arguments.
+    # Manifests by their own path: `*.json` would pull every fixture of the repository.
     specs = sorted(
-        {f"*{PurePosixPath(p).suffix}" if PurePosixPath(p).suffix else p for p in wanted}
+        {
+            f"*{PurePosixPath(p).suffix}" if PurePosixPath(p).suffix and not is_manifest(p) else p
+            for p in wanted
+        }
     )
     data = run_git(
         ["archive", "--format=tar", sha, "--", *specs], cwd=source.repo_path, timeout=300

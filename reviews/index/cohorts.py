@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reviews.index.limits import is_test_path
+from reviews.index.manifest_parse import MANIFEST
 from reviews.index.mermaid import DiagramNode, flowchart
 from reviews.index.model import (
     CLASS,
@@ -229,8 +230,8 @@ class _Graph:
     def units_for(self, changed: ChangedFile) -> list[_Unit]:
         new_path = changed.new_path
         old_path = changed.old_path
-        in_head = new_path is not None and new_path in self.head.files
-        in_base = self.base is not None and old_path is not None and old_path in self.base.files
+        in_head = new_path is not None and _is_code(self.head, new_path)
+        in_base = self.base is not None and old_path is not None and _is_code(self.base, old_path)
         if not in_head and not in_base:
             return []
         if not changed.hunks:
@@ -553,6 +554,12 @@ class _Graph:
                 ReadingStep(path, tuple(_topological(needs, symbol_rank)), is_test_path(path))
             )
         return tuple(steps)
+
+
+def _is_code(index: CodeIndex, path: str) -> bool:
+    """Indexed source code (a manifest is indexed for resolution, not as code)."""
+    record = index.files.get(path)
+    return record is not None and record.language != MANIFEST
 
 
 def _topological(needs: Mapping[str, set[str]], rank: Any) -> list[str]:

@@ -4,9 +4,17 @@ There is no type checker behind this, so the rules are deliberately conservative
 edge costs a reader some context, a false edge merges unrelated cohorts:
 - `self.m` (also `this.m`, a Go receiver, Rust `self`) → method `m` of the enclosing type, then of
   its resolved base types; `super.m` → the bases only;
-- `X.m` where `X` is an import binding → `m` in the imported module (JS/TS relative imports, Go
-  packages by directory, Rust `crate::` paths by file, Java classes by file), or member `m` of the
+- `X.m` where `X` is an import binding → `m` in the imported module (JS/TS imports, Go packages
+  by directory, Rust `crate::` paths by file, Java classes by file), or member `m` of the
   imported class; where `X` is a type declared in the same file or package → its member `m`;
+- JS/TS module specifiers the way TypeScript's bundler/node16 resolution reads them: relative
+  ones, with `.js`/`.mjs`/`.cjs`/`.jsx` naming the `.ts`/`.mts`/`.cts`/`.tsx` source, without an
+  extension, or naming a directory's `index`; `paths` and `baseUrl` of the nearest
+  `tsconfig.json`/`jsconfig.json`; the repository's own package name through its `package.json`
+  (`exports`, `main`/`module`/`types`/`source`, a build directory mapped back to `rootDir`);
+  names re-exported by `export * from`/`export {a} from` are followed to their definition;
+- Go import paths under the `module` of a `go.mod` → the package directory (without any go.mod,
+  the longest directory the path ends with);
 - a bare `f` → an imported name, then a definition of the same file, then (Go, Java) of the same
   directory/package, then (JS/TS, Rust) the only top-level definition of that name in the language;
 - a call on any other receiver (`obj.m()`, `a.b.c()`) is left unresolved: without types, the
@@ -20,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from reviews.index.limits import LANGUAGE_FAMILY
+from reviews.index.manifest_parse import MANIFEST
 from reviews.index.model import (
     CLASS,
     IMPORT,
@@ -31,7 +40,14 @@ from reviews.index.model import (
     FileRecord,
 )
 
-_JS_SUFFIXES = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+_JS_SUFFIXES = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
+# An ESM specifier names the file the compiler will emit; the repository holds its source.
+_JS_SOURCE_FOR = {
+    ".js": (".ts", ".tsx"),
+    ".jsx": (".tsx",),
+    ".mjs": (".mts",),
+    ".cjs": (".cts",),
+}
 _SAME_PACKAGE = frozenset({"go", "java"})
 _UNIQUE_FALLBACK = frozenset({"js", "rust"})
 _TYPES = (CLASS, INTERFACE)
@@ -53,8 +69,17 @@ class NamedResolver:
         self._inherits: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self._dirs: dict[str, list[str]] = defaultdict(list)  # Go: directory → files
         self._by_basename: dict[str, list[str]] = defaultdict(list)
+        self._stars: dict[str, list[str]] = defaultdict(list)  # JS: `export * from` specs
+        self._java_dirs: set[str] = set()
+        # Manifests: directory → facts.
+        self._packages: list[tuple[str, str, list[tuple[str, str]]]] = []
+        self._tsconfigs: dict[str, dict[str, list[tuple[str, str | None]]]] = {}
+        self._go_modules: list[tuple[str, str]] = []
         for path in sorted(files):
             record = files[path]
+            if record.language == MANIFEST:
+                self._read_manifest(record)
+                continue
             family = LANGUAGE_FAMILY.get(record.language)
             if family is None or family == "python":
                 continue
@@ -62,7 +87,11 @@ class NamedResolver:
             self._by_basename[posixpath.basename(path)].append(path)
             if family == "go":
                 self._dirs[directory].append(path)
-            self._bindings[path] = {b.local: b for b in record.bindings}
+            self._bindings[path] = {b.local: b for b in record.bindings if b.local != "*"}
+            if family == "js":
+                self._stars[path] = [b.target for b in record.bindings if b.local == "*"]
+            if family == "java":
+                self._java_dirs.add(directory)
             for definition in record.definitions:
                 if definition.parent == record.module and definition.kind != METHOD:
                     self._top.setdefault((path, definition.name), definition.qualname)
@@ -75,6 +104,27 @@ class NamedResolver:
                 if ref.kind == "inherit":
                     self._inherits[ref.source].append((path, ref.name))
         self._bases: dict[str, tuple[str, ...]] = {}
+        self._go_modules.sort(key=lambda item: -len(item[1]))
+
+    def _read_manifest(self, record: FileRecord) -> None:
+        directory = posixpath.dirname(record.path)
+        name = posixpath.basename(record.path)
+        if name == "go.mod":
+            self._go_modules += [
+                (directory, b.target) for b in record.bindings if b.local == "module"
+            ]
+        elif name == "package.json":
+            names = [b.target for b in record.bindings if b.local == "name"]
+            exports = [(b.target, b.imported or "") for b in record.bindings if b.local == "export"]
+            if names:
+                self._packages.append((directory, names[0], exports))
+        else:
+            facts: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
+            for b in record.bindings:
+                facts[b.local].append((b.target, b.imported))
+            # tsconfig.json wins over jsconfig.json in one directory.
+            if name == "tsconfig.json" or directory not in self._tsconfigs:
+                self._tsconfigs[directory] = dict(facts)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -104,27 +154,161 @@ class NamedResolver:
             return None
         if imported and imported != "default":
             for path in files:
-                found = self._top.get((path, imported))
+                found = self._exported(path, imported, family, set())
                 if found is not None:
                     return found
         return self._files[files[0]].module
 
+    def _exported(self, path: str, name: str, family: str, seen: set[str]) -> str | None:
+        """The definition `name` exported by the file at `path`: its own, or (JS/TS) one it
+        re-exports (`export {name} from`, an imported name exported again, `export * from`)."""
+        found = self._top.get((path, name))
+        if found is not None or family != "js" or path in seen:
+            return found
+        seen.add(path)
+        record = self._files[path]
+        binding = self._bindings.get(path, {}).get(name)
+        if binding is not None:
+            target = self._module_files(record, family, binding.target)
+            if not target:
+                return None
+            if binding.imported is None or binding.imported == "default":
+                return self._files[target[0]].module
+            return self._exported(target[0], binding.imported, family, seen)
+        for spec in self._stars.get(path, ()):
+            target = self._module_files(record, family, spec)
+            found = self._exported(target[0], name, family, seen) if target else None
+            if found is not None:
+                return found
+        return None
+
     def _module_files(self, record: FileRecord, family: str, spec: str) -> list[str]:
         if family == "js":
-            if not spec.startswith("."):
-                return []  # a package from node_modules
-            base = posixpath.normpath(posixpath.join(posixpath.dirname(record.path), spec))
-            candidates = [base, *(base + s for s in _JS_SUFFIXES)]
-            candidates += [f"{base}/index{s}" for s in _JS_SUFFIXES]
-            return [c for c in candidates if c in self._files][:1]
+            if spec.startswith("."):
+                base = posixpath.normpath(posixpath.join(posixpath.dirname(record.path), spec))
+                found = self._js_file(base)
+                return [found] if found else []
+            for base in self._js_aliases(record.path, spec):
+                found = self._js_file(base)
+                if found:
+                    return [found]
+            return []  # a package from node_modules, or an alias that names no file
         if family == "go":
-            best = ""
-            for directory in self._dirs:
-                matches = directory and (spec == directory or spec.endswith("/" + directory))
-                if matches and len(directory) > len(best):
-                    best = directory
-            return list(self._dirs.get(best, [])) if best else []
+            directory = self._go_directory(spec)
+            return list(self._dirs.get(directory, [])) if directory is not None else []
         return []
+
+    def _go_directory(self, spec: str) -> str | None:
+        for root, module in self._go_modules:
+            if spec == module or spec.startswith(module + "/"):
+                return posixpath.normpath(posixpath.join(root, spec[len(module) + 1 :]))
+        if self._go_modules:
+            return None  # a module of its own, outside the repository
+        best = ""
+        for directory in self._dirs:
+            matches = directory and (spec == directory or spec.endswith("/" + directory))
+            if matches and len(directory) > len(best):
+                best = directory
+        return best or None
+
+    # -- JS/TS module specifiers ---------------------------------------------------------------
+
+    def _js_file(self, base: str, *, mapped: bool = False) -> str | None:
+        stem, ext = posixpath.splitext(base)
+        if base.endswith(".d.ts"):
+            stem, ext = base[: -len(".d.ts")], ".js"
+        candidates = [base, *(stem + s for s in _JS_SOURCE_FOR.get(ext, ()))]
+        candidates += [base + s for s in _JS_SUFFIXES]
+        candidates += [f"{base}/index{s}" for s in _JS_SUFFIXES]
+        for candidate in candidates:
+            record = self._files.get(candidate)
+            if record is not None and LANGUAGE_FAMILY.get(record.language) == "js":
+                return candidate
+        if mapped:
+            return None
+        # A build output (`dist/index.js`) → the source it is compiled from, where a tsconfig
+        # says both directories.
+        for directory, facts in self._tsconfigs.items():
+            out, root = facts.get("outDir"), facts.get("rootDir")
+            if not out or not root:
+                continue
+            out_dir = posixpath.normpath(posixpath.join(directory, out[0][0]))
+            if base.startswith(out_dir + "/"):
+                root_dir = posixpath.normpath(posixpath.join(directory, root[0][0]))
+                source = posixpath.normpath(f"{root_dir}/{base[len(out_dir) + 1 :]}")
+                found = self._js_file(source, mapped=True)
+                if found:
+                    return found
+        return None
+
+    def _js_aliases(self, importer: str, spec: str, *, declared: bool = False) -> list[str]:
+        """Paths a non-relative specifier can name inside the repository: tsconfig `paths`, then
+        `baseUrl`, then the repository's own package name. Empty for a dependency's package.
+        `declared`: only what a manifest names explicitly (`baseUrl` lets any specifier try the
+        repository first, so it says nothing about whose code the specifier means)."""
+        bases: list[str] = []
+        config_dir = self._nearest(importer, self._tsconfigs)
+        if config_dir is not None:
+            facts = self._tsconfigs[config_dir]
+            base_url = facts.get("baseUrl")
+            root = posixpath.join(config_dir, base_url[0][0]) if base_url else config_dir
+            for pattern, target in facts.get("path", ()):
+                star = _match(pattern, spec)
+                if star is not None and target:
+                    bases.append(
+                        posixpath.normpath(posixpath.join(root, target.replace("*", star)))
+                    )
+            if base_url and not declared:
+                bases.append(posixpath.normpath(posixpath.join(root, spec)))
+        for directory, name, exports in self._packages:
+            if spec != name and not spec.startswith(name + "/"):
+                continue
+            subpath = "." + spec[len(name) :]
+            for key, target in exports:
+                star = _match(key, subpath)
+                if star is not None:
+                    bases.append(
+                        posixpath.normpath(posixpath.join(directory, target.replace("*", star)))
+                    )
+            if subpath != ".":
+                bases.append(posixpath.normpath(posixpath.join(directory, subpath)))
+        return bases
+
+    @staticmethod
+    def _nearest(path: str, by_directory: Mapping[str, object]) -> str | None:
+        directory = posixpath.dirname(path)
+        while True:
+            if directory in by_directory:
+                return directory
+            if not directory:
+                return None
+            directory = posixpath.dirname(directory)
+
+    # -- own code ------------------------------------------------------------------------------
+
+    def is_own_import(self, record: FileRecord, spec: str) -> bool:
+        """Whether an import names the repository's own code (so failing to resolve it is a
+        hole in the graph, not a dependency): relative and aliased JS/TS specifiers, Go paths
+        under the repository's module, Java packages whose directory holds Java files, Rust
+        `crate::`/`self::`/`super::` paths."""
+        family = LANGUAGE_FAMILY.get(record.language)
+        spec = spec.partition("#")[0]
+        if family == "js":
+            return (
+                spec.startswith(".")
+                or bool(self._js_aliases(record.path, spec, declared=True))
+                or bool(self._module_files(record, family, spec))
+            )
+        if family == "go":
+            if self._go_modules:
+                return any(spec == m or spec.startswith(m + "/") for _, m in self._go_modules)
+            return self._go_directory(spec) is not None
+        if family == "java":
+            package = spec.rpartition(".")[0].replace(".", "/")
+            return any(d == package or d.endswith("/" + package) for d in self._java_dirs)
+        if family == "rust":
+            return spec.split("::", 1)[0] in ("crate", "self", "super")
+        return False
 
     def _path_like(self, record: FileRecord, family: str, spec: str) -> str | None:
         """Java `com.x.Util[.member]` and Rust `crate::a::b[::item]`: the longest prefix that
@@ -272,3 +456,13 @@ class NamedResolver:
                 found.append(target)
         self._bases[cls] = tuple(found)
         return self._bases[cls]
+
+
+def _match(pattern: str, value: str) -> str | None:
+    """What `*` stands for when `value` matches `pattern` ("" for an exact match), else None."""
+    if "*" not in pattern:
+        return "" if value == pattern else None
+    prefix, _, suffix = pattern.partition("*")
+    if value.startswith(prefix) and value.endswith(suffix) and len(value) >= len(pattern) - 1:
+        return value[len(prefix) : len(value) - len(suffix)]
+    return None

@@ -215,7 +215,7 @@ class _Walker:
             self._js_import(node, scope)
             return None
         if kind == "export_statement" and node.child_by_field_name("source") is not None:
-            self._ref(IMPORT, _string_value(node.child_by_field_name("source")), node, scope)
+            self._js_reexport(node, scope)
             return None
         if kind == "call_expression":
             self._js_call(node, scope)
@@ -288,6 +288,28 @@ class _Walker:
                     alias = spec_node.child_by_field_name("alias")
                     self._bind(_text(alias) if alias else imported, spec, imported)
                     self._ref(IMPORT, f"{spec}#{imported}", node, scope)
+
+    def _js_reexport(self, node: ts.Node, scope: _Scope) -> None:
+        """`export * from './x'` (local `*`), `export * as ns from`, `export {a as b} from`:
+        recorded as bindings so an import through a barrel file reaches the definition."""
+        spec = _string_value(node.child_by_field_name("source"))
+        clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+        namespace = next((c for c in node.named_children if c.type == "namespace_export"), None)
+        if clause is not None:
+            for item in clause.named_children:
+                if item.type != "export_specifier":
+                    continue
+                imported = _text(item.child_by_field_name("name"))
+                alias = item.child_by_field_name("alias")
+                self._bind(_text(alias) if alias else imported, spec, imported)
+                self._ref(IMPORT, f"{spec}#{imported}", node, scope)
+            return
+        if namespace is not None:
+            local = next((c for c in namespace.named_children if c.type == "identifier"), None)
+            self._bind(_text(local), spec, None)
+        else:
+            self._bind("*", spec, "*")
+        self._ref(IMPORT, spec, node, scope)
 
     def _require_spec(self, call: ts.Node) -> str:
         args = call.child_by_field_name("arguments")

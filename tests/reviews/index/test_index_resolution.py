@@ -1,0 +1,119 @@
+"""Import resolution on realistic layouts: what an import names, and what stays unresolved."""
+
+from __future__ import annotations
+
+from reviews.index import build_index
+from reviews.index.resolution import import_resolution, unresolved_imports
+
+TS_LIBRARY = {
+    "package.json": (
+        '{"name": "fetchy", "type": "module",\n'
+        ' "exports": {".": {"types": "./dist/index.d.ts", "default": "./dist/index.js"},\n'
+        '             "./utils/*": "./dist/utils/*.js"},\n'
+        ' "devDependencies": {"ava": "^6.0.0"}}\n'
+    ),
+    "tsconfig.json": (
+        "{\n"
+        "  // comments and trailing commas, as tsconfig allows\n"
+        '  "compilerOptions": {\n'
+        '    "outDir": "dist", "rootDir": "source", "baseUrl": ".",\n'
+        '    "paths": {"@core/*": ["source/core/*"]},\n'
+        "  },\n"
+        "}\n"
+    ),
+    "source/index.ts": (
+        "export * from './core/client.js';\nexport {deepMerge as merge} from './utils/merge.js';\n"
+    ),
+    "source/core/client.ts": (
+        "import {deepMerge} from '../utils/merge.js';\n"
+        "import {LIMIT} from './constants.mjs';\n"
+        "import {Options} from './types';\n"
+        "import {trace} from '../utils';\n"
+        "import {got} from 'got';\n"
+        "import {nothing} from './nowhere.js';\n"
+        "export class Client {\n"
+        "  send(options: Options) { return deepMerge(options, LIMIT, trace()); }\n"
+        "}\n"
+        "export function create() { return new Client(); }\n"
+    ),
+    "source/core/constants.mts": "export function LIMIT() { return 3; }\n",
+    "source/core/types.ts": "export interface Options { retry: number }\n",
+    "source/utils/merge.ts": "export function deepMerge(...parts: object[]) { return parts; }\n",
+    "source/utils/index.ts": "export function trace() { return 1; }\n",
+    "test/client.ts": (
+        "import {create, merge} from 'fetchy';\n"
+        "import {deepMerge} from 'fetchy/utils/merge';\n"
+        "import {Client} from '@core/client';\n"
+        "import test from 'ava';\n"
+        "test('sends', () => { create().send(merge(deepMerge({}))); new Client(); });\n"
+    ),
+}
+
+
+def _targets(index, path):
+    return {r.name: r.target for r in index.references if r.path == path and r.kind == "import"}
+
+
+def test_esm_specifiers_name_typescript_sources_and_index_files():
+    """`.js` names the `.ts` source, `.mjs` the `.mts`, no extension and a directory's index
+    resolve; a dependency ('got') is not the repository's and is neither resolved nor counted."""
+    index = build_index(TS_LIBRARY)
+    targets = _targets(index, "source/core/client.ts")
+    assert targets["../utils/merge.js#deepMerge"] == "source/utils/merge.ts:deepMerge"
+    assert targets["./constants.mjs#LIMIT"] == "source/core/constants.mts:LIMIT"
+    assert targets["./types#Options"] == "source/core/types.ts:Options"
+    assert targets["../utils#trace"] == "source/utils/index.ts:trace"
+    assert targets["got#got"] is None
+    calls = {r.name: r.target for r in index.references if r.kind == "call"}
+    assert calls["deepMerge"] == "source/utils/merge.ts:deepMerge"
+
+
+def test_own_package_name_tsconfig_paths_and_reexports():
+    """The test imports the library by its package name (exports → the build directory →
+    rootDir's sources), through a tsconfig `paths` alias, and through `export * from` and
+    `export {a as b} from` in the entry point: each lands on the definition."""
+    index = build_index(TS_LIBRARY)
+    targets = _targets(index, "test/client.ts")
+    assert targets["fetchy#create"] == "source/core/client.ts:create"
+    assert targets["fetchy#merge"] == "source/utils/merge.ts:deepMerge"
+    assert targets["fetchy/utils/merge#deepMerge"] == "source/utils/merge.ts:deepMerge"
+    assert targets["@core/client#Client"] == "source/core/client.ts:Client"
+    assert targets["ava"] is None
+
+
+def test_unresolved_own_imports_are_counted_never_guessed():
+    """An import of the repository's own code that names no file stays unresolved and is
+    listed; the rate counts own imports only (dependencies excluded)."""
+    index = build_index(TS_LIBRARY)
+    assert _targets(index, "source/core/client.ts")["./nowhere.js#nothing"] is None
+    assert unresolved_imports(index, ["source/core/client.ts", "test/client.ts"]) == (
+        "source/core/client.ts: ./nowhere.js",
+    )
+    rate = import_resolution(index)["js"]
+    assert (rate.resolved, rate.total) == (10, 11)
+
+
+def test_a_broken_manifest_resolves_nothing_through_it():
+    broken = {**TS_LIBRARY, "package.json": '{"name": "fetchy", '}
+    index = build_index(broken)
+    assert _targets(index, "test/client.ts")["fetchy#create"] is None
+    assert index.indexed and not index.failed
+
+
+def test_go_module_path_from_go_mod():
+    """With a go.mod, the module path maps imports to directories; another module's package of
+    the same directory name is not taken for the repository's."""
+    files = {
+        "go.mod": "module example.com/shop\n\ngo 1.22\n",
+        "internal/price/price.go": "package price\n\nfunc Total(n int) int { return n }\n",
+        "cmd/api/main.go": (
+            "package main\n\n"
+            'import (\n\t"example.com/shop/internal/price"\n\t"github.com/x/price"\n)\n\n'
+            "func main() { price.Total(1) }\n"
+        ),
+    }
+    index = build_index(files)
+    targets = _targets(index, "cmd/api/main.go")
+    assert targets["example.com/shop/internal/price"] == "internal/price/price.go"
+    assert targets["github.com/x/price"] is None
+    assert import_resolution(index)["go"].rate == 1.0
