@@ -167,6 +167,10 @@ class CohortOut(Schema):
     reading_order: list[CohortReadingStepOut] = []
     diagram: str = ""
     previews: list[CohortPreviewOut] = []
+    # "path: specifier" for imports of the repository's own code the index could not resolve
+    unresolved_imports: list[str] = []
+    # paths other cohorts change too, in parts with no link to this one
+    split_paths: list[str] = []
 
 
 class NodeTriageOut(Schema):

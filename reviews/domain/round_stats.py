@@ -129,6 +129,10 @@ class CohortSummary(_Record):
     reading_order: list[ReadingStep]
     diagram: str
     previews: list[FilePreview]
+    # Own-code imports of its files the index could not resolve ("path: specifier"), and the
+    # paths other cohorts change too (unconnected parts); absent from rounds before they existed.
+    unresolved_imports: list[str] = []
+    split_paths: list[str] = []
 
 
 # -- consolidate ----------------------------------------------------------------------------

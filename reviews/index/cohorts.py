@@ -16,32 +16,48 @@ blast radius. The rules, chosen so unrelated changes stay apart:
   for its whole file, so a module-level change joins the code that uses anything in that file.
   Untouched direct dependents that sit in changed files are shown as `context` of a cohort but
   never join two cohorts: a file that happens to call two changed functions does not make two
-  unrelated changes one.
+  unrelated changes one. Within one file, changed symbols its own definitions connect stay
+  together: members of one class, and callers of one untouched helper of the file. A file is
+  split across cohorts only when its changed parts share no such link; each cohort then lists
+  it in `split_paths`, and the page says so.
+- Tests beside their code: a component made only of test files joins the cohort of the changed
+  code it references (a resolved reference to a changed symbol or file, or a call through an
+  object to a method of a changed name, as tests do through fixtures); when several, the one
+  with the highest blast radius; the tests linked to nothing form one group.
 - Blast radius: definitions (classes, functions, methods) and files that transitively reference
   the cohort's symbols, following resolved references backwards (a module-level change counts
-  users of anything in the file). Calls through instances (`obj.method()`) are not resolved by
-  the index, so they are not counted: the number is a lower bound.
+  users of anything in the file; an import between the cohort's own files is not a dependent).
+  Calls through instances (`obj.method()`) are not resolved by the index, so they are not
+  counted: the number is a lower bound.
 - Keys: sha256 of the sorted qualified names and paths — no SHA, no line number — so the key
   survives a rebase, a force-push, or lines inserted above the change.
 - Without a usable index, cohorts group files by directory, say so in their label, and make no
-  graph claim (no blast radius, no edges). Files the index does not cover (docs, config,
-  skipped files) are grouped the same way inside an indexed repository.
+  graph claim (no blast radius, no edges). Inside an indexed repository, configuration,
+  manifests and docs form one "configuration and docs" group, except a package.json/go.mod
+  whose changed lines name a dependency a cohort's files import: it is read with that cohort.
+  Other files the index does not cover (other languages, skipped files) are grouped by
+  directory.
+- Imports of the repository's own code that the index could not resolve are listed per cohort
+  (`unresolved_imports`): the grouping may be missing a link there, and nothing is guessed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reviews.index.limits import is_test_path
 from reviews.index.manifest_parse import MANIFEST
 from reviews.index.mermaid import DiagramNode, flowchart
 from reviews.index.model import (
+    CALL,
     CLASS,
+    IMPORT,
     INHERIT,
     INTERFACE,
     METHOD,
@@ -50,15 +66,32 @@ from reviews.index.model import (
     Definition,
     Reference,
 )
+from reviews.index.resolution import unresolved_imports
 from reviews.sources.diffs import ChangedFile, Hunk
 
 GRAPH_LABEL = "code graph"
 NO_INDEX_LABEL = "path-based grouping (no code index)"
 NOT_INDEXED_FILE_LABEL = "path-based grouping (files outside the code index)"
+UNLINKED_TESTS_LABEL = "tests without a link to changed code"
+CONFIG_DOCS_LABEL = "configuration and docs"
+
+# Outside the code graph, these are configuration, manifests and documentation.
+_CONFIG_DOC_SUFFIXES = frozenset(
+    {
+        ".json", ".jsonc", ".json5", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
+        ".properties", ".gradle", ".kts", ".mod", ".sum", ".lock", ".md", ".mdx", ".rst",
+        ".txt", ".adoc", ".env", ".editorconfig", ".gitignore", ".npmignore", ".gitattributes",
+    }
+)  # fmt: skip
+_CONFIG_DOC_NAMES = frozenset(
+    {"license", "licence", "makefile", "dockerfile", "readme", "changelog", "authors", "notice"}
+)
 
 # Interfaces and base types are read before what implements them (the guided reading order).
 _KIND_RANK = {INTERFACE: 0, CLASS: 1, MODULE: 3}
 _TYPES = (CLASS, INTERFACE)
+_JSON_KEY = re.compile(r'"([^"]+)"\s*:')
+_GO_REQUIRE = re.compile(r"\s*(?:require\s+)?([\w.~-]+\.[\w.~/-]+)\s+v\d")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +132,11 @@ class Cohort:
     reading_order: tuple[ReadingStep, ...]
     diagram: str
     previews: tuple[FilePreview, ...]
+    # Imports of the repository's own code in these files that the index could not resolve
+    # ("path: specifier"): links the graph may be missing.
+    unresolved_imports: tuple[str, ...] = ()
+    # Paths other cohorts change too: their changed parts here share no link with those there.
+    split_paths: tuple[str, ...] = ()
 
     @property
     def from_graph(self) -> bool:
@@ -128,6 +166,8 @@ class Cohort:
             "previews": [
                 {"path": p.path, "hunks": [_hunk_json(h) for h in p.hunks]} for p in self.previews
             ],
+            "unresolved_imports": list(self.unresolved_imports),
+            "split_paths": list(self.split_paths),
         }
 
 
@@ -157,9 +197,69 @@ def compute_cohorts(
             units.extend(file_units)
         else:
             outside.append(changed)
-    cohorts = [graph.cohort(group) for group in graph.components(units)]
-    cohorts.extend(_path_cohorts(outside, NOT_INDEXED_FILE_LABEL))
+    code_groups: list[list[_Unit]] = []
+    test_groups: list[list[_Unit]] = []
+    for group in graph.components(units):
+        is_tests = all(is_test_path(u.path) for u in group)
+        (test_groups if is_tests else code_groups).append(group)
+    # Tests beside their code: a test file joins the cohort of the changed code it imports or
+    # references (the one with the highest blast radius when several); the rest form one group.
+    radius = [graph.cohort(g).blast_radius or BlastRadius(0, 0) for g in code_groups]
+    unlinked: list[_Unit] = []
+    for tests in _merge_by_path(test_groups):
+        linked = [i for i, group in enumerate(code_groups) if graph.links(tests, group)]
+        if linked:
+            best = min(linked, key=lambda i: (-radius[i].definitions, -radius[i].files, i))
+            code_groups[best] = code_groups[best] + tests
+        else:
+            unlinked.extend(tests)
+    config = [f for f in outside if _is_config_or_doc(f.path)]
+    attached = graph.attach_manifests(config, code_groups, radius)
+    cohorts = [graph.cohort(g, attached.get(i, ())) for i, g in enumerate(code_groups)]
+    if unlinked:
+        cohorts.append(replace(graph.cohort(unlinked), label=UNLINKED_TESTS_LABEL))
+    cohorts = _mark_split(cohorts)
+    placed = {f.path for files in attached.values() for f in files}
+    remaining = [f for f in config if f.path not in placed]
+    if remaining:
+        cohorts.append(_one_path_cohort(remaining, CONFIG_DOCS_LABEL))
+    other = [f for f in outside if not _is_config_or_doc(f.path)]
+    cohorts.extend(_path_cohorts(other, NOT_INDEXED_FILE_LABEL))
     return _rank(cohorts)
+
+
+def _merge_by_path(groups: list[list[_Unit]]) -> list[list[_Unit]]:
+    """Groups sharing a file become one: a test file is not split across cohorts."""
+    merged: list[list[_Unit]] = []
+    paths: list[set[str]] = []
+    for group in groups:
+        own = {u.path for u in group}
+        overlapping = [i for i, p in enumerate(paths) if p & own]
+        for i in reversed(overlapping):
+            group = merged.pop(i) + group
+            own |= paths.pop(i)
+        merged.append(group)
+        paths.append(own)
+    return merged
+
+
+def _mark_split(cohorts: list[Cohort]) -> list[Cohort]:
+    counts: dict[str, int] = defaultdict(int)
+    for cohort in cohorts:
+        for path in set(cohort.paths):
+            counts[path] += 1
+    return [
+        replace(c, split_paths=tuple(p for p in c.paths if counts[p] > 1))
+        if any(counts[p] > 1 for p in c.paths)
+        else c
+        for c in cohorts
+    ]
+
+
+def _is_config_or_doc(path: str) -> bool:
+    name = posixpath.basename(path).lower()
+    suffix = posixpath.splitext(name)[1] or (name if name.startswith(".") else "")
+    return suffix in _CONFIG_DOC_SUFFIXES or name.split(".", 1)[0] in _CONFIG_DOC_NAMES
 
 
 def _rank(cohorts: Iterable[Cohort]) -> tuple[Cohort, ...]:
@@ -179,25 +279,24 @@ def _path_cohorts(files: Sequence[ChangedFile], label: str) -> list[Cohort]:
     by_directory: dict[str, list[ChangedFile]] = defaultdict(list)
     for changed in files:
         by_directory[posixpath.dirname(changed.path)].append(changed)
-    cohorts = []
-    for group in by_directory.values():
-        ordered = sorted(group, key=lambda f: (is_test_path(f.path), f.path))
-        paths = tuple(f.path for f in ordered)
-        cohorts.append(
-            Cohort(
-                key=cohort_key((), paths),
-                label=label,
-                paths=paths,
-                symbols=(),
-                context=(),
-                edges=(),
-                blast_radius=None,
-                reading_order=tuple(ReadingStep(p, (), is_test_path(p)) for p in paths),
-                diagram=flowchart([(p, ()) for p in paths], ()),
-                previews=tuple(FilePreview(f.path, f.hunks) for f in ordered),
-            )
-        )
-    return cohorts
+    return [_one_path_cohort(group, label) for group in by_directory.values()]
+
+
+def _one_path_cohort(group: Sequence[ChangedFile], label: str) -> Cohort:
+    ordered = sorted(group, key=lambda f: (is_test_path(f.path), f.path))
+    paths = tuple(f.path for f in ordered)
+    return Cohort(
+        key=cohort_key((), paths),
+        label=label,
+        paths=paths,
+        symbols=(),
+        context=(),
+        edges=(),
+        blast_radius=None,
+        reading_order=tuple(ReadingStep(p, (), is_test_path(p)) for p in paths),
+        diagram=flowchart([(p, ()) for p in paths], ()),
+        previews=tuple(FilePreview(f.path, f.hunks) for f in ordered),
+    )
 
 
 # -- the graph side --------------------------------------------------------------------------
@@ -372,6 +471,9 @@ class _Graph:
             first, *rest = sorted(unit.symbols)
             for other in rest:
                 union(first, other)
+        for group in self._same_file_groups(touched):
+            for other in group[1:]:
+                union(group[0], other)
         changed_lines = {line for u in units for line in u.lines}
         for symbol in sorted(touched):
             for ref in self._dependents(symbol, seed=True):
@@ -390,12 +492,106 @@ class _Graph:
             groups[find(next(iter(unit.symbols)))].append(unit)
         return list(groups.values())
 
+    def _same_file_groups(self, touched: set[str]) -> list[list[str]]:
+        """Touched symbols a file's own definitions connect: members of one class (the class
+        too, when touched), and callers of one untouched helper of their file."""
+        groups: dict[str, list[str]] = defaultdict(list)
+        for symbol in sorted(touched):
+            found = self.lookup(symbol)
+            if found is None or found.kind == MODULE:
+                continue
+            current = self.lookup(found.parent or "")
+            while current is not None and current.kind not in _TYPES and current.kind != MODULE:
+                current = self.lookup(current.parent or "")
+            if current is not None and current.kind in _TYPES:
+                groups[current.qualname].append(symbol)
+                if current.qualname in touched:
+                    groups[current.qualname].append(current.qualname)
+        paths = {d.path for q in touched if (d := self.head.definitions.get(q)) is not None}
+        for path in sorted(paths):
+            for ref in self.head.references_by_path.get(path, ()):
+                target = self.head.definitions.get(ref.target or "")
+                if target is None or target.path != path or target.kind == MODULE:
+                    continue
+                owner = self._owner(ref.source, touched)
+                if owner is not None and ref.target not in touched:
+                    groups[f"helper {ref.target}"].append(owner)
+        return [sorted(set(g)) for g in groups.values() if len(set(g)) > 1]
+
+    def links(self, tests: list[_Unit], code: list[_Unit]) -> bool:
+        """Whether the test files of `tests` import or reference the changed code of `code`:
+        a resolved reference to a changed symbol, to anything inside one, or to a changed file;
+        or, by name, a call through an object (a fixture) to a changed method or function."""
+        symbols = {s for u in code for s in u.symbols}
+        paths = {u.path for u in code}
+        names = {
+            d.name
+            for q in symbols
+            if (d := self.lookup(q)) is not None and not (d.kind == MODULE and d.parent is None)
+        }
+        for path in sorted({u.path for u in tests}):
+            for index in (self.head, self.base):
+                for ref in index.references_by_path.get(path, ()) if index is not None else ():
+                    if ref.target is None:
+                        qualifier, _, last = ref.name.rpartition(".")
+                        if ref.kind == CALL and qualifier and last in names:
+                            return True
+                        continue
+                    target = self.lookup(ref.target)
+                    if (target is not None and target.path in paths) or any(
+                        a in symbols for a in self._ancestors(ref.target)
+                    ):
+                        return True
+        return False
+
+    def attach_manifests(
+        self,
+        config: Sequence[ChangedFile],
+        groups: list[list[_Unit]],
+        radius: list[BlastRadius],
+    ) -> dict[int, list[ChangedFile]]:
+        """group index → manifests to read with it: a dependency changed in package.json or
+        go.mod that the group's files import (the highest blast radius when several)."""
+        out: dict[int, list[ChangedFile]] = defaultdict(list)
+        for changed in config:
+            dependencies = self._changed_dependencies(changed)
+            if not dependencies:
+                continue
+            linked = [i for i, g in enumerate(groups) if self._imports_any(g, dependencies)]
+            if linked:
+                best = min(linked, key=lambda i: (-radius[i].definitions, -radius[i].files, i))
+                out[best].append(changed)
+        return out
+
+    def _changed_dependencies(self, changed: ChangedFile) -> set[str]:
+        record = self.head.files.get(changed.new_path or "")
+        if record is None or record.language != MANIFEST:
+            return set()
+        lines = [ln.text for h in changed.hunks for ln in h.lines if ln.kind in "+-"]
+        if record.path.endswith("package.json"):
+            known = {b.target for b in record.bindings if b.local == "dependency"}
+            return {m for line in lines for m in _JSON_KEY.findall(line)} & known
+        if record.path.endswith("go.mod"):
+            return {m.group(1) for line in lines if (m := _GO_REQUIRE.match(line)) is not None}
+        return set()
+
+    def _imports_any(self, group: list[_Unit], dependencies: set[str]) -> bool:
+        for path in sorted({u.path for u in group}):
+            for ref in self.head.references_by_path.get(path, ()):
+                spec = ref.name.partition("#")[0]
+                if ref.kind == IMPORT and any(
+                    spec == d or spec.startswith(d + "/") for d in dependencies
+                ):
+                    return True
+        return False
+
     # describing -----------------------------------------------------------------------------
 
-    def cohort(self, units: list[_Unit]) -> Cohort:
+    def cohort(self, units: list[_Unit], attached: Sequence[ChangedFile] = ()) -> Cohort:
         symbols = sorted({s for u in units for s in u.symbols})
         symbol_set = set(symbols)
-        paths = sorted({u.path for u in units})
+        code_paths = sorted({u.path for u in units})
+        paths = sorted({*code_paths, *(f.path for f in attached)})
         context: set[str] = set()
         for symbol in symbols:
             for ref in self._dependents(symbol, seed=True):
@@ -429,7 +625,8 @@ class _Graph:
         previews = tuple(
             FilePreview(s.path, tuple(sorted(hunks_by_path[s.path], key=lambda h: h.index)))
             for s in order
-        )
+        ) + tuple(FilePreview(f.path, f.hunks) for f in attached)
+        order += tuple(ReadingStep(f.path, (), False) for f in attached)
         return Cohort(
             key=cohort_key(symbols, paths),
             label=GRAPH_LABEL,
@@ -441,6 +638,7 @@ class _Graph:
             reading_order=order,
             diagram=flowchart(diagram_files, ((e.source, e.target, e.kind) for e in edges)),
             previews=previews,
+            unresolved_imports=unresolved_imports(self.head, code_paths),
         )
 
     def _label(self, qualname: str, path: str) -> str:
@@ -508,7 +706,14 @@ class _Graph:
                     continue
                 seen.add(ref.source)
                 frontier.append((ref.source, False))
-        found = [d for q in seen if (d := self.lookup(q)) is not None]
+        # A changed file importing another changed file is part of the change, not a dependent.
+        own_paths = {d.path for q in symbols if (d := self.lookup(q)) is not None}
+        found = [
+            d
+            for q in seen
+            if (d := self.lookup(q)) is not None
+            and not (d.kind == MODULE and d.parent is None and d.path in own_paths)
+        ]
         return BlastRadius(
             definitions=sum(1 for d in found if not (d.kind == MODULE and d.parent is None)),
             files=len({d.path for d in found}),

@@ -343,6 +343,9 @@ class _Walker:
                 return f"super.{prop}"
             if obj.type == "identifier":
                 return f"{_text(obj)}.{prop}"
+            # `t.context.client.send()`: the receiver is unknowable without types; the method's
+            # name alone still lets a test be linked to the changed method it exercises.
+            return f"?.{prop}" if prop else ""
         return ""
 
     # -- Go ----------------------------------------------------------------------------------

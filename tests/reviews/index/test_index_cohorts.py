@@ -80,8 +80,8 @@ def test_it_keeps_unrelated_changes_apart_and_ranks_by_blast_radius(repo):
     assert second.blast_radius is not None and second.blast_radius.definitions == 0
     assert first.blast_radius is not None
     # use_a is part of the change now, so use_b, C.run and outer are the dependent definitions;
-    # a.py still depends (its import line), so files are a, b, c, d.
-    assert (first.blast_radius.definitions, first.blast_radius.files) == (3, 4)
+    # a.py's import line is the change importing itself, so files are b, c, d.
+    assert (first.blast_radius.definitions, first.blast_radius.files) == (3, 3)
     # Definitions before their users: util.py is read before a.py.
     assert [s.path for s in first.reading_order] == ["pkg/util.py", "pkg/a.py"]
     assert "-->|calls|" in first.diagram

@@ -1,0 +1,174 @@
+"""Cohorts that group a real change: tests beside their code, a file kept whole unless its
+changed parts are unconnected, manifests and docs attached or grouped."""
+
+from __future__ import annotations
+
+import difflib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reviews.index import build_index, compute_cohorts
+from reviews.index.cohorts import CONFIG_DOCS_LABEL, UNLINKED_TESTS_LABEL
+from reviews.sources.diffs import parse_unified_diff
+from tests.reviews.index.index_helpers import pr_cohorts
+
+KY_LIKE = {
+    "package.json": (
+        '{\n  "name": "ky",\n  "exports": {"default": "./distribution/index.js"},\n'
+        '  "dependencies": {\n    "merge-options": "^1.0.0"\n  },\n'
+        '  "devDependencies": {\n    "ava": "^5.0.0"\n  }\n}\n'
+    ),
+    "tsconfig.json": '{"compilerOptions": {"outDir": "distribution", "rootDir": "source"}}\n',
+    "readme.md": "# ky\n\nTiny client.\n",
+    "source/index.ts": "export * from './core/Ky.js';\n",
+    "source/utils/merge.ts": (
+        "import mergeOptions from 'merge-options';\n\n"
+        "export function deepMerge(a: object, b: object) {\n"
+        "  return mergeOptions(a, b);\n"
+        "}\n"
+    ),
+    "source/core/constants.ts": "export function maxRetries() {\n  return 2;\n}\n",
+    "source/core/Ky.ts": (
+        "import {deepMerge} from '../utils/merge.js';\n"
+        "import {maxRetries} from './constants.js';\n\n"
+        "export class Ky {\n"
+        "  options(a: object) {\n"
+        "    return deepMerge(a, {});\n"
+        "  }\n\n"
+        "  retries() {\n"
+        "    return maxRetries();\n"
+        "  }\n"
+        "}\n\n"
+        "export function create() {\n"
+        "  return new Ky();\n"
+        "}\n"
+    ),
+    "source/other.ts": "export function unrelated() {\n  return 1;\n}\n",
+    "test/main.ts": (
+        "import test from 'ava';\nimport {create} from 'ky';\n\n"
+        "test('creates', t => {\n  t.truthy(create());\n});\n"
+    ),
+    "test/hooks.ts": (
+        "import test from 'ava';\n\ntest('fixture', t => {\n  t.context.client.retries();\n});\n"
+    ),
+    "test/lonely.ts": "import test from 'ava';\n\ntest('alone', t => {\n  t.pass();\n});\n",
+}
+
+
+def _ky_change(repo, extra: dict[str, str] | None = None) -> None:
+    repo.commit("base", KY_LIKE, branch="main")
+    repo.checkout("feature", create_from="main")
+    ky = KY_LIKE["source/core/Ky.ts"]
+    repo.commit(
+        "patch release",
+        {
+            "source/utils/merge.ts": KY_LIKE["source/utils/merge.ts"].replace(
+                "(a, b)", "({}, a, b)"
+            ),
+            "source/core/constants.ts": KY_LIKE["source/core/constants.ts"].replace("2", "3"),
+            "source/core/Ky.ts": ky.replace("deepMerge(a, {})", "deepMerge({}, a)").replace(
+                "return maxRetries();", "return maxRetries() + 0;"
+            ),
+            "test/main.ts": KY_LIKE["test/main.ts"].replace("truthy", "true"),
+            "test/hooks.ts": KY_LIKE["test/hooks.ts"].replace("retries()", "retries() "),
+            "test/lonely.ts": KY_LIKE["test/lonely.ts"].replace("pass()", "pass() "),
+            "package.json": KY_LIKE["package.json"].replace("^1.0.0", "^2.0.0"),
+            "readme.md": KY_LIKE["readme.md"] + "\nMore.\n",
+            **(extra or {}),
+        },
+    )
+
+
+def test_a_patch_release_is_one_cohort_with_its_tests(git_repo_factory):
+    """The ESM `.js` specifiers connect Ky.ts to merge.ts and constants.ts; the test importing
+    the package by name and the test calling a changed method through a fixture join it; the
+    bumped dependency merge.ts imports comes along; the readme is in one docs group and the
+    test linked to nothing in one group of its own — 10 files, 3 groups, Ky.ts not split."""
+    repo = git_repo_factory()
+    _ky_change(repo)
+    cohorts = pr_cohorts(repo, "main", "feature")
+    main, *rest = cohorts
+    assert main.label == "code graph"
+    assert set(main.paths) == {
+        "package.json",
+        "source/core/Ky.ts",
+        "source/core/constants.ts",
+        "source/utils/merge.ts",
+        "test/hooks.ts",
+        "test/main.ts",
+    }
+    assert [s.path for s in main.reading_order][:3] == [
+        "source/core/constants.ts",
+        "source/utils/merge.ts",
+        "source/core/Ky.ts",
+    ]
+    assert {s.path for s in main.reading_order if s.is_test} == {"test/hooks.ts", "test/main.ts"}
+    assert main.split_paths == () and main.unresolved_imports == ()
+    # `create` (which builds a Ky) and the entry point re-exporting Ky.ts depend on it.
+    assert main.blast_radius is not None
+    assert (main.blast_radius.definitions, main.blast_radius.files) == (1, 2)
+    labels = {c.label: c.paths for c in rest}
+    assert labels == {
+        UNLINKED_TESTS_LABEL: ("test/lonely.ts",),
+        CONFIG_DOCS_LABEL: ("readme.md",),
+    }
+    assert main.to_json()["unresolved_imports"] == []
+
+
+def test_an_unresolved_own_import_is_shown_in_the_cohort(git_repo_factory):
+    repo = git_repo_factory()
+    ky = KY_LIKE["source/core/Ky.ts"]
+    _ky_change(repo, {"source/core/Ky.ts": "import {gone} from './missing.js';\n" + ky})
+    (main, *_rest) = pr_cohorts(repo, "main", "feature")
+    assert "source/core/Ky.ts: ./missing.js" in main.unresolved_imports
+
+
+# -- property: a file is split only where its changed parts share no link ------------------
+
+
+@st.composite
+def _change(draw):
+    """A Python module of up to 6 functions (some in a class) calling one another at random,
+    and a random subset of them changed."""
+    count = draw(st.integers(2, 6))
+    in_class = draw(st.lists(st.booleans(), min_size=count, max_size=count))
+    calls = draw(
+        st.lists(st.lists(st.integers(0, count - 1), max_size=2), min_size=count, max_size=count)
+    )
+    changed = draw(st.sets(st.integers(0, count - 1), min_size=1))
+    return count, in_class, calls, changed
+
+
+def _module(count, in_class, calls, changed, version):
+    top, methods = [], []
+    for i in range(count):
+        body = [f"f{j}()" if not in_class[j] else f"K.f{j}(None)" for j in calls[i] if j != i]
+        lines = [f"    x = {version if i in changed else 0}", *(f"    {b}" for b in body)]
+        if in_class[i]:
+            methods.append(f"    def f{i}(self):\n" + "\n".join("    " + ln for ln in lines))
+        else:
+            top.append(f"def f{i}():\n" + "\n".join(lines))
+    parts = top + (["class K:\n" + "\n\n".join(methods)] if methods else [])
+    return "\n\n\n".join(parts) + "\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(_change())
+def test_a_file_is_split_only_where_its_changed_parts_are_unconnected(change):
+    count, in_class, calls, changed = change
+    old, new = (_module(count, in_class, calls, changed, v) for v in (1, 2))
+    diff = "diff --git a/m.py b/m.py\n" + "".join(
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), "a/m.py", "b/m.py", n=0)
+    )
+    head = build_index({"m.py": new})
+    cohorts = compute_cohorts(parse_unified_diff(diff), head, base=build_index({"m.py": old}))
+    members = [set(c.symbols) for c in cohorts]
+    for a in range(len(members)):
+        for b in range(a + 1, len(members)):
+            for x in members[a]:
+                for y in members[b]:
+                    i, j = int(x.rpartition("f")[2]), int(y.rpartition("f")[2])
+                    assert j not in calls[i] and i not in calls[j], (x, y)
+                    assert not (in_class[i] and in_class[j]), (x, y)
+            assert cohorts[a].split_paths == ("m.py",)
