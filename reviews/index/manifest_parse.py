@@ -9,7 +9,9 @@ travel with the stored index like any other file:
   `dependency` → each name under dependencies/devDependencies/peerDependencies;
 - tsconfig.json: `baseUrl`, `path` → (pattern, target) for each entry of `paths`, `outDir` and
   `rootDir` (all relative to the manifest's directory, as written);
-- go.mod: `module` → the module path.
+- go.mod: `module` → the module path;
+- Cargo.toml: `crate` → the package's name as Rust code writes it (`my-lib` → `my_lib`), which
+  integration tests and examples use instead of `crate::`.
 A manifest that does not parse yields no facts: imports it would have resolved stay unresolved
 and are counted as such, never guessed.
 """
@@ -24,7 +26,9 @@ from typing import Any
 from reviews.index.model import MODULE, Binding, Definition, FileRecord, text_digest
 
 MANIFEST = "manifest"
-MANIFEST_NAMES = frozenset({"package.json", "tsconfig.json", "jsconfig.json", "go.mod"})
+MANIFEST_NAMES = frozenset(
+    {"package.json", "tsconfig.json", "jsconfig.json", "go.mod", "Cargo.toml"}
+)
 
 _ENTRY_FIELDS = ("source", "module", "main", "types", "typings")
 _DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies")
@@ -37,7 +41,11 @@ def is_manifest(path: str) -> bool:
 def parse_manifest(path: str, text: str) -> FileRecord:
     name = posixpath.basename(path)
     facts: list[tuple[str, str, str | None]] = []
-    if name == "go.mod":
+    if name == "Cargo.toml":
+        section = re.search(r"^\[package\][^\[]*?^\s*name\s*=\s*\"([^\"]+)\"", text, re.M | re.S)
+        if section:
+            facts.append(("crate", section.group(1).replace("-", "_"), None))
+    elif name == "go.mod":
         match = re.search(r"^\s*module\s+(\S+)", text, re.MULTILINE)
         if match:
             facts.append(("module", match.group(1).strip('"'), None))

@@ -75,6 +75,7 @@ class NamedResolver:
         self._packages: list[tuple[str, str, list[tuple[str, str]]]] = []
         self._tsconfigs: dict[str, dict[str, list[tuple[str, str | None]]]] = {}
         self._go_modules: list[tuple[str, str]] = []
+        self._crates: set[str] = set()
         for path in sorted(files):
             record = files[path]
             if record.language == MANIFEST:
@@ -109,7 +110,9 @@ class NamedResolver:
     def _read_manifest(self, record: FileRecord) -> None:
         directory = posixpath.dirname(record.path)
         name = posixpath.basename(record.path)
-        if name == "go.mod":
+        if name == "Cargo.toml":
+            self._crates.update(b.target for b in record.bindings if b.local == "crate")
+        elif name == "go.mod":
             self._go_modules += [
                 (directory, b.target) for b in record.bindings if b.local == "module"
             ]
@@ -307,7 +310,7 @@ class NamedResolver:
             package = spec.rpartition(".")[0].replace(".", "/")
             return any(d == package or d.endswith("/" + package) for d in self._java_dirs)
         if family == "rust":
-            return spec.split("::", 1)[0] in ("crate", "self", "super")
+            return spec.split("::", 1)[0] in ("crate", "self", "super", *self._crates)
         return False
 
     def _path_like(self, record: FileRecord, family: str, spec: str) -> str | None:
@@ -315,6 +318,8 @@ class NamedResolver:
         names a file, then items inside it."""
         separator = "." if family == "java" else "::"
         parts = [p for p in spec.split(separator) if p not in ("crate", "self", "super", "*")]
+        if family == "rust" and parts and parts[0] in self._crates and len(parts) > 1:
+            parts = parts[1:]  # `my_lib::a::b` from an integration test: the crate's own path
         for cut in range(len(parts), 0, -1):
             stem = "/".join(parts[:cut])
             java = family == "java"
