@@ -5,7 +5,10 @@ files) into a temporary git repository, then measures:
 - a full index build from the commit (time, and peak memory traced in a second, traced run);
 - an incremental update after a commit changing 10 files, as a ratio of the full build;
 - that the updated index equals a full build at the new commit;
-- cohorts of that 10-file change.
+- cohorts of that 10-file change;
+- cohort quality per language (`--quality`, or always in the report): on the generated
+  repositories of tests/reviews/index/cohort_repos.py, cohorts per change, whether util, module
+  and test form one cohort read in that order, blast radius, and own imports resolved ÷ all.
 Not collected by pytest (the name does not start with test_); it takes a few seconds.
 """
 
@@ -24,8 +27,10 @@ import django
 
 from reviews.index import build_index, changed_texts, files_at_commit, update_index
 from reviews.index.cohorts import compute_cohorts
+from reviews.index.resolution import import_resolution
 from reviews.sources.git_local import LocalGitSource
 from tests.bench.scratch_git import git
+from tests.reviews.index.cohort_repos import REPOS, QualityRepo
 
 MIN_PY_FILES = 2_000
 CHANGED_FILES = 10
@@ -146,12 +151,56 @@ def run(*, verify: bool = True) -> dict[str, object]:
         }
 
 
+def _write_commit(root: Path, tree: dict[str, str], message: str) -> None:
+    for path, text in tree.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", message)
+
+
+def cohort_quality(case: QualityRepo) -> dict[str, object]:
+    """One language's generated repository: its change's cohorts and own-import resolution."""
+    with tempfile.TemporaryDirectory(prefix="quorum-bench-cohorts-") as tmp:
+        root = Path(tmp)
+        git(root, "init", "--quiet")
+        _write_commit(root, case.base, "base")
+        git(root, "checkout", "--quiet", "-b", "feature")
+        _write_commit(root, case.change, "change")
+        source = LocalGitSource(root)
+        diff = source.diff("HEAD~1", "HEAD")
+        head = build_index(files_at_commit(source, diff.head_sha))
+        base = build_index(files_at_commit(source, diff.merge_base_sha))
+        cohorts = compute_cohorts(diff.files, head, base=base)
+        family = "js" if case.language == "typescript" else case.language
+        rate = import_resolution(head)[family]
+        main = cohorts[0]
+        radius = main.blast_radius
+        return {
+            "language": case.language,
+            "changed_files": len(diff.files),
+            "cohorts": len(cohorts),
+            "grouped_as_expected": set(main.paths) == {case.util, case.module, case.test},
+            "reading_order": " → ".join(s.path.rpartition("/")[2] for s in main.reading_order),
+            "blast_radius": None if radius is None else f"{radius.definitions} / {radius.files}",
+            "own_imports_resolved": f"{rate.resolved}/{rate.total} ({rate.rate:.0%})",
+        }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-verify", action="store_true", help="skip the equality check")
+    parser.add_argument(
+        "--quality", action="store_true", help="only the per-language cohort quality table"
+    )
     args = parser.parse_args(argv)
-    for key, value in run(verify=not args.no_verify).items():
-        print(f"{key:32} {value}")
+    if not args.quality:
+        for key, value in run(verify=not args.no_verify).items():
+            print(f"{key:32} {value}")
+    print("\ncohort quality per language (generated repositories)")
+    for case in REPOS:
+        print("  " + "  ".join(f"{k}={v}" for k, v in cohort_quality(case).items()))
 
 
 if __name__ == "__main__":

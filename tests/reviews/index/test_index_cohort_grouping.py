@@ -8,7 +8,9 @@ import difflib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reviews.domain.types import AxisResult
 from reviews.index import build_index, compute_cohorts
+from reviews.index.axes_compute import compute_test_gap
 from reviews.index.cohorts import CONFIG_DOCS_LABEL, UNLINKED_TESTS_LABEL
 from reviews.sources.diffs import parse_unified_diff
 from tests.reviews.index.index_helpers import pr_cohorts
@@ -114,6 +116,9 @@ def test_a_patch_release_is_one_cohort_with_its_tests(git_repo_factory):
         CONFIG_DOCS_LABEL: ("readme.md",),
     }
     assert main.to_json()["unresolved_imports"] == []
+    # testGap reads the same links: the changed code has its tests in its cohort.
+    result, details = compute_test_gap(cohorts)
+    assert details["cohorts_without_tests"] == [] and result is AxisResult.PASS
 
 
 def test_an_unresolved_own_import_is_shown_in_the_cohort(git_repo_factory):
