@@ -66,7 +66,7 @@ from reviews.index.model import (
     Definition,
     Reference,
 )
-from reviews.index.resolution import unresolved_imports
+from reviews.index.resolution import ResolverCache, unresolved_imports
 from reviews.sources.diffs import ChangedFile, Hunk
 
 GRAPH_LABEL = "code graph"
@@ -204,7 +204,7 @@ def compute_cohorts(
         (test_groups if is_tests else code_groups).append(group)
     # Tests beside their code: a test file joins the cohort of the changed code it imports or
     # references (the one with the highest blast radius when several); the rest form one group.
-    radius = [graph.cohort(g).blast_radius or BlastRadius(0, 0) for g in code_groups]
+    radius = [graph.blast_radius_of(g) for g in code_groups]
     unlinked: list[_Unit] = []
     for tests in _merge_by_path(test_groups):
         linked = [i for i, group in enumerate(code_groups) if graph.links(tests, group)]
@@ -317,6 +317,7 @@ class _Graph:
         self.head = head
         self.base = base
         self.changed_paths = changed_paths
+        self._resolver = ResolverCache(head)
 
     def lookup(self, qualname: str) -> Definition | None:
         found = self.head.definitions.get(qualname)
@@ -492,6 +493,9 @@ class _Graph:
             groups[find(next(iter(unit.symbols)))].append(unit)
         return list(groups.values())
 
+    def blast_radius_of(self, units: list[_Unit]) -> BlastRadius:
+        return self._blast_radius({s for u in units for s in u.symbols})
+
     def _same_file_groups(self, touched: set[str]) -> list[list[str]]:
         """Touched symbols a file's own definitions connect: members of one class (the class
         too, when touched), and callers of one untouched helper of their file."""
@@ -638,7 +642,7 @@ class _Graph:
             reading_order=order,
             diagram=flowchart(diagram_files, ((e.source, e.target, e.kind) for e in edges)),
             previews=previews,
-            unresolved_imports=unresolved_imports(self.head, code_paths),
+            unresolved_imports=unresolved_imports(self.head, code_paths, self._resolver),
         )
 
     def _label(self, qualname: str, path: str) -> str:

@@ -49,11 +49,34 @@ def import_resolution(index: CodeIndex) -> dict[str, ImportResolution]:
     return {family: ImportResolution(r, t) for family, (r, t) in sorted(counts.items())}
 
 
-def unresolved_imports(index: CodeIndex, paths: Iterable[str]) -> tuple[str, ...]:
+class ResolverCache:
+    """One resolver (and the Python package roots) for an index, built on first use: cohorts
+    ask for each of theirs, and building one walks every file."""
+
+    def __init__(self, index: CodeIndex) -> None:
+        self.index = index
+        self._resolver: NamedResolver | None = None
+        self._tops: frozenset[str] | None = None
+
+    @property
+    def resolver(self) -> NamedResolver:
+        if self._resolver is None:
+            self._resolver = NamedResolver(self.index.files, self.index.definitions)
+        return self._resolver
+
+    @property
+    def python_tops(self) -> frozenset[str]:
+        if self._tops is None:
+            self._tops = _python_tops(self.index)
+        return self._tops
+
+
+def unresolved_imports(
+    index: CodeIndex, paths: Iterable[str], cache: ResolverCache | None = None
+) -> tuple[str, ...]:
     """`path: specifier` for each import of the repository's own code in `paths` that the
     index could not resolve, in path order, each once."""
-    resolver: NamedResolver | None = None
-    tops = _python_tops(index)
+    cache = cache if cache is not None and cache.index is index else ResolverCache(index)
     out: list[str] = []
     for path in sorted(set(paths)):
         record = index.files.get(path)
@@ -64,10 +87,9 @@ def unresolved_imports(index: CodeIndex, paths: Iterable[str]) -> tuple[str, ...
             if ref.kind != IMPORT or ref.target is not None:
                 continue
             if family == "python":
-                own = _python_own(tops, ref.name)
+                own = _python_own(cache.python_tops, ref.name)
             else:
-                resolver = resolver or NamedResolver(index.files, index.definitions)
-                own = resolver.is_own_import(record, ref.name)
+                own = cache.resolver.is_own_import(record, ref.name)
             entry = f"{path}: {ref.name.partition('#')[0]}"
             if own and entry not in out:
                 out.append(entry)
