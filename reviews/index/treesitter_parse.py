@@ -365,7 +365,10 @@ class _Walker:
         if kind in ("type_spec", "type_alias"):
             body = node.child_by_field_name("type")
             def_kind = INTERFACE if body is not None and body.type == "interface_type" else CLASS
-            return self._define(node, _text(node.child_by_field_name("name")), def_kind, scope)
+            inner = self._define(node, _text(node.child_by_field_name("name")), def_kind, scope)
+            for embedded in self._go_embedded(body):
+                self._ref(INHERIT, _type_name(embedded), embedded, inner)
+            return inner
         if kind == "import_spec":
             spec = _string_value(node.child_by_field_name("path"))
             alias = _text(node.child_by_field_name("name"))
@@ -384,6 +387,29 @@ class _Walker:
         elif kind == "composite_literal":
             self._ref(CALL, self._go_callee(node.child_by_field_name("type"), scope), node, scope)
         return None
+
+    @staticmethod
+    def _go_embedded(body: ts.Node | None) -> list[ts.Node]:
+        """Types embedded in a struct (a field without a name) or an interface: their methods
+        are promoted, so the index treats them as bases."""
+        if body is None:
+            return []
+        if body.type == "struct_type":
+            fields = next(
+                (c for c in body.named_children if c.type == "field_declaration_list"), None
+            )
+            return [
+                t
+                for f in (fields.named_children if fields is not None else [])
+                if f.type == "field_declaration"
+                and f.child_by_field_name("name") is None
+                and (t := f.child_by_field_name("type")) is not None
+            ]
+        if body.type == "interface_type":
+            return [
+                t for e in body.named_children if e.type == "type_elem" for t in e.named_children
+            ]
+        return []
 
     def _go_callee(self, node: ts.Node | None, scope: _Scope) -> str:
         if node is None:

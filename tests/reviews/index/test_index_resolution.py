@@ -117,3 +117,24 @@ def test_go_module_path_from_go_mod():
     assert targets["example.com/shop/internal/price"] == "internal/price/price.go"
     assert targets["github.com/x/price"] is None
     assert import_resolution(index)["go"].rate == 1.0
+
+
+def test_go_embedding_promotes_the_embedded_types_methods():
+    """`type Server struct{ *base.Handler }`: the embedded type is a base, so `s.Log()` in a
+    method of Server resolves to Handler.Log in the other package."""
+    files = {
+        "go.mod": "module example.com/app\n",
+        "base/handler.go": (
+            "package base\n\ntype Handler struct{}\n\nfunc (h *Handler) Log() {}\n"
+        ),
+        "server/server.go": (
+            'package server\n\nimport "example.com/app/base"\n\n'
+            "type Server struct {\n\t*base.Handler\n\tname string\n}\n\n"
+            "func (s *Server) Run() {\n\ts.Log()\n}\n"
+        ),
+    }
+    index = build_index(files)
+    inherits = {(r.source, r.target) for r in index.references if r.kind == "inherit"}
+    assert ("server/server.go:Server", "base/handler.go:Handler") in inherits
+    calls = {r.name: r.target for r in index.references if r.kind == "call"}
+    assert calls["self.Log"] == "base/handler.go:Handler.Log"
