@@ -523,11 +523,14 @@ class _Graph:
         return [sorted(set(g)) for g in groups.values() if len(set(g)) > 1]
 
     def links(self, tests: list[_Unit], code: list[_Unit]) -> bool:
-        """Whether the test files of `tests` import or reference the changed code of `code`:
-        a resolved reference to a changed symbol, to anything inside one, or to a changed file;
-        or, by name, a call through an object (a fixture) to a changed method or function."""
+        """Whether the test files of `tests` import or reference the changed code of `code`
+        (or are partly in it already): a resolved reference to a changed symbol, to anything
+        inside one, or to a changed file; or, by name, a call through an object (a fixture)
+        to a changed method or function."""
         symbols = {s for u in code for s in u.symbols}
         paths = {u.path for u in code}
+        if paths & {u.path for u in tests}:
+            return True  # the rest of a test file already there: the file is not split
         names = {
             d.name
             for q in symbols

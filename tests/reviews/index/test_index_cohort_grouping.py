@@ -177,3 +177,47 @@ def test_a_file_is_split_only_where_its_changed_parts_are_unconnected(change):
                     assert j not in calls[i] and i not in calls[j], (x, y)
                     assert not (in_class[i] and in_class[j]), (x, y)
             assert cohorts[a].split_paths == ("m.py",)
+
+
+PY_BASE = {
+    "shop/__init__.py": "",
+    "shop/cart.py": (
+        "class Cart:\n"
+        "    def total(self):\n        return 1\n\n"
+        "    def count(self):\n        return 2\n"
+    ),
+    "shop/mail.py": "def send():\n    return 'sent'\n",
+    "tests/test_cart.py": (
+        "from shop.cart import Cart\n\n\n"
+        "def test_total():\n    assert Cart().total() == 1\n\n\n"
+        "def test_count(cart_fixture):\n    assert cart_fixture.count() == 2\n\n\n"
+        "def test_other():\n    assert True\n"
+    ),
+}
+
+
+def test_python_tests_follow_the_code_and_a_class_stays_whole(git_repo_factory):
+    """Two methods of one class changed without calling each other stay one cohort; the test
+    file (one test using the class, one calling a changed method through a fixture, one linked
+    to nothing) joins it whole; the unrelated change is a cohort of its own."""
+    repo = git_repo_factory()
+    repo.commit("base", PY_BASE, branch="main")
+    repo.checkout("feature", create_from="main")
+    cart = PY_BASE["shop/cart.py"].replace("return 1", "return 10").replace("return 2", "return 20")
+    test = PY_BASE["tests/test_cart.py"]
+    test = test.replace("== 1", "== 10").replace("== 2", "== 20").replace("True", "1")
+    repo.commit(
+        "change",
+        {
+            "shop/cart.py": cart,
+            "tests/test_cart.py": test,
+            "shop/mail.py": PY_BASE["shop/mail.py"].replace("sent", "queued"),
+        },
+    )
+    cohorts = pr_cohorts(repo, "main", "feature")
+    by_path = {c.paths: c for c in cohorts}
+    assert set(by_path) == {("shop/cart.py", "tests/test_cart.py"), ("shop/mail.py",)}
+    cart_cohort = by_path[("shop/cart.py", "tests/test_cart.py")]
+    assert {"shop.cart.Cart.total", "shop.cart.Cart.count"} <= set(cart_cohort.symbols)
+    assert [s.path for s in cart_cohort.reading_order] == ["shop/cart.py", "tests/test_cart.py"]
+    assert all(c.split_paths == () for c in cohorts)
