@@ -307,6 +307,9 @@ class NamedResolver:
                 return any(spec == m or spec.startswith(m + "/") for _, m in self._go_modules)
             return self._go_directory(spec) is not None
         if family == "java":
+            whole = spec.replace(".", "/")
+            if any(d == whole or d.endswith("/" + whole) for d in self._java_dirs):
+                return False  # `import com.x.*`: a whole package, its names resolved one by one
             package = spec.rpartition(".")[0].replace(".", "/")
             return any(d == package or d.endswith("/" + package) for d in self._java_dirs)
         if family == "rust":

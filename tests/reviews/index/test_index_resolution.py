@@ -138,3 +138,24 @@ def test_go_embedding_promotes_the_embedded_types_methods():
     assert ("server/server.go:Server", "base/handler.go:Handler") in inherits
     calls = {r.name: r.target for r in index.references if r.kind == "call"}
     assert calls["self.Log"] == "base/handler.go:Handler.Log"
+
+
+def test_java_imports_of_own_packages_are_counted_and_wildcards_are_not_holes():
+    """`import com.shop.Cart` resolves to the class; `import com.shop.*` names a package, not a
+    missing class; `import java.util.List` is the JDK's, not counted."""
+    files = {
+        "src/main/java/com/shop/Cart.java": (
+            "package com.shop;\n\npublic class Cart {\n    public int total() { return 1; }\n}\n"
+        ),
+        "src/main/java/com/app/Main.java": (
+            "package com.app;\n\nimport com.shop.Cart;\nimport com.shop.*;\n"
+            "import java.util.List;\n\nclass Main {\n"
+            "    int run() { return new Cart().total(); }\n}\n"
+        ),
+    }
+    index = build_index(files)
+    targets = _targets(index, "src/main/java/com/app/Main.java")
+    assert targets["com.shop.Cart"] == "src/main/java/com/shop/Cart.java:Cart"
+    rate = import_resolution(index)["java"]
+    assert (rate.resolved, rate.total) == (1, 1)
+    assert unresolved_imports(index, ["src/main/java/com/app/Main.java"]) == ()
