@@ -213,10 +213,24 @@ elif GITHUB_OAUTH_CLIENT_ID or GITHUB_OAUTH_SECRET:
         "Set both GITHUB_OAUTH_CLIENT_ID and GITHUB_OAUTH_SECRET, or neither."
     )
 
-EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# Printed to the console unless an SMTP host is configured (README "Environment").
+EMAIL_BACKEND = envstr(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if envstr("EMAIL_HOST")
+    else "django.core.mail.backends.console.EmailBackend",
+)
 EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
 EMAIL_PORT = envint("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", default=False)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 20, minimum=1)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "quorum@localhost")
+# Approval notices: the address links in emails and webhooks start with (default: the origin of
+# the request that asked, else http://localhost:8000), and the webhook's first retry delay.
+QUORUM_PUBLIC_URL = envstr("QUORUM_PUBLIC_URL").rstrip("/")
+QUORUM_WEBHOOK_BACKOFF_SECONDS = envint("QUORUM_WEBHOOK_BACKOFF_SECONDS", 10, minimum=0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

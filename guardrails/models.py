@@ -244,3 +244,67 @@ class ApproverPresence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} present in {self.workspace_id}"
+
+
+class ApprovalNotice(models.Model):
+    """Who was told that a request waits, how and when: one row per recipient and channel,
+    written once the message left (an email handed to the mail server, a webhook accepted)."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "email"
+        WEBHOOK = "webhook", "webhook"
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="notices")
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    # An approver's address, or the webhook's host.
+    recipient = models.CharField(max_length=254)
+    sent_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["sent_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request", "channel", "recipient"], name="approval_notice_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recipient} told of {self.request_id} by {self.channel}"
+
+
+class ApprovalWebhook(models.Model):
+    """A workspace's outgoing webhook for approval requests. The secret signs each delivery;
+    it is write-only in the interface (never shown back), so it is kept as given."""
+
+    workspace = models.OneToOneField(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="approval_webhook"
+    )
+    url = models.URLField(max_length=2048)
+    secret = models.CharField(max_length=200)
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"webhook of {self.workspace_id}"
+
+
+class WebhookDelivery(models.Model):
+    """One attempt to deliver a notice to the workspace's webhook: the delivery log."""
+
+    webhook = models.ForeignKey(ApprovalWebhook, on_delete=models.CASCADE, related_name="deliveries")
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="+")
+    attempt = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    accepted = models.BooleanField(default=False)
+    attempted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-attempted_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["webhook", "request", "attempt"], name="webhook_delivery_attempt_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"delivery {self.attempt} of {self.request_id}: {self.status_code or self.error}"

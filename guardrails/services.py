@@ -22,6 +22,7 @@ from guardrails import rules
 from guardrails.actions import action_class
 from guardrails.audit import APP, SYSTEM, Actor, Target, audit_record
 from guardrails.models import ActionPolicy, ApprovalDecision, ApprovalRequest, Execution
+from guardrails.notify import approval_notices_queue, origin_of
 from guardrails.presence import present_approvers
 from workspaces.models import Membership, Workspace
 from workspaces.rules import Perm, ReadOnlyError, RuleError, archived_message
@@ -193,6 +194,9 @@ def checkpoint(
         extra = {"note": note.strip()[:2000]} if note.strip() else {}
         _audit(request, "approval.requested", who, http_request, payload=clean, **extra)
         transaction.on_commit(lambda: _notify(request, "requested"))
+        # Approvers are told by email and the workspace's webhook, from a background task.
+        origin = origin_of(http_request)
+        transaction.on_commit(lambda: approval_notices_queue(request.pk, origin))
     return CheckpointResult(rules.CheckpointOutcome.PENDING, "Waiting for an approver.", request)
 
 

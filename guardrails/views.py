@@ -20,7 +20,8 @@ from config.vocabulary import template_enums
 from guardrails import exports, rules
 from guardrails.actions import REGISTRY
 from guardrails.audit import chain_name
-from guardrails.models import ApprovalRequest, AuditEvent
+from guardrails.models import ApprovalRequest, ApprovalWebhook, AuditEvent, WebhookDelivery
+from guardrails.notify import approval_webhook_remove, approval_webhook_set, webhook_display
 from guardrails.presence import present_approvers
 from guardrails.selectors import audit_events
 from guardrails.services import (
@@ -46,7 +47,7 @@ def inbox_context(membership: Membership) -> dict:
             workspace=ws, status=rules.Status.PENDING, expires_at__gt=timezone.now()
         )
         .select_related("requester")
-        .prefetch_related("decisions__approver")
+        .prefetch_related("decisions__approver", "notices")
         .order_by("created_at")
     )
     recent = list(
@@ -315,11 +316,45 @@ def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResp
         for name, spec in REGISTRY.items()
         if spec.fixed_policy is None
     ]
+    can_edit = allows(membership, Perm.MANAGE_RULES)
+    hook = ApprovalWebhook.objects.filter(workspace=ws).first() if can_edit else None
     context = {
         "workspace": ws,
         "membership": membership,
         "policies": policies,
         "choices": [(p.value, p.value.replace("_", " ")) for p in rules.Policy],
-        "can_edit": allows(membership, Perm.MANAGE_RULES),
+        "can_edit": can_edit,
+        # The webhook and its delivery log are for those who may change them.
+        "webhook": hook,
+        "webhook_shown": webhook_display(hook.url) if hook else "",
+        "deliveries": (
+            list(WebhookDelivery.objects.filter(webhook=hook).select_related("request")[:50])
+            if hook
+            else []
+        ),
     }
     return render(request, "guardrails/settings.html", context)
+
+
+@member_view
+@require_POST
+def webhook_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
+    """Set or remove the workspace's approval webhook (admins and owners)."""
+    ws = membership.workspace
+    require(
+        membership, Perm.MANAGE_RULES, attempted="change the approval webhook", request=request
+    )
+    with errors_as_messages(request):
+        if request.POST.get("remove"):
+            if approval_webhook_remove(workspace=ws, actor=request.user, http_request=request):
+                messages.success(request, "Webhook removed: approvers are told by email only.")
+        else:
+            approval_webhook_set(
+                workspace=ws,
+                url=request.POST.get("url", ""),
+                secret=request.POST.get("secret", ""),
+                actor=request.user,
+                http_request=request,
+            )
+            messages.success(request, "Webhook saved. The secret is not shown again.")
+    return redirect(reverse("guardrails:settings", args=[ws.slug]) + "#webhook-title")
