@@ -43,6 +43,13 @@ class DecisionIn(Input):
     reason: Text = Field(default="", max_length=2000)
 
 
+class NoticeOut(Schema):
+    channel: Literal["email", "webhook"]
+    # The approver's address, or the webhook's host.
+    recipient: str
+    sent_at: str
+
+
 class ApprovalOut(Schema):
     id: int
     action_class: str
@@ -58,6 +65,8 @@ class ApprovalOut(Schema):
     # What the action returned once executed; empty before.
     result: JsonMap
     error: str
+    # Who was told that the request waits, how and when (README "Approval notices").
+    notified: list[NoticeOut]
 
 
 class AuditOut(Schema):
@@ -104,6 +113,10 @@ def _approval(r: ApprovalRequest) -> dict:
         "expires_at": r.expires_at.isoformat(),
         "result": r.result,
         "error": r.error,
+        "notified": [
+            {"channel": n.channel, "recipient": n.recipient, "sent_at": n.sent_at.isoformat()}
+            for n in r.notices.all()
+        ],
     }
 
 
@@ -142,8 +155,10 @@ def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
 @router.get("/{slug}/approvals", response=responses({200: list[ApprovalOut]}, 404, 422))
 def approval_list(request, slug: Slug, status: Filter = ""):
     membership = membership_get(user=request.user, slug=slug)
-    rows = ApprovalRequest.objects.filter(workspace=membership.workspace).select_related(
-        "requester"
+    rows = (
+        ApprovalRequest.objects.filter(workspace=membership.workspace)
+        .select_related("requester")
+        .prefetch_related("notices")
     )
     if status:
         rows = rows.filter(status=status)

@@ -290,7 +290,9 @@ class ApprovalWebhook(models.Model):
 class WebhookDelivery(models.Model):
     """One attempt to deliver a notice to the workspace's webhook: the delivery log."""
 
-    webhook = models.ForeignKey(ApprovalWebhook, on_delete=models.CASCADE, related_name="deliveries")
+    webhook = models.ForeignKey(
+        ApprovalWebhook, on_delete=models.CASCADE, related_name="deliveries"
+    )
     request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="+")
     attempt = models.PositiveSmallIntegerField()
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)

@@ -45,7 +45,8 @@ def text(summary: Summary) -> str:
     """The message body: the same words in the email and in the webhook's `text`."""
     lines = [
         f"{summary.requester} asks for approval in {summary.workspace}: "
-        f"{summary.action.lower()} — {summary.target} (request #{summary.request_id}).",
+        f"{summary.action[:1].lower()}{summary.action[1:]} — {summary.target} "
+        f"(request #{summary.request_id}).",
     ]
     if summary.note:
         lines.append(f"Their note: {summary.note}")
@@ -102,9 +103,8 @@ def retry_after(attempt: int, status_code: int | None) -> bool:
     receiver says the request itself is wrong (4xx other than 408 and 429)."""
     if attempt >= MAX_ATTEMPTS or accepted(status_code):
         return False
-    if status_code is not None and 400 <= status_code < 500 and status_code not in (408, 429):
-        return False
-    return True
+    refused = status_code is not None and 400 <= status_code < 500
+    return not refused or status_code in (408, 429)
 
 
 def _private(address: str) -> bool:
@@ -148,9 +148,7 @@ def address_problem(addresses: list[str], *, debug: bool) -> str | None:
 
 def secret_problem(secret: str) -> str | None:
     if not MIN_SECRET_LENGTH <= len(secret) <= MAX_SECRET_LENGTH:
-        return (
-            f"the signing secret must be {MIN_SECRET_LENGTH} to {MAX_SECRET_LENGTH} characters"
-        )
+        return f"the signing secret must be {MIN_SECRET_LENGTH} to {MAX_SECRET_LENGTH} characters"
     if any(ch.isspace() or ord(ch) < 0x20 for ch in secret):
         return "the signing secret cannot contain spaces or control characters"
     return None

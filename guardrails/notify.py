@@ -181,9 +181,7 @@ def webhook_deliver(*, request_id: int, origin: str, attempt: int) -> bool:
             notices.SIGNATURE_HEADER: notices.signature(hook.secret, stamp, body),
         }
         try:
-            response = httpx.post(
-                hook.url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT
-            )
+            response = httpx.post(hook.url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT)
             status_code = response.status_code
             if not notices.accepted(status_code):
                 error = f"the receiver answered {status_code}"

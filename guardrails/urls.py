@@ -17,7 +17,5 @@ urlpatterns = [
     path("w/<slug:slug>/audit/", views.audit, name="audit"),
     path("w/<slug:slug>/audit/export.<str:fmt>", views.audit_export, name="audit_export"),
     path("w/<slug:slug>/settings/guardrails/", views.guardrail_settings, name="settings"),
-    path(
-        "w/<slug:slug>/settings/guardrails/webhook/", views.webhook_settings, name="webhook"
-    ),
+    path("w/<slug:slug>/settings/guardrails/webhook/", views.webhook_settings, name="webhook"),
 ]

@@ -341,9 +341,7 @@ def guardrail_settings(request: HttpRequest, membership: Membership) -> HttpResp
 def webhook_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
     """Set or remove the workspace's approval webhook (admins and owners)."""
     ws = membership.workspace
-    require(
-        membership, Perm.MANAGE_RULES, attempted="change the approval webhook", request=request
-    )
+    require(membership, Perm.MANAGE_RULES, attempted="change the approval webhook", request=request)
     with errors_as_messages(request):
         if request.POST.get("remove"):
             if approval_webhook_remove(workspace=ws, actor=request.user, http_request=request):

@@ -5,52 +5,108 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('guardrails', '0005_audit_keyed_chain'),
-        ('workspaces', '0006_api_token_agent'),
+        ("guardrails", "0005_audit_keyed_chain"),
+        ("workspaces", "0006_api_token_agent"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ApprovalWebhook',
+            name="ApprovalWebhook",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.URLField(max_length=2048)),
-                ('secret', models.CharField(max_length=200)),
-                ('updated_at', models.DateTimeField()),
-                ('workspace', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='approval_webhook', to='workspaces.workspace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("url", models.URLField(max_length=2048)),
+                ("secret", models.CharField(max_length=200)),
+                ("updated_at", models.DateTimeField()),
+                (
+                    "workspace",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="approval_webhook",
+                        to="workspaces.workspace",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ApprovalNotice',
+            name="ApprovalNotice",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel', models.CharField(choices=[('email', 'email'), ('webhook', 'webhook')], max_length=10)),
-                ('recipient', models.CharField(max_length=254)),
-                ('sent_at', models.DateTimeField()),
-                ('request', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notices', to='guardrails.approvalrequest')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "channel",
+                    models.CharField(
+                        choices=[("email", "email"), ("webhook", "webhook")], max_length=10
+                    ),
+                ),
+                ("recipient", models.CharField(max_length=254)),
+                ("sent_at", models.DateTimeField()),
+                (
+                    "request",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notices",
+                        to="guardrails.approvalrequest",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['sent_at', 'pk'],
-                'constraints': [models.UniqueConstraint(fields=('request', 'channel', 'recipient'), name='approval_notice_once')],
+                "ordering": ["sent_at", "pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("request", "channel", "recipient"), name="approval_notice_once"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='WebhookDelivery',
+            name="WebhookDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('attempt', models.PositiveSmallIntegerField()),
-                ('status_code', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('error', models.CharField(blank=True, max_length=500)),
-                ('accepted', models.BooleanField(default=False)),
-                ('attempted_at', models.DateTimeField()),
-                ('request', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='guardrails.approvalrequest')),
-                ('webhook', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='guardrails.approvalwebhook')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("attempt", models.PositiveSmallIntegerField()),
+                ("status_code", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("error", models.CharField(blank=True, max_length=500)),
+                ("accepted", models.BooleanField(default=False)),
+                ("attempted_at", models.DateTimeField()),
+                (
+                    "request",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="guardrails.approvalrequest",
+                    ),
+                ),
+                (
+                    "webhook",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliveries",
+                        to="guardrails.approvalwebhook",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-attempted_at', '-pk'],
-                'constraints': [models.UniqueConstraint(fields=('webhook', 'request', 'attempt'), name='webhook_delivery_attempt_once')],
+                "ordering": ["-attempted_at", "-pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("webhook", "request", "attempt"),
+                        name="webhook_delivery_attempt_once",
+                    )
+                ],
             },
         ),
     ]
