@@ -142,7 +142,15 @@ def approval_emails_send(*, request_id: int, origin: str) -> int:
             ).send()
             _notice_record(request, ApprovalNotice.Channel.EMAIL, address)
             sent += 1
+    _told(request)
     return sent
+
+
+def _told(request: ApprovalRequest) -> None:
+    """The inbox and the review's page say who was told: refresh them."""
+    from guardrails.events import approvals_emit
+
+    approvals_emit(request, "notified")
 
 
 def _resolved(host: str) -> list[str]:
@@ -203,6 +211,7 @@ def webhook_deliver(*, request_id: int, origin: str, attempt: int) -> bool:
         return False  # a concurrent copy of this task logged the same attempt
     if ok:
         _notice_record(request, ApprovalNotice.Channel.WEBHOOK, host)
+        _told(request)
         return False
     log.warning("webhook attempt %s for request %s failed: %s", attempt, request_id, error)
     return notices.retry_after(attempt, status_code)

@@ -268,7 +268,7 @@ def review_context(
             target_id=str(space.pk),
         )
         .select_related("requester")
-        .prefetch_related("decisions__approver")
+        .prefetch_related("decisions__approver", "notices")
         .first(),
         "ladder": [(s.value, s.label) for s in LADDER],
         "node_actions": actions,

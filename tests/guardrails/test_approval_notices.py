@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from aiosmtpd.controller import Controller
+from django.urls import reverse
 
 from guardrails import notices
 from guardrails.models import ApprovalNotice, ApprovalWebhook, AuditEvent, WebhookDelivery
@@ -162,6 +163,9 @@ def test_a_publish_request_emails_each_approver_once_and_never_the_requester(
     told_line = page.split(f'id="approval-{request.pk}-told"')[1].split("</p>")[0]
     assert "ada@example.com by email" in told_line and "vera@example.com by email" in told_line
     assert "bob@example.com" not in told_line
+    review = client_for(bob).get(reverse("reviews:detail", args=[space.workspace.slug, space.pk]))
+    review_told = review.content.decode().split('id="publication-told"')[1].split("</span>")[0]
+    assert "alice@example.com by email" in review_told
     api = client_for(bob).get(f"/api/v1/workspaces/{space.workspace.slug}/approvals")
     notified = api.json()[0]["notified"]
     assert sorted(n["recipient"] for n in notified) == recipients
