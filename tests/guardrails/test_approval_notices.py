@@ -19,7 +19,7 @@ from django.urls import reverse
 from guardrails import notices
 from guardrails.models import ApprovalNotice, ApprovalWebhook, AuditEvent, WebhookDelivery
 from guardrails.presence import presence_touch
-from guardrails.tasks import approval_webhook_task
+from guardrails.tasks import approval_emails_task, approval_webhook_task
 from reviews.services.publishing import publish_request
 
 SECRET = "whsec-" + "k" * 26
@@ -237,16 +237,32 @@ def test_a_receiver_that_never_accepts_is_tried_a_few_times_then_left(
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-def test_only_admins_set_the_webhook_and_see_its_log(workspace, alice, member_factory, client_for):
-    vera = member_factory(workspace, "approver", "vera@example.com")
+@pytest.mark.parametrize("role", ["approver", "reviewer", "viewer"])
+def test_only_admins_set_the_webhook_and_see_its_log(workspace, member_factory, client_for, role):
+    member = client_for(member_factory(workspace, role))
     url = f"/w/{workspace.slug}/settings/guardrails/webhook/"
-    refused = client_for(vera).post(url, {"url": "https://hooks.example.com/x", "secret": SECRET})
-    assert refused.status_code == 403
+    for body in ({"url": "https://hooks.example.com/x", "secret": SECRET}, {"remove": "1"}):
+        assert member.post(url, body).status_code == 403
     assert not ApprovalWebhook.objects.exists()
-    denied = AuditEvent.objects.get(action="permission.denied")
-    assert denied.payload["attempted"] == "change the approval webhook"
-    page = client_for(vera).get(f"/w/{workspace.slug}/settings/guardrails/").content.decode()
+    denied = AuditEvent.objects.filter(action="permission.denied")
+    assert {e.payload["attempted"] for e in denied} == {"change the approval webhook"}
+    page = member.get(f"/w/{workspace.slug}/settings/guardrails/").content.decode()
     assert "Approval notices" not in page and "webhook-deliveries" not in page
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_an_admin_sets_the_webhook(workspace, member_factory, client_for):
+    admin = client_for(member_factory(workspace, "admin"))
+    response = admin.post(
+        f"/w/{workspace.slug}/settings/guardrails/webhook/",
+        {"url": "https://hooks.example.com/q", "secret": SECRET},
+    )
+    assert response.status_code == 302
+    assert ApprovalWebhook.objects.get().url == "https://hooks.example.com/q"
+    page = admin.get(response["Location"]).content.decode()
+    assert "Webhook saved. The secret is not shown again." in page
+    assert 'id="webhook-deliveries"' in page and "Nothing delivered yet." in page
 
 
 @pytest.mark.postgres
@@ -297,3 +313,43 @@ def test_the_secret_is_write_only_and_a_blank_one_keeps_it(workspace, alice, cli
     admin.post(url, {"remove": "1"})
     assert not ApprovalWebhook.objects.exists()
     assert AuditEvent.objects.filter(action="guardrails.webhook_removed").count() == 1
+
+
+class _FlakyMailbox(_Mailbox):
+    """A mail server that refuses its first message with a temporary error (451)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = 0
+
+    async def handle_DATA(self, server, session, envelope):
+        if not self.refused:
+            self.refused += 1
+            return "451 Requested action aborted: try again later"
+        return await super().handle_DATA(server, session, envelope)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_mail_server_error_is_retried_and_nobody_is_emailed_twice(
+    publishable, settings, member_factory
+):
+    space, _, bob, vera = publishable
+    member_factory(space.workspace, "approver", "ada@example.com")
+    presence_touch(channel_name="vera-socket", workspace_id=space.workspace_id, user_id=vera.pk)
+    mailbox = _FlakyMailbox()
+    port = _free_port()
+    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
+        result = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
+        # The task as a worker runs it, its retries included (eagerly: no wait between them).
+        approval_emails_task.apply(args=(result.request.pk, PUBLIC))
+    finally:
+        controller.stop()
+    assert mailbox.refused == 1
+    recipients = sorted(r for rcpt, _ in mailbox.messages for r in rcpt)
+    assert recipients == ["ada@example.com", "alice@example.com", "vera@example.com"]
+    assert ApprovalNotice.objects.filter(request=result.request).count() == 3
