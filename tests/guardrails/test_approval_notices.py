@@ -353,3 +353,38 @@ def test_a_mail_server_error_is_retried_and_nobody_is_emailed_twice(
     recipients = sorted(r for rcpt, _ in mailbox.messages for r in rcpt)
     assert recipients == ["ada@example.com", "alice@example.com", "vera@example.com"]
     assert ApprovalNotice.objects.filter(request=result.request).count() == 3
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_in_the_full_stack_celery_workers_email_and_retry_the_webhook_with_backoff(
+    publishable, member_factory, smtp_server, receiver_factory, worker_factory, settings
+):
+    """A publish request in the web process; a real Celery worker sends the emails to the real
+    SMTP server and delivers the webhook, retrying a failed delivery after its backoff."""
+    space, _, bob, vera = publishable
+    member_factory(space.workspace, "approver", "ada@example.com")
+    presence_touch(channel_name="vera-socket", workspace_id=space.workspace_id, user_id=vera.pk)
+    receiver = receiver_factory([500, 200])
+    ApprovalWebhook.objects.create(
+        workspace=space.workspace, url=receiver.url, secret=SECRET, updated_at="2026-01-01T00:00Z"
+    )
+    worker_factory(
+        EMAIL_HOST="127.0.0.1",
+        EMAIL_PORT=str(settings.EMAIL_PORT),
+        DEBUG="1",
+        QUORUM_PUBLIC_URL=PUBLIC,
+        QUORUM_WEBHOOK_BACKOFF_SECONDS="1",
+    )
+    result = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
+    _wait_for(lambda: WebhookDelivery.objects.filter(accepted=True).exists(), timeout=60)
+    _wait_for(lambda: len(smtp_server.messages) >= 3, timeout=30)
+    recipients = sorted(r for rcpt, _ in smtp_server.messages for r in rcpt)
+    assert recipients == ["ada@example.com", "alice@example.com", "vera@example.com"]
+    first, second = WebhookDelivery.objects.order_by("attempt")
+    assert (first.status_code, second.status_code) == (500, 200)
+    # The second attempt waited for its backoff (a countdown on the queue, not a sleep).
+    assert (second.attempted_at - first.attempted_at).total_seconds() >= 1
+    assert all(_verify(SECRET, h, b) for h, b in receiver.received)
+    assert f"#approval-{result.request.pk}" in json.loads(receiver.received[0][1])["text"]
