@@ -237,12 +237,13 @@ def approval_notices_queue(request_id: int, origin: str) -> None:
 def approval_webhook_set(
     *, workspace: Workspace, url: str, secret: str, actor: Any, http_request: Any = None
 ) -> ApprovalWebhook:
-    """Set the workspace's webhook. A blank secret keeps the current one (it is never shown)."""
-    url = url.strip()
+    """Set the workspace's webhook. A blank URL or secret keeps the current one (neither is
+    shown back whole: a chat service's webhook path is a credential too)."""
+    current = ApprovalWebhook.objects.filter(workspace=workspace).first()
+    url = url.strip() or (current.url if current else "")
     problem = notices.webhook_url_problem(url, debug=settings.DEBUG)
     if problem:
         raise RuleError(f"The webhook URL cannot be used: {problem}. Nothing was saved.")
-    current = ApprovalWebhook.objects.filter(workspace=workspace).first()
     if not secret and current is None:
         raise RuleError("Set a signing secret: receivers check each delivery with it.")
     if secret:

@@ -302,6 +302,10 @@ def test_the_secret_is_write_only_and_a_blank_one_keeps_it(workspace, alice, cli
     admin.post(url, {"url": "https://hooks.example.com/services/T1/B2/other", "secret": ""})
     hook = ApprovalWebhook.objects.get()
     assert hook.secret == SECRET and hook.url.endswith("/other")
+    # Only the secret changes: the URL field left blank keeps the URL.
+    admin.post(url, {"url": "", "secret": SECRET + "2"})
+    hook.refresh_from_db()
+    assert hook.secret == SECRET + "2" and hook.url.endswith("/other")
     page = admin.get(f"/w/{workspace.slug}/settings/guardrails/").content.decode()
     assert SECRET not in page and "/services/" not in page
     assert "https://hooks.example.com/…" in page
@@ -309,6 +313,7 @@ def test_the_secret_is_write_only_and_a_blank_one_keeps_it(workspace, alice, cli
     assert [e.payload for e in events] == [
         {"host": "hooks.example.com", "secret_changed": True},
         {"host": "hooks.example.com", "secret_changed": False},
+        {"host": "hooks.example.com", "secret_changed": True},
     ]
     admin.post(url, {"remove": "1"})
     assert not ApprovalWebhook.objects.exists()
