@@ -227,9 +227,7 @@ EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", default=False)
 EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 20, minimum=1)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "quorum@localhost")
-# Approval notices: the address links in emails and webhooks start with (default: the origin of
-# the request that asked, else http://localhost:8000), and the webhook's first retry delay.
-QUORUM_PUBLIC_URL = envstr("QUORUM_PUBLIC_URL").rstrip("/")
+# Approval notices: the webhook's first retry delay (their links start with QUORUM_PUBLIC_URL).
 QUORUM_WEBHOOK_BACKOFF_SECONDS = envint("QUORUM_WEBHOOK_BACKOFF_SECONDS", 10, minimum=0)
 
 LANGUAGE_CODE = "en-us"
@@ -288,7 +286,8 @@ GITHUB_APP_ID = envstr("GITHUB_APP_ID")
 GITHUB_APP_PRIVATE_KEY_PATH = envstr("GITHUB_APP_PRIVATE_KEY_PATH")
 GITHUB_WEBHOOK_SECRET = envsecret("GITHUB_WEBHOOK_SECRET")
 # Where people reach this server (https://quorum.example.com): the GitHub check run's "Details"
-# link to the review page. Empty: the check has no link.
+# link to the review page (empty: no link) and the links in approval notices (empty: the origin
+# of the request that asked, else http://localhost:8000).
 QUORUM_PUBLIC_URL = envstr("QUORUM_PUBLIC_URL").rstrip("/")
 QUORUM_LLM_PROVIDER = envchoice("QUORUM_LLM_PROVIDER", "", {"", "openai", "anthropic"})
 QUORUM_LLM_BASE_URL = envstr("QUORUM_LLM_BASE_URL")
