@@ -66,6 +66,33 @@ def approvers_to_tell(request: ApprovalRequest) -> list[str]:
     return [email for role, email in rows if role_allows(role, perm)]
 
 
+#: Mail backends that reach nobody: printed to the console (the embedded default) or kept in
+#: memory. With one of these and no webhook, nobody can be told of a request.
+_UNDELIVERED_MAIL = (
+    "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.locmem.EmailBackend",
+    "django.core.mail.backends.dummy.EmailBackend",
+    "django.core.mail.backends.filebased.EmailBackend",
+)
+
+
+def approvers_reachable(*, workspace_id: int, action: str, exclude_user_id: int | None) -> bool:
+    """Whether someone who may decide `action` can be told of a request now, the requester
+    excepted: by the workspace's webhook, or by mail that leaves the server."""
+    if ApprovalWebhook.objects.filter(workspace_id=workspace_id).exists():
+        return True
+    if settings.EMAIL_BACKEND in _UNDELIVERED_MAIL:
+        return False
+    perm = Perm(action_class(action).decide_perm)
+    rows = (
+        Membership.objects.filter(workspace_id=workspace_id, user__is_active=True)
+        .exclude(user_id=exclude_user_id)
+        .exclude(user__email="")
+        .values_list("role", flat=True)
+    )
+    return any(role_allows(role, perm) for role in rows)
+
+
 def _note(request: ApprovalRequest) -> str:
     payload = (
         AuditEvent.objects.filter(

@@ -22,7 +22,7 @@ from guardrails import rules
 from guardrails.actions import action_class
 from guardrails.audit import APP, SYSTEM, Actor, Target, audit_record
 from guardrails.models import ActionPolicy, ApprovalDecision, ApprovalRequest, Execution
-from guardrails.notify import approval_notices_queue, origin_of
+from guardrails.notify import approval_notices_queue, approvers_reachable, origin_of
 from guardrails.presence import present_approvers
 from workspaces.models import Membership, Workspace
 from workspaces.rules import Perm, ReadOnlyError, RuleError, archived_message
@@ -153,9 +153,14 @@ def checkpoint(
     digest = payload_hash(action, clean)
     if effective == rules.Policy.ALLOW:
         return _run_allowed(spec, clean, digest, actor, workspace, target, http_request)
-    # require_approval: fail closed when nobody but the requester could approve right now.
-    if spec.needs_presence and not present_approvers(
-        workspace_id=workspace.pk, exclude_user_id=actor.pk
+    # require_approval: fail closed when nobody but the requester could approve right now, nor
+    # be told of the request (an approver told by mail or webhook opens it from the link).
+    if (
+        spec.needs_presence
+        and not present_approvers(workspace_id=workspace.pk, exclude_user_id=actor.pk)
+        and not approvers_reachable(
+            workspace_id=workspace.pk, action=action, exclude_user_id=actor.pk
+        )
     ):
         audit_record(
             action="checkpoint.refused",

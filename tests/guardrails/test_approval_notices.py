@@ -17,7 +17,13 @@ from aiosmtpd.controller import Controller
 from django.urls import reverse
 
 from guardrails import notices
-from guardrails.models import ApprovalNotice, ApprovalWebhook, AuditEvent, WebhookDelivery
+from guardrails.models import (
+    ApprovalNotice,
+    ApprovalRequest,
+    ApprovalWebhook,
+    AuditEvent,
+    WebhookDelivery,
+)
 from guardrails.presence import presence_touch
 from guardrails.tasks import approval_emails_task, approval_webhook_task
 from reviews.services.publishing import publish_request
@@ -393,3 +399,33 @@ def test_in_the_full_stack_celery_workers_email_and_retry_the_webhook_with_backo
     assert (second.attempted_at - first.attempted_at).total_seconds() >= 1
     assert all(_verify(SECRET, h, b) for h, b in receiver.received)
     assert f"#approval-{result.request.pk}" in json.loads(receiver.received[0][1])["text"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_with_nobody_connected_a_request_waits_for_approvers_who_are_told(
+    publishable, settings, smtp_server
+):
+    """Told, not hunted: no approver has the inbox open, but mail leaves the server, so the
+    request waits and the approvers are emailed; with mail that reaches nobody (the console
+    backend) and no webhook, it is refused as before."""
+    space, _, bob, _ = publishable
+    settings.REDIS_URL = ""
+    settings.QUORUM_PUBLIC_URL = PUBLIC
+    result = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
+    assert result.outcome == "pending", result.reason
+    _wait_for(lambda: len(smtp_server.messages) >= 2)
+    recipients = sorted(r for rcpt, _ in smtp_server.messages for r in rcpt)
+    assert "vera@example.com" in recipients and "bob@example.com" not in recipients
+    assert ApprovalRequest.objects.get().pk == result.request.pk
+
+
+@pytest.mark.django_db
+def test_mail_that_reaches_nobody_does_not_count_as_telling(publishable, settings):
+    """The embedded default prints mail to the console: with no webhook either, nobody would
+    be told, so a request with nobody connected is refused as before."""
+    space, _, bob, _ = publishable
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    refused = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
+    assert refused.outcome == "refused" and "No approver is connected" in refused.reason
+    assert not ApprovalRequest.objects.exists()

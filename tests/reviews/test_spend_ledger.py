@@ -5,6 +5,7 @@ fails; the spend shows on the review page, in the workspace's spend view and in 
 from __future__ import annotations
 
 from collections import Counter
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
@@ -130,9 +131,11 @@ def test_prices_turn_tokens_into_money(shop, fake_model, workspace):
     tokens = review_round.stats.tokens
     cached = sum(c.cached_input_tokens for c in ModelCall.objects.filter(round=review_round))
     expected = (
-        (tokens.tokens_in - cached) * 2.5 + cached * 1.25 + tokens.tokens_out * 10
+        (tokens.tokens_in - cached) * Decimal("2.5")
+        + cached * Decimal("1.25")
+        + tokens.tokens_out * 10
     ) / 1_000_000
-    assert f"${expected:.4f}" in report
+    assert f"${expected.quantize(Decimal('0.0001'), rounding=ROUND_HALF_UP)}" in report
 
 
 def test_spend_is_on_the_page_in_the_workspace_view_and_in_the_api(
@@ -153,17 +156,20 @@ def test_spend_is_on_the_page_in_the_workspace_view_and_in_the_api(
         },
     )
     assert response.status_code == 302
-    expected = ((spent.tokens_in - cached) * 3 + cached * 3 + spent.tokens_out * 15) / 1_000_000
+    # Money is rounded half up, as Decimal does it (a float's format would round 0.11145 down).
+    expected = Decimal((spent.tokens_in - cached) * 3 + cached * 3 + spent.tokens_out * 15)
+    expected /= 1_000_000
 
     page = client.get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/")
     html = page.content.decode()
     assert page.status_code == 200
     assert f"This round: {spent.tokens_in:,} input tokens" in html
-    assert f"${expected:.4f}" in html
+    shown = expected.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+    assert f"${shown}" in html
     assert "Pull request, all rounds:" in html and "No price set for" not in html
 
     view = client.get(f"/w/{workspace.slug}/spend/").content.decode()
-    assert f"${expected:.4f}" in view
+    assert f"${shown}" in view
     for reviewer in ("implementation", "security", "lens-severity", "critic", "lead-walkthrough"):
         assert f'<th scope="row">{reviewer}</th>' in view
     assert f'<th scope="row">{review_round.created_at:%Y-%m}</th>' in view
@@ -171,7 +177,9 @@ def test_spend_is_on_the_page_in_the_workspace_view_and_in_the_api(
     data = client.get(f"/api/v1/workspaces/{workspace.slug}/reviews/{review_round.space_id}")
     body = data.json()["spend"]
     assert body["round"]["total"]["input_tokens"] == spent.tokens_in
-    assert body["round"]["total"]["cost"] == f"{expected:.6f}"
+    assert body["round"]["total"]["cost"] == str(
+        expected.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
+    )
     assert body["pull_request"]["output_tokens"] == spent.tokens_out
     assert {r["key"] for r in body["round"]["by_role"]} >= {"reviewer", "lens", "critic", "lead"}
     listing = client.get(f"/api/v1/workspaces/{workspace.slug}/spend").json()
