@@ -39,6 +39,32 @@ class PriceForm(forms.Form):
     )
     output_price = forms.CharField(max_length=20, required=False, label="Output, per million")
     remove = forms.BooleanField(required=False)
+class BudgetForm(forms.Form):
+    """The token budgets; the service checks them again (workspaces/rules.py)."""
+
+    round_token_budget = forms.IntegerField(
+        label="Budget per round",
+        min_value=1,
+        max_value=rules.MAX_TOKEN_BUDGET,
+        help_text="Tokens one round may spend on models, all its calls together.",
+        error_messages={
+            "required": "Give a budget per round: a positive number of tokens.",
+            "invalid": "The budget per round must be a whole number of tokens.",
+            "min_value": "The budget per round must be a positive number of tokens.",
+        },
+    )
+    pr_token_budget = forms.IntegerField(
+        label="Budget per pull request",
+        min_value=1,
+        max_value=rules.MAX_TOKEN_BUDGET,
+        required=False,
+        help_text="Tokens every round of one pull request may spend together; empty: no limit.",
+        error_messages={
+            "invalid": "The budget per pull request must be a whole number of tokens, or empty.",
+            "min_value": "The budget per pull request must be a positive number of tokens "
+            "(leave it empty for no limit).",
+        },
+    )
 
 
 class InviteForm(forms.Form):

@@ -25,6 +25,9 @@ class Workspace(models.Model):
     # Model spending per round and per call; the verification panel's mode
     # (docs/domain-rules.md#the-panel-lenses).
     round_token_budget = models.PositiveIntegerField(default=400_000)
+    # Every round of one pull request together; None: no limit beyond each round's
+    # (docs/domain-rules.md#token-budgets).
+    pr_token_budget = models.PositiveIntegerField(null=True, blank=True)
     call_timeout_seconds = models.PositiveIntegerField(default=120)
     panel_mode = models.CharField(
         max_length=10,

@@ -502,3 +502,23 @@ def model_choice(
 def calibration_stale(*, effective_model: str, calibrated_model: str) -> bool:
     """Few-shots were tuned on one model; on another they may mislead."""
     return bool(calibrated_model) and effective_model != calibrated_model
+
+
+#: The largest token budget a form accepts: far beyond any review, small enough for the column.
+MAX_TOKEN_BUDGET = 1_000_000_000
+
+
+def clean_token_budget(value: int | None, *, what: str, optional: bool) -> int | None:
+    """A positive number of tokens (None only where a budget is optional: no limit)."""
+    if value is None:
+        if optional:
+            return None
+        raise RuleError(f"The {what} is required: a positive number of tokens.")
+    if value < 1:
+        raise RuleError(
+            f"The {what} must be a positive number of tokens"
+            + (" (leave it empty for no limit)." if optional else ".")
+        )
+    if value > MAX_TOKEN_BUDGET:
+        raise RuleError(f"The {what} must be at most {MAX_TOKEN_BUDGET:,} tokens.")
+    return value

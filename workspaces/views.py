@@ -16,6 +16,7 @@ from reviews.pipeline.template import builtin_runs_in
 from workspaces import rules, services
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
+    BudgetForm,
     FewShotFormSet,
     InviteForm,
     PriceForm,
@@ -131,15 +132,7 @@ def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
                     return redirect("workspaces:general", ws.slug)
         if not form.is_valid():
             status = 400
-    context = _ctx(
-        membership,
-        form=form,
-        saved=saved,
-        tier_help=[(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
-        default_tier=Workspace._meta.get_field("tier").default,
-        can_edit=allows(membership, Perm.MANAGE_RULES),
-        **_prices_context(membership),
-    )
+    context = _general_ctx(membership, form=form, saved=saved)
     template = "workspaces/settings_general.html"
     if request.htmx:
         template += "#rules_card"
@@ -164,6 +157,25 @@ def _prices_context(membership: Membership, **extra) -> dict:
         "price_form": extra.pop("price_form", None) or PriceForm(),
         **extra,
     }
+def _general_ctx(membership: Membership, **extra) -> dict:
+    ws = membership.workspace
+    return _ctx(
+        membership,
+        **{
+            "form": RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes}),
+            "budget_form": BudgetForm(
+                initial={
+                    "round_token_budget": ws.round_token_budget,
+                    "pr_token_budget": ws.pr_token_budget,
+                }
+            ),
+            "tier_help": [(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
+            "default_tier": Workspace._meta.get_field("tier").default,
+            "can_edit": allows(membership, Perm.MANAGE_RULES),
+            **_prices_context(membership),
+            **extra,
+        },
+    )
 
 
 @member_view
@@ -198,15 +210,7 @@ def prices(request: HttpRequest, membership: Membership) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             return redirect(reverse("workspaces:general", args=[ws.slug]) + "#prices")
-    context = _ctx(
-        membership,
-        form=RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes}),
-        saved=False,
-        tier_help=[(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
-        default_tier=Workspace._meta.get_field("tier").default,
-        can_edit=allows(membership, Perm.MANAGE_RULES),
-        **_prices_context(membership, price_form=form),
-    )
+    context = _general_ctx(membership, price_form=form)
     return render(request, "workspaces/settings_general.html", context, status=400)
 
 
@@ -236,6 +240,32 @@ def spend(request: HttpRequest, membership: Membership) -> HttpResponse:
         can_set_prices=allows(membership, Perm.MANAGE_RULES),
     )
     return render(request, "workspaces/spend.html", context)
+def budgets(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
+    """The token budgets card of the general settings (admins and owners only)."""
+    require(membership, Perm.MANAGE_RULES, attempted="change the token budgets", request=request)
+    form = BudgetForm(request.POST)
+    saved = False
+    if form.is_valid():
+        try:
+            membership.workspace = services.budgets_update(
+                workspace=membership.workspace,
+                actor=request.user,
+                round_token_budget=form.cleaned_data["round_token_budget"],
+                pr_token_budget=form.cleaned_data["pr_token_budget"],
+                request=request,
+            )
+        except RuleError as exc:
+            form.add_error(None, str(exc))
+        else:
+            saved = True
+            if not request.htmx:
+                messages.success(request, "Token budgets saved.")
+                return redirect("workspaces:general", membership.workspace.slug)
+    context = _general_ctx(membership, budget_form=form, budget_saved=saved)
+    template = "workspaces/settings_general.html"
+    if request.htmx:
+        template += "#budget_card"
+    return render(request, template, context, status=200 if saved else 400)
 
 
 @member_view

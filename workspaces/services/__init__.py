@@ -51,13 +51,14 @@ from workspaces.services.tokens import (
     api_token_create,
     api_token_revoke,
 )
-from workspaces.services.workspaces import rules_update, workspace_create
+from workspaces.services.workspaces import budgets_update, rules_update, workspace_create
 
 __all__ = [
     "INVITATION_SALT",
     "api_token_authenticate",
     "api_token_create",
     "api_token_revoke",
+    "budgets_update",
     "check_github_access",
     "installation_bind",
     "installation_unbind",

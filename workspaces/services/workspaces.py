@@ -1,4 +1,4 @@
-"""Creating a workspace (with its default reviewers) and changing its rules."""
+"""Creating a workspace (with its default reviewers) and changing its rules and budgets."""
 
 from __future__ import annotations
 
@@ -76,4 +76,39 @@ def rules_update(
                 payload={"before": before["gated_axes"], "after": gated},
                 request=request,
             )
+    return ws
+
+
+def budgets_update(
+    *,
+    workspace: Workspace,
+    actor: Any,
+    round_token_budget: int | None,
+    pr_token_budget: int | None,
+    request: Any = None,
+) -> Workspace:
+    """The token budgets a round plans within: per round, and (optional) per pull request,
+    every round of it together (docs/domain-rules.md#token-budgets)."""
+    per_round = rules.clean_token_budget(
+        round_token_budget, what="budget per round", optional=False
+    )
+    per_pr = rules.clean_token_budget(
+        pr_token_budget, what="budget per pull request", optional=True
+    )
+    with transaction.atomic(durable=True):
+        ws = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        before = {"round": ws.round_token_budget, "pull_request": ws.pr_token_budget}
+        after = {"round": per_round, "pull_request": per_pr}
+        if before == after:
+            return ws
+        ws.round_token_budget, ws.pr_token_budget = per_round, per_pr
+        ws.save(update_fields=["round_token_budget", "pr_token_budget"])
+        audit_record(
+            action="rules.budgets_changed",
+            actor=Actor.of(actor),
+            workspace=ws,
+            target=Target.of(ws),
+            payload={"before": before, "after": after},
+            request=request,
+        )
     return ws
