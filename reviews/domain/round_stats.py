@@ -202,6 +202,37 @@ class PanelOutcome(_Record):
     rule_reachable: int = 0
 
 
+# -- token budgets (prepare, panel planning, critic, finalise) -------------------------------------
+
+
+class BudgetSkip(_Record):
+    """A model call the round's budgets left out (reviews/domain/budget.py)."""
+
+    stage: StageName  # where it was decided
+    kind: Literal["reviewer", "panel", "follow_up"]
+    key: str  # the reviewer's key, the finding's id, the follow-up's dimension
+    estimate: int
+    left: int
+    budget: Literal["round", "pull request"]
+    reason: str  # as the report and the page show it
+
+
+class BudgetReport(_Record):
+    """The budgets the round planned within, what it spent and what it skipped for them."""
+
+    round_budget: int
+    pr_budget: int | None = None
+    pr_spent_before: int = 0  # what the pull request's earlier rounds had spent at prepare
+    spent: int | None = None  # this round's model tokens, counted at finalise
+    skipped: list[BudgetSkip] = []
+    # Estimated tokens of the calls no reviewer stream records (the lead's walkthrough, the
+    # critic, the panel checks planned), counted as spent when planned.
+    unmetered: int = 0
+    panel_planned: dict[str, int] = {}  # per panel stage, that stage's part of `unmetered`
+    reviewer_cap: int | None = None  # each first-pass reviewer's cap, set when they are planned
+    panel_room: int | None = None  # what the latest panel planning left beyond its checks
+
+
 class RoundStats(_Record):
     # prepare
     classification: Classification | None = None
@@ -221,6 +252,8 @@ class RoundStats(_Record):
     walkthrough_steps: list[TourStep] | None = None  # the lead model's tour, when it gave one
     # critic
     critic: CriticReport | None = None
+    # prepare, panel planning, critic (skips) and finalise (spend)
+    budget: BudgetReport | None = None
     # finalise
     fast_exit_note: str | None = None
     context_utilization: float | None = None  # share of model findings citing the change map

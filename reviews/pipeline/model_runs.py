@@ -119,8 +119,14 @@ def round_model_answer(
     configured; a failed call raises ModelRunError for the caller to fall back. What it spent
     is in the round's ledger either way."""
     workspace = review_round.space.workspace
+    from reviews.pipeline import budget_runs
+
     resolved = runtime_model(
-        reviewer_model(None), workspace, budget=max(workspace.round_token_budget // 20, 1000)
+        reviewer_model(None),
+        workspace,
+        budget=budget_runs.shaped_call_cap(
+            review_round, share=max(workspace.round_token_budget // 20, 1000)
+        ),
     )
     if resolved is None:
         return None
@@ -210,10 +216,18 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
         stream_transition(stream, StreamState.SKIPPED, error=DISABLED_BY_WORKSPACE)
         return {"state": "disabled"}
     model_streams = max(_model_streams(review_round, stream), 1)
+    from reviews.pipeline import budget_runs
+
     resolved = runtime_model(
         reviewer_model(config),
         workspace,
-        budget=max(workspace.round_token_budget // model_streams, 1000),
+        # Its share of the round, no more than the budgets have left (a run that reaches its
+        # cap ends with what it recorded).
+        budget=budget_runs.reviewer_cap(
+            review_round,
+            share=max(workspace.round_token_budget // model_streams, 1000),
+            followup=stream.name.startswith("followup-"),
+        ),
     )
     if resolved is None:
         stream_transition(
@@ -267,6 +281,8 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
             if lost:
                 raise lost[0] from exc
             last_error = f"attempt {attempt}: {exc}"
+            if exc.kind == "budget":
+                break  # a second attempt would spend what the budget does not have
             continue
         spent(review_round, role=role, name=stream.name, model=model, usage=outcome.usage)
         tokens_in += outcome.usage.input_tokens

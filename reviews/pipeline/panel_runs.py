@@ -12,11 +12,15 @@ from typing import Any
 from reviews.agents.codetools import CodeTools
 from reviews.agents.prompts import verifier_system_prompt
 from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools, RunOutcome
+from reviews.agents.token_count import count_tokens
+from reviews.domain.budget import LENSES as LENSES_PER_CHECK
+from reviews.domain.budget import panel_estimate
 from reviews.domain.lens_answers import LensResult, finding_ref, lens_batch
 from reviews.domain.model_answers import LensBatchAnswer
 from reviews.domain.panel import LENSES
 from reviews.domain.spend import CallRole
 from reviews.models import ReviewNode, ReviewRound
+from reviews.pipeline import budget_runs
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.model_runs import runtime_model, spent_all
 from reviews.pipeline.prompting import finding_excerpt, findings_prompt
@@ -37,18 +41,23 @@ def verify_group(
 ) -> dict[str, Any]:
     """`rule_reachable`: the nodes not put to lens 1 (their analyzer rule stands for it)."""
     workspace = review_round.space.workspace
+    root = round_worktree(review_round=review_round)
+    shown = [(finding_ref(i), node, finding_excerpt(node, root)) for i, node in enumerate(nodes)]
     resolved = runtime_model(
         reviewer_model(None),
         workspace,
-        # A lens's budget grows with its group: the same share per finding as one call each.
-        budget=max(workspace.round_token_budget // 20, 1000) * max(len(nodes), 1),
+        # A lens's budget grows with its group (the same share per finding as one call each),
+        # no more than the budgets have left.
+        budget=budget_runs.lens_cap(
+            review_round,
+            share=max(workspace.round_token_budget // 20, 1000) * max(len(nodes), 1),
+            estimate=panel_estimate(count_tokens(findings_prompt(shown))) // LENSES_PER_CHECK,
+        ),
     )
     if resolved is None:
         return {"skipped": "no model"}
     model, api_key = resolved
-    root = round_worktree(review_round=review_round)
     runtime = ModelRuntime(model)
-    shown = [(finding_ref(i), node, finding_excerpt(node, root)) for i, node in enumerate(nodes)]
     by_lens = {
         lens: [
             (ref, node, excerpt)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from reviews.domain import types as t
 from reviews.domain.panel import CoverageGaps, coverage_gaps, warranted_dimensions
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import critic_runs
+from reviews.pipeline import budget_runs, critic_runs
 from reviews.pipeline.stage_prepare import changed_files
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
@@ -44,7 +44,8 @@ def critic(review_round: ReviewRound) -> None:
             round=review_round, duplicate_of__isnull=True
         ).select_related("stream")
     ]
-    paths = [f.path for f in changed_files(review_round)]
+    files = changed_files(review_round)
+    paths = [f.path for f in files]
     hot_spots = {r.where.split(":")[0] for r in risks}
 
     def gaps_for(warranted: frozenset[t.Dimension]) -> CoverageGaps:
@@ -74,6 +75,10 @@ def critic(review_round: ReviewRound) -> None:
     already = review_round.streams.filter(name__startswith="followup-").first()
     if already is not None:
         follow_up = stream_dimension(already)
+    elif follow_up is not None and not budget_runs.plan_follow_up(
+        review_round, follow_up.value, files
+    ):
+        follow_up = None  # the budgets cannot pay for it: the skip says so
     elif follow_up is not None:
         ReviewerStream.objects.get_or_create(
             round=review_round,

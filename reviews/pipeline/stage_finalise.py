@@ -11,7 +11,7 @@ from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_deta
 from reviews.domain.closings import coverage_statement
 from reviews.domain.round_stats import PanelOutcome
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import analyzer_runs, inputs
+from reviews.pipeline import analyzer_runs, budget_runs, inputs
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view, round_token_totals
 from reviews.services import codeindex
@@ -142,6 +142,7 @@ def finalise(review_round: ReviewRound) -> None:
             and (s.closing is None or not s.closing.structured)
         ],
     )
+    budget_runs.record_spend(review_round)
     review_round.save(update_fields=["stats"])
     from reviews.services.rounds import round_transition
 

@@ -12,7 +12,7 @@ from reviews.domain.classification import ChangeStatus, FileChange, classify_cha
 from reviews.domain.round_stats import PanelModeName, RoundFacts
 from reviews.domain.selection import select_reviewers
 from reviews.models import ReviewerStream, ReviewRound
-from reviews.pipeline import analyzer_runs, inputs
+from reviews.pipeline import analyzer_runs, budget_runs, inputs
 from reviews.pipeline.template import ConfiguredReviewer, disabled_reviewers, reviewers_for
 from reviews.services import codeindex
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
@@ -102,6 +102,18 @@ def prepare(review_round: ReviewRound) -> None:
         cohorts = codeindex.round_cohorts(review_round, worktree)
         review_round.stats = review_round.stats.with_(cohorts=codeindex.cohorts_json(cohorts))
         review_round.save(update_fields=["stats"])
+    # Within the token budgets (round and pull request), with the change map in the briefs.
+    entries = budget_runs.plan_reviewers(
+        review_round,
+        entries,
+        configured,
+        files,
+        high_risk=bool(classification.risks),
+        model_ready=model_ready,
+        analyzers=analyzer_runs.ANALYZERS,
+    )
+    review_round.stats = review_round.stats.with_(reviewers=[e.key for e in entries])
+    review_round.save(update_fields=["stats"])
     # One read and one insert whatever the number of reviewers; a re-run prepare (the round's
     # lease makes this coordinator the only writer) adds only the streams it lacks.
     have = set(ReviewerStream.objects.filter(round=review_round).values_list("name", flat=True))

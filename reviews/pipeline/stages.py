@@ -10,7 +10,7 @@ from typing import Any
 
 from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import reviewer_runs
+from reviews.pipeline import budget_runs, reviewer_runs
 from reviews.pipeline.lead_runs import lead_walkthrough
 from reviews.pipeline.stage_critic import critic
 from reviews.pipeline.stage_finalise import finalise, token_axes_record
@@ -127,6 +127,7 @@ def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
         conflicting_severity=conflicting_severity(views),
         settled={str(n.pk) for n in nodes if n.tags.panel is not None or n.tags.unverified},
     )
+    plan = budget_runs.panel_within_budget(review_round, stage, plan, nodes)  # token budgets
     by_id = {str(n.pk): n for n in nodes}
     unverified = [by_id[node_id] for node_id in plan.unverified]
     for node in unverified:

@@ -92,6 +92,7 @@ def budgets_update(
     per_round = rules.clean_token_budget(
         round_token_budget, what="budget per round", optional=False
     )
+    assert per_round is not None  # not optional: clean_token_budget raised otherwise
     per_pr = rules.clean_token_budget(
         pr_token_budget, what="budget per pull request", optional=True
     )

@@ -1,0 +1,307 @@
+"""Token budgets in the pipeline: what a round and its pull request have spent, what is left,
+the plan at each decision point (reviews/domain/budget.py decides) and each run's cap.
+
+Spend is what the reviewer streams recorded (`round_spent_tokens`, `space_spent_tokens`). The
+calls no stream records (the lead's walkthrough, the critic, the panel's lenses) are counted by
+their estimate when they are planned (`BudgetReport.unmetered`), so a later decision never
+plans with tokens an earlier call took. When every model call is metered, the two spend
+functions read that instead and `unmetered` is no longer added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+from django.db.models import F, IntegerField, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from reviews.agents.token_count import count_tokens
+from reviews.domain import budget as b
+from reviews.domain.panel import PanelPlan
+from reviews.domain.round_stats import BudgetReport, BudgetSkip, StageName
+from reviews.models import ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
+from reviews.sources.diffs import ChangedFile
+
+if TYPE_CHECKING:
+    from reviews.pipeline.template import ConfiguredReviewer, ReviewerEntry
+
+#: The calls every reviewed round makes besides its reviewers and panel: the lead's walkthrough
+#: and the critic, each one shaped answer.
+SHAPED_CALLS = 2
+
+
+def _tokens(streams) -> int:
+    return streams.aggregate(n=Sum(F("tokens_in") + F("tokens_out")))["n"] or 0
+
+
+def _unmetered(rounds) -> int:
+    return rounds.aggregate(n=Sum(Cast(KT("stats__budget__unmetered"), IntegerField())))["n"] or 0
+
+
+def round_spent_tokens(review_round: ReviewRound) -> int:
+    """The model tokens the round's reviewers recorded."""
+    return _tokens(ReviewerStream.objects.filter(round=review_round))
+
+
+def space_spent_tokens(space: ReviewSpace) -> int:
+    """The model tokens every round of the pull request's space recorded."""
+    return _tokens(ReviewerStream.objects.filter(round__space=space))
+
+
+def budget_left(review_round: ReviewRound) -> b.BudgetLeft:
+    workspace = review_round.space.workspace
+    report = review_round.stats.budget
+    round_used = round_spent_tokens(review_round) + (report.unmetered if report else 0)
+    pr_left = None
+    if workspace.pr_token_budget is not None:
+        space = review_round.space
+        pr_used = space_spent_tokens(space) + _unmetered(ReviewRound.objects.filter(space=space))
+        pr_left = workspace.pr_token_budget - pr_used
+    return b.BudgetLeft(workspace.round_token_budget - round_used, pr_left)
+
+
+def _report(review_round: ReviewRound) -> BudgetReport:
+    report = review_round.stats.budget
+    if report is not None:
+        return report
+    workspace = review_round.space.workspace
+    return BudgetReport(
+        round_budget=workspace.round_token_budget, pr_budget=workspace.pr_token_budget
+    )
+
+
+def _record(
+    review_round: ReviewRound,
+    stage: StageName,
+    skips: Sequence[b.Skip],
+    **updates: Any,
+) -> None:
+    """Write the stage's skips (a re-run stage replaces its own) and the report's counters; the
+    caller saves the stats."""
+    report = _report(review_round)
+    skipped = [s for s in report.skipped if s.stage != stage] + [
+        BudgetSkip(
+            stage=stage,
+            kind=s.call.kind.value,
+            key=s.call.key,
+            estimate=s.call.estimate,
+            left=s.left,
+            budget=s.budget,
+            reason=s.reason,
+        )
+        for s in skips
+    ]
+    review_round.stats = review_round.stats.with_(
+        budget=report.model_copy(update={"skipped": skipped, **updates})
+    )
+
+
+# -- prepare: the reviewers ---------------------------------------------------------------------
+
+
+def plan_reviewers(
+    review_round: ReviewRound,
+    entries: list[ReviewerEntry],
+    configured: Iterable[ConfiguredReviewer],
+    files: list[ChangedFile],
+    *,
+    high_risk: bool,
+    model_ready: bool,
+    analyzers: Iterable[str],
+) -> list[ReviewerEntry]:
+    """The entries that fit the budgets, the most valuable reviewer always among them while any
+    budget is left; the skips are written to the round's stats (the caller saves them)."""
+    from reviews.models import ReviewerStream as Stream
+    from reviews.pipeline.prompting import reviewer_brief
+
+    space = review_round.space
+    workspace = space.workspace
+    if review_round.stats.budget is None:
+        # What the pull request's earlier rounds had spent, for the report.
+        earlier = ReviewRound.objects.filter(space=space).exclude(pk=review_round.pk)
+        before = _tokens(Stream.objects.filter(round__space=space)) + _unmetered(earlier)
+        review_round.stats = review_round.stats.with_(
+            budget=BudgetReport(
+                round_budget=workspace.round_token_budget,
+                pr_budget=workspace.pr_token_budget,
+                pr_spent_before=before,
+            )
+        )
+    if not model_ready or not entries:
+        _record(review_round, "prepare", [])
+        return entries
+    builtin = {c.key: c.builtin for c in configured}
+    no_model = set(analyzers)
+    request_known = bool(review_round.original_request.strip())
+    brief_tokens: dict[tuple[str, bool], int] = {}
+    calls = []
+    for entry in entries:
+        if entry.key in no_model or (entry.dimension == "requirements" and not request_known):
+            estimate = 0  # an analyzer, or a reviewer that waits for the request: no model call
+        else:
+            cache_key = (entry.dimension, entry.requirements_check)
+            if cache_key not in brief_tokens:
+                probe = Stream(round=review_round, name=entry.key, dimension=entry.dimension)
+                brief = reviewer_brief(
+                    probe, files, narrowed=False, requirements_check=entry.requirements_check
+                )
+                brief_tokens[cache_key] = count_tokens(brief)
+            estimate = b.reviewer_estimate(brief_tokens[cache_key])
+        calls.append(
+            b.PlannedCall(
+                kind=b.CallKind.REVIEWER,
+                key=entry.key,
+                label=f"{entry.key} reviewer",
+                estimate=estimate,
+                rank=b.reviewer_rank(
+                    entry.dimension, high_risk=high_risk, builtin=builtin.get(entry.key, True)
+                ),
+            )
+        )
+    # The lead's walkthrough and the critic come later, and no stream records them: counted now.
+    shaped = SHAPED_CALLS * b.SHAPED_CALL
+    _record(review_round, "prepare", [], unmetered=shaped)
+    plan = b.plan_within(budget_left(review_round), calls)
+    model_kept = [c for c in plan.kept if c.estimate > 0]
+    left = budget_left(review_round).left
+    _record(
+        review_round,
+        "prepare",
+        plan.skipped,
+        unmetered=shaped,
+        reviewer_cap=max(left // max(len(model_kept), 1), 1),
+    )
+    kept = plan.kept_keys
+    return [e for e in entries if e.key in kept]
+
+
+# -- run caps ------------------------------------------------------------------------------------
+
+
+def reviewer_cap(review_round: ReviewRound, *, share: int, followup: bool) -> int:
+    """A reviewer's token cap: its share of the round budget, no more than what is left. The
+    first-pass reviewers run side by side: each gets its part of what was left when they were
+    planned (no read needed); the follow-up, what is left now."""
+    report = review_round.stats.budget
+    if report is not None and report.reviewer_cap and not followup:
+        return max(min(share, report.reviewer_cap), 1)
+    return max(min(share, budget_left(review_round).left), 1)
+
+
+def shaped_call_cap(review_round: ReviewRound, *, share: int) -> int:
+    """The lead's or the critic's cap: what is left, plus its own estimate (counted as spent
+    when the round was planned)."""
+    return max(min(share, budget_left(review_round).left + b.SHAPED_CALL), 1)
+
+
+def lens_cap(review_round: ReviewRound, *, share: int, estimate: int) -> int:
+    """A lens's cap: its estimate (counted as spent when the panel was planned) plus what that
+    planning left; lenses run side by side, and reading the spend again would not see theirs."""
+    report = review_round.stats.budget
+    room = report.panel_room if report is not None and report.panel_room is not None else share
+    return max(min(share, estimate + room), 1)
+
+
+# -- panel planning ------------------------------------------------------------------------------
+
+
+def plan_panel_checks(
+    review_round: ReviewRound,
+    stage: StageName,
+    candidates: Sequence[tuple[str, str, int]],
+    ranks: dict[str, int],
+) -> b.BudgetPlan:
+    """Which of the findings the panel would verify (id, label, prompt tokens) fit; the kept
+    checks' estimates are counted as spent (no stream records a lens). The caller saves."""
+    calls = [
+        b.PlannedCall(
+            kind=b.CallKind.PANEL,
+            key=node_id,
+            label=f"panel check of {label}",
+            estimate=b.panel_estimate(tokens),
+            rank=ranks.get(node_id, len(ranks)),
+        )
+        for node_id, label, tokens in candidates
+    ]
+    report = _report(review_round)
+    # A re-run planning replaces its own estimate rather than adding it twice.
+    base = report.model_copy(
+        update={"unmetered": report.unmetered - report.panel_planned.get(stage, 0)}
+    )
+    review_round.stats = review_round.stats.with_(budget=base)
+    plan = b.plan_within(budget_left(review_round), calls)
+    _record(
+        review_round,
+        stage,
+        plan.skipped,
+        unmetered=base.unmetered + plan.estimate,
+        panel_planned={**report.panel_planned, stage: plan.estimate},
+        panel_room=max(budget_left(review_round).left - plan.estimate, 0),
+    )
+    return plan
+
+
+# -- critic: the follow-up -----------------------------------------------------------------------
+
+
+def plan_follow_up(review_round: ReviewRound, dimension: str, files: list[ChangedFile]) -> bool:
+    """Whether the critic's follow-up reviewer fits; a skip is written to the stats (saved by
+    the critic)."""
+    from reviews.pipeline.prompting import reviewer_brief
+
+    probe = ReviewerStream(round=review_round, name=f"followup-{dimension}", dimension=dimension)
+    estimate = b.reviewer_estimate(count_tokens(reviewer_brief(probe, files, narrowed=False)))
+    call = b.PlannedCall(
+        b.CallKind.FOLLOW_UP, dimension, f"follow-up {dimension} reviewer", estimate
+    )
+    plan = b.plan_within(budget_left(review_round), [call])
+    _record(review_round, "critic", plan.skipped)
+    return not plan.skipped
+
+
+def record_spend(review_round: ReviewRound) -> None:
+    """The round's spend, for the report (finalise; the caller saves the stats)."""
+    if review_round.stats.budget is None:
+        return
+    report = _report(review_round)
+    review_round.stats = review_round.stats.with_(
+        budget=report.model_copy(
+            update={"spent": round_spent_tokens(review_round) + report.unmetered}
+        )
+    )
+
+
+def panel_within_budget(
+    review_round: ReviewRound, stage: str, plan: PanelPlan, nodes: Sequence[ReviewNode]
+) -> PanelPlan:
+    """The panel plan with the checks that do not fit moved to `unverified` (they pass through
+    badged and counted, like the ones the cost guard skips). The caller saves the stats."""
+    facts = review_round.facts
+    if not plan.verify or facts is None or not facts.model_configured:
+        return plan
+    from reviews.pipeline.prompting import finding_prompt
+    from reviews.selectors import node_view
+    from reviews.services.worktrees import round_worktree
+
+    root = round_worktree(review_round=review_round)
+    by_id = {str(n.pk): n for n in nodes}
+    planned = [by_id[node_id] for node_id in plan.verify]
+    candidates = [
+        (
+            str(n.pk),
+            f"{n.priority} “{n.title[:60]}”",
+            count_tokens(finding_prompt(n, root)),
+        )
+        for n in planned
+    ]
+    ranks = b.panel_ranks([node_view(n, []) for n in planned])
+    budget_plan = plan_panel_checks(review_round, cast(StageName, stage), candidates, ranks)
+    kept = budget_plan.kept_keys
+    return replace(
+        plan,
+        verify=tuple(i for i in plan.verify if i in kept),
+        unverified=plan.unverified + tuple(i for i in plan.verify if i not in kept),
+    )
