@@ -115,7 +115,7 @@ def plan_reviewers(
     """The entries that fit the budgets, the most valuable reviewer always among them while any
     budget is left; the skips are written to the round's stats (the caller saves them)."""
     from reviews.models import ReviewerStream as Stream
-    from reviews.pipeline.prompting import reviewer_brief
+    from reviews.pipeline.prompting import shared_brief
 
     space = review_round.space
     workspace = space.workspace
@@ -142,14 +142,12 @@ def plan_reviewers(
         if entry.key in no_model or (entry.dimension == "requirements" and not request_known):
             estimate = 0  # an analyzer, or a reviewer that waits for the request: no model call
         else:
-            cache_key = (entry.dimension, entry.requirements_check)
-            if cache_key not in brief_tokens:
-                probe = Stream(round=review_round, name=entry.key, dimension=entry.dimension)
-                brief = reviewer_brief(
-                    probe, files, narrowed=False, requirements_check=entry.requirements_check
+            # Every reviewer of the round is sent the same shared brief; its own part is small.
+            if not brief_tokens:
+                brief_tokens[("", False)] = count_tokens(
+                    shared_brief(review_round, files, narrowed=False).text
                 )
-                brief_tokens[cache_key] = count_tokens(brief)
-            estimate = b.reviewer_estimate(brief_tokens[cache_key])
+            estimate = b.reviewer_estimate(brief_tokens[("", False)])
         calls.append(
             b.PlannedCall(
                 kind=b.CallKind.REVIEWER,
@@ -250,10 +248,10 @@ def plan_panel_checks(
 def plan_follow_up(review_round: ReviewRound, dimension: str, files: list[ChangedFile]) -> bool:
     """Whether the critic's follow-up reviewer fits; a skip is written to the stats (saved by
     the critic)."""
-    from reviews.pipeline.prompting import reviewer_brief
+    from reviews.pipeline.prompting import shared_brief
 
-    probe = ReviewerStream(round=review_round, name=f"followup-{dimension}", dimension=dimension)
-    estimate = b.reviewer_estimate(count_tokens(reviewer_brief(probe, files, narrowed=False)))
+    brief = shared_brief(review_round, files, narrowed=False).text
+    estimate = b.reviewer_estimate(count_tokens(brief))
     call = b.PlannedCall(
         b.CallKind.FOLLOW_UP, dimension, f"follow-up {dimension} reviewer", estimate
     )
@@ -282,7 +280,7 @@ def panel_within_budget(
     facts = review_round.facts
     if not plan.verify or facts is None or not facts.model_configured:
         return plan
-    from reviews.pipeline.prompting import finding_prompt
+    from reviews.pipeline.prompting import finding_excerpt, findings_prompt
     from reviews.selectors import node_view
     from reviews.services.worktrees import round_worktree
 
@@ -293,7 +291,7 @@ def panel_within_budget(
         (
             str(n.pk),
             f"{n.priority} “{n.title[:60]}”",
-            count_tokens(finding_prompt(n, root)),
+            count_tokens(findings_prompt([("F1", n, finding_excerpt(n, root))])),
         )
         for n in planned
     ]
