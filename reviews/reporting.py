@@ -11,6 +11,7 @@ from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.outcomes import is_disabled, is_process_block
 from reviews.domain.report import (
+    BudgetSummary,
     PanelSummary,
     ReportComment,
     ReportInput,
@@ -20,9 +21,11 @@ from reviews.domain.report import (
     RequirementLine,
     RequirementsCheck,
     ReviewerLine,
+    budget_lines,
     render_report,
 )
 from reviews.domain.round_states import state_label
+from reviews.domain.round_stats import BudgetReport
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream, ReviewNode
@@ -174,6 +177,7 @@ def report_markdown(page: ReviewPage) -> str:
                 for s in page.round.stats.walkthrough_steps or []
             ],
             walkthrough_text=page.round.stats.walkthrough or "",
+            budget=budget_summary(page.round.stats.budget),
             disabled=disabled,
             fast_mode=bool(page.round.facts and page.round.facts.fast_mode),
             cost=cost,
@@ -185,3 +189,25 @@ def report_markdown(page: ReviewPage) -> str:
             },
         )
     )
+
+
+def budget_summary(report: BudgetReport | None) -> BudgetSummary | None:
+    """The round's budget report as the report and the page show it."""
+    if report is None:
+        return None
+    return BudgetSummary(
+        round_budget=report.round_budget,
+        pr_budget=report.pr_budget,
+        pr_spent_before=report.pr_spent_before,
+        spent=report.spent,
+        skipped=[s.reason for s in report.skipped],
+    )
+
+
+def budget_page_lines(report: BudgetReport | None) -> list[str]:
+    """The report's Budget lines, for the review page's process card: only when the round
+    skipped something for its budgets (a round that fitted has nothing to explain)."""
+    summary = budget_summary(report)
+    if summary is None or not summary.skipped:
+        return []
+    return [line.removeprefix("- ") for line in budget_lines(summary)]

@@ -44,7 +44,7 @@ from reviews.models import (
     ReviewSpace,
     VerdictChange,
 )
-from reviews.reporting import report_markdown
+from reviews.reporting import budget_page_lines, report_markdown
 from reviews.selectors import (
     EAGER_COHORT_PREVIEWS,
     disagreement_round,
@@ -257,6 +257,8 @@ def review_context(
         "read_keys": read_keys,
         "cohorts_read": sum(1 for c in cohorts if c.key in read_keys),
         "process_blocked": blocked,
+        # The token budgets and what the round skipped for them (the report's Budget lines).
+        "budget_lines": budget_page_lines(page.round.stats.budget) if page.round else [],
         "can_start": allows(membership, Perm.START_REVIEW),
         # A local repository has no GitHub to publish to: its report is downloaded instead.
         "can_publish": allows(membership, Perm.REQUEST_PUBLISH)

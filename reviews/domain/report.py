@@ -9,9 +9,11 @@ steps, or the cohorts in reading order), Issues grouped Critical
 (P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
 arbitration, Positive notes, Notes from reviewers (comments, proposed tickets and their status),
 Summary (dimension x severity table, plus the verification panel's line, which in fast mode says
-the panel and critic were skipped), Cost (the round's model calls: tokens in, cached, out, and
-money when the workspace set a price, by role; the pull request's total over its rounds; which
-models have no price; how many calls the provider reported no usage for). Empty sections say
+the panel and critic were skipped, and the budget's: the token budgets, the round's spend and
+every model call skipped to stay within them), Cost (the round's model calls: tokens in, cached,
+out, and money when the workspace set a price, by role; the pull request's total over its
+rounds; which models have no price; how many calls the provider reported no usage for). Empty
+sections say
 "None." so a reader — or a parser — never guesses.
 Block → BLOCKED, Hold → CHANGES_REQUESTED, Ship → APPROVED.
 """
@@ -78,6 +80,17 @@ class PanelSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetSummary:
+    """The token budgets the round planned within (reviews/domain/budget.py)."""
+
+    round_budget: int
+    pr_budget: int | None = None
+    pr_spent_before: int = 0
+    spent: int | None = None
+    skipped: Sequence[str] = ()  # each skip's reason, in the planner's words
+
+
+@dataclass(frozen=True, slots=True)
 class ReportStep:
     """A step of the lead's walkthrough."""
 
@@ -135,6 +148,7 @@ class ReportInput:
     fast_mode: bool = False  # the workspace's panel mode skipped the panel and the critic
     cost: Spend | None = None  # the round's model calls (None: the caller gave no ledger)
     pr_cost: Totals | None = None  # every round of the pull request
+    budget: BudgetSummary | None = None  # None: a round planned before budgets were
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -156,7 +170,7 @@ def render_report(report: ReportInput) -> str:
         _disagreements(report.arbitrations),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
         _reviewer_notes(report.comments, report.tickets),
-        _summary(issues, report.panel, fast_mode=report.fast_mode),
+        _summary(issues, report.panel, fast_mode=report.fast_mode, budget=report.budget),
         _cost(report.cost, report.pr_cost),
     ]
     return "\n\n".join(parts) + "\n"
@@ -350,7 +364,13 @@ def _reviewer_notes(comments: Sequence[ReportComment], tickets: Sequence[ReportT
     return _section("Notes from reviewers", lines)
 
 
-def _summary(issues: list[NodeView], panel: PanelSummary | None, *, fast_mode: bool) -> str:
+def _summary(
+    issues: list[NodeView],
+    panel: PanelSummary | None,
+    *,
+    fast_mode: bool,
+    budget: BudgetSummary | None = None,
+) -> str:
     header = ["| Dimension | Critical | Major | Minor | Total |", "|---|---|---|---|---|"]
     rows, totals = [], [0, 0, 0]
     for category in Category:
@@ -371,7 +391,23 @@ def _summary(issues: list[NodeView], panel: PanelSummary | None, *, fast_mode: b
         ]
     elif panel is not None:
         lines += ["", _panel_line(panel, bool(issues))]
+    if budget is not None:
+        lines += ["", *budget_lines(budget)]
     return _section("Summary", lines)
+
+
+def budget_lines(budget: BudgetSummary) -> list[str]:
+    """ "Budget: 40,000 tokens per round; spent 31,200; skipped:" and a line per skip."""
+    text = f"Budget: {budget.round_budget:,} tokens per round"
+    if budget.pr_budget is not None:
+        text += f", {budget.pr_budget:,} per pull request"
+        if budget.pr_spent_before:
+            text += f" ({budget.pr_spent_before:,} spent by its earlier rounds)"
+    if budget.spent is not None:
+        text += f"; spent {budget.spent:,}"
+    if not budget.skipped:
+        return [text + "; nothing skipped."]
+    return [text + "; skipped:", *(f"- {reason}" for reason in budget.skipped)]
 
 
 def _panel_line(panel: PanelSummary, findings: bool) -> str:
