@@ -120,3 +120,23 @@ def test_a_pull_request_budget_spent_by_earlier_rounds_leaves_the_next_round_wha
         f"({spent_before:,} spent by its earlier rounds); spent "
     ) in summary
     assert "- implementation reviewer skipped: pull request budget would be exceeded" in summary
+
+
+def test_the_follow_up_the_budget_cannot_pay_for_is_skipped_and_named(shop, workspace, fake_model):
+    # A light round's one reviewer, the lead, the critic and part of the panel fit; the critic's
+    # security follow-up (the change has high-risk patterns) does not.
+    workspace.round_token_budget = 25_000
+    workspace.save(update_fields=["round_token_budget"])
+
+    review_round = shop(tier="light")
+
+    assert review_round.state == "finished"
+    assert asked(fake_model, scenario.CRITIC)
+    assert not asked(fake_model, "You are the followup-")
+    assert not review_round.streams.filter(name__startswith="followup-").exists()
+    assert review_round.stats.critic is not None
+    assert review_round.stats.critic.follow_up is None
+    assert "security" in review_round.stats.critic.missing_dimensions
+    assert received_tokens(fake_model) <= 25_000
+    summary = _summary(review_round)
+    assert "- follow-up security reviewer skipped: round budget would be exceeded (est. " in summary
