@@ -15,6 +15,7 @@ from workspaces import services
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import membership_get, require
 from workspaces.rules import (
+    MAX_TOKEN_BUDGET,
     AntiPatterns,
     Criteria,
     Criterion,
@@ -49,6 +50,18 @@ class RulesOut(Schema):
 class RulesIn(Input):
     tier: TierName
     gated_axes: GatedAxes = Field(default_factory=list)
+
+
+class BudgetsOut(Schema):
+    round_token_budget: int
+    pr_token_budget: int | None  # null: no budget per pull request
+
+
+class BudgetsIn(Input):
+    round_token_budget: Annotated[int, Strict()] = Field(ge=1, le=MAX_TOKEN_BUDGET)
+    pr_token_budget: Annotated[int, Strict()] | None = Field(
+        default=None, ge=1, le=MAX_TOKEN_BUDGET
+    )
 
 
 class ReviewerOut(Schema):
@@ -206,6 +219,24 @@ def rules_put(request, slug: Slug, body: RulesIn):
         actor=request.user,
         tier=body.tier,
         gated_axes=list(body.gated_axes),
+        request=request,
+    )
+
+
+@router.get("/{slug}/budgets", response=responses({200: BudgetsOut}, 404, 422))
+def budgets_get(request, slug: Slug):
+    return _member(request, slug).workspace
+
+
+@router.put("/{slug}/budgets", response=responses({200: BudgetsOut}, 400, 403, 404, 413, 422))
+def budgets_put(request, slug: Slug, body: BudgetsIn):
+    m = _member(request, slug)
+    require(m, Perm.MANAGE_RULES, attempted="change the token budgets", request=request)
+    return services.budgets_update(
+        workspace=m.workspace,
+        actor=request.user,
+        round_token_budget=body.round_token_budget,
+        pr_token_budget=body.pr_token_budget,
         request=request,
     )
 

@@ -101,3 +101,27 @@ def test_the_form_is_protected_against_cross_site_posts(workspace, alice, client
     assert response.status_code == 403
     workspace.refresh_from_db()
     assert workspace.round_token_budget == 400_000
+
+
+def test_the_api_reads_and_sets_the_budgets_with_the_same_checks(
+    workspace, alice, member_factory, client_for
+):
+    url = f"/api/v1/workspaces/{workspace.slug}/budgets"
+    client = client_for(alice)
+    assert client.get(url).json() == {"round_token_budget": 400_000, "pr_token_budget": None}
+    response = client.put(
+        url,
+        {"round_token_budget": 50_000, "pr_token_budget": 120_000},
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    assert response.json() == {"round_token_budget": 50_000, "pr_token_budget": 120_000}
+    bad = client.put(url, {"round_token_budget": 0}, content_type="application/json")
+    assert bad.status_code == 422
+    reviewer = member_factory(workspace, "reviewer", "rita@example.com")
+    refused = client_for(reviewer).put(
+        url, {"round_token_budget": 1}, content_type="application/json"
+    )
+    assert refused.status_code == 403
+    workspace.refresh_from_db()
+    assert (workspace.round_token_budget, workspace.pr_token_budget) == (50_000, 120_000)
