@@ -11,6 +11,7 @@ from reviews.export import review_json
 from reviews.models import ReviewerStream
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page
+from tests.fakes.model_server import Script, calls
 from tests.reviews import pipeline_scenarios as scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -140,3 +141,42 @@ def test_the_follow_up_the_budget_cannot_pay_for_is_skipped_and_named(shop, work
     assert received_tokens(fake_model) <= 25_000
     summary = _summary(review_round)
     assert "- follow-up security reviewer skipped: round budget would be exceeded (est. " in summary
+
+
+def test_a_reviewer_that_reaches_its_cap_ends_with_what_it_recorded_and_is_not_run_again(
+    settings, tmp_path, workspace, fake_model, alice
+):
+    # A reviewer on a bad day: it reads the same files turn after turn, and its prompt grows.
+    greedy = Script(
+        "greedy",
+        tuple(
+            calls(
+                ("read_file", {"path": "shop/search.py"}), ("read_file", {"path": "shop/views.py"})
+            )
+            for _ in range(30)
+        ),
+    )
+    scenario.install(fake_model, overrides={"security": greedy})
+    review = scenario.sample_reviews(
+        settings, tmp_path, workspace, fake_model, alice, tier="thorough"
+    )
+    workspace.round_token_budget = 24_000
+    workspace.save(update_fields=["round_token_budget"])
+
+    review_round = review()
+
+    assert review_round.state == "finished"
+    security = review_round.streams.get(name="security")
+    assert security.state == "failed"
+    assert "budget exhausted" in security.error
+    runs = {r.run for r in fake_model.recorded() if "You are the security reviewer." in r.body}
+    assert len(runs) == 1  # no second, narrowed attempt paid for with what was not there
+    cap = review_round.stats.budget.reviewer_cap
+    assert cap is not None and cap < 24_000
+    security_tokens = sum(
+        max(1, len(r.body) // 4)
+        for r in fake_model.recorded()
+        if "You are the security reviewer." in r.body
+    )
+    # The cap stops it after the call that crossed it: at most one call's worth beyond.
+    assert security_tokens < 2 * cap
