@@ -119,11 +119,17 @@ class Skip:
 
     @property
     def reason(self) -> str:
-        what = "exhausted" if self.left == 0 else "would be exceeded"
-        return (
-            f"{self.call.label} skipped: {self.budget} budget {what} "
-            f"(est. {self.call.estimate:,} tokens, {self.left:,} left)"
+        return skip_reason(
+            self.call.label, self.budget, estimate=self.call.estimate, left=self.left
         )
+
+
+def skip_reason(label: str, budget: BudgetName, *, estimate: int, left: int) -> str:
+    """ "follow-up security reviewer skipped: pull request budget would be exceeded (est. 9,100
+    tokens, 4,000 left)"; `left` below 0 is shown as 0."""
+    left = max(left, 0)
+    what = "exhausted" if left == 0 else "would be exceeded"
+    return f"{label} skipped: {budget} budget {what} (est. {estimate:,} tokens, {left:,} left)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,7 +209,7 @@ class BudgetSkip(_Record):
     """A model call the round's budgets left out (reviews/domain/budget.py)."""
 
     stage: StageName  # where it was decided
-    kind: Literal["reviewer", "panel", "follow_up"]
+    kind: Literal["reviewer", "panel", "follow_up", "lead", "critic"]
     key: str  # the reviewer's key, the finding's id, the follow-up's dimension
     estimate: int
     left: int
@@ -231,6 +231,9 @@ class BudgetReport(_Record):
     panel_planned: dict[str, int] = {}  # per panel stage, that stage's part of `unmetered`
     reviewer_cap: int | None = None  # each first-pass reviewer's cap, set when they are planned
     panel_room: int | None = None  # what the latest panel planning left beyond its checks
+    # False: the budgets could not pay for the lead's walkthrough and the critic's call, so
+    # neither is made (the deterministic walkthrough and the rules' coverage stand).
+    shaped_calls: bool = True
 
 
 class RoundStats(_Record):

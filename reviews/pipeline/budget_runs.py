@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from django.db.models import F, IntegerField, Sum
 from django.db.models.fields.json import KT
@@ -23,6 +23,7 @@ from reviews.domain import budget as b
 from reviews.domain.panel import PanelPlan
 from reviews.domain.round_stats import BudgetReport, BudgetSkip, StageName
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
+from reviews.pipeline.prompting import finding_excerpt, findings_prompt, shared_brief
 from reviews.sources.diffs import ChangedFile
 
 if TYPE_CHECKING:
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 #: The calls every reviewed round makes besides its reviewers and panel: the lead's walkthrough
 #: and the critic, each one shaped answer.
 SHAPED_CALLS = 2
+SHAPED_CALL_LABELS: tuple[tuple[Literal["lead", "critic"], str], ...] = (
+    ("lead", "lead's walkthrough call"),
+    ("critic", "critic's call"),
+)
 
 
 def _tokens(streams) -> int:
@@ -114,15 +119,12 @@ def plan_reviewers(
 ) -> list[ReviewerEntry]:
     """The entries that fit the budgets, the most valuable reviewer always among them while any
     budget is left; the skips are written to the round's stats (the caller saves them)."""
-    from reviews.models import ReviewerStream as Stream
-    from reviews.pipeline.prompting import shared_brief
-
     space = review_round.space
     workspace = space.workspace
     if review_round.stats.budget is None:
         # What the pull request's earlier rounds had spent, for the report.
         earlier = ReviewRound.objects.filter(space=space).exclude(pk=review_round.pk)
-        before = _tokens(Stream.objects.filter(round__space=space)) + _unmetered(earlier)
+        before = _tokens(ReviewerStream.objects.filter(round__space=space)) + _unmetered(earlier)
         review_round.stats = review_round.stats.with_(
             budget=BudgetReport(
                 round_budget=workspace.round_token_budget,
@@ -159,8 +161,25 @@ def plan_reviewers(
                 ),
             )
         )
-    # The lead's walkthrough and the critic come later, and no stream records them: counted now.
+    # The lead's walkthrough and the critic come later, and no stream records them: counted now,
+    # or, when the budgets cannot pay for them, not made at all.
     shaped = SHAPED_CALLS * b.SHAPED_CALL
+    start = budget_left(review_round)
+    shaped_skips: list[BudgetSkip] = []
+    if start.left < shaped:
+        shaped = 0
+        shaped_skips = [
+            BudgetSkip(
+                stage="prepare",
+                kind=kind,
+                key=kind,
+                estimate=b.SHAPED_CALL,
+                left=max(start.left, 0),
+                budget=start.binding,
+                reason=b.skip_reason(label, start.binding, estimate=b.SHAPED_CALL, left=start.left),
+            )
+            for kind, label in SHAPED_CALL_LABELS
+        ]
     _record(review_round, "prepare", [], unmetered=shaped)
     plan = b.plan_within(budget_left(review_round), calls)
     model_kept = [c for c in plan.kept if c.estimate > 0]
@@ -170,8 +189,14 @@ def plan_reviewers(
         "prepare",
         plan.skipped,
         unmetered=shaped,
+        shaped_calls=bool(shaped),
         reviewer_cap=max(left // max(len(model_kept), 1), 1),
     )
+    if shaped_skips:
+        report = _report(review_round)
+        review_round.stats = review_round.stats.with_(
+            budget=report.model_copy(update={"skipped": shaped_skips + list(report.skipped)})
+        )
     kept = plan.kept_keys
     return [e for e in entries if e.key in kept]
 
@@ -187,6 +212,12 @@ def reviewer_cap(review_round: ReviewRound, *, share: int, followup: bool) -> in
     if report is not None and report.reviewer_cap and not followup:
         return max(min(share, report.reviewer_cap), 1)
     return max(min(share, budget_left(review_round).left), 1)
+
+
+def shaped_calls_allowed(review_round: ReviewRound) -> bool:
+    """Whether the round planned the lead's and the critic's calls (prepare decides)."""
+    report = review_round.stats.budget
+    return report is None or report.shaped_calls
 
 
 def shaped_call_cap(review_round: ReviewRound, *, share: int) -> int:
@@ -248,8 +279,6 @@ def plan_panel_checks(
 def plan_follow_up(review_round: ReviewRound, dimension: str, files: list[ChangedFile]) -> bool:
     """Whether the critic's follow-up reviewer fits; a skip is written to the stats (saved by
     the critic)."""
-    from reviews.pipeline.prompting import shared_brief
-
     brief = shared_brief(review_round, files, narrowed=False).text
     estimate = b.reviewer_estimate(count_tokens(brief))
     call = b.PlannedCall(
@@ -280,7 +309,6 @@ def panel_within_budget(
     facts = review_round.facts
     if not plan.verify or facts is None or not facts.model_configured:
         return plan
-    from reviews.pipeline.prompting import finding_excerpt, findings_prompt
     from reviews.selectors import node_view
     from reviews.services.worktrees import round_worktree
 

@@ -115,12 +115,15 @@ def round_model_answer(
     role: CallRole,
 ) -> RunOutcome | None:
     """One tool-less call to the round's default model for an answer in a shape (the critic,
-    the lead's walkthrough), on a twentieth of the round's token budget. None when no model is
-    configured; a failed call raises ModelRunError for the caller to fall back. What it spent
-    is in the round's ledger either way."""
+    the lead's walkthrough), capped by the round's token budgets. None when no model is
+    configured, or when the budgets could not pay for the call (prepare decided, and the
+    round's stats say so); a failed call raises ModelRunError for the caller to fall back.
+    What it spent is in the round's ledger either way."""
     workspace = review_round.space.workspace
     from reviews.pipeline import budget_runs
 
+    if not budget_runs.shaped_calls_allowed(review_round):
+        return None  # the budgets could not pay for it: the round's stats say so
     resolved = runtime_model(
         reviewer_model(None),
         workspace,

@@ -180,3 +180,24 @@ def test_a_reviewer_that_reaches_its_cap_ends_with_what_it_recorded_and_is_not_r
     )
     # The cap stops it after the call that crossed it: at most one call's worth beyond.
     assert security_tokens < 2 * cap
+
+
+def test_a_pull_request_budget_used_up_leaves_the_next_round_to_the_analyzers_and_says_so(
+    shop, workspace, fake_model
+):
+    first = shop()
+    workspace.pr_token_budget = first.stats.budget.spent  # every token of it spent
+    workspace.save(update_fields=["pr_token_budget"])
+    since = len(fake_model.recorded())
+
+    second = shop()
+
+    assert second.state == "finished"
+    assert review_page(space=second.space, round_number=second.number).verdict is not None
+    assert fake_model.recorded()[since:] == []  # not one model call
+    assert not second.streams.filter(kind=ReviewerStream.Kind.MODEL).exists()
+    assert second.streams.filter(kind=ReviewerStream.Kind.ANALYZER).exists()
+    summary = _summary(second)
+    for label in ("security reviewer", "implementation reviewer", "lead's walkthrough call"):
+        assert f"- {label} skipped: pull request budget exhausted (est. " in summary
+    assert "- critic's call skipped: pull request budget exhausted" in summary
