@@ -59,11 +59,13 @@ def space_spent_tokens(space: ReviewSpace) -> int:
 def budget_left(review_round: ReviewRound) -> b.BudgetLeft:
     workspace = review_round.space.workspace
     report = review_round.stats.budget
-    round_used = round_spent_tokens(review_round) + (report.unmetered if report else 0)
+    unmetered = report.unmetered if report else 0  # as planned so far, maybe not saved yet
+    round_used = round_spent_tokens(review_round) + unmetered
     pr_left = None
     if workspace.pr_token_budget is not None:
         space = review_round.space
-        pr_used = space_spent_tokens(space) + _unmetered(ReviewRound.objects.filter(space=space))
+        others = ReviewRound.objects.filter(space=space).exclude(pk=review_round.pk)
+        pr_used = space_spent_tokens(space) + _unmetered(others) + unmetered
         pr_left = workspace.pr_token_budget - pr_used
     return b.BudgetLeft(workspace.round_token_budget - round_used, pr_left)
 
