@@ -124,9 +124,11 @@ def plan_reviewers(
     space = review_round.space
     workspace = space.workspace
     if review_round.stats.budget is None:
-        # What the pull request's earlier rounds had spent, for the report.
-        earlier = ReviewRound.objects.filter(space=space).exclude(pk=review_round.pk)
-        before = _tokens(ReviewerStream.objects.filter(round__space=space)) + _unmetered(earlier)
+        # What the pull request's earlier rounds had spent, for the report (with a PR budget).
+        before = 0
+        if workspace.pr_token_budget is not None:
+            earlier = ReviewRound.objects.filter(space=space).exclude(pk=review_round.pk)
+            before = space_spent_tokens(space) + _unmetered(earlier)
         review_round.stats = review_round.stats.with_(
             budget=BudgetReport(
                 round_budget=workspace.round_token_budget,
