@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 from pydantic import Strict
 
-from config.api_types import Id, Input, ReviewerKey, Slug, Text, responses
+from config.api_types import Id, Input, ReviewerKey, Slug, Text, body_int, responses
 from reviews.domain.types import Tier
 from workspaces import services
 from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
@@ -52,16 +52,17 @@ class RulesIn(Input):
     gated_axes: GatedAxes = Field(default_factory=list)
 
 
+TokenBudget = body_int(ge=1, le=MAX_TOKEN_BUDGET)
+
+
 class BudgetsOut(Schema):
     round_token_budget: int
     pr_token_budget: int | None  # null: no budget per pull request
 
 
 class BudgetsIn(Input):
-    round_token_budget: Annotated[int, Strict()] = Field(ge=1, le=MAX_TOKEN_BUDGET)
-    pr_token_budget: Annotated[int, Strict()] | None = Field(
-        default=None, ge=1, le=MAX_TOKEN_BUDGET
-    )
+    round_token_budget: TokenBudget  # type: ignore[valid-type]
+    pr_token_budget: TokenBudget | None = None  # type: ignore[valid-type]
 
 
 class ReviewerOut(Schema):
