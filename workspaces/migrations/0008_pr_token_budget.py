@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspaces", "0005_reviewer_tiers"),
+        ("workspaces", "0007_repository_hold_fails_check"),
     ]
 
     operations = [
