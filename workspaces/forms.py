@@ -39,6 +39,8 @@ class PriceForm(forms.Form):
     )
     output_price = forms.CharField(max_length=20, required=False, label="Output, per million")
     remove = forms.BooleanField(required=False)
+
+
 class BudgetForm(forms.Form):
     """The token budgets; the service checks them again (workspaces/rules.py)."""
 

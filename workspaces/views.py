@@ -157,6 +157,8 @@ def _prices_context(membership: Membership, **extra) -> dict:
         "price_form": extra.pop("price_form", None) or PriceForm(),
         **extra,
     }
+
+
 def _general_ctx(membership: Membership, **extra) -> dict:
     ws = membership.workspace
     return _ctx(
@@ -240,6 +242,8 @@ def spend(request: HttpRequest, membership: Membership) -> HttpResponse:
         can_set_prices=allows(membership, Perm.MANAGE_RULES),
     )
     return render(request, "workspaces/spend.html", context)
+
+
 def budgets(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
     """The token budgets card of the general settings (admins and owners only)."""
     require(membership, Perm.MANAGE_RULES, attempted="change the token budgets", request=request)
