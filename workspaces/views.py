@@ -244,6 +244,8 @@ def spend(request: HttpRequest, membership: Membership) -> HttpResponse:
     return render(request, "workspaces/spend.html", context)
 
 
+@member_view
+@require_POST
 def budgets(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
     """The token budgets card of the general settings (admins and owners only)."""
     require(membership, Perm.MANAGE_RULES, attempted="change the token budgets", request=request)
