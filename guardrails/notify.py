@@ -84,13 +84,12 @@ def approvers_reachable(*, workspace_id: int, action: str, exclude_user_id: int 
     if settings.EMAIL_BACKEND in _UNDELIVERED_MAIL:
         return False
     perm = Perm(action_class(action).decide_perm)
-    rows = (
-        Membership.objects.filter(workspace_id=workspace_id, user__is_active=True)
-        .exclude(user_id=exclude_user_id)
-        .exclude(user__email="")
-        .values_list("role", flat=True)
+    rows = Membership.objects.filter(workspace_id=workspace_id, user__is_active=True).exclude(
+        user__email=""
     )
-    return any(role_allows(role, perm) for role in rows)
+    if exclude_user_id is not None:
+        rows = rows.exclude(user_id=exclude_user_id)
+    return any(role_allows(role, perm) for role in rows.values_list("role", flat=True))
 
 
 def _note(request: ApprovalRequest) -> str:
