@@ -23,6 +23,10 @@ __all__ = [
 
 CHECK_RUN_RETRIES = 8
 CHECK_RUN_MAX_WAIT = 600.0
+# Embedded mode retries in a server thread: a few short tries, then the check waits for the
+# round's next change to sync it (a thread asleep for minutes would hold up a shutdown).
+EMBEDDED_RETRIES = 3
+EMBEDDED_MAX_WAIT = 20.0
 
 
 def check_run_backoff(retries: int, retry_at: float | None, now: float) -> float:
@@ -45,11 +49,13 @@ def check_run_sync_task(self, round_id: int) -> str:
         try:
             return check_run_sync(round_id=round_id)
         except GitHubError as exc:
-            if not exc.retryable or attempt >= CHECK_RUN_RETRIES:
+            embedded = self.request.called_directly
+            limit = EMBEDDED_RETRIES if embedded else CHECK_RUN_RETRIES
+            if not exc.retryable or attempt >= limit:
                 raise
             wait = check_run_backoff(attempt, getattr(exc, "retry_at", None), time.time())
-            if not self.request.called_directly:
+            if not embedded:
                 raise self.retry(exc=exc, countdown=wait, max_retries=CHECK_RUN_RETRIES) from exc
             # Embedded mode runs the task in a server thread: wait there, then try again.
-            time.sleep(wait)
+            time.sleep(min(wait, EMBEDDED_MAX_WAIT))
             attempt += 1
