@@ -494,8 +494,8 @@ def sarif_upload(request, slug: Slug, space_id: Id, number: Id, body: SarifLogIn
     """Upload a SARIF 2.1.0 log from CI for a finished round: each run becomes a reviewer
     stream named after its tool; results on lines the change adds become findings, merged with
     the others by the lead pass, and the verdict is decided again; results outside the change
-    are counted. The same log twice adds nothing. 422 with `path` and `schema_error` for a
-    document the schema refuses (nothing is recorded); 409 while the round has not finished;
+    are counted. The same log twice adds nothing. 400 with `path` and `schema_error` for a
+    document the SARIF schema refuses (nothing is recorded); 409 while the round has not finished;
     413 past the body cap or 5000 results."""
     import json
 

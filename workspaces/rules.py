@@ -376,13 +376,22 @@ class Criterion(BaseModel):
         return value
 
 
+#: What `_not_blank` checks, said in the API's schema: no NUL, and something besides whitespace
+#: as Python's str.strip() counts it (the regex reads \s the same way).
+_NOT_BLANK_SCHEMA: dict[str, Any] = {"pattern": r"^[^\x00]*[^\x00\s][^\x00]*$"}
+
+
 class FewShot(BaseModel):
     """A calibration example: a code excerpt, the good verdict and an optional bad one."""
 
     model_config = _STRICT
 
-    excerpt: Annotated[StoredText, Field(min_length=1, max_length=20000)]
-    good: Annotated[_Stripped, Field(min_length=1, max_length=2000)]
+    excerpt: Annotated[
+        StoredText, Field(min_length=1, max_length=20000, json_schema_extra=_NOT_BLANK_SCHEMA)
+    ]
+    good: Annotated[
+        _Stripped, Field(min_length=1, max_length=2000, json_schema_extra=_NOT_BLANK_SCHEMA)
+    ]
     bad: Annotated[_Stripped, Field(max_length=2000)] = ""
 
     @field_validator("excerpt", "good")

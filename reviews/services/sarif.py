@@ -44,21 +44,23 @@ class SarifInvalid(ApplicationError):
     """The document is not a SARIF 2.1.0 log; nothing was recorded."""
 
     code = "sarif_invalid"
-    http_status = 422
+    # The route takes any JSON object; the log's own schema is a rule on top, so a log it
+    # refuses is a 400 like any other rule's refusal (a 422 is for a body the API's schema
+    # refuses).
+    http_status = 400
 
     def __init__(self, error: schema.SchemaError) -> None:
         super().__init__(f"Not a valid SARIF 2.1.0 log: {error}. Nothing was recorded.")
         self.error = error
 
     def body(self) -> dict[str, Any]:
-        """The API's documented 422 shape (a list of issues, `loc` from the body's root, as for
-        any other invalid body), plus the JSON path and the schema's message on their own."""
+        """The API's 400 shape (`detail`, `code`), plus the failing place as a JSON path and
+        as a list of keys, and the schema's message on its own."""
         return {
-            "detail": [
-                {"loc": ["body", *self.error.location], "msg": self.message, "type": self.code}
-            ],
+            "detail": self.message,
             "code": self.code,
             "path": self.error.path,
+            "loc": list(self.error.location),
             "schema_error": self.error.message,
         }
 
@@ -127,7 +129,7 @@ def sarif_ingest(
     *, review_round: ReviewRound, document: Any, user: Any, request: Any = None
 ) -> list[RunOutcome]:
     """Record a SARIF log's runs on a finished round; see the module docstring. Raises
-    SarifInvalid (422) for a document the schema refuses, 409 unless the round finished."""
+    SarifInvalid (400) for a document the schema refuses, 409 unless the round finished."""
     error = schema.schema_error(document)
     if error is not None:
         raise SarifInvalid(error)
