@@ -16,20 +16,10 @@ from reviews.models import ReviewRound, Verdict
 from reviews.services.requests import review_request
 from tests.fakes.github_server import FakeGitHub
 from tests.reviews.test_check_runs import PUBLIC, app_identity
+from tests.reviews.test_webhook_reviews import BASE, CHANGE  # the same small shop change
 from workspaces.models import Repository
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-BASE = {
-    "shop/__init__.py": '"""The shop."""\n',
-    "shop/prices.py": "def total(p):\n    return sum(p)\n",
-}
-CHANGE = {
-    "shop/prices.py": (
-        "import subprocess\n\n\ndef total(p):\n    return sum(p)\n\n\n"
-        "def run(cmd):\n    return subprocess.call(cmd, shell=True)\n"
-    )
-}
 
 
 @pytest.fixture
