@@ -57,6 +57,8 @@ EVENT_SECTIONS: dict[str, tuple[str, ...]] = {
     "review.published": ("header",),
     "review.note_added": ("notes", "streams"),
     "review.ticket": ("notes",),
+    # A thread's message: shown under its finding (list and diff), disagreement or note.
+    "review.thread": ("disagreements", "findings", "cohorts", "notes"),
 }
 # Events whose `node_id` card stands for the whole findings section when sent live (the
 # section is still stamped, so a page connecting later gets the section).

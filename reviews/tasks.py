@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import smtplib
 import time
 
 from celery import shared_task
@@ -19,6 +20,7 @@ __all__ = [
     "pipeline_recover_task",
     "pipeline_step_task",
     "requirements_rerun_task",
+    "thread_mentions_task",
 ]
 
 CHECK_RUN_RETRIES = 8
@@ -59,3 +61,17 @@ def check_run_sync_task(self, round_id: int) -> str:
             # Embedded mode runs the task in a server thread: wait there, then try again.
             time.sleep(min(wait, EMBEDDED_MAX_WAIT))
             attempt += 1
+
+
+@shared_task(
+    name="reviews.thread_mentions",
+    acks_late=True,
+    autoretry_for=(OSError, smtplib.SMTPException),
+    retry_backoff=10,
+    retry_kwargs={"max_retries": 4},
+)
+def thread_mentions_task(message_id: int) -> int:
+    """E-mail the members a thread message mentions (reviews/services/thread_mentions.py)."""
+    from reviews.services.thread_mentions import mentions_tell
+
+    return mentions_tell(message_id)

@@ -41,6 +41,7 @@ class Perm(StrEnum):
     VIEW_AUDIT = "view_audit"
     START_REVIEW = "start_review"
     TRIAGE_NODES = "triage_nodes"
+    DISCUSS = "discuss"
     REQUEST_PUBLISH = "request_publish"
     DECIDE_APPROVAL = "decide_approval"
     MANAGE_RULES = "manage_rules"
@@ -58,6 +59,8 @@ MIN_ROLE: dict[Perm, Role] = {
     Perm.VIEW_AUDIT: Role.VIEWER,
     Perm.START_REVIEW: Role.REVIEWER,
     Perm.TRIAGE_NODES: Role.REVIEWER,
+    # Viewers read the conversation; posting in it is a reviewer's.
+    Perm.DISCUSS: Role.REVIEWER,
     Perm.REQUEST_PUBLISH: Role.REVIEWER,
     Perm.DECIDE_APPROVAL: Role.APPROVER,
     Perm.MANAGE_RULES: Role.ADMIN,
