@@ -20,6 +20,7 @@ from reviews.domain.round_states import RoundState
 from reviews.domain.space_status import SpaceStatus
 from reviews.domain.stored_shapes import StreamClosing
 from reviews.domain.stream_states import StreamState
+from reviews.domain.threads import ProposalKind, ProposalState, Source
 from reviews.domain.tickets import TicketStatus
 
 # The review JSON ---------------------------------------------------------------------------
@@ -322,6 +323,49 @@ class WorkspaceSpendOut(SpendOut):
     by_month: list[SpendRowOut]
 
 
+class MessageGithubOut(Schema):
+    """Where a message stands on GitHub: a reply written there (the message's source is
+    github, `posted_at` null), or a message Quorum posted there (`posted_at` set)."""
+
+    comment_id: int
+    url: str | None
+    posted_at: str | None
+
+
+class MessageProposalOut(Schema):
+    """What a reviewer offered to change about its own finding, and what a person decided."""
+
+    kind: ProposalKind
+    priority: t.Priority | None  # lower_priority: the new priority
+    fix: str | None  # refine_fix: the new suggested change
+    state: ProposalState
+    decided_by: str | None
+    decided_at: str | None
+
+
+class ThreadMessageOut(Schema):
+    id: int
+    subject: str  # node:<id>, disagreement:<id> or note:<stream id>:<index>
+    node: int | None  # the finding a node or disagreement thread hangs on
+    source: Source
+    author: str  # as shown: an address, "agent <name> for <address>", a reviewer, a login
+    body: str  # markdown, as written
+    created_at: str
+    edited_at: str | None  # set once its author corrected it
+    revisions: int  # earlier texts kept by edits
+    in_reply_to: int | None
+    github: MessageGithubOut | None
+    proposal: MessageProposalOut | None
+
+
+class ThreadOut(Schema):
+    """One thread: its subject and its messages in the order they were posted."""
+
+    subject: str
+    node: int | None
+    messages: list[ThreadMessageOut]
+
+
 class ReviewJson(Schema):
     """One review, schema `quorum.review/v1`: the shown round (the newest, or the last finished
     one when the newest failed or was cancelled), its verdict, findings and notes."""
@@ -341,6 +385,9 @@ class ReviewJson(Schema):
     stats: JsonMap
     notes: ReviewNotesOut
     spend: ReviewSpendOut
+    # The shown round's conversation: each thread with messages on its findings, disagreements
+    # and reviewers' notes.
+    threads: list[ThreadOut]
 
 
 # The other answers of the reviews routes ---------------------------------------------------

@@ -42,6 +42,11 @@ Schema `quorum.review/v1`:
   null without a price), unpriced (models without a price)}
 - `space` also has `flagged_for_human` and `flag` {flagged_at, reason} or null: two rounds in a
   row ended without approval, so a person should decide (only a person clears it)
+- `threads`: the shown round's conversation, one entry per thread that has messages
+  [{subject (node:<id>, disagreement:<id>, note:<stream>:<n>), node, messages [{id, subject,
+  node, source (person | agent | reviewer | github), author, body, created_at, edited_at,
+  revisions, in_reply_to, github {comment_id, url, posted_at} | null, proposal {kind, priority,
+  fix, state, decided_by, decided_at} | null}]}]
 Fields are only ever added within v1.
 """
 
@@ -53,11 +58,13 @@ from typing import Any
 from reviews.domain import types as t
 from reviews.domain.round_states import state_label
 from reviews.domain.spend import Row, Spend, Totals
+from reviews.models import ThreadMessage
 from reviews.selectors import (
     DeltaView,
     ReviewPage,
     review_spend,
     reviewer_notes,
+    thread_rows,
 )
 
 SCHEMA = "quorum.review/v1"
@@ -170,6 +177,7 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
         "stats": review_round.stats.to_json() if review_round else {},
         "notes": _notes(page),
         "spend": review_spend_json(page),
+        "threads": threads_json(thread_rows(space=space, round_of=page)),
     }
 
 
@@ -351,3 +359,57 @@ def _node(node, page: ReviewPage) -> dict[str, Any]:
         },
         "tags": node.tags.to_json(),
     }
+
+
+def _when(value: Any) -> str | None:
+    return value.isoformat() if value else None
+
+
+def thread_message_json(message: ThreadMessage) -> dict[str, Any]:
+    """One message as the API, MCP and the export show it (`ThreadMessageOut`). `github` says
+    where it stands on GitHub: a reply written there (source github) or a message Quorum posted
+    there (`posted_at`); `revisions` counts the earlier texts an edit kept."""
+    revisions = getattr(message, "revision_count", None)
+    if revisions is None:
+        revisions = message.revisions.count()
+    decided_by = message.proposal_decided_by
+    return {
+        "id": message.pk,
+        "subject": message.subject,
+        "node": message.node_id,
+        "source": message.source,
+        "author": message.author_label,
+        "body": message.body,
+        "created_at": message.created_at.isoformat(),
+        "edited_at": _when(message.edited_at),
+        "revisions": revisions,
+        "in_reply_to": message.in_reply_to_id,
+        "github": {
+            "comment_id": message.github_comment_id,
+            "url": message.github_url or None,
+            "posted_at": _when(message.posted_at),
+        }
+        if message.github_comment_id is not None
+        else None,
+        "proposal": {
+            "kind": message.proposal_kind,
+            "priority": message.proposal_priority or None,
+            "fix": message.proposal_fix or None,
+            "state": message.proposal_state,
+            "decided_by": (decided_by.email or decided_by.get_username()) if decided_by else None,
+            "decided_at": _when(message.proposal_decided_at),
+        }
+        if message.proposal_kind
+        else None,
+    }
+
+
+def threads_json(messages: Sequence[ThreadMessage]) -> list[dict[str, Any]]:
+    """Messages grouped by thread (`ThreadOut`), threads in the order they were started."""
+    threads: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        thread = threads.setdefault(
+            message.subject, {"subject": message.subject, "node": message.node_id, "messages": []}
+        )
+        thread["messages"].append(thread_message_json(message))
+    return list(threads.values())

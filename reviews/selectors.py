@@ -29,6 +29,7 @@ from reviews.models import (
     ReviewNode,
     ReviewRound,
     ReviewSpace,
+    ThreadMessage,
     Verdict,
 )
 from workspaces.rules import RuleError
@@ -819,3 +820,38 @@ def workspace_spend(
     if until is not None:
         calls = calls.filter(created_at__lt=until)
     return spend(_call_records(calls), model_prices(workspace_id))
+
+
+def thread_rows(
+    *, space: ReviewSpace, key: str | None = None, round_of: ReviewPage | None = None
+) -> list[ThreadMessage]:
+    """The space's thread messages in the order they were posted (one thread's with `key`),
+    each with `revision_count`, the number of earlier texts an edit kept. With `round_of`,
+    only the threads of that page's round: its findings and disagreements (by node) and its
+    reviewers' notes (by stream). One query."""
+    from reviews.domain.threads import Subject, SubjectKind, ThreadError
+
+    rows = (
+        ThreadMessage.objects.filter(space=space)
+        .select_related("proposal_decided_by")
+        .annotate(revision_count=Count("revisions"))
+        .order_by("pk")
+    )
+    if key is not None:
+        rows = rows.filter(subject=key)
+    if round_of is None:
+        return list(rows)
+    node_ids = {n.pk for n in round_of.nodes}
+    stream_ids = {s.pk for s in round_of.streams}
+    kept = []
+    for row in rows:
+        try:
+            subject = Subject.parse(row.subject)
+        except ThreadError:
+            continue
+        if subject.kind is SubjectKind.NOTE:
+            if subject.ids[0] in stream_ids:
+                kept.append(row)
+        elif row.node_id in node_ids:
+            kept.append(row)
+    return kept
