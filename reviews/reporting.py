@@ -6,6 +6,7 @@ Rendered on demand rather than stored, so a person's resolve or dismiss is refle
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC
 
 from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
@@ -15,6 +16,7 @@ from reviews.domain.report import (
     PanelSummary,
     ReportComment,
     ReportInput,
+    ReportMessage,
     ReportRound,
     ReportStep,
     ReportTicket,
@@ -26,10 +28,11 @@ from reviews.domain.report import (
 )
 from reviews.domain.round_states import state_label
 from reviews.domain.round_stats import BudgetReport
+from reviews.domain.threads import Proposal, ProposalKind, Source, proposal_words
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
-from reviews.models import ReviewerStream, ReviewNode
-from reviews.selectors import ReviewPage, review_spend, reviewer_notes
+from reviews.models import ReviewerStream, ReviewNode, ThreadMessage
+from reviews.selectors import ReviewPage, review_spend, reviewer_notes, thread_rows
 
 # Offline analyzers report on a dimension too: bandit is a security reviewer.
 _ANALYZER_DIMENSIONS = {
@@ -87,7 +90,9 @@ def _where(node: ReviewNode) -> str:
     return f"{node.path}:{node.start_line}" if node.start_line else node.path
 
 
-def report_markdown(page: ReviewPage) -> str:
+def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
+    """The round's report; with `discussion`, every thread's messages under what they
+    discuss (otherwise a count each)."""
     if page.round is None:
         return "# Review: not started\n"
     views = list(page.views.values())
@@ -146,8 +151,12 @@ def report_markdown(page: ReviewPage) -> str:
             positive_notes=notes,
             panel=PanelSummary(**panel.model_dump()) if panel else None,
             comments=[
-                ReportComment(reviewer=c.reviewer, body=c.body, location=c.location)
-                for c in reviewer_notes_of.comments
+                ReportComment(
+                    reviewer=c.reviewer, body=c.body, location=c.location, subject=subject
+                )
+                for c, subject in zip(
+                    reviewer_notes_of.comments, _comment_subjects(page.streams), strict=True
+                )
             ],
             tickets=[
                 ReportTicket(
@@ -157,6 +166,7 @@ def report_markdown(page: ReviewPage) -> str:
                     status=tv.state.label,
                     round_number=tv.round_number,
                     issue_url=tv.ticket.issue_url,
+                    subject=f"note:{tv.ticket.stream_id}:{tv.ticket.note_index}",
                 )
                 for tv in reviewer_notes_of.tickets
             ],
@@ -182,6 +192,8 @@ def report_markdown(page: ReviewPage) -> str:
             fast_mode=bool(page.round.facts and page.round.facts.fast_mode),
             cost=cost,
             pr_cost=review_cost.total,
+            threads=report_threads(thread_rows(space=page.space, round_of=page)),
+            discussion=discussion,
             delta_labels={
                 str(n.pk): label
                 for n in page.nodes
@@ -211,3 +223,41 @@ def budget_page_lines(report: BudgetReport | None) -> list[str]:
     if summary is None or not summary.skipped:
         return []
     return [line.removeprefix("- ") for line in budget_lines(summary)]
+
+
+def _comment_subjects(streams: Sequence[ReviewerStream]) -> list[str]:
+    """The thread key of each reviewer comment, in reviewer_notes' order (a note's key is its
+    index among its stream's notes, tickets included)."""
+    return [
+        f"note:{stream.pk}:{index}"
+        for stream in streams
+        for index, note in enumerate(stream.notes or [])
+        if isinstance(note, dict) and note.get("kind") == "comment"
+    ]
+
+
+def report_threads(messages: Sequence[ThreadMessage]) -> dict[str, list[ReportMessage]]:
+    """The messages as the report quotes them, by thread."""
+    threads: dict[str, list[ReportMessage]] = {}
+    for m in messages:
+        marks = []
+        if m.posted_at is not None:
+            marks.append("posted on GitHub")
+        if m.edited_at is not None:
+            marks.append("edited")
+        if m.proposal_kind:
+            proposal = Proposal(
+                ProposalKind(m.proposal_kind),
+                priority=t.Priority(m.proposal_priority) if m.proposal_priority else None,
+            )
+            marks.append(f"proposes to {proposal_words(proposal)}: {m.proposal_state}")
+        threads.setdefault(m.subject, []).append(
+            ReportMessage(
+                author=m.author_label,
+                body=m.body,
+                when=m.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                from_github=m.source == Source.GITHUB,
+                marks=marks,
+            )
+        )
+    return threads

@@ -474,11 +474,19 @@ def flag_clear(request: HttpRequest, membership: Membership, space_id: int) -> H
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
 
+def _discussion_param(request: HttpRequest) -> bool:
+    """`?discussion=1`: the report quotes every thread's messages, not only their count."""
+    return request.GET.get("discussion", "") in ("1", "on", "true")
+
+
 @member_view
 def review_report(request: HttpRequest, membership: Membership, space_id: int) -> HttpResponse:
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     round_number = _round_param(request)
-    markdown = report_markdown(review_page(space=space, round_number=round_number))
+    markdown = report_markdown(
+        review_page(space=space, round_number=round_number),
+        discussion=_discussion_param(request),
+    )
     response = HttpResponse(markdown, content_type="text/markdown; charset=utf-8")
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="quorum-review-{space.pk}.md"'
@@ -491,12 +499,16 @@ def review_report_page(request: HttpRequest, membership: Membership, space_id: i
     with links to the raw file."""
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     round_number = _round_param(request)
+    discussion = _discussion_param(request)
     context = {
         "workspace": membership.workspace,
         "membership": membership,
         "space": space,
         "round_number": round_number,
-        "report": report_markdown(review_page(space=space, round_number=round_number)),
+        "discussion": discussion,
+        "report": report_markdown(
+            review_page(space=space, round_number=round_number), discussion=discussion
+        ),
     }
     return render(request, "reviews/report.html", context)
 

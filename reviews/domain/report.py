@@ -8,6 +8,9 @@ Covered? / Evidence, its findings by category, an off-target judgement), Walkthr
 steps, or the cohorts in reading order), Issues grouped Critical
 (P0) / Major (P1) / Minor (P2-P3) with attribution and a suggested fix, Disagreements with the
 arbitration, Positive notes, Notes from reviewers (comments, proposed tickets and their status),
+each finding, disagreement and note followed by its discussion (a line counting its messages,
+or, when the reader asks for the discussion, every message quoted with its author, its time and
+whether it came from GitHub, was posted there or was edited),
 Summary (dimension x severity table, plus the verification panel's line, which in fast mode says
 the panel and critic were skipped, and the budget's: the token budgets, the round's spend and
 every model call skipped to stay within them), Cost (the round's model calls: tokens in, cached,
@@ -100,10 +103,22 @@ class ReportStep:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportMessage:
+    """A message of a thread, as the report quotes it."""
+
+    author: str
+    body: str
+    when: str  # "2026-12-02 01:50 UTC"
+    from_github: bool = False  # a reply written on GitHub
+    marks: Sequence[str] = ()  # "posted on GitHub", "edited", a proposal and its state
+
+
+@dataclass(frozen=True, slots=True)
 class ReportComment:
     reviewer: str
     body: str
     location: str = ""
+    subject: str = ""  # its thread's key (note:<stream>:<index>)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +129,7 @@ class ReportTicket:
     status: str  # in words
     round_number: int
     issue_url: str = ""
+    subject: str = ""  # its thread's key (note:<stream>:<index>)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +165,8 @@ class ReportInput:
     cost: Spend | None = None  # the round's model calls (None: the caller gave no ledger)
     pr_cost: Totals | None = None  # every round of the pull request
     budget: BudgetSummary | None = None  # None: a round planned before budgets were
+    threads: Mapping[str, Sequence[ReportMessage]] = field(default_factory=dict)  # by subject
+    discussion: bool = False  # every message quoted, rather than a count per thread
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -160,16 +178,17 @@ def render_report(report: ReportInput) -> str:
         counted_nodes(report.nodes),
         key=lambda n: (n.priority.rank, -n.confidence, n.path or "", n.start_line or 0, n.id),
     )
+    talk = _Talk(report.threads, report.discussion)
     parts = [
         verdict_section(report.verdict),
         *([_round(report.round)] if report.round else []),
         _reviewers(report.reviewers, report.disabled),
         _requirements(report.requirements),
         _walkthrough(report.walkthrough, report.walkthrough_text),
-        _issues(issues, report.delta_labels),
-        _disagreements(report.arbitrations),
+        _issues(issues, report.delta_labels, talk),
+        _disagreements(report.arbitrations, talk),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
-        _reviewer_notes(report.comments, report.tickets),
+        _reviewer_notes(report.comments, report.tickets, talk),
         _summary(issues, report.panel, fast_mode=report.fast_mode, budget=report.budget),
         _cost(report.cost, report.pr_cost),
     ]
@@ -294,12 +313,56 @@ def _round(r: ReportRound) -> str:
     return "\n".join([line, *gone]) if gone else line
 
 
-def _issues(issues: list[NodeView], labels: Mapping[str, str] | None = None) -> str:
+@dataclass(frozen=True, slots=True)
+class _Talk:
+    """The threads, and whether the reader asked for every message or a count."""
+
+    threads: Mapping[str, Sequence[ReportMessage]] = field(default_factory=dict)
+    full: bool = False
+
+    def lines(self, subject: str) -> list[str]:
+        """What follows a finding, disagreement or note: nothing without messages."""
+        messages = self.threads.get(subject, ())
+        if not messages:
+            return []
+        if not self.full:
+            count = len(messages)
+            github = sum(1 for m in messages if m.from_github)
+            return [
+                f"  Discussion: {count} message{'s' if count != 1 else ''}"
+                + (f" ({github} from GitHub)" if github else "")
+                + "."
+            ]
+        lines = ["  Discussion:"]
+        for m in messages:
+            marks = ", ".join([m.when, *(["from GitHub"] if m.from_github else []), *m.marks])
+            lines.append(f"  - {_escaped(one_line(m.author, 200))} ({marks}):")
+            # Quoted line by line: a message's own headings and fences stay inside the quote
+            # and never pass for a section of the report.
+            lines += [f"    > {line}".rstrip() for line in m.body.splitlines() or [""]]
+        return lines
+
+
+def _escaped(text: str) -> str:
+    return "".join(f"\\{c}" if c in "\\`*_[]<>#|" else c for c in text)
+
+
+def _issues(
+    issues: list[NodeView], labels: Mapping[str, str] | None = None, talk: _Talk | None = None
+) -> str:
     labels = labels or {}
+    talk = talk or _Talk()
     blocks = []
     for title, ranks in GROUPS:
         group = [n for n in issues if n.priority.rank in ranks]
-        body = "\n".join(_issue(n, labels.get(n.id, "")) for n in group) if group else "None."
+        body = (
+            "\n".join(
+                "\n".join([_issue(n, labels.get(n.id, "")), *talk.lines(f"node:{n.id}")])
+                for n in group
+            )
+            if group
+            else "None."
+        )
         blocks.append(f"### {title}\n\n{body}")
     return "## Issues\n\n" + "\n\n".join(blocks)
 
@@ -334,21 +397,37 @@ def _indent(text: str) -> str:
     return "\n".join(f"  {line}" for line in text.splitlines())
 
 
-def _disagreements(items: Sequence[tuple[Disagreement, ArbitrationDecision]]) -> str:
+def _disagreements(
+    items: Sequence[tuple[Disagreement, ArbitrationDecision]], talk: _Talk | None = None
+) -> str:
+    talk = talk or _Talk()
     lines = [
-        f"- {one_line(d.summary, 400)}\n  Arbitration ({a.rule}) → {a.state}: "
-        f"{one_line(a.rationale, 600)}"
+        "\n".join(
+            [
+                f"- {one_line(d.summary, 400)}\n  Arbitration ({a.rule}) → {a.state}: "
+                f"{one_line(a.rationale, 600)}",
+                *talk.lines(f"disagreement:{d.key}"),
+            ]
+        )
         for d, a in items
     ]
     return _section("Disagreements", lines)
 
 
-def _reviewer_notes(comments: Sequence[ReportComment], tickets: Sequence[ReportTicket]) -> str:
+def _reviewer_notes(
+    comments: Sequence[ReportComment], tickets: Sequence[ReportTicket], talk: _Talk | None = None
+) -> str:
     """Comments reviewers left and tickets they proposed, with what people decided."""
+    talk = talk or _Talk()
     lines = [
-        f"- Comment from {c.reviewer}"
-        + (f" on `{c.location}`" if c.location else "")
-        + f": {one_line(c.body, 600)}"
+        "\n".join(
+            [
+                f"- Comment from {c.reviewer}"
+                + (f" on `{c.location}`" if c.location else "")
+                + f": {one_line(c.body, 600)}",
+                *talk.lines(c.subject),
+            ]
+        )
         for c in comments
     ]
     for ticket in tickets:
@@ -360,7 +439,7 @@ def _reviewer_notes(comments: Sequence[ReportComment], tickets: Sequence[ReportT
             line += f"\n  {one_line(ticket.body, 600)}"
         if ticket.issue_url:
             line += f"\n  GitHub issue: {ticket.issue_url}"
-        lines.append(line)
+        lines.append("\n".join([line, *talk.lines(ticket.subject)]))
     return _section("Notes from reviewers", lines)
 
 

@@ -488,3 +488,58 @@ def test_an_agent_reviews_over_http_with_progress(
     assert confirmed["status"] == "consensus_ready"
     event = AuditEvent.objects.filter(action="node.confirmed").latest("id")
     assert event.actor_label == "agent codex for bob@example.com"
+
+
+def test_an_agent_lists_a_thread_and_replies_as_itself(
+    tokens, workspace, asgi_server, review_factory, stream_factory
+):
+    """Over HTTP: an agent reads a finding's thread and answers in it; its message is the
+    agent's, for its person. A viewer's token may read the thread, not post (refused,
+    audited)."""
+    from django.contrib.auth import get_user_model
+
+    from reviews.models import ThreadMessage
+    from reviews.services import threads
+    from reviews.services.nodes import node_record
+
+    stream = stream_factory(review_factory(workspace=workspace), "security")
+    node = node_record(stream=stream, payload=node_payload(), file_lines={"app/views.py": 40}).node
+    bob = get_user_model().objects.get(email="bob@example.com")
+    thread = threads.thread_get(space=node.space, key=f"node:{node.pk}")
+    question = threads.message_post(thread=thread, user=bob, body="Is this reachable?")
+    subject = {"space": node.space_id, "subject": f"node:{node.pk}"}
+    url = f"{asgi_server}/mcp/{workspace.slug}/"
+
+    async def run():
+        async with http_session(url, tokens["claude"]) as session:
+            tools = {t.name for t in (await session.list_tools()).tools}
+            before = structured(await session.call_tool("list_thread", subject))["result"]
+            posted = structured(
+                await session.call_tool(
+                    "reply",
+                    {
+                        **subject,
+                        "body": "Yes: `/search` passes `q` in.",
+                        "in_reply_to": before[0]["id"],
+                    },
+                )
+            )
+            unknown = await session.call_tool("list_thread", {**subject, "subject": "node:0"})
+        async with http_session(url, tokens["viewer"]) as session:
+            after = structured(await session.call_tool("list_thread", subject))["result"]
+            refused = await session.call_tool("reply", {**subject, "body": "Me too."})
+        return tools, before, posted, unknown, after, refused
+
+    tools, before, posted, unknown, after, refused = anyio.run(run)
+    assert {"list_thread", "reply"} <= tools
+    assert [(m["author"], m["body"]) for m in before] == [("bob@example.com", "Is this reachable?")]
+    assert posted["author"] == "agent claude-code for alice@example.com"
+    assert posted["source"] == "agent" and posted["in_reply_to"] == question.pk
+    assert "not_found" in error_text(unknown) or "thread_refused" in error_text(unknown)
+    assert [m["id"] for m in after] == [question.pk, posted["id"]]
+    assert "forbidden" in error_text(refused)
+    stored = ThreadMessage.objects.get(pk=posted["id"])
+    assert (stored.source, stored.author.email) == ("agent", "alice@example.com")
+    denied = AuditEvent.objects.get(action="permission.denied")
+    assert denied.actor_label == "vera@example.com"
+    assert denied.payload["attempted"] == "post in review threads"
