@@ -840,10 +840,10 @@ def thread_rows(
     if key is not None:
         rows = rows.filter(subject=key)
     if round_of is None:
-        return list(rows)
+        return [*rows]
     node_ids = {n.pk for n in round_of.nodes}
     stream_ids = {s.pk for s in round_of.streams}
-    kept = []
+    kept: list[ThreadMessage] = []
     for row in rows:
         try:
             subject = Subject.parse(row.subject)
