@@ -22,6 +22,7 @@ from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
 from reviews.domain.outcomes import PROCESS_BLOCK
 from reviews.domain.round_states import RoundState
+from reviews.domain.threads import Subject
 from reviews.domain.wording import cohort_name
 from reviews.export import review_json
 from reviews.models import ReviewNode, ReviewRound, ReviewSpace
@@ -118,6 +119,7 @@ class Finding(BaseModel):
     confirmed_by: list[str]
     delta: str | None
     fix_prompt: str | None
+    messages: int = Field(default=0, description="Messages in its thread (list_thread).")
 
 
 class Verdict(BaseModel):
@@ -307,6 +309,7 @@ def list_review_nodes(
 ) -> list[Finding]:
     space = _space(caller, space_id)
     data = review_json(review_page(space=space, round_number=round_number))
+    talk = {thread["subject"]: len(thread["messages"]) for thread in data["threads"]}
     found = []
     for n in data["nodes"]:
         anchor = n["anchor"] or {}
@@ -332,6 +335,7 @@ def list_review_nodes(
                 confirmed_by=sorted({c["agent"] for c in n["confirmations"]}),
                 delta=n["delta"],
                 fix_prompt=n["fix"]["fix_prompt"],
+                messages=talk.get(Subject.node(n["id"]).key, 0),
             )
         )
     return found

@@ -528,15 +528,19 @@ def test_an_agent_lists_a_thread_and_replies_as_itself(
         async with http_session(url, tokens["viewer"]) as session:
             after = structured(await session.call_tool("list_thread", subject))["result"]
             refused = await session.call_tool("reply", {**subject, "body": "Me too."})
-        return tools, before, posted, unknown, after, refused
+            nodes = structured(
+                await session.call_tool("list_review_nodes", {"space": node.space_id})
+            )["result"]
+        return tools, before, posted, unknown, after, refused, nodes
 
-    tools, before, posted, unknown, after, refused = anyio.run(run)
+    tools, before, posted, unknown, after, refused, nodes = anyio.run(run)
     assert {"list_thread", "reply"} <= tools
     assert [(m["author"], m["body"]) for m in before] == [("bob@example.com", "Is this reachable?")]
     assert posted["author"] == "agent claude-code for alice@example.com"
     assert posted["source"] == "agent" and posted["in_reply_to"] == question.pk
     assert "not_found" in error_text(unknown) or "thread_refused" in error_text(unknown)
     assert [m["id"] for m in after] == [question.pk, posted["id"]]
+    assert [(n["id"], n["messages"]) for n in nodes] == [(node.pk, 2)]
     assert "forbidden" in error_text(refused)
     stored = ThreadMessage.objects.get(pk=posted["id"])
     assert (stored.source, stored.author.email) == ("agent", "alice@example.com")
