@@ -5,12 +5,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.disagreements import find_disagreements
 from reviews.domain.report import (
     PanelSummary,
+    ReportComment,
     ReportInput,
+    ReportMessage,
     ReportStep,
     RequirementLine,
     RequirementsCheck,
@@ -297,3 +301,44 @@ def test_the_summary_says_why_the_panel_and_critic_did_not_run() -> None:
     assert "fast mode" not in idle
     empty = _report(nodes=[], arbitrations=[], panel=PanelSummary(skipped=True))
     assert "Verification panel: not run (no open finding)." in empty
+
+
+# -- the discussion ------------------------------------------------------------------------------
+
+
+def _talk(body: str) -> dict[str, list[ReportMessage]]:
+    message = ReportMessage(author="bob@example.com", body=body, when="2026-12-02 01:50 UTC")
+    return {"node:a": [message], "note:1:0": [message]}
+
+
+def test_each_thread_is_counted_or_quoted_under_what_it_discusses() -> None:
+    threads = {
+        "node:a": [
+            ReportMessage("bob@example.com", "Why P0?", "2026-12-02 01:50 UTC", marks=["edited"]),
+            ReportMessage("octo on GitHub", "Reachable.", "2026-12-02 01:51 UTC", from_github=True),
+        ]
+    }
+    counted = _section(_report(threads=threads), "Issues")
+    assert "Discussion: 2 messages (1 from GitHub)." in counted and "Why P0?" not in counted
+    quoted = _section(_report(threads=threads, discussion=True), "Issues")
+    assert (
+        "  Discussion:\n"
+        "  - bob@example.com (2026-12-02 01:50 UTC, edited):\n"
+        "    > Why P0?\n"
+        "  - octo on GitHub (2026-12-02 01:51 UTC, from GitHub):\n"
+        "    > Reachable."
+    ) in quoted
+    # Under its finding, before the next one.
+    assert quoted.index("Finding a") < quoted.index("Why P0?") < quoted.index("Finding c")
+    assert "Discussion" not in _report()
+
+
+@given(st.text(max_size=300))
+def test_a_message_never_adds_a_section_or_leaves_its_quote(body: str) -> None:
+    comments = [ReportComment(reviewer="security", body="Cache it.", subject="note:1:0")]
+    plain = _report(comments=comments)
+    talked = _report(comments=comments, threads=_talk(body), discussion=True)
+    headings = [line for line in talked.splitlines() if line.startswith("#")]
+    assert headings == [line for line in plain.splitlines() if line.startswith("#")]
+    for line in body.splitlines():
+        assert f"    > {line}".rstrip() in talked
