@@ -29,13 +29,15 @@ from django.utils.html import escape
 from reviews import live_version
 from reviews.events import (
     BATCH,
-    CARD_EVENTS,
+    CARD_SECTIONS,
     EVENT_SECTIONS,
     SECTIONS,
     batch_sections,
+    card_of,
     space_group,
 )
 from reviews.models import CohortProgress, FileViewed, ReviewSpace
+from reviews.selectors import THREAD_SECTIONS, editable_message_ids
 from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import membership_get
 
@@ -65,12 +67,13 @@ def version_marker(token: str) -> str:
 
 def live_sections(events: list[dict[str, Any]]) -> tuple[tuple[str, ...], int | None]:
     """What one message re-renders: the sections its events can change, where a lone status
-    change stands for the findings section by its card alone."""
-    cards = {int(e["node_id"]) for e in events if e["type"] in CARD_EVENTS and e.get("node_id")}
-    others = [e for e in events if not (e["type"] in CARD_EVENTS and e.get("node_id"))]
+    change or thread message of one finding stands for the list and the diff by its card
+    alone (both copies of it)."""
+    cards = {card for e in events if (card := card_of(e)) is not None}
+    others = [e for e in events if card_of(e) is None]
     sections = batch_sections(events)
-    if len(cards) == 1 and "findings" not in batch_sections(others):
-        return tuple(s for s in sections if s != "findings"), cards.pop()
+    if len(cards) == 1 and not set(CARD_SECTIONS) & set(batch_sections(others)):
+        return tuple(s for s in sections if s not in CARD_SECTIONS), cards.pop()
     return sections, None
 
 
@@ -141,15 +144,19 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         return True
 
     @database_sync_to_async
-    def _reading_marks(self) -> frozenset[str]:
-        """The person's cohorts read and files viewed: the only per-person parts of a render."""
+    def _personal_marks(self, reading: bool, threads: bool) -> frozenset[str]:
+        """The only per-person parts of a render: the person's cohorts read and files viewed
+        (`reading`), and the thread messages they may still edit (`threads`)."""
         user_id = self.membership.user_id
-        cohorts = CohortProgress.objects.filter(user_id=user_id, space_id=self.space_id)
-        files = FileViewed.objects.filter(user_id=user_id, space_id=self.space_id)
-        return frozenset(
-            [f"c:{k}" for k in cohorts.values_list("cohort_key", flat=True)]
-            + [f"f:{k}" for k in files.values_list("file_key", flat=True)]
-        )
+        marks: list[str] = []
+        if reading:
+            cohorts = CohortProgress.objects.filter(user_id=user_id, space_id=self.space_id)
+            files = FileViewed.objects.filter(user_id=user_id, space_id=self.space_id)
+            marks += [f"c:{k}" for k in cohorts.values_list("cohort_key", flat=True)]
+            marks += [f"f:{k}" for k in files.values_list("file_key", flat=True)]
+        if threads:
+            marks += [f"m:{pk}" for pk in editable_message_ids(self.space_id, user_id)]
+        return frozenset(marks)
 
     @database_sync_to_async
     def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> str:
@@ -172,11 +179,13 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     async def _render(self, sections: tuple[str, ...], share: str, card: int | None = None) -> str:
         """Render the sections for this person. They depend only on the role (which buttons
-        show) and, for cohorts and files, on what the person has read, so the sockets of this
+        show), for cohorts and files on what the person has read, and for threads on which
+        messages the person may still edit, so the sockets of this
         process alike share one render per event: the first renders, the others wait for it
         without a trip to the database thread. Only the CSRF token differs and is put in last."""
-        personal = "cohorts" in sections or "files" in sections
-        read = await self._reading_marks() if personal else None
+        reading = "cohorts" in sections or "files" in sections
+        threads = card is not None or bool(THREAD_SECTIONS & set(sections))
+        read = await self._personal_marks(reading, threads) if reading or threads else None
         key = (share, sections, card, self.membership.role, self.round_number, read)
         if not share:
             html = await self._render_fresh(sections, card)

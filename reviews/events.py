@@ -57,12 +57,42 @@ EVENT_SECTIONS: dict[str, tuple[str, ...]] = {
     "review.published": ("header",),
     "review.note_added": ("notes", "streams"),
     "review.ticket": ("notes",),
-    # A thread's message: shown under its finding (list and diff), disagreement or note.
+    # A thread's message: shown under its finding (list and diff), disagreement or note; its
+    # subject narrows this down (event_sections).
     "review.thread": ("disagreements", "findings", "cohorts", "notes"),
 }
 # Events whose `node_id` card stands for the whole findings section when sent live (the
 # section is still stamped, so a page connecting later gets the section).
 CARD_EVENTS = frozenset({"review.node_status"})
+# What a finding's card stands for: its copy in the list and its copy inline in the diff.
+CARD_SECTIONS = ("findings", "cohorts")
+# A thread's message changes only the one place its subject is shown.
+_THREAD_SECTIONS = {
+    "node": CARD_SECTIONS,
+    "disagreement": ("disagreements",),
+    "note": ("notes",),
+}
+
+
+def event_sections(event: dict[str, Any]) -> tuple[str, ...]:
+    """The sections one event can change."""
+    if event["type"] == "review.thread":
+        kind = str(event.get("subject", "")).partition(":")[0]
+        if kind in _THREAD_SECTIONS:
+            return _THREAD_SECTIONS[kind]
+    return EVENT_SECTIONS.get(event["type"], ())
+
+
+def card_of(event: dict[str, Any]) -> int | None:
+    """The finding whose card alone can show this event live, if one can."""
+    node_id = event.get("node_id")
+    if not node_id:
+        return None
+    if event["type"] in CARD_EVENTS:
+        return int(node_id)
+    if event["type"] == "review.thread" and str(event.get("subject", "")).startswith("node:"):
+        return int(node_id)
+    return None
 
 
 def space_group(space_id: int) -> str:
@@ -109,7 +139,7 @@ def _flush(space_id: int) -> None:
 
 
 def batch_sections(events: list[dict[str, Any]]) -> tuple[str, ...]:
-    changed = {name for event in events for name in EVENT_SECTIONS.get(event["type"], ())}
+    changed = {name for event in events for name in event_sections(event)}
     return tuple(name for name in SECTIONS if name in changed)
 
 
@@ -117,7 +147,8 @@ def space_send(space_id: int, event_type: str, **data: Any) -> None:
     """Send now (the caller has committed): bump the live version, then tell the group."""
     # One id per event lets every socket of a process share the render of the same update.
     message = {"type": event_type, "event_id": uuid.uuid4().hex, **data}
-    sections = batch_sections(data["events"]) if event_type == BATCH else EVENT_SECTIONS[event_type]
+    events = data["events"] if event_type == BATCH else [{"type": event_type, **data}]
+    sections = batch_sections(events)
     try:
         message["version"] = live_version.bump(space_id, sections)
     except Exception:  # the page still updates; a socket connecting later syncs in full

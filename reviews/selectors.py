@@ -624,6 +624,7 @@ class ReviewerComment:
     path: str = ""
     line: int | None = None
     cohort: str = ""  # the page anchor of the cohort showing `path`, when one does
+    key: str = ""  # its thread: note:<stream id>:<index in the stream's notes>
 
     @property
     def location(self) -> str:
@@ -668,7 +669,7 @@ def reviewer_notes(
             anchors.setdefault(path, f"cohort-{cohort.key[:12]}")
     comments = []
     for stream in streams:
-        for note in stream.notes or []:
+        for index, note in enumerate(stream.notes or []):
             if not isinstance(note, dict) or note.get("kind") != "comment":
                 continue
             path = str(note.get("path") or "")
@@ -681,6 +682,7 @@ def reviewer_notes(
                     path=path,
                     line=line if isinstance(line, int) and not isinstance(line, bool) else None,
                     cohort=anchors.get(path, ""),
+                    key=f"note:{stream.pk}:{index}",
                 )
             )
     rows = (
@@ -708,6 +710,50 @@ def reviewer_notes(
         for row in rows
     ]
     return ReviewerNotes(comments=comments, tickets=tickets)
+
+
+# -- threads ---------------------------------------------------------------------------------
+
+#: The sections that show threads: a finding's (list and diff), a disagreement's, a note's.
+THREAD_SECTIONS = frozenset({"disagreements", "findings", "cohorts", "notes"})
+
+
+def page_threads(
+    *, space: ReviewSpace, review_round: ReviewRound | None, streams: Sequence[ReviewerStream]
+) -> dict[str, list[ThreadMessage]]:
+    """The messages of every thread the page can show (the shown round's findings and
+    disagreements, its reviewers' notes), by subject, in the order they were posted. One
+    query, whatever the number of threads."""
+    if review_round is None:
+        return {}
+    notes = [
+        f"note:{stream.pk}:{index}"
+        for stream in streams
+        for index in range(len(stream.notes or []))
+    ]
+    rows = ThreadMessage.objects.filter(space=space).filter(
+        Q(node__round_id=review_round.pk) | Q(subject__in=notes)
+    )
+    threads: dict[str, list[ThreadMessage]] = {}
+    for message in rows.order_by("pk"):
+        threads.setdefault(message.subject, []).append(message)
+    return threads
+
+
+def editable_message_ids(space_id: int, user_id: int) -> list[int]:
+    """The messages of the space the person wrote and may still edit (the edit window)."""
+    from django.utils import timezone
+
+    from reviews.domain.threads import EDIT_WINDOW, Source
+
+    return list(
+        ThreadMessage.objects.filter(
+            space_id=space_id,
+            author_id=user_id,
+            source__in=(Source.PERSON.value, Source.AGENT.value),
+            created_at__gte=timezone.now() - EDIT_WINDOW,
+        ).values_list("pk", flat=True)
+    )
 
 
 # -- spend ----------------------------------------------------------------------------------

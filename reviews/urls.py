@@ -54,6 +54,16 @@ urlpatterns = [
         views.file_viewed,
         name="file_viewed",
     ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/threads/<str:key>/",
+        views.thread_post,
+        name="thread_post",
+    ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/messages/<int:message_id>/edit/",
+        views.thread_edit,
+        name="thread_edit",
+    ),
     path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
     path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
     path("w/<slug:slug>/reviews/<int:space_id>/rerun/", views.rerun_round, name="rerun"),

@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.errors import errors_as_messages
@@ -21,6 +22,7 @@ from guardrails.services import CheckpointResult
 from reviews import live_version
 from reviews.changed_files import diff_surface
 from reviews.domain import consensus
+from reviews.domain import threads as thread_rules
 from reviews.domain import types as t
 from reviews.domain.errors import ApplicationError
 from reviews.domain.finding_groups import PageRequestError, parse_page_request
@@ -42,12 +44,14 @@ from reviews.models import (
     ReviewNode,
     ReviewRound,
     ReviewSpace,
+    ThreadMessage,
     VerdictChange,
 )
 from reviews.reporting import budget_page_lines, report_markdown
 from reviews.selectors import (
     EAGER_COHORT_PREVIEWS,
     disagreement_round,
+    page_threads,
     review_page,
     review_page_bounded,
     review_spend,
@@ -58,6 +62,7 @@ from reviews.selectors import (
 )
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
+from reviews.services import threads as thread_services
 from reviews.services.flags import space_flag_clear
 from reviews.services.publishing import (
     publish_plan_current,
@@ -294,7 +299,31 @@ def review_context(
         **_rounds_context(membership, page, round_number),
         **_publication_context(space, page),
         **_flag_context(membership, space, page.flag),
+        **_threads_context(
+            membership, page_threads(space=space, review_round=page.round, streams=page.streams)
+        ),
         **PAGE_VOCABULARY,
+    }
+
+
+def _threads_context(membership: Membership, threads: dict[str, list[ThreadMessage]]) -> dict:
+    """The page's threads by subject, which messages this person may still edit (the only
+    per-person part: the live socket keys its shared renders by it too) and whether the role
+    may post."""
+    now = timezone.now()
+    editable = {
+        m.pk
+        for messages in threads.values()
+        for m in messages
+        if m.source != thread_rules.Source.GITHUB
+        and not thread_rules.edit_refusal(
+            author_id=m.author_id, editor_id=membership.user_id, created_at=m.created_at, now=now
+        )
+    }
+    return {
+        "threads": threads,
+        "editable_ids": editable,
+        "can_discuss": allows(membership, Perm.DISCUSS),
     }
 
 
@@ -809,3 +838,74 @@ def ticket_issue(
         )
         _checkpoint_message(request, result, asked="Issue request", done="GitHub issue created.")
     return redirect(here)
+
+
+def _thread_answer(
+    request: HtmxHttpRequest, membership: Membership, thread: thread_services.Thread
+) -> HttpResponse:
+    """After a post or an edit: with htmx, the thread that asked (and a finding's other copy,
+    list or diff, out of band); without, back to the thread on the page."""
+    space = thread.space
+    node = thread.node
+    round_number = node.round.number if node is not None else None
+    if thread.stream is not None:
+        round_number = thread.stream.round.number
+    if not request.htmx:
+        url = reverse("reviews:detail", args=[membership.workspace.slug, space.pk])
+        newest = space.rounds.order_by("-number").values_list("number", flat=True).first()
+        pinned = f"?round={round_number}" if round_number not in (None, newest) else ""
+        return redirect(f"{url}{pinned}#thread-{thread.key.replace(':', '-')}")
+    context = review_context(
+        membership,
+        space,
+        round_number,
+        focus=node.pk if node is not None else None,
+    )
+    inline = str(request.htmx.target or "").startswith("diff-")
+    base = {**context, "key": thread.key, "thread_oob": False}
+    html = render_to_string(
+        "reviews/partials/thread.html", {**base, "pre": "diff-" if inline else ""}, request
+    )
+    is_card = thread.subject.kind is thread_rules.SubjectKind.NODE
+    if is_card and (inline or thread.subject.node_id in context["inline_node_ids"]):
+        twin = {**base, "pre": "" if inline else "diff-", "thread_oob": True}
+        html += render_to_string("reviews/partials/thread.html", twin, request)
+    return HttpResponse(html)
+
+
+def _thread_space(membership: Membership, space_id: int, *, attempted: str, request) -> ReviewSpace:
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.DISCUSS, attempted=attempted, request=request)
+    return space
+
+
+@member_view
+@require_POST
+def thread_post(
+    request: HtmxHttpRequest, membership: Membership, space_id: int, key: str
+) -> HttpResponse:
+    """A person's message in a thread (reviewer role and up; a viewer's post is refused and
+    audited). Refusals (an empty or too long message) are shown like every refusal."""
+    space = _thread_space(membership, space_id, attempted="post in threads", request=request)
+    thread = thread_services.thread_get(space=space, key=key)
+    with errors_as_messages(request):
+        thread_services.message_post(
+            thread=thread, user=request.user, body=request.POST.get("body", "")
+        )
+    return _thread_answer(request, membership, thread)
+
+
+@member_view
+@require_POST
+def thread_edit(
+    request: HtmxHttpRequest, membership: Membership, space_id: int, message_id: int
+) -> HttpResponse:
+    """The author corrects their message within the edit window; it shows as edited."""
+    space = _thread_space(membership, space_id, attempted="edit thread messages", request=request)
+    message = get_object_or_404(ThreadMessage, pk=message_id, space=space)
+    thread = thread_services.thread_get(space=space, key=message.subject)
+    with errors_as_messages(request):
+        thread_services.message_edit(
+            message=message, user=request.user, body=request.POST.get("body", "")
+        )
+    return _thread_answer(request, membership, thread)

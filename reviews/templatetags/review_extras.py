@@ -284,3 +284,24 @@ def decision_done(decision: str) -> str:
 def rejected_words(count: int, reasons) -> str:
     """`s.rejected|rejected_words:s.rejection_reasons`: what the count means, in a sentence."""
     return wording.rejected_words(int(count or 0), list(reasons or []))
+
+
+@register.filter
+def thread_of(object_id, kind: str) -> str:
+    """`node.pk|thread_of:"node"`: the key of that subject's thread (reviews/domain/threads.py)."""
+    return f"{kind}:{object_id}"
+
+
+@register.filter
+def thread_dom(key: str) -> str:
+    """`key|thread_dom`: a thread key as part of an element id (`node:12` → `node-12`)."""
+    return str(key).replace(":", "-")
+
+
+@register.filter
+def message_source(message) -> str:
+    """Who wrote a thread message, in a word or two for its badge."""
+    from reviews.domain.threads import Source
+
+    words = {Source.REVIEWER: "reviewer", Source.AGENT: "agent", Source.GITHUB: "from GitHub"}
+    return words.get(message.source, "person")

@@ -18,6 +18,7 @@ from reviews import live_version
 from reviews.consumers import live_sections
 from reviews.events import EVENT_SECTIONS, SECTIONS
 from reviews.services.nodes import node_dismiss, node_record
+from reviews.services.notes import note_record
 from tests.fixtures import node_payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -267,3 +268,52 @@ def test_a_lone_status_change_is_sent_as_its_card():
     assert card is None and "findings" in sections and "cohorts" in sections
     sections, card = live_sections([status, {**status, "node_id": 9}])
     assert card is None and "findings" in sections
+
+
+def test_a_thread_message_is_sent_where_its_subject_shows():
+    def of(subject: str, node_id: int | None) -> tuple[tuple[str, ...], int | None]:
+        return live_sections([{"type": "review.thread", "subject": subject, "node_id": node_id}])
+
+    assert of("node:7", 7) == ((), 7)  # the finding's card, both copies
+    assert of("disagreement:7", 7) == (("disagreements",), None)
+    assert of("note:3:0", None) == (("notes",), None)
+    status = {"type": "review.node_status", "node_id": 7}
+    thread = {"type": "review.thread", "subject": "node:7", "node_id": 7}
+    sections, card = live_sections([status, thread])
+    assert card == 7 and not {"findings", "cohorts"} & set(sections)
+
+
+def test_a_reply_reaches_every_open_page_with_the_edit_form_only_on_its_authors(
+    live, alice, member_factory, workspace
+):
+    from reviews.services import threads
+
+    space, node = live
+    bob = member_factory(workspace, "reviewer", "bob@example.com")
+    cookies = _cookie(alice), _cookie(bob)
+    index = note_record(stream=node.stream, kind="comment", fields={"body": "A remark"})
+
+    def post(key: str, body: str) -> int:
+        thread = threads.thread_get(space=space, key=key)
+        return threads.message_post(thread=thread, user=alice, body=body).pk
+
+    async def scenario():
+        pages = [_communicator(space.pk, ORIGIN, cookie) for cookie in cookies]
+        for comm in pages:
+            assert (await comm.connect())[0]
+            await comm.receive_from(timeout=5)  # the initial sync
+        pk = await database_sync_to_async(post)(f"node:{node.pk}", "Live reply")
+        on_card = [await comm.receive_from(timeout=5) for comm in pages]
+        await database_sync_to_async(post)(f"note:{node.stream.pk}:{index}", "About the remark")
+        on_note = [await comm.receive_from(timeout=5) for comm in pages]
+        for comm in pages:
+            await comm.disconnect()
+        return pk, on_card, on_note
+
+    pk, (alices, bobs), on_note = asyncio.run(scenario())
+    for update in (alices, bobs):
+        assert "Live reply" in update and f'id="node-{node.pk}"' in update
+        assert _sections_in(update) == set()  # the card alone, not the list or the diff
+    assert f'id="edit-{pk}"' in alices and f'id="edit-{pk}"' not in bobs
+    for update in on_note:
+        assert "About the remark" in update and _sections_in(update) == {"notes"}
