@@ -113,6 +113,15 @@
     return best;
   }
 
+  // A message edit sent closes its form (the answer swaps the thread in with it closed): forget
+  // that the person opened it, or the next live update would open it again. Sent, not
+  // answered: by the answer the form is out of the page and its events no longer reach here.
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const form = event.detail.elt;
+    const details = form instanceof Element && form.closest("details.thread-edit");
+    if (details) chosen.delete(detailsKey(details));
+  });
+
   document.addEventListener("htmx:wsBeforeMessage", (event) => {
     anchor = readingAnchor(event.target);
   });

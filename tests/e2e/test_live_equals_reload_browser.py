@@ -12,6 +12,7 @@ from django.db import connections
 
 from reviews.models import ReviewNode
 from reviews.pipeline.runner import run_inline
+from reviews.services import threads
 from reviews.services.nodes import node_dismiss
 from reviews.services.requests import review_request
 from tests.e2e.support import login, screenshot
@@ -129,6 +130,20 @@ def test_a_page_open_before_the_review_runs_ends_equal_to_a_fresh_load(
     fresh_page.reload()
     fresh_page.wait_for_selector(f"#node-{node.pk}.node-dismissed", state="attached")
     live, fresh = page.evaluate(NORMALISED), fresh_page.evaluate(NORMALISED)
+    assert live == fresh, _diff(live, fresh)
+
+    # A discussion under the finding, then an edit of it, keep them equal as well (the edit
+    # form included: the page's person wrote the message).
+    thread = threads.thread_get(space=node.space, key=f"node:{node.pk}")
+    message = _elsewhere(threads.message_post, thread=thread, user=alice, body="Seen **here**?")
+    page.wait_for_selector(f"#message-{message.pk}", state="attached", timeout=5000)
+    _elsewhere(threads.message_edit, message=message, user=alice, body="Seen **here** before?")
+    page.wait_for_selector(f"#message-{message.pk} .thread-edited", state="attached", timeout=5000)
+    _settled(page)
+    fresh_page.reload()
+    fresh_page.wait_for_selector(f"#message-{message.pk} .thread-edited", state="attached")
+    live, fresh = page.evaluate(NORMALISED), fresh_page.evaluate(NORMALISED)
+    assert f'id="edit-{message.pk}"' in live
     assert live == fresh, _diff(live, fresh)
 
 
