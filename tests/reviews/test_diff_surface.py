@@ -164,6 +164,59 @@ def test_the_live_update_of_a_finding_carries_both_copies(surface, alice):
         assert 'hx-swap-oob="true"' in tag.group(0) and "node-dismissed" in tag.group(0)
 
 
+@pytest.mark.parametrize("asked_from", ["diff", "list"])
+def test_a_reply_from_either_copy_shows_in_both(
+    surface, workspace, member_factory, client_for, asked_from
+):
+    review_round, inline, _ = surface
+    reviewer = member_factory(workspace, "reviewer")
+    prefix = "diff-" if asked_from == "diff" else ""
+    target, twin_id = f"{prefix}thread-node-{inline.pk}", f"thread-node-{inline.pk}"
+    if asked_from == "list":
+        twin_id = f"diff-{twin_id}"
+    response = client_for(reviewer).post(
+        f"/w/{workspace.slug}/reviews/{review_round.space_id}/threads/node:{inline.pk}/",
+        {"body": "Tax is a rate here"},
+        HTTP_HX_TARGET=target,
+        **HTMX,
+    )
+    assert response.status_code == 200
+    threads = re.findall(r'<div class="thread"[^>]*>', response.content.decode())
+    assert len(threads) == 2
+    first, twin = threads
+    assert f'id="{target}"' in first and "hx-swap-oob" not in first
+    assert f'id="{twin_id}"' in twin and 'hx-swap-oob="true"' in twin
+    assert response.content.decode().count("<p>Tax is a rate here</p>") == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_live_update_of_a_reply_carries_both_copies_of_the_card(surface, alice):
+    from reviews.services import threads
+    from tests.reviews.test_review_socket import ORIGIN, _communicator, _cookie
+
+    review_round, inline, _ = surface
+    cookie = _cookie(alice)
+
+    def reply() -> None:
+        thread = threads.thread_get(space=review_round.space, key=f"node:{inline.pk}")
+        threads.message_post(thread=thread, user=alice, body="Tax is a rate here")
+
+    async def scenario():
+        comm = _communicator(review_round.space_id, ORIGIN, cookie)
+        assert (await comm.connect())[0]
+        await comm.receive_from(timeout=5)  # the whole page at connect
+        await database_sync_to_async(reply)()
+        update = await comm.receive_from(timeout=5)
+        await comm.disconnect()
+        return update
+
+    update = asyncio.run(scenario())
+    assert 'id="review-cohorts"' not in update and 'id="review-findings"' not in update
+    for pre in ("", "diff-"):
+        card = update.split(f'id="{pre}node-{inline.pk}"', 1)[1].split("</article>", 1)[0]
+        assert f'id="{pre}thread-node-{inline.pk}"' in card and "Tax is a rate here" in card
+
+
 def test_the_file_tree_lists_every_file_with_counts_and_links(
     surface, workspace, alice, client_for
 ):
