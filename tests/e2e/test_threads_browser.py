@@ -61,6 +61,11 @@ def test_two_reviewers_discuss_a_finding_live_and_a_viewer_cannot_post(
     assert "the shop?" in bob.locator(f"#message-{message.pk} .thread-body").inner_text()
     assert bob.evaluate("window.__loadedOnce") is True
 
+    # A blank reply is refused with the reason, where refusals show.
+    bob.fill(f"#reply-node-{pk}", "   ")
+    bob.locator(f"{thread} form.thread-reply button[type=submit]").click()
+    bob.wait_for_selector("#errors:has-text('an empty message is not posted')", timeout=5000)
+
     # Bob answers; Alice's page gets it live too.
     bob.fill(f"#reply-node-{pk}", "Only through the admin page.")
     bob.locator(f"{thread} form.thread-reply button[type=submit]").click()
