@@ -873,7 +873,9 @@ def _thread_answer(
     return HttpResponse(html)
 
 
-def _thread_space(membership: Membership, space_id: int, *, attempted: str, request) -> ReviewSpace:
+def _thread_space(
+    membership: Membership, space_id: int, *, attempted: str, request: HttpRequest
+) -> ReviewSpace:
     space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
     require(membership, Perm.DISCUSS, attempted=attempted, request=request)
     return space
