@@ -41,7 +41,7 @@ import logging
 import ssl
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -77,6 +77,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 from reviews.agents.codetools import CodeTools
@@ -85,6 +86,7 @@ from reviews.agents.redaction import redact
 from reviews.agents.token_count import count_tokens, request_tokens
 from reviews.domain.model_answers import json_in_prose
 from reviews.domain.nodes import node_tool_schema
+from reviews.domain.tool_schemas import compact_schema, strict_compatible
 
 logger = logging.getLogger(__name__)
 
@@ -93,10 +95,8 @@ ProviderName = Literal["openai", "anthropic"]
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
 TOOL_RETRIES = 3  # validation retries per registered tool (bad arguments from the model)
 REFUSALS_PER_TOOL = 5  # calls of one forbidden name answered with the refusal before giving up
-_NODE_TOOL_DESCRIPTION = (
-    "Record one finding. Write reasoning first; an invalid payload records nothing and the "
-    "reply says why."
-)
+# An invalid payload records nothing; the tool's reply says why.
+_NODE_TOOL_DESCRIPTION = "Record one finding."
 
 
 def provider_name(value: str) -> ProviderName | None:
@@ -170,6 +170,10 @@ class Answer:
     schema: type[BaseModel]
     description: str
     from_prose: Callable[[str], BaseModel] | None = None
+    # The JSON schema the model is shown, when not `schema`'s own (runs of a stage that answer
+    # in different shapes show one, so their requests share a prefix). It is sent without
+    # strict mode, so fields it does not name reach `schema`, which validates them.
+    shown: Mapping[str, Any] | None = None
 
 
 @dataclass(kw_only=True)
@@ -321,6 +325,33 @@ class _ReviewModeGuard(AbstractCapability[Any]):
     # The last request body sent (the HTTP client's hook keeps it): counted only when its
     # response carries no usage, so a provider that reports usage costs no counting.
     sent: bytes = b""
+    answer: Answer | None = None  # the shape the run ends with, if any
+
+    async def prepare_tools(
+        self, ctx: Any, tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        return [_shown(tool) for tool in tool_defs]
+
+    async def prepare_output_tools(
+        self, ctx: Any, tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        # The answer's own description, without the docstring pydantic-ai appends to it.
+        answer = self.answer
+        if answer is None:
+            return [_shown(tool) for tool in tool_defs]
+        return [
+            _shown(
+                replace(tool, description=answer.description)
+                if answer.shown is None
+                else replace(
+                    tool,
+                    description=answer.description,
+                    parameters_json_schema=dict(answer.shown),
+                    strict=False,
+                )
+            )
+            for tool in tool_defs
+        ]
 
     async def keep_sent(self, request: httpx.Request) -> None:
         try:
@@ -392,6 +423,16 @@ class _ReviewModeGuard(AbstractCapability[Any]):
                 part, content=refusal_message(part.tool_name), outcome="failed", retry=None
             )
         return part
+
+
+def _shown(tool: ToolDefinition) -> ToolDefinition:
+    # Every call of a round sends the schemas: the model sees their compact form, and the
+    # tool's validator still checks the arguments against the full one.
+    shown = compact_schema(tool.parameters_json_schema)
+    # Strict mode only where the provider could apply it: elsewhere it would add
+    # `additionalProperties` to every object of the schema, for nothing.
+    strict = tool.strict if tool.strict is not None or strict_compatible(shown) else False
+    return replace(tool, parameters_json_schema=shown, strict=strict)
 
 
 # -- the adapter -------------------------------------------------------------------------------
@@ -494,7 +535,7 @@ class ModelRuntime:
         """
         mode = mode or ReviewMode()
         state = _RunState()
-        guard = _ReviewModeGuard(mode=mode)
+        guard = _ReviewModeGuard(mode=mode, answer=answer)
         model, client = self._model(api_key, on_request=guard.keep_sent)
         clean_system, count = redact(system_prompt)
         state.count(redactions=count)
@@ -792,7 +833,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         comment = tools.add_comment
 
         def add_comment(body: str, path: str | None = None, line: int | None = None) -> str:
-            """A markdown comment that is not a finding (a question, a note), on a line if given."""
+            """A markdown note or question that is not a finding, on a line if given."""
             return _guarded(state, "add_comment", lambda: comment(body=body, path=path, line=line))
 
         add("add_comment", _tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
@@ -801,7 +842,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         ticket = tools.create_ticket
 
         def create_ticket(title: str, body: str) -> str:
-            """Propose a ticket for work outside this change; people decide whether to file it."""
+            """Propose a ticket for work outside this change (people decide)."""
             return _guarded(state, "create_ticket", lambda: ticket(title=title, body=body))
 
         add("create_ticket", _tool(create_ticket, max_retries=TOOL_RETRIES, sequential=True))
@@ -815,15 +856,15 @@ def _code_tools(
     code: CodeTools, mode: ReviewMode, state: _RunState, *, diff_tool: bool = True
 ) -> list[Tool[Any]]:
     def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
-        """Read a file of the head checkout with line numbers, at most 400 lines a call."""
+        """Read a head-version file, numbered, up to 400 lines a call."""
         return _guarded(state, "read_file", lambda: code.read_file(path, start_line, end_line))
 
     def list_files(directory: str = ".", pattern: str | None = None) -> str:
-        """List the repository's files under a directory, optionally matching a glob."""
+        """List files under a directory, optionally matching a glob."""
         return _guarded(state, "list_files", lambda: code.list_files(directory, pattern))
 
     def grep(pattern: str, path: str | None = None, literal: bool = False) -> str:
-        """Search the repository, or a path in it, for a simple regex (a substring if literal)."""
+        """Search the repository (or a path) for a regex, or a substring if literal."""
         return _guarded(state, "grep", lambda: code.grep(pattern, path, literal))
 
     def get_diff(path: str | None = None) -> str:

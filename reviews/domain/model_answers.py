@@ -28,18 +28,16 @@ class LensAnswer(_Answer):
     """One verification lens on one finding."""
 
     verdict: Literal["real", "false_positive"] = Field(
-        description="real: the defect exists and matters; false_positive: it does not."
+        description="real: the defect exists and matters"
     )
-    severity: Literal["critical", "high", "medium", "low"] = Field(
-        description="How severe the defect is if real."
-    )
-    reason: str = Field(min_length=1, description="One sentence: why.")
+    severity: Literal["critical", "high", "medium", "low"] = Field(description="if real")
+    reason: str = Field(min_length=1, description="one sentence")
 
 
 class LensBatchEntry(LensAnswer):
     """One verification lens on one finding of a group, named by its ref."""
 
-    ref: str = Field(min_length=1, description="The finding's ref as the prompt gives it: F1, F2 …")
+    ref: str = Field(min_length=1, description="F1, F2 … as given")
 
 
 def _entry_schema() -> dict[str, Any]:
@@ -64,7 +62,7 @@ class LensBatchAnswer(_Answer):
     # entry costs its own finding's verdict, not its neighbours', so the answer as a whole only
     # needs to be a list. The schema the model sees still names every field of an entry.
     verdicts: list[Any] = Field(
-        description="One entry per finding, with its ref.",
+        description="one per ref",
         json_schema_extra={"items": _entry_schema()},
     )
 
@@ -105,16 +103,14 @@ class RequirementsClosing(ReviewerClosing):
 class CriticAnswer(_Answer):
     """The completeness critic's judgement of which angles this change needs."""
 
-    warranted: list[DimensionName] = Field(
-        description="The review dimensions this change needs, whether or not they ran."
-    )
-    gaps: list[str] = Field(default_factory=list, description="Coverage gaps, one per line.")
+    warranted: list[DimensionName] = Field(description="needed, whether or not they ran")
+    gaps: list[str] = Field(default_factory=list, description="one short line each")
 
 
 class WalkthroughStep(_Answer):
     title: str = Field(min_length=1)
-    paths: list[str] = Field(description="The changed files this step reads.")
-    explanation: str = Field(min_length=1, description="What this part of the change does.")
+    paths: list[str] = Field(description="the changed files it reads")
+    explanation: str = Field(min_length=1, description="what this part does")
 
 
 class Walkthrough(_Answer):
