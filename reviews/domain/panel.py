@@ -318,3 +318,27 @@ def coverage_gaps(
 
 #: What the report and the page say when the workspace's panel mode skips both stages.
 FAST_MODE_SKIP = "panel and critic skipped: fast mode"
+
+
+EXCERPT_CONTEXT = 10  # lines shown on each side of a finding's lines
+
+
+def excerpt_ranges(
+    spans: Iterable[tuple[int, int]], total_lines: int, context: int = EXCERPT_CONTEXT
+) -> tuple[tuple[int, int], ...]:
+    """The line ranges (1-based, inclusive) of one file a panel lens is shown for its findings'
+    `spans`: each span with `context` lines around it, clipped to the file, overlapping or
+    touching ranges merged, in file order. A file's code goes out once however many findings
+    cite it."""
+    ranges = sorted(
+        (max(start - context, 1), min(max(end, start) + context, total_lines))
+        for start, end in spans
+        if 1 <= start <= total_lines
+    )
+    merged: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return tuple(merged)

@@ -17,9 +17,7 @@ from reviews.pipeline.model_runs import round_model_answer
 
 logger = logging.getLogger(__name__)
 
-WALKTHROUGH_ANSWER = Answer(
-    Walkthrough, "The walkthrough: steps in reading order, each with a title, paths, explanation."
-)
+WALKTHROUGH_ANSWER = Answer(Walkthrough, "The walkthrough: its steps in reading order.")
 
 
 def lead_walkthrough(review_round: ReviewRound) -> list[TourStep] | None:
@@ -32,7 +30,8 @@ def lead_walkthrough(review_round: ReviewRound) -> list[TourStep] | None:
     pr = review_round.space.pull_request
     prompt = "\n\n".join(
         [
-            untrusted_block(pr.title or "(no title)", label="pull_request_title"),
+            # The system prompt says what the markers mean: no notice before the block.
+            untrusted_block(pr.title or "(no title)", label="pull_request_title", notice=False),
             walkthrough_brief(
                 cohorts=stats.cohort_list,
                 files=stats.files or [],

@@ -69,18 +69,16 @@ def runtime_model(
 
 def closing_answer(stream: ReviewerStream) -> Answer:
     """The closing statement a model reviewer ends with. Prose only is kept as its summary
-    (covering nothing), never retried or failed: the findings it recorded stand."""
+    (covering nothing), never retried or failed: the findings it recorded stand. Every
+    reviewer is shown the same closing schema (their requests share one prefix); the
+    requirements reviewer's role says what its table adds, and its closing is validated with
+    the table."""
+    shown = ReviewerClosing.model_json_schema()
     if stream.dimension == t.Dimension.REQUIREMENTS:
         return Answer(
-            RequirementsClosing,
-            "Close your review",
-            from_prose=prose_closing,
+            RequirementsClosing, "Close your review", from_prose=prose_closing, shown=shown
         )
-    return Answer(
-        ReviewerClosing,
-        "Close your review",
-        from_prose=prose_closing,
-    )
+    return Answer(ReviewerClosing, "Close your review", from_prose=prose_closing, shown=shown)
 
 
 def spent(

@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from reviews.agents.codetools import CodeTools
-from reviews.agents.prompts import verifier_system_prompt
+from reviews.agents.prompts import VERIFIER_PANEL, verifier_lens_brief
 from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools, RunOutcome
 from reviews.agents.token_count import count_tokens
 from reviews.domain.budget import LENSES as LENSES_PER_CHECK
@@ -23,7 +23,7 @@ from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline import budget_runs
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.model_runs import runtime_model, spent_all
-from reviews.pipeline.prompting import finding_excerpt, findings_prompt
+from reviews.pipeline.prompting import finding_code, findings_prompt
 from reviews.services.nodes import node_panel_apply
 from reviews.services.spend import Spent
 from reviews.services.worktrees import round_worktree
@@ -32,7 +32,7 @@ from workspaces.models import reviewer_model
 
 LENS_ANSWER = Answer(
     LensBatchAnswer,
-    "Your verdict on each finding by its ref: real or false_positive, its severity, and why.",
+    "Your verdict on each finding, by its ref.",
 )
 
 
@@ -42,7 +42,8 @@ def verify_group(
     """`rule_reachable`: the nodes not put to lens 1 (their analyzer rule stands for it)."""
     workspace = review_round.space.workspace
     root = round_worktree(review_round=review_round)
-    shown = [(finding_ref(i), node, finding_excerpt(node, root)) for i, node in enumerate(nodes)]
+    shown = [(finding_ref(i), node) for i, node in enumerate(nodes)]
+    code = finding_code(nodes, root)
     resolved = runtime_model(
         reviewer_model(None),
         workspace,
@@ -51,7 +52,7 @@ def verify_group(
         budget=budget_runs.lens_cap(
             review_round,
             share=max(workspace.round_token_budget // 20, 1000) * max(len(nodes), 1),
-            estimate=panel_estimate(count_tokens(findings_prompt(shown))) // LENSES_PER_CHECK,
+            estimate=panel_estimate(count_tokens(findings_prompt(shown, code))) // LENSES_PER_CHECK,
         ),
     )
     if resolved is None:
@@ -60,28 +61,31 @@ def verify_group(
     runtime = ModelRuntime(model)
     by_lens = {
         lens: [
-            (ref, node, excerpt)
-            for ref, node, excerpt in shown
+            (ref, node)
+            for ref, node in shown
             if lens != "reachability" or node.pk not in rule_reachable
         ]
         for lens in LENSES
     }
     asked = {lens: group for lens, group in by_lens.items() if group}
 
-    def tools(group: list[tuple[str, ReviewNode, str]]) -> ReviewTools:
-        # The excerpts are in the prompt: the code tools (and their schemas) go out only when a
-        # finding came without one (its file is gone, or it names no lines).
-        if all(excerpt for _, _, excerpt in group):
+    def tools(group: list[tuple[str, ReviewNode]]) -> ReviewTools:
+        # The code is in the prompt: the code tools (and their schemas) go out only when a
+        # finding came without any (its file is gone, or it names no lines).
+        if all(node.path in code and node.start_line for _, node in group):
             return ReviewTools()
         return ReviewTools(
             code=CodeTools(root, changed_files=parse_unified_diff(review_round.diff))
         )
 
-    async def lens_run(lens: str, group: list[tuple[str, ReviewNode, str]]):
+    async def lens_run(lens: str, group: list[tuple[str, ReviewNode]]):
+        # The panel's rules and the group come first, alike for the lenses given the same
+        # group (a prefix the provider caches); the lens's own paragraph last.
         return await runtime.run(
             api_key=api_key,
-            system_prompt=verifier_system_prompt(lens),
-            user_prompt=findings_prompt(group),
+            system_prompt=VERIFIER_PANEL,
+            shared_prompt=findings_prompt(group, code),
+            user_prompt=verifier_lens_brief(lens),
             tools=tools(group),
             name=f"lens-{lens}",
             answer=LENS_ANSWER,
@@ -95,7 +99,7 @@ def verify_group(
     answers: dict[int, dict[str, LensResult]] = {node.pk: {} for node in nodes}
     calls: list[Spent] = []
     for (lens, group), outcome in zip(asked.items(), asyncio.run(panel()), strict=True):
-        refs = [ref for ref, _, _ in group]
+        refs = [ref for ref, _ in group]
         name = f"lens-{lens}"
         # A verifier that errors abstains on every finding it was given; the panel never
         # crashes the pipeline (docs/domain-rules.md#the-panel-lenses). What it spent is
@@ -110,7 +114,7 @@ def verify_group(
             found = lens_batch(outcome.answer, refs, outcome.answer_error)
         else:
             raise outcome
-        for ref, node, _ in group:
+        for ref, node in group:
             answers[node.pk][lens] = found[ref]
     spent_all(review_round, calls)
     outcomes = retry_db(

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from reviews.agents.prompts import VERIFIER_PANEL
 from reviews.models import NodeConfirmation, PipelineStep, ReviewerStream, ReviewNode
 from reviews.reporting import report_markdown
 from reviews.selectors import node_view, review_page
@@ -48,7 +49,11 @@ def _user(request) -> str:
 
 def _lens_requests(fake, about: str) -> list:
     """Requests to a verification lens whose finding mentions `about`."""
-    return [r for r in fake.recorded() if "verifier" in _system(r) and about in _user(r)]
+    return [r for r in fake.recorded() if _is_lens(r) and about in _user(r)]
+
+
+def _is_lens(request) -> bool:
+    return _system(request) == VERIFIER_PANEL
 
 
 def _critic_requests(fake) -> list:
@@ -224,7 +229,7 @@ def test_fast_mode_skips_the_panel_and_the_critic_and_says_so(
     workspace.save(update_fields=["panel_mode"])
     scenario.install(fake_model)
     review_round = shop(tier="light")  # the rules would call a security follow-up
-    assert not [r for r in fake_model.recorded() if "verifier" in _system(r)]
+    assert not [r for r in fake_model.recorded() if _is_lens(r)]
     assert not _critic_requests(fake_model)
     assert _follow_ups(review_round) == [] and review_round.stats.critic is None
     assert "critic" not in review_round.done_stages

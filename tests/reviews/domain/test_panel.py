@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from reviews.domain.panel import (
     PanelStatus,
     conflicting_severity,
     coverage_gaps,
+    excerpt_ranges,
     panel_groups,
     panel_outcome,
     plan_panel,
@@ -393,3 +396,30 @@ def test_with_the_rule_lens_ones_own_answer_is_never_read(
             _rule("a"), reachability=None, false_positive=lens2, severity_vote=lens3, rule="B1"
         )
         assert a == b
+
+
+# -- the code a lens is shown ------------------------------------------------------------------
+
+SPANS = st.lists(
+    st.tuples(st.integers(-3, 130), st.integers(0, 40)).map(lambda t: (t[0], t[0] + t[1])),
+    max_size=8,
+)
+
+
+@given(spans=SPANS, total=st.integers(0, 120), context=st.integers(0, 12))
+def test_excerpt_ranges_show_every_cited_line_once_in_file_order(spans, total, context) -> None:
+    ranges = excerpt_ranges(spans, total, context)
+    shown = [line for lo, hi in ranges for line in range(lo, hi + 1)]
+    # Each line once, in order, inside the file, ranges apart (else they would be one).
+    assert shown == sorted(set(shown)) and all(1 <= line <= total for line in shown)
+    assert all(b[0] > a[1] + 1 for a, b in itertools.pairwise(ranges))
+    for start, end in spans:
+        if 1 <= start <= total:
+            wanted = range(max(start - context, 1), min(end + context, total) + 1)
+            assert set(wanted) <= set(shown)
+
+
+def test_findings_in_one_file_share_its_excerpt() -> None:
+    """Five findings in a 20-line file: the file once; far apart, two ranges."""
+    assert excerpt_ranges([(7, 7), (3, 3), (18, 18), (19, 20), (12, 12)], 20) == ((1, 20),)
+    assert excerpt_ranges([(5, 5), (80, 81)], 100, 10) == ((1, 15), (70, 91))
