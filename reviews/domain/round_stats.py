@@ -225,10 +225,11 @@ class BudgetReport(_Record):
     pr_spent_before: int = 0  # what the pull request's earlier rounds had spent at prepare
     spent: int | None = None  # this round's model tokens, counted at finalise
     skipped: list[BudgetSkip] = []
-    # Estimated tokens of the calls no reviewer stream records (the lead's walkthrough, the
-    # critic, the panel checks planned), counted as spent when planned.
+    # Rounds reviewed before the spend ledger: the estimates of the calls no reviewer stream
+    # recorded (the lead's walkthrough, the critic, the panel's checks). No longer written.
     unmetered: int = 0
-    panel_planned: dict[str, int] = {}  # per panel stage, that stage's part of `unmetered`
+    # Per panel stage, the estimate of the checks it planned: reserved until the stage is done.
+    panel_planned: dict[str, int] = {}
     reviewer_cap: int | None = None  # each first-pass reviewer's cap, set when they are planned
     panel_room: int | None = None  # what the latest panel planning left beyond its checks
     # False: the budgets could not pay for the lead's walkthrough and the critic's call, so

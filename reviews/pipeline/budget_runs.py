@@ -1,29 +1,32 @@
 """Token budgets in the pipeline: what a round and its pull request have spent, what is left,
 the plan at each decision point (reviews/domain/budget.py decides) and each run's cap.
 
-Spend is what the reviewer streams recorded (`round_spent_tokens`, `space_spent_tokens`). The
-calls no stream records (the lead's walkthrough, the critic, the panel's lenses) are counted by
-their estimate when they are planned (`BudgetReport.unmetered`), so a later decision never
-plans with tokens an earlier call took. When every model call is metered, the two spend
-functions read that instead and `unmetered` is no longer added.
+Spend is the round's ledger: every model call writes what it spent there, reviewers, lenses,
+critic and lead alike (`ModelCall`, reviews/selectors.py `round_spent_tokens`). A call planned
+but not made yet is reserved: its estimate counts as spent until the stage that makes it is
+done (`reserved_tokens`), so a decision taken in between never plans with tokens that call will
+take, and none counts them twice once the ledger has them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from django.db.models import F, IntegerField, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
+from reviews import selectors
 from reviews.agents.token_count import count_tokens
 from reviews.domain import budget as b
 from reviews.domain.panel import PanelPlan
+from reviews.domain.round_states import RoundState
 from reviews.domain.round_stats import BudgetReport, BudgetSkip, StageName
-from reviews.models import ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
-from reviews.pipeline.prompting import finding_excerpt, findings_prompt, shared_brief
+from reviews.domain.spend import CallRole
+from reviews.models import ModelCall, ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
+from reviews.pipeline.prompting import finding_code, findings_prompt, shared_brief
 from reviews.sources.diffs import ChangedFile
 
 if TYPE_CHECKING:
@@ -36,36 +39,82 @@ SHAPED_CALL_LABELS: tuple[tuple[Literal["lead", "critic"], str], ...] = (
     ("lead", "lead's walkthrough call"),
     ("critic", "critic's call"),
 )
-
-
-def _tokens(streams) -> int:
-    return streams.aggregate(n=Sum(F("tokens_in") + F("tokens_out")))["n"] or 0
-
-
-def _unmetered(rounds) -> int:
-    return rounds.aggregate(n=Sum(Cast(KT("stats__budget__unmetered"), IntegerField())))["n"] or 0
+#: The stage that makes each shaped call (its ledger role): it stays reserved until then.
+SHAPED_CALL_STAGES: tuple[tuple[CallRole, StageName], ...] = (
+    (CallRole.LEAD, "consolidate"),
+    (CallRole.CRITIC, "critic"),
+)
+_STAGE_ORDER: tuple[str, ...] = get_args(StageName)
 
 
 def round_spent_tokens(review_round: ReviewRound) -> int:
-    """The model tokens the round's reviewers recorded."""
-    return _tokens(ReviewerStream.objects.filter(round=review_round))
+    """The model tokens the round spent: its ledger."""
+    return selectors.round_spent_tokens(review_round)
 
 
-def space_spent_tokens(space: ReviewSpace) -> int:
-    """The model tokens every round of the pull request's space recorded."""
-    return _tokens(ReviewerStream.objects.filter(round__space=space))
+def _stage_over(review_round: ReviewRound, stage: str) -> bool:
+    # Fan-out stages (reviewers, panels) are not in `done_stages`: a later current stage says
+    # they are over.
+    if stage in review_round.done_stages:
+        return True
+    current = review_round.stage
+    return current in _STAGE_ORDER and _STAGE_ORDER.index(current) > _STAGE_ORDER.index(stage)
+
+
+def reserved_tokens(review_round: ReviewRound) -> int:
+    """The estimates of the round's planned calls not made yet: the lead's and the critic's
+    calls (when planned) until the ledger has them or their stage is over, and each panel
+    stage's checks until that stage is over."""
+    report = review_round.stats.budget
+    if report is None or review_round.state not in (RoundState.PENDING, RoundState.RUNNING):
+        return 0  # an ended round makes no more calls
+    shaped = 0
+    if report.shaped_calls:
+        made = set(
+            ModelCall.objects.filter(
+                round=review_round, role__in=[role for role, _ in SHAPED_CALL_STAGES]
+            ).values_list("role", flat=True)
+        )
+        shaped = sum(
+            role not in made and not _stage_over(review_round, stage)
+            for role, stage in SHAPED_CALL_STAGES
+        )
+    panel = sum(
+        tokens
+        for stage, tokens in report.panel_planned.items()
+        if not _stage_over(review_round, stage)
+    )
+    return shaped * b.SHAPED_CALL + panel
+
+
+def _legacy_spent(rounds) -> int:
+    """What rounds reviewed before the ledger spent, as they recorded it then: their reviewer
+    streams and the estimates of their other calls."""
+    rounds = rounds.filter(model_calls__isnull=True)
+    streams = ReviewerStream.objects.filter(round__in=rounds).aggregate(
+        n=Sum(F("tokens_in") + F("tokens_out"))
+    )["n"]
+    unmetered = rounds.aggregate(n=Sum(Cast(KT("stats__budget__unmetered"), IntegerField())))["n"]
+    return (streams or 0) + (unmetered or 0)
+
+
+def space_spent_tokens(space: ReviewSpace, *, exclude: ReviewRound | None = None) -> int:
+    """The model tokens every round of the pull request's space spent (but `exclude`)."""
+    rounds = ReviewRound.objects.filter(space=space)
+    if exclude is not None:
+        rounds = rounds.exclude(pk=exclude.pk)
+    ledger = ModelCall.objects.filter(round__in=rounds).aggregate(
+        n=Sum(F("input_tokens") + F("output_tokens"))
+    )["n"]
+    return (ledger or 0) + _legacy_spent(rounds)
 
 
 def budget_left(review_round: ReviewRound) -> b.BudgetLeft:
     workspace = review_round.space.workspace
-    report = review_round.stats.budget
-    unmetered = report.unmetered if report else 0  # as planned so far, maybe not saved yet
-    round_used = round_spent_tokens(review_round) + unmetered
+    round_used = round_spent_tokens(review_round) + reserved_tokens(review_round)
     pr_left = None
     if workspace.pr_token_budget is not None:
-        space = review_round.space
-        others = ReviewRound.objects.filter(space=space).exclude(pk=review_round.pk)
-        pr_used = space_spent_tokens(space) + _unmetered(others) + unmetered
+        pr_used = space_spent_tokens(review_round.space, exclude=review_round) + round_used
         pr_left = workspace.pr_token_budget - pr_used
     return b.BudgetLeft(workspace.round_token_budget - round_used, pr_left)
 
@@ -127,8 +176,7 @@ def plan_reviewers(
         # What the pull request's earlier rounds had spent, for the report (with a PR budget).
         before = 0
         if workspace.pr_token_budget is not None:
-            earlier = ReviewRound.objects.filter(space=space).exclude(pk=review_round.pk)
-            before = space_spent_tokens(space) + _unmetered(earlier)
+            before = space_spent_tokens(space, exclude=review_round)
         review_round.stats = review_round.stats.with_(
             budget=BudgetReport(
                 round_budget=workspace.round_token_budget,
@@ -165,13 +213,12 @@ def plan_reviewers(
                 ),
             )
         )
-    # The lead's walkthrough and the critic come later, and no stream records them: counted now,
-    # or, when the budgets cannot pay for them, not made at all.
-    shaped = SHAPED_CALLS * b.SHAPED_CALL
+    # The lead's walkthrough and the critic come later: reserved now, or, when the budgets
+    # cannot pay for them, not made at all.
     start = budget_left(review_round)
+    shaped = start.left >= SHAPED_CALLS * b.SHAPED_CALL
     shaped_skips: list[BudgetSkip] = []
-    if start.left < shaped:
-        shaped = 0
+    if not shaped:
         shaped_skips = [
             BudgetSkip(
                 stage="prepare",
@@ -184,7 +231,7 @@ def plan_reviewers(
             )
             for kind, label in SHAPED_CALL_LABELS
         ]
-    _record(review_round, "prepare", [], unmetered=shaped)
+    _record(review_round, "prepare", [], shaped_calls=shaped)
     plan = b.plan_within(budget_left(review_round), calls)
     model_kept = [c for c in plan.kept if c.estimate > 0]
     left = budget_left(review_round).left
@@ -192,8 +239,6 @@ def plan_reviewers(
         review_round,
         "prepare",
         plan.skipped,
-        unmetered=shaped,
-        shaped_calls=bool(shaped),
         reviewer_cap=max(left // max(len(model_kept), 1), 1),
     )
     if shaped_skips:
@@ -225,14 +270,14 @@ def shaped_calls_allowed(review_round: ReviewRound) -> bool:
 
 
 def shaped_call_cap(review_round: ReviewRound, *, share: int) -> int:
-    """The lead's or the critic's cap: what is left, plus its own estimate (counted as spent
-    when the round was planned)."""
+    """The lead's or the critic's cap: what is left, plus its own estimate (reserved until its
+    stage is done)."""
     return max(min(share, budget_left(review_round).left + b.SHAPED_CALL), 1)
 
 
 def lens_cap(review_round: ReviewRound, *, share: int, estimate: int) -> int:
-    """A lens's cap: its estimate (counted as spent when the panel was planned) plus what that
-    planning left; lenses run side by side, and reading the spend again would not see theirs."""
+    """A lens's cap: its estimate (reserved when the panel was planned) plus what that planning
+    left; lenses run side by side, and reading the spend again would not see theirs."""
     report = review_round.stats.budget
     room = report.panel_room if report is not None and report.panel_room is not None else share
     return max(min(share, estimate + room), 1)
@@ -248,7 +293,7 @@ def plan_panel_checks(
     ranks: dict[str, int],
 ) -> b.BudgetPlan:
     """Which of the findings the panel would verify (id, label, prompt tokens) fit; the kept
-    checks' estimates are counted as spent (no stream records a lens). The caller saves."""
+    checks' estimates are reserved until the stage is done. The caller saves."""
     calls = [
         b.PlannedCall(
             kind=b.CallKind.PANEL,
@@ -260,9 +305,9 @@ def plan_panel_checks(
         for node_id, label, tokens in candidates
     ]
     report = _report(review_round)
-    # A re-run planning replaces its own estimate rather than adding it twice.
+    # A re-run planning replaces its own reservation rather than adding it twice.
     base = report.model_copy(
-        update={"unmetered": report.unmetered - report.panel_planned.get(stage, 0)}
+        update={"panel_planned": {k: v for k, v in report.panel_planned.items() if k != stage}}
     )
     review_round.stats = review_round.stats.with_(budget=base)
     plan = b.plan_within(budget_left(review_round), calls)
@@ -270,8 +315,7 @@ def plan_panel_checks(
         review_round,
         stage,
         plan.skipped,
-        unmetered=base.unmetered + plan.estimate,
-        panel_planned={**report.panel_planned, stage: plan.estimate},
+        panel_planned={**base.panel_planned, stage: plan.estimate},
         panel_room=max(budget_left(review_round).left - plan.estimate, 0),
     )
     return plan
@@ -299,9 +343,7 @@ def record_spend(review_round: ReviewRound) -> None:
         return
     report = _report(review_round)
     review_round.stats = review_round.stats.with_(
-        budget=report.model_copy(
-            update={"spent": round_spent_tokens(review_round) + report.unmetered}
-        )
+        budget=report.model_copy(update={"spent": round_spent_tokens(review_round)})
     )
 
 
@@ -323,7 +365,7 @@ def panel_within_budget(
         (
             str(n.pk),
             f"{n.priority} “{n.title[:60]}”",
-            count_tokens(findings_prompt([("F1", n, finding_excerpt(n, root))])),
+            count_tokens(findings_prompt([("F1", n)], finding_code([n], root))),
         )
         for n in planned
     ]
