@@ -153,6 +153,42 @@ def _issue_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
     return ticket_issue_scope(payload)
 
 
+class ThreadAnswerPayload(BaseModel):
+    """A reviewer's answer to a question asked on GitHub, posted as exactly this body: a reply
+    in the conversation of review comment `reply_to`, or (None) a comment on pull request
+    `number`. `head_sha` binds the answer, the question and where it goes
+    (reviews/services/github_replies.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    space: int
+    answer: int
+    question: int
+    repository: str = Field(pattern=r"^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$")
+    number: int = Field(ge=1)
+    reply_to: int | None = Field(default=None, ge=1)
+    body: str = Field(min_length=1, max_length=65_536)
+    head_sha: str = Field(pattern="^[0-9a-f]{40}$")
+
+
+def _thread_answer(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
+    from reviews.services.github_replies import answer_execute
+
+    return answer_execute(payload, requester)
+
+
+def _thread_answer_head(payload: dict[str, Any]) -> str:
+    from reviews.services.github_replies import answer_head
+
+    return answer_head(payload)
+
+
+def _thread_answer_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
+    from reviews.services.github_replies import answer_scope
+
+    return answer_scope(payload)
+
+
 class PolicySettingModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -279,6 +315,19 @@ REGISTRY: dict[str, ActionClass] = {
         # A settings change can wait in the inbox: nothing is lost while nobody is there.
         needs_presence=False,
         fixed_policy="require_approval",
+    ),
+    # A reviewer's answer to a question asked on GitHub (`@quorum`): posted like a publish.
+    # The workspace may allow it without approval (then the app posts it when the reviewer
+    # answers). It can wait in the inbox: the person who asked is on GitHub, not here.
+    "threadAnswer": ActionClass(
+        name="threadAnswer",
+        mutating=True,
+        payload=ThreadAnswerPayload,
+        execute=_thread_answer,
+        current_head=_thread_answer_head,
+        scope=_thread_answer_scope,
+        description="Post a reviewer's answer to a question asked on GitHub",
+        needs_presence=False,
     ),
     # Posted by the app on every round's head commit: it reports the verdict and posts nothing
     # on the pull request, so it is not behind the publish approval. A workspace can switch it

@@ -96,6 +96,7 @@ class ActionName(StrEnum):
     ISSUE_CREATE = "issueCreate"
     POLICY_CHANGE = "policyChange"
     CHECK_RUN = "checkRun"
+    THREAD_ANSWER = "threadAnswer"
 
 
 class Decision(StrEnum):

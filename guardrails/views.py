@@ -81,8 +81,8 @@ def _preview(request: ApprovalRequest) -> dict | None:
 
 
 def request_subjects(workspace, requests: list[ApprovalRequest]) -> dict[int, str]:
-    """Request id → the page it is about: the review, the ticket on its review, or the
-    guardrail settings. Two queries at most, whatever the number of requests."""
+    """Request id → the page it is about: the review, the ticket or the answer on its review,
+    or the guardrail settings. Two queries at most, whatever the number of requests."""
     from reviews.models import ReviewerTicket
 
     tickets = {
@@ -95,6 +95,13 @@ def request_subjects(workspace, requests: list[ApprovalRequest]) -> dict[int, st
         .values_list("pk", "round__space_id")
         .iterator()
     )
+    # An answer to post on GitHub is about its review: the payload names the space.
+    answer_spaces = {
+        r.pk: int(r.payload["space"])
+        for r in requests
+        if r.action_class == rules.ActionName.THREAD_ANSWER
+        and isinstance(r.payload.get("space"), int)
+    }
     links: dict[int, str] = {}
     for r in requests:
         if r.target_type == "reviewspace" and r.target_id.isdigit():
@@ -107,6 +114,9 @@ def request_subjects(workspace, requests: list[ApprovalRequest]) -> dict[int, st
             space = ticket_spaces[int(r.target_id)]
             page = reverse("reviews:detail", args=[workspace.slug, space])
             links[r.pk] = f"{page}#ticket-{r.target_id}"
+        elif r.pk in answer_spaces:
+            page = reverse("reviews:detail", args=[workspace.slug, answer_spaces[r.pk]])
+            links[r.pk] = f"{page}#message-{r.target_id}"
         elif r.action_class == rules.ActionName.POLICY_CHANGE:
             links[r.pk] = reverse("guardrails:settings", args=[workspace.slug])
     return links

@@ -496,6 +496,29 @@ class PublishRecord(models.Model):
         return f"publish {self.selection} of {self.round} ({self.state})"
 
 
+class PublishedComment(models.Model):
+    """One inline comment of a published review, as GitHub numbered it: which finding it
+    carries, so a reply to it on GitHub lands in that finding's thread. Written by
+    reviews/services/publishing.py once GitHub lists the review's comments."""
+
+    record = models.ForeignKey(PublishRecord, on_delete=models.CASCADE, related_name="comments")
+    space = models.ForeignKey(ReviewSpace, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey(ReviewNode, on_delete=models.CASCADE, related_name="github_comments")
+    github_comment_id = models.BigIntegerField()
+    html_url = models.URLField(max_length=500, blank=True)
+    body = models.TextField()  # as posted: a comment that quotes it is about this finding
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "github_comment_id"], name="published_comment_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"GitHub comment {self.github_comment_id} of node {self.node_id}"
+
+
 class CodeIndexRecord(models.Model):
     """A repository's code index at one commit, kept so later rounds reuse it."""
 
@@ -698,6 +721,9 @@ class ThreadMessage(models.Model):
     # GitHub: the review comment this message came from, or the one it was posted as.
     github_comment_id = models.BigIntegerField(null=True, blank=True)
     github_url = models.URLField(max_length=500, blank=True)
+    # The top-level review comment of its conversation on GitHub (replies go to it: GitHub
+    # refuses a reply to a reply); None for a pull request's own (issue) comments.
+    github_root_id = models.BigIntegerField(null=True, blank=True)
     posted_at = models.DateTimeField(null=True, blank=True)  # when Quorum posted it on GitHub
     # A reviewer's offer to change its own finding, and what a person decided.
     proposal_kind = models.CharField(max_length=20, blank=True)

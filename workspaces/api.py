@@ -65,6 +65,15 @@ class BudgetsIn(Input):
     pr_token_budget: TokenBudget | None = None  # type: ignore[valid-type]
 
 
+class GitHubOut(Schema):
+    handle: str  # people write @handle on GitHub to ask Quorum
+
+
+class GitHubIn(Input):
+    # Spelt as a GitHub login; a hyphen at either end or doubled is refused with 400.
+    handle: str = Field(min_length=1, max_length=39, pattern=r"^[A-Za-z0-9-]+$")
+
+
 class ReviewerOut(Schema):
     key: str
     name: str
@@ -240,6 +249,21 @@ def budgets_put(request, slug: Slug, body: BudgetsIn):
         pr_token_budget=body.pr_token_budget,
         request=request,
     )
+
+
+@router.get("/{slug}/github", response=responses({200: GitHubOut}, 404, 422))
+def github_get(request, slug: Slug):
+    return GitHubOut(handle=_member(request, slug).workspace.github_handle)
+
+
+@router.put("/{slug}/github", response=responses({200: GitHubOut}, 400, 403, 404, 413, 422))
+def github_put(request, slug: Slug, body: GitHubIn):
+    m = _member(request, slug)
+    require(m, Perm.MANAGE_RULES, attempted="change the GitHub handle", request=request)
+    ws = services.github_handle_update(
+        workspace=m.workspace, actor=request.user, handle=body.handle, request=request
+    )
+    return GitHubOut(handle=ws.github_handle)
 
 
 @router.get("/{slug}/reviewers", response=responses({200: list[ReviewerOut]}, 404, 422))

@@ -69,6 +69,18 @@ class BudgetForm(forms.Form):
     )
 
 
+class GitHubHandleForm(forms.Form):
+    """Quorum's handle on GitHub; the service checks its spelling (workspaces/rules.py)."""
+
+    github_handle = forms.CharField(
+        label="Handle on GitHub",
+        max_length=40,
+        help_text="A comment on GitHub that mentions @handle in a finding's conversation is a "
+        "question for the reviewer who wrote the finding.",
+        error_messages={"required": "Give the handle people write after @, e.g. quorum."},
+    )
+
+
 class InviteForm(forms.Form):
     email = forms.EmailField()
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=rules.Role.REVIEWER)

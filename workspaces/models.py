@@ -34,6 +34,8 @@ class Workspace(models.Model):
         choices=[("normal", "normal"), ("rigorous", "rigorous"), ("fast", "fast")],
         default="normal",
     )
+    # What people on GitHub write (`@quorum`) to ask the review a question in a thread.
+    github_handle = models.CharField(max_length=39, default="quorum")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -534,3 +534,21 @@ def clean_token_budget(value: int | None, *, what: str, optional: bool) -> int |
     if value > MAX_TOKEN_BUDGET:
         raise RuleError(f"The {what} must be at most {MAX_TOKEN_BUDGET:,} tokens.")
     return value
+
+
+GITHUB_HANDLE_MAX = 39  # a GitHub login's longest
+_GITHUB_HANDLE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*")
+
+
+def clean_github_handle(handle: str) -> str:
+    """The handle people write after @ on GitHub to ask Quorum (`quorum`), as a GitHub login
+    may be spelt: letters, digits and single inner hyphens, at most 39."""
+    text = (handle or "").strip().removeprefix("@")
+    if not text:
+        raise RuleError("Give the handle people write after @ to ask Quorum, e.g. quorum.")
+    if len(text) > GITHUB_HANDLE_MAX or not _GITHUB_HANDLE.fullmatch(text):
+        raise RuleError(
+            "A handle is spelt like a GitHub login: up to 39 letters, digits and single "
+            "hyphens, not at the start or the end."
+        )
+    return text.lower()

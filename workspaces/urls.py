@@ -11,6 +11,7 @@ urlpatterns = [
     path("w/<slug:slug>/settings/prices/", views.prices, name="prices"),
     path("w/<slug:slug>/spend/", views.spend, name="spend"),
     path("w/<slug:slug>/settings/budgets/", views.budgets, name="budgets"),
+    path("w/<slug:slug>/settings/github-handle/", views.github_handle, name="github_handle"),
     path("w/<slug:slug>/settings/members/", views.members, name="members"),
     path("w/<slug:slug>/settings/members/<int:member_id>/", views.member_change, name="member"),
     path(

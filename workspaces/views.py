@@ -18,6 +18,7 @@ from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
     BudgetForm,
     FewShotFormSet,
+    GitHubHandleForm,
     InviteForm,
     PriceForm,
     RepositoryForm,
@@ -171,6 +172,7 @@ def _general_ctx(membership: Membership, **extra) -> dict:
                     "pr_token_budget": ws.pr_token_budget,
                 }
             ),
+            "handle_form": GitHubHandleForm(initial={"github_handle": ws.github_handle}),
             "tier_help": [(t.value, rules.TIER_HELP[t]) for t in rules.Tier],
             "default_tier": Workspace._meta.get_field("tier").default,
             "can_edit": allows(membership, Perm.MANAGE_RULES),
@@ -271,6 +273,35 @@ def budgets(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
     template = "workspaces/settings_general.html"
     if request.htmx:
         template += "#budget_card"
+    return render(request, template, context, status=200 if saved else 400)
+
+
+@member_view
+@require_POST
+def github_handle(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
+    """The GitHub handle card of the general settings (admins and owners only)."""
+    require(membership, Perm.MANAGE_RULES, attempted="change the GitHub handle", request=request)
+    form = GitHubHandleForm(request.POST)
+    saved = False
+    if form.is_valid():
+        try:
+            membership.workspace = services.github_handle_update(
+                workspace=membership.workspace,
+                actor=request.user,
+                handle=form.cleaned_data["github_handle"],
+                request=request,
+            )
+        except RuleError as exc:
+            form.add_error(None, str(exc))
+        else:
+            saved = True
+            if not request.htmx:
+                messages.success(request, "GitHub handle saved.")
+                return redirect("workspaces:general", membership.workspace.slug)
+    context = _general_ctx(membership, handle_form=form, handle_saved=saved)
+    template = "workspaces/settings_general.html"
+    if request.htmx:
+        template += "#handle_card"
     return render(request, template, context, status=200 if saved else 400)
 
 

@@ -30,7 +30,13 @@ from reviews.domain.space_status import (
     publish_refusal,
 )
 from reviews.events import emit
-from reviews.models import PublishRecord, ReviewNode, ReviewRound, ReviewSpace
+from reviews.models import (
+    PublishedComment,
+    PublishRecord,
+    ReviewNode,
+    ReviewRound,
+    ReviewSpace,
+)
 from reviews.selectors import node_view
 from reviews.services.github import github_client
 from reviews.services.spaces import space_status_refresh
@@ -461,6 +467,7 @@ def publish_review(
             plan = fold_everything(plan)
             path = PublishRecord.Path.FOLDED_FALLBACK
             response = post(body=plan.body, event=plan.event, comments=[])
+        numbered = _numbered_comments(client, owner, name, number, response, plan)
     except GitHubError as exc:
         uncertain = getattr(exc, "maybe_applied", False)
         record.state = PublishRecord.State.UNCERTAIN if uncertain else PublishRecord.State.FAILED
@@ -481,11 +488,51 @@ def publish_review(
     record.plan = _plan_summary(plan)
     record.posted_at = timezone.now()
     record.save()
+    PublishedComment.objects.bulk_create(
+        [
+            PublishedComment(
+                record=record,
+                space=space,
+                node_id=node_id,
+                github_comment_id=comment_id,
+                html_url=web_url_or_blank(url)[:500],
+                body=body,
+            )
+            for node_id, comment_id, url, body in numbered
+        ],
+        ignore_conflicts=True,
+    )
     # No audit event here: the guardrails checkpoint records the one `prPublish.executed`,
     # by the app identity, naming the requester and the approvers.
     space_status_refresh(space=space.pk)
     emit(space.pk, "review.published", url=record.html_url)
     return record
+
+
+def _numbered_comments(
+    client: GitHubClient, owner: str, name: str, number: int, review: Any, plan: PublishPlan
+) -> list[tuple[int, int, str, str]]:
+    """(node id, GitHub comment id, link, body) of each inline comment just posted, so a reply
+    on GitHub finds its finding. GitHub's answer to the review does not carry them: they are
+    listed, and matched by place and text. The review is posted whatever happens here; a
+    comment not matched only means its replies are not recognised."""
+    review_id = review.get("id") if isinstance(review, dict) else None
+    if not plan.comments or not isinstance(review_id, int):
+        return []
+    try:
+        listed = client.list_review_comments(owner, name, number, review_id)
+    except GitHubError as exc:
+        log.warning("the comments of review %s could not be listed: %s", review_id, exc)
+        return []
+    waiting = {(c.path, c.line, c.body): c.node_id for c in plan.comments}
+    numbered = []
+    for comment in listed:
+        key = (comment.get("path"), comment.get("line"), comment.get("body"))
+        node_id = waiting.pop(key, None)  # type: ignore[arg-type]  # GitHub's JSON, compared
+        if isinstance(node_id, int) and isinstance(comment.get("id"), int):
+            url = comment.get("html_url")
+            numbered.append((node_id, comment["id"], url if isinstance(url, str) else "", key[2]))
+    return numbered
 
 
 def _existing_for(record: PublishRecord | None, approval_request: Any) -> PublishRecord | None:

@@ -161,9 +161,11 @@ def message_record_github(
     comment_id: int,
     url: str = "",
     in_reply_to: ThreadMessage | None = None,
+    root_id: int | None = None,
 ) -> tuple[ThreadMessage, bool]:
     """A reply written on GitHub, stored once per GitHub comment however often it is delivered:
-    (the message, whether this call stored it)."""
+    (the message, whether this call stored it). `root_id`: the top-level review comment of its
+    conversation on GitHub (None for a comment on the pull request's own conversation)."""
     existing = ThreadMessage.objects.filter(
         space=thread.space, github_comment_id=comment_id
     ).first()
@@ -185,6 +187,7 @@ def message_record_github(
                 body=text,
                 github_comment_id=comment_id,
                 github_url=url[:500],
+                github_root_id=root_id,
             )
             _emit(message)
     except IntegrityError:  # the same comment, delivered twice at once: the other one stored it
@@ -192,12 +195,17 @@ def message_record_github(
     return message, True
 
 
-def message_posted_on_github(*, message: ThreadMessage, comment_id: int, url: str = "") -> None:
-    """Quorum posted the message on GitHub as comment `comment_id`."""
+def message_posted_on_github(
+    *, message: ThreadMessage, comment_id: int, url: str = "", root_id: int | None = None
+) -> None:
+    """Quorum posted the message on GitHub as comment `comment_id` (in the conversation of
+    review comment `root_id`, or on the pull request's own conversation when None)."""
+    now = timezone.now()
     ThreadMessage.objects.filter(pk=message.pk).update(
-        github_comment_id=comment_id, github_url=url[:500], posted_at=timezone.now()
+        github_comment_id=comment_id, github_url=url[:500], github_root_id=root_id, posted_at=now
     )
     message.github_comment_id, message.github_url = comment_id, url[:500]
+    message.github_root_id, message.posted_at = root_id, now
     _emit(message)
 
 

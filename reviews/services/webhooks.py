@@ -1,4 +1,5 @@
-"""GitHub webhook deliveries → review rounds, completed reviews and the repository list.
+"""GitHub webhook deliveries → review rounds, completed reviews, the repository list, and
+comments people write on GitHub about Quorum's findings (reviews/services/github_replies.py).
 
 A verified `pull_request` delivery starts a round and queues it exactly as the "Start review"
 button does (Celery in the full stack, a server thread in the embedded default), after the
@@ -33,6 +34,7 @@ from reviews.sources.webhooks import (
     InstallationEvent,
     PullRequestEvent,
     WebhookPayloadError,
+    parse_comment_event,
     parse_installation_event,
     parse_pull_request_event,
 )
@@ -61,12 +63,18 @@ def webhook_receive(*, delivery_id: str, event: str, payload: Any) -> WebhookRes
         return WebhookResult("duplicate delivery: already processed", [], 200)
     try:
         installation = parse_installation_event(event, payload)
-        parsed = None if installation else parse_pull_request_event(event, payload)
+        comment = None if installation else parse_comment_event(event, payload)
+        parsed = None if installation or comment else parse_pull_request_event(event, payload)
     except WebhookPayloadError as exc:
         return WebhookResult(_done(delivery, f"malformed payload: {exc}"), [], 200)
     if installation is not None:
         delivery.action = installation.action[:40]
         return WebhookResult(_done(delivery, installation_receive(installation)), [], 200)
+    if comment is not None:
+        from reviews.services.github_replies import comment_receive
+
+        delivery.action = comment.action[:40]
+        return WebhookResult(_done(delivery, comment_receive(comment)), [], 200)
     if parsed is None:
         return WebhookResult(
             _done(delivery, f"ignored: {event} events do not start reviews"), [], 200

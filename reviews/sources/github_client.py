@@ -323,6 +323,40 @@ class GitHubClient:
         )
         return resp.json()
 
+    def list_review_comments(
+        self, owner: str, repo: str, number: int, review_id: int
+    ) -> list[dict[str, Any]]:
+        """The inline comments of one review, with the ids GitHub gave them (the review's own
+        answer does not carry them)."""
+        path = f"/pulls/{_number(number)}/reviews/{_number(review_id)}/comments"
+        page = self._repo_call("GET", owner, repo, path, params={"per_page": 100}).json()
+        if not isinstance(page, list):
+            raise GitHubError(f"unexpected review comments page: {type(page).__name__}")
+        return page
+
+    def reply_to_review_comment(
+        self, owner: str, repo: str, number: int, comment_id: int, *, body: str
+    ) -> dict[str, Any]:
+        """Reply in a review comment's conversation (201). `comment_id` must be the
+        conversation's top-level comment: GitHub refuses a reply to a reply. Not retried after
+        it may have reached GitHub: a retry could post the reply twice."""
+        path = f"/pulls/{_number(number)}/comments/{_number(comment_id)}/replies"
+        resp = self._repo_call(
+            "POST", owner, repo, path, json={"body": body}, expect=(201,), idempotent=False
+        )
+        return resp.json()
+
+    def create_issue_comment(
+        self, owner: str, repo: str, number: int, *, body: str
+    ) -> dict[str, Any]:
+        """A comment on the pull request's conversation (201); not retried once it may have
+        reached GitHub."""
+        path = f"/issues/{_number(number)}/comments"
+        resp = self._repo_call(
+            "POST", owner, repo, path, json={"body": body}, expect=(201,), idempotent=False
+        )
+        return resp.json()
+
     @property
     def app_identity(self) -> bool:
         """A GitHub App: check runs can be posted (a token may only post commit statuses)."""

@@ -138,3 +138,65 @@ def parse_installation_event(event: str, payload: Mapping[str, Any]) -> Installa
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise WebhookPayloadError(f"malformed {event} payload: {exc!r}") from exc
+
+
+# Comments people write on a pull request: in a review comment's conversation, or on the pull
+# request's own conversation (GitHub sends those as comments on an issue).
+COMMENT_EVENTS = frozenset({"pull_request_review_comment", "issue_comment"})
+
+
+@dataclass(frozen=True)
+class CommentEvent:
+    event: str  # pull_request_review_comment | issue_comment
+    action: str  # created, edited, deleted
+    owner: str
+    repo: str
+    number: int
+    comment_id: int
+    body: str
+    login: str
+    bot: bool  # written by an app or a bot account
+    url: str
+    in_reply_to_id: int | None  # review comments: the conversation's top-level comment
+    installation_id: int | None
+
+    @property
+    def on_review_comment(self) -> bool:
+        return self.event == "pull_request_review_comment"
+
+
+def parse_comment_event(event: str, payload: Mapping[str, Any]) -> CommentEvent | None:
+    """A comment on a pull request, or None for other events and for comments on plain
+    issues (no `issue.pull_request`)."""
+    if event not in COMMENT_EVENTS:
+        return None
+    try:
+        if event == "issue_comment":
+            issue = payload["issue"]
+            if not issue.get("pull_request"):
+                return None
+            number = int(issue["number"])
+        else:
+            number = int(payload["pull_request"]["number"])
+        comment = payload["comment"]
+        user = comment.get("user") or {}
+        owner, _, name = str(payload["repository"]["full_name"]).partition("/")
+        installation = payload.get("installation") or {}
+        reply_to = comment.get("in_reply_to_id")
+        return CommentEvent(
+            event=event,
+            action=str(payload["action"]),
+            owner=owner,
+            repo=name,
+            number=number,
+            comment_id=int(comment["id"]),
+            body=str(comment.get("body") or ""),
+            login=str(user.get("login") or "someone"),
+            bot=str(user.get("type") or "") == "Bot"
+            or bool(comment.get("performed_via_github_app")),
+            url=str(comment.get("html_url") or ""),
+            in_reply_to_id=int(reply_to) if reply_to is not None else None,
+            installation_id=int(installation["id"]) if "id" in installation else None,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise WebhookPayloadError(f"malformed {event} payload: {exc!r}") from exc

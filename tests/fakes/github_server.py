@@ -72,6 +72,9 @@ PATH_INVALID = (
     "Pull request review thread path is invalid and Pull request review thread diff hunk can't "
     "be blank"
 )
+# GitHub's documentation: a reply must name a top-level review comment; replies to replies are
+# not supported. The exact answer is unconfirmed: a 422 naming the field, as its validation does.
+REPLY_TO_REPLY = "in_reply_to must be a top-level review comment, not a reply"  # unconfirmed
 OWN_APPROVE = "Can not approve your own pull request"
 OWN_REQUEST_CHANGES = "Can not request changes on your own pull request"  # wording unconfirmed
 REQUEST_CHANGES_BODY = "You need to leave a comment indicating the requested changes."
@@ -121,6 +124,10 @@ class FakeRepo:
     # Check runs (by id) and commit statuses (in the order posted), as created via the API.
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     statuses: list[dict[str, Any]] = field(default_factory=list)
+    # Pull request review comments by id (a review's inline comments and their replies), and
+    # the comments on pull requests' conversations (GitHub's issue comments), in order.
+    review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    issue_comments: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def full_name(self) -> str:
@@ -320,6 +327,37 @@ class FakeGitHub:
     def issues(self, owner: str, name: str) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(i) for i in self.repos[(owner, name)].issues]
+
+    def review_comments(self, owner: str, name: str) -> list[dict[str, Any]]:
+        """Every review comment of the repository (inline comments and replies), by id."""
+        with self._lock:
+            repo = self.repos[(owner, name)]
+            return [dict(repo.review_comments[k]) for k in sorted(repo.review_comments)]
+
+    def issue_comments(self, owner: str, name: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(c) for c in self.repos[(owner, name)].issue_comments]
+
+    def reply_as(
+        self, owner: str, name: str, number: int, comment_id: int, body: str, *, login: str
+    ) -> dict[str, Any]:
+        """Someone replies on GitHub's page to review comment `comment_id`: as GitHub's page
+        does, the reply joins the conversation of its top-level comment."""
+        with self._lock:
+            repo = self.repos[(owner, name)]
+            parent = repo.review_comments[comment_id]
+            root = parent.get("in_reply_to_id") or comment_id
+            return self._new_review_comment(
+                repo, number, repo.review_comments[root], body, login=login, in_reply_to=root
+            )
+
+    def comment_as(
+        self, owner: str, name: str, number: int, body: str, *, login: str, bot: bool = False
+    ) -> dict[str, Any]:
+        """Someone comments on the pull request's conversation tab."""
+        with self._lock:
+            repo = self.repos[(owner, name)]
+            return self._new_issue_comment(repo, number, body, login=login, bot=bot)
 
     def check_runs(self, owner: str, name: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -587,7 +625,169 @@ class FakeGitHub:
             if event is not None:
                 review["submitted_at"] = _iso(self.clock())
             pull.reviews.append({**review, "comments": [dict(c) for c in comments]})
+            for comment in comments:
+                self._new_review_comment(
+                    repo,
+                    number,
+                    comment,
+                    comment["body"],
+                    login=who.login,
+                    bot=bool(who.installation_id),
+                    review_id=review_id,
+                    commit_id=commit_id,
+                )
         return _Reply(200, review)
+
+    def _new_review_comment(
+        self,
+        repo: FakeRepo,
+        number: int,
+        anchor: Mapping[str, Any],
+        body: str,
+        *,
+        login: str,
+        bot: bool = False,
+        review_id: int | None = None,
+        commit_id: str = "",
+        in_reply_to: int | None = None,
+    ) -> dict[str, Any]:
+        """A review comment as GitHub stores and returns it (the lock is held)."""
+        comment_id = next(self._review_ids)
+        now = _iso(self.clock())
+        comment: dict[str, Any] = {
+            "id": comment_id,
+            "node_id": base64.b64encode(f"PRRC_{comment_id}".encode()).decode(),
+            # GitHub files a reply under a review of its own.
+            "pull_request_review_id": review_id or next(self._review_ids),
+            "path": anchor.get("path"),
+            "line": anchor.get("line"),
+            "side": anchor.get("side", "RIGHT"),
+            "start_line": anchor.get("start_line"),
+            "start_side": anchor.get("start_side"),
+            "commit_id": commit_id or anchor.get("commit_id", ""),
+            "user": {"login": login, "type": "Bot" if bot else "User"},
+            "body": body,
+            "created_at": now,
+            "updated_at": now,
+            "html_url": f"{self.base_url}/{repo.full_name}/pull/{number}#discussion_r{comment_id}",
+            "pull_request_url": f"{self.base_url}/repos/{repo.full_name}/pulls/{number}",
+            "author_association": "NONE",
+        }
+        if in_reply_to is not None:
+            comment["in_reply_to_id"] = in_reply_to
+        repo.review_comments[comment_id] = comment
+        return dict(comment)
+
+    def _new_issue_comment(
+        self, repo: FakeRepo, number: int, body: str, *, login: str, bot: bool = False
+    ) -> dict[str, Any]:
+        comment_id = next(self._review_ids)
+        now = _iso(self.clock())
+        comment = {
+            "id": comment_id,
+            "node_id": base64.b64encode(f"IC_{comment_id}".encode()).decode(),
+            "user": {"login": login, "type": "Bot" if bot else "User"},
+            "body": body,
+            "created_at": now,
+            "updated_at": now,
+            "html_url": f"{self.base_url}/{repo.full_name}/pull/{number}#issuecomment-{comment_id}",
+            "issue_url": f"{self.base_url}/repos/{repo.full_name}/issues/{number}",
+            "author_association": "NONE",
+        }
+        repo.issue_comments.append(comment)
+        return dict(comment)
+
+    def list_review_comments(
+        self, req: RecordedRequest, owner: str, name: str, number: int, review_id: int
+    ) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        repo = self._repo(owner, name, who)
+        pull = self._pull(repo, number)
+        if not any(r["id"] == review_id for r in pull.reviews):
+            raise _error(404, "Not Found", status="404")
+        with self._lock:
+            found = [
+                dict(c)
+                for _, c in sorted(repo.review_comments.items())
+                if c["pull_request_review_id"] == review_id
+            ]
+        return _Reply(200, found)
+
+    def create_reply(
+        self, req: RecordedRequest, owner: str, name: str, number: int, comment_id: int
+    ) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        repo = self._repo(owner, name, who)
+        self._pull(repo, number)
+        data = req.json
+        if not isinstance(data, dict):
+            raise _error(400, "Problems parsing JSON")
+        body = data.get("body")
+        if not isinstance(body, str):
+            raise _error(422, 'Invalid request.\n\n"body" wasn\'t supplied.', status="422")
+        with self._lock:
+            parent = repo.review_comments.get(comment_id)
+            if parent is None or not parent["pull_request_url"].endswith(f"/pulls/{number}"):
+                raise _error(404, "Not Found", status="404")
+            if parent.get("in_reply_to_id"):
+                raise _error(
+                    422,
+                    "Validation Failed",
+                    [
+                        {
+                            "resource": "PullRequestReviewComment",
+                            "code": "invalid",
+                            "field": "in_reply_to",
+                            "message": REPLY_TO_REPLY,
+                        }
+                    ],
+                    status="422",
+                )
+            if not body.strip():
+                raise _error(
+                    422,
+                    "Validation Failed",
+                    [
+                        {
+                            "resource": "PullRequestReviewComment",
+                            "code": "missing_field",
+                            "field": "body",
+                        }
+                    ],
+                    status="422",
+                )
+            comment = self._new_review_comment(
+                repo,
+                number,
+                parent,
+                body,
+                login=who.login,
+                bot=bool(who.installation_id),
+                in_reply_to=comment_id,
+            )
+        return _Reply(201, comment)
+
+    def create_issue_comment(
+        self, req: RecordedRequest, owner: str, name: str, number: int
+    ) -> _Reply:
+        who = self._identity(req.headers.get("authorization"))
+        repo = self._repo(owner, name, who)
+        self._pull(repo, number)  # only pull requests here: issues are not kept as such
+        data = req.json
+        if not isinstance(data, dict) or not isinstance(data.get("body"), str):
+            raise _error(422, 'Invalid request.\n\n"body" wasn\'t supplied.', status="422")
+        if not data["body"].strip():
+            raise _error(
+                422,
+                "Validation Failed",
+                [{"resource": "IssueComment", "code": "missing_field", "field": "body"}],
+                status="422",
+            )
+        with self._lock:
+            comment = self._new_issue_comment(
+                repo, number, data["body"], login=who.login, bot=bool(who.installation_id)
+            )
+        return _Reply(201, comment)
 
     def create_issue(self, req: RecordedRequest, owner: str, name: str) -> _Reply:
         who = self._identity(req.headers.get("authorization"))
@@ -1096,6 +1296,17 @@ class _Handler(BaseHTTPRequestHandler):
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)", fake.get_pull),
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/files", fake.list_files),
             ("POST", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews", fake.create_review),
+            (
+                "GET",
+                r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews/(\d+)/comments",
+                fake.list_review_comments,
+            ),
+            (
+                "POST",
+                r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/comments/(\d+)/replies",
+                fake.create_reply,
+            ),
+            ("POST", r"/repos/([^/]+)/([^/]+)/issues/(\d+)/comments", fake.create_issue_comment),
             ("POST", r"/repos/([^/]+)/([^/]+)/issues", fake.create_issue),
             ("POST", r"/repos/([^/]+)/([^/]+)/check-runs", fake.create_check_run),
             ("PATCH", r"/repos/([^/]+)/([^/]+)/check-runs/(\d+)", fake.update_check_run),
@@ -1174,6 +1385,55 @@ def pull_request_payload(
     }
     if installation:
         payload["installation"] = installation
+    return payload
+
+
+def review_comment_payload(
+    fake: FakeGitHub,
+    owner: str,
+    name: str,
+    number: int,
+    comment: Mapping[str, Any],
+    *,
+    action: str = "created",
+) -> dict[str, Any]:
+    """A `pull_request_review_comment` delivery about `comment` (as the fake stored it)."""
+    payload = pull_request_payload(fake, owner, name, number, action=action)
+    payload.pop("number")
+    payload["comment"] = dict(comment)
+    payload["sender"] = dict(comment["user"])
+    return payload
+
+
+def issue_comment_payload(
+    fake: FakeGitHub,
+    owner: str,
+    name: str,
+    number: int,
+    comment: Mapping[str, Any],
+    *,
+    action: str = "created",
+) -> dict[str, Any]:
+    """An `issue_comment` delivery about a comment on pull request `number`'s conversation:
+    GitHub sends the pull request as an issue with a `pull_request` link."""
+    repo = fake.repos[(owner, name)]
+    pull = repo.pulls[number]
+    api = f"{fake.base_url}/repos/{repo.full_name}"
+    payload: dict[str, Any] = {
+        "action": action,
+        "issue": {
+            "number": number,
+            "title": pull.title,
+            "state": pull.state,
+            "user": {"login": pull.author, "type": "User"},
+            "pull_request": {"url": f"{api}/pulls/{number}"},
+        },
+        "comment": dict(comment),
+        "repository": {"full_name": repo.full_name, "name": name, "owner": {"login": owner}},
+        "sender": dict(comment["user"]),
+    }
+    if repo.installation_id:
+        payload["installation"] = {"id": repo.installation_id}
     return payload
 
 

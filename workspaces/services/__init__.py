@@ -51,7 +51,12 @@ from workspaces.services.tokens import (
     api_token_create,
     api_token_revoke,
 )
-from workspaces.services.workspaces import budgets_update, rules_update, workspace_create
+from workspaces.services.workspaces import (
+    budgets_update,
+    github_handle_update,
+    rules_update,
+    workspace_create,
+)
 
 __all__ = [
     "INVITATION_SALT",
@@ -60,6 +65,7 @@ __all__ = [
     "api_token_revoke",
     "budgets_update",
     "check_github_access",
+    "github_handle_update",
     "installation_bind",
     "installation_unbind",
     "invitation_accept",

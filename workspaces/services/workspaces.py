@@ -1,4 +1,5 @@
-"""Creating a workspace (with its default reviewers) and changing its rules and budgets."""
+"""Creating a workspace (with its default reviewers) and changing its rules, budgets and
+GitHub handle."""
 
 from __future__ import annotations
 
@@ -110,6 +111,28 @@ def budgets_update(
             workspace=ws,
             target=Target.of(ws),
             payload={"before": before, "after": after},
+            request=request,
+        )
+    return ws
+
+
+def github_handle_update(
+    *, workspace: Workspace, actor: Any, handle: str, request: Any = None
+) -> Workspace:
+    """The handle that makes a comment on GitHub a question for Quorum (`@quorum`)."""
+    clean = rules.clean_github_handle(handle)
+    with transaction.atomic(durable=True):
+        ws = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        if ws.github_handle == clean:
+            return ws
+        before, ws.github_handle = ws.github_handle, clean
+        ws.save(update_fields=["github_handle"])
+        audit_record(
+            action="rules.github_handle_changed",
+            actor=Actor.of(actor),
+            workspace=ws,
+            target=Target.of(ws),
+            payload={"before": before, "after": clean},
             request=request,
         )
     return ws
