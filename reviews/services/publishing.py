@@ -524,14 +524,15 @@ def _numbered_comments(
     except GitHubError as exc:
         log.warning("the comments of review %s could not be listed: %s", review_id, exc)
         return []
-    waiting = {(c.path, c.line, c.body): c.node_id for c in plan.comments}
-    numbered = []
+    waiting: dict[tuple[Any, Any, Any], int | str] = {
+        (c.path, c.line, c.body): c.node_id for c in plan.comments
+    }
+    numbered: list[tuple[int, int, str, str]] = []
     for comment in listed:
-        key = (comment.get("path"), comment.get("line"), comment.get("body"))
-        node_id = waiting.pop(key, None)  # type: ignore[arg-type]  # GitHub's JSON, compared
-        if isinstance(node_id, int) and isinstance(comment.get("id"), int):
-            url = comment.get("html_url")
-            numbered.append((node_id, comment["id"], url if isinstance(url, str) else "", key[2]))
+        body, comment_id, url = comment.get("body"), comment.get("id"), comment.get("html_url")
+        node_id = waiting.pop((comment.get("path"), comment.get("line"), body), None)
+        if isinstance(node_id, int) and isinstance(comment_id, int) and isinstance(body, str):
+            numbered.append((node_id, comment_id, url if isinstance(url, str) else "", body))
     return numbered
 
 

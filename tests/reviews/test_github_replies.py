@@ -136,7 +136,7 @@ def test_publishing_keeps_the_github_id_of_each_findings_comment(published, fake
     on_github = {c["id"]: c for c in fake_github.review_comments("acme", "app")}
     kept = {p.node_id: p for p in PublishedComment.objects.filter(space=space)}
     assert set(kept) == {nodes["division"].pk, nodes["eval"].pk}
-    for node_id, row in kept.items():
+    for row in kept.values():
         comment = on_github[row.github_comment_id]
         assert comment["body"] == row.body and row.html_url == comment["html_url"]
     assert "Division by zero" in kept[nodes["division"].pk].body
@@ -164,7 +164,11 @@ def test_a_reply_lands_in_its_findings_thread_once_even_delivered_three_times(
         f"already in thread {key}"
     )
     (message,) = ThreadMessage.objects.filter(space=space)
-    assert (message.subject, message.node_id, message.source) == (key, nodes["division"].pk, "github")
+    assert (message.subject, message.node_id, message.source) == (
+        key,
+        nodes["division"].pk,
+        "github",
+    )
     assert message.author_label == "dev on GitHub"
     assert message.body == "Not a bug: the divisor is checked above."
     assert (message.github_comment_id, message.github_root_id) == (reply["id"], root)
