@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviews import views
+from reviews import github_replies_views, views
 
 app_name = "reviews"
 
@@ -72,6 +72,11 @@ urlpatterns = [
         "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/dismiss/",
         views.ticket_dismiss,
         name="ticket_dismiss",
+    ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/messages/<int:message_id>/post-on-github/",
+        github_replies_views.answer_post,
+        name="answer_post",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/issue/",

@@ -242,7 +242,17 @@ def answer_payload(*, answer: ThreadMessage, question: ThreadMessage) -> dict[st
     }
 
 
-def answer_publish(*, answer: ThreadMessage, question: ThreadMessage, requester: Any) -> Any:
+def question_of(answer: ThreadMessage) -> ThreadMessage:
+    """The GitHub question a reviewer's answer replies to; AnswerRefused when there is none."""
+    question = answer.in_reply_to
+    if question is None or question.source != Source.GITHUB:
+        raise AnswerRefused("This message does not answer a question asked on GitHub.")
+    return question
+
+
+def answer_publish(
+    *, answer: ThreadMessage, question: ThreadMessage, requester: Any, http_request: Any = None
+) -> Any:
     """Ask to post `answer` on GitHub as the answer to `question`, through the guardrails
     checkpoint. `requester`: the person asking (the caller checked their role), or None when
     the question came from GitHub and nobody here asked: the app then posts it only under a
@@ -274,6 +284,7 @@ def answer_publish(*, answer: ThreadMessage, question: ThreadMessage, requester:
             f"Answer on GitHub in {payload['repository']}#{payload['number']}",
         ),
         payload=payload,
+        http_request=http_request,
     )
 
 

@@ -286,9 +286,18 @@ def test_a_question_gets_one_answer_on_github_after_approval(
 
     bob = member_factory(ws, "reviewer", "bob@example.com")
     vera = member_factory(ws, "approver", "vera@example.com")
-    asked = answer_publish(answer=answer, question=question, requester=bob)
-    assert asked.outcome is CheckpointOutcome.PENDING
-    request = asked.request
+    victor = member_factory(ws, "viewer", "victor@example.com")
+    ask_url = reverse("reviews:answer_post", args=[ws.slug, space.pk, answer.pk])
+    assert client_for(victor).post(ask_url).status_code == 403
+    assert AuditEvent.objects.get(action="permission.denied").actor_label == "victor@example.com"
+    # Only an answer to a GitHub question goes to GitHub.
+    response = client_for(bob).post(
+        reverse("reviews:answer_post", args=[ws.slug, space.pk, question.pk]), follow=True
+    )
+    assert "does not answer a question asked on GitHub" in response.content.decode()
+    response = client_for(bob).post(ask_url)
+    assert response.status_code == 302 and response["Location"].endswith(f"#message-{answer.pk}")
+    request = ApprovalRequest.objects.get()
     assert request.action_class == "threadAnswer" and request.requester == bob
     assert request.payload["reply_to"] == _root(node)
     assert request.payload["body"].startswith(answer.body)
@@ -317,9 +326,9 @@ def test_a_question_gets_one_answer_on_github_after_approval(
     assert answer.github_url == posted[0]["html_url"]
 
     # Asked again, or GitHub's webhook about Quorum's own reply: nothing more.
-    again = answer_publish(answer=answer, question=question, requester=bob)
-    assert again.outcome is CheckpointOutcome.ALLOWED
-    assert again.result["github_comment_id"] == posted[0]["id"]
+    again = client_for(bob).post(ask_url, follow=True)
+    assert "Answer posted on GitHub." in again.content.decode()
+    assert ApprovalRequest.objects.count() == 1
     assert _reply(client, fake_github, posted[0], delivery="d-own-answer") == (
         "ignored: Quorum posted this comment"
     )
