@@ -81,11 +81,13 @@ def comment_receive(event: CommentEvent) -> str:
         )
     if event.bot:
         return f"ignored: {event.login} is a bot or an app (Quorum never answers one)"
-    live = [
-        r
-        for r in tenant_repositories(f"{event.owner}/{event.repo}", event.installation_id)
-        if r.archived_at is None
-    ]
+    reachable = list(tenant_repositories(f"{event.owner}/{event.repo}", event.installation_id))
+    live = [r for r in reachable if r.archived_at is None]
+    if reachable and not live:
+        return (
+            f"ignored: {event.owner}/{event.repo} is disconnected in Quorum (archived); its "
+            "reviews are read-only"
+        )
     spaces = list(
         ReviewSpace.objects.select_related("workspace").filter(
             pull_request__repository__in=live, pull_request__number=event.number

@@ -14,6 +14,7 @@ import json
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent, Execution
 from guardrails.rules import CheckpointOutcome
@@ -215,6 +216,11 @@ def test_what_is_not_a_reply_to_quorum_is_not_stored(published, fake_github, cli
     )
     (message,) = ThreadMessage.objects.filter(space=space)
     assert message.body == "First words." and message.edited_at is None
+    # A disconnected (archived) repository's reviews are read-only: nothing more is stored.
+    Repository.objects.filter(full_name="acme/app").update(archived_at=timezone.now())
+    later = fake_github.reply_as("acme", "app", 42, root, "Anyone?", login="dev")
+    assert "is disconnected in Quorum" in _reply(client, fake_github, later, delivery="d-arch")
+    assert ThreadMessage.objects.filter(space=space).count() == 1
 
 
 def test_a_pull_request_comment_lands_only_when_it_quotes_or_links_a_finding(

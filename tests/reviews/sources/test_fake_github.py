@@ -225,3 +225,52 @@ def test_it_delivers_signed_webhooks(fake):
     assert resp.status_code == 204
     assert received["headers"]["X-Hub-Signature-256"] == gh.sign(b"s3cret", received["body"])
     assert json.loads(received["body"])["pull_request"]["head"]["ref"] == "feature"
+
+
+def test_it_numbers_review_comments_and_takes_replies_only_to_a_conversations_first(fake):
+    """A review's comments are listed with their ids; a reply names the top-level comment (a
+    reply to a reply is refused with 422); an unknown comment is 404; an empty body 422."""
+    review = post_review(
+        fake,
+        {
+            "event": "COMMENT",
+            "body": "Review",
+            "comments": [{"path": "a.txt", "line": 2, "side": "RIGHT", "body": "Why caps?"}],
+        },
+    ).json()
+    base = f"{fake.base_url}/repos/acme/app/pulls/1"
+    listed = httpx.get(f"{base}/reviews/{review['id']}/comments", headers=HEADERS)
+    assert listed.status_code == 200
+    (comment,) = listed.json()
+    assert (comment["path"], comment["line"], comment["body"]) == ("a.txt", 2, "Why caps?")
+    assert comment["pull_request_review_id"] == review["id"]
+    assert comment["html_url"].endswith(f"/pull/1#discussion_r{comment['id']}")
+    assert "in_reply_to_id" not in comment
+
+    reply_url = f"{base}/comments/{comment['id']}/replies"
+    reply = httpx.post(reply_url, json={"body": "Shouting."}, headers=HEADERS)
+    assert reply.status_code == 201
+    assert reply.json()["in_reply_to_id"] == comment["id"]
+    nested = httpx.post(
+        f"{base}/comments/{reply.json()['id']}/replies", json={"body": "x"}, headers=HEADERS
+    )
+    assert nested.status_code == 422 and nested.json()["errors"][0]["field"] == "in_reply_to"
+    assert httpx.post(reply_url, json={"body": " "}, headers=HEADERS).status_code == 422
+    assert (
+        httpx.post(f"{base}/comments/1/replies", json={"body": "x"}, headers=HEADERS).status_code
+        == 404
+    )
+    other = httpx.get(f"{base}/reviews/1/comments", headers=HEADERS)
+    assert other.status_code == 404
+
+
+def test_it_takes_comments_on_a_pull_requests_conversation(fake):
+    url = f"{fake.base_url}/repos/acme/app/issues/1/comments"
+    made = httpx.post(url, json={"body": "Thanks!"}, headers=HEADERS)
+    assert made.status_code == 201
+    assert made.json()["user"]["login"] == "alice"
+    assert made.json()["html_url"].endswith(f"/pull/1#issuecomment-{made.json()['id']}")
+    assert fake.issue_comments("acme", "app")[0]["body"] == "Thanks!"
+    assert httpx.post(url, json={"body": ""}, headers=HEADERS).status_code == 422
+    missing = f"{fake.base_url}/repos/acme/app/issues/99/comments"
+    assert httpx.post(missing, json={"body": "x"}, headers=HEADERS).status_code == 404
