@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .threads import addresses
+
 #: A quote shorter than this (after spacing is evened out) says too little to name a finding.
 MIN_QUOTE = 12
 
@@ -72,3 +74,10 @@ def finding_of(body: str, posted: Iterable[Posted]) -> int | None:
         if len(nodes) == 1:
             return nodes.pop()
     return None
+
+
+def asks_quorum(body: str, handle: str) -> bool:
+    """Does the comment itself address Quorum? A mention inside a quote (`> @quorum …`) is
+    someone else's words, not a new question."""
+    own = "\n".join(line for line in (body or "").splitlines() if not line.lstrip().startswith(">"))
+    return addresses(own, handle)

@@ -33,7 +33,7 @@ from guardrails.rules import ActionName, CheckpointOutcome, Policy
 from reviews.agents.redaction import redact_text
 from reviews.domain import github_replies as rules
 from reviews.domain.errors import ApplicationError
-from reviews.domain.threads import BODY_MAX, Source, Subject, addresses
+from reviews.domain.threads import BODY_MAX, Source, Subject
 from reviews.models import PublishedComment, ReviewSpace, ThreadMessage
 from reviews.services import threads
 from reviews.sources.webhooks import CommentEvent
@@ -120,7 +120,7 @@ def _receive_in(space: ReviewSpace, event: CommentEvent) -> str:
         )
     if not created:
         return f"already in thread {thread.key}"
-    if addresses(message.body, space.workspace.github_handle):
+    if rules.asks_quorum(message.body, space.workspace.github_handle):
         question_received(message)
         return f"stored in thread {thread.key}: a question for the reviewer"
     return f"stored in thread {thread.key}"

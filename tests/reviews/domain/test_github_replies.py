@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reviews.domain.github_replies import MIN_QUOTE, Posted, finding_of, linked_comments, quotes
+from reviews.domain.github_replies import (
+    MIN_QUOTE,
+    Posted,
+    asks_quorum,
+    finding_of,
+    linked_comments,
+    quotes,
+)
 from workspaces.rules import RuleError, clean_github_handle
 
 DIVISION = Posted(1, 501, "**P0 · Division by zero**\n\nDividing by zero raises on import.")
@@ -64,3 +71,11 @@ def test_the_handle_is_spelt_like_a_github_login():
         except RuleError:
             continue
         raise AssertionError(f"{bad!r} was taken as a handle")
+
+
+def test_a_question_is_a_mention_in_the_comments_own_words():
+    assert asks_quorum("@quorum why P0?", "quorum")
+    assert asks_quorum("Thanks.\n\n@Quorum, and the fix?", "quorum")
+    assert not asks_quorum("> @quorum why P0?\n\nI wondered too.", "quorum")
+    assert not asks_quorum("`@quorum` is the bot's name", "quorum")
+    assert not asks_quorum("@quorum why?", "reviewbot")
