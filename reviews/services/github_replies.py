@@ -34,7 +34,13 @@ from reviews.agents.redaction import redact_text
 from reviews.domain import github_replies as rules
 from reviews.domain.errors import ApplicationError
 from reviews.domain.threads import BODY_MAX, Source, Subject
-from reviews.models import PublishedComment, ReviewSpace, ThreadMessage
+from reviews.models import (
+    PublishedComment,
+    PublishRecord,
+    ReviewNode,
+    ReviewSpace,
+    ThreadMessage,
+)
 from reviews.services import threads
 from reviews.sources.webhooks import CommentEvent
 
@@ -160,10 +166,30 @@ def _thread_of(
         .order_by("pk")
         .values_list("node_id", "github_comment_id", "body")
     ]
-    node_id = rules.finding_of(event.body, posted)
+    node_id = rules.finding_of(event.body, [*posted, *_folded(space)])
     if node_id is None:
         return None
     return threads.thread_get(space=space, key=Subject.node(node_id).key), None, None
+
+
+def _folded(space: ReviewSpace) -> list[rules.Posted]:
+    """Findings a published review carried in its body (no comment of their own): a quote of
+    their title or text names them too."""
+    folded: set[int] = set()
+    for plan in PublishRecord.objects.filter(
+        space=space, state=PublishRecord.State.POSTED
+    ).values_list("plan", flat=True):
+        folded.update(
+            entry["node"]
+            for entry in (plan or {}).get("folded", [])
+            if isinstance(entry.get("node"), int)
+        )
+    return [
+        rules.Posted(node_id, 0, f"{title}\n{body}")
+        for node_id, title, body in ReviewNode.objects.filter(space=space, pk__in=folded)
+        .order_by("pk")
+        .values_list("pk", "title", "body")
+    ]
 
 
 def question_received(message: ThreadMessage) -> None:

@@ -91,6 +91,16 @@ def published(fake_github, git_repo_factory, settings, workspace, alice):
         ),
         file_lines=lines,
     ).node
+    untested = node_record(
+        stream=impl,
+        payload=node_payload(
+            title="No tests for calc",
+            body="Nothing exercises calc.py; a regression would go unnoticed.",
+            priority="P2",
+            anchor=None,
+        ),
+        file_lines=lines,
+    ).node
     node_confirm(node=division, by_agent="security")
     node_confirm(node=evaluation, by_agent="implementation")
     round_finalise(review_round=review_round)
@@ -98,7 +108,7 @@ def published(fake_github, git_repo_factory, settings, workspace, alice):
     space_status_refresh(space=space)
     record = publish_review(space=space, selection="all_open", approve_on_ship=False, actor=alice)
     assert record.state == "posted", record.error
-    return space, {"division": division, "eval": evaluation}
+    return space, {"division": division, "eval": evaluation, "untested": untested}
 
 
 def _deliver(client, event: str, payload: dict, *, delivery: str):
@@ -245,11 +255,19 @@ def test_a_pull_request_comment_lands_only_when_it_quotes_or_links_a_finding(
         f"stored in thread node:{nodes['division'].pk}"
     )
 
+    # A finding the review carried in its body (no line to comment on): quoted, it lands too.
+    body_quote = fake_github.comment_as(
+        "acme", "app", 42, "> a regression would go unnoticed\n\nTests are in #43.", login="dev"
+    )
+    assert _comment(client, fake_github, body_quote, delivery="d-body") == (
+        f"stored in thread node:{nodes['untested'].pk}"
+    )
+
     unrelated = fake_github.comment_as("acme", "app", 42, "> LGTM\n\nShip it.", login="dev")
     assert _comment(client, fake_github, unrelated, delivery="d-none") == (
         "ignored: not about a finding"
     )
-    assert ThreadMessage.objects.filter(space=space).count() == 2
+    assert ThreadMessage.objects.filter(space=space).count() == 3
 
 
 # -- answers go out ----------------------------------------------------------------------------
