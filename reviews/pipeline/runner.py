@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
@@ -297,13 +297,14 @@ def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) 
 # -- steps ----------------------------------------------------------------------------------
 
 
-def step_transition(step_id: int, to: StepState, claim: Q, **fields: Any) -> int:
-    """The only writer of PipelineStep.state: moves the step to `to` if the table in
-    reviews/domain/step_states.py allows it from the state it is in now and `claim` (the
-    attempt or lease the caller holds) still matches, with the columns that go with the move.
-    Returns the number of steps moved (0 or 1)."""
+def step_transition(step_id: int | Sequence[int], to: StepState, claim: Q, **fields: Any) -> int:
+    """The only writer of PipelineStep.state: moves the step (or each of several steps, in one
+    statement) to `to` if the table in reviews/domain/step_states.py allows it from the state
+    it is in now and `claim` (the attempt or lease the caller holds) still matches, with the
+    columns that go with the move. Returns the number of steps moved."""
     sources = [s.value for s in sources_of(to)]
-    return PipelineStep.objects.filter(claim, pk=step_id, state__in=sources).update(
+    ids = [step_id] if isinstance(step_id, int) else list(step_id)
+    return PipelineStep.objects.filter(claim, pk__in=ids, state__in=sources).update(
         state=to.value, **fields
     )
 
@@ -311,13 +312,13 @@ def step_transition(step_id: int, to: StepState, claim: Q, **fields: Any) -> int
 def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
     """Run one fan-out step once; a redelivered or duplicate task finds it taken and leaves.
     A lost database connection propagates (the claim handed back) for the caller to retry."""
-    if not _claim_step(step_id):
-        return
-    # Everything a runner reads of its round comes with the step: the workspace's settings and
-    # the repository its checkout is made from.
-    step = PipelineStep.objects.select_related(
-        "round__space__workspace", "round__space__pull_request__repository", "stream", "node"
-    ).get(pk=step_id)
+    for step in _claim_steps([step_id]):
+        _run_claimed(step, dispatch=dispatch)
+
+
+def _run_claimed(step: PipelineStep, *, dispatch: Dispatch) -> None:
+    """Run a step this worker claimed, and record its outcome."""
+    step_id = step.pk
     attempt = step.attempts  # the claim's token: ours until the lease we just took lapses
     if step.round.state not in OPEN_STATES:
         _finish(step, attempt, PipelineStep.State.FAILED, error=f"round {step.round.state}")
@@ -353,18 +354,33 @@ def run_step_surviving(step_id: int, *, dispatch: Dispatch = celery_dispatch) ->
         )
 
 
-def _claim_step(step_id: int) -> bool:
-    """Take the step (counting an attempt: the attempt number is the claim's token)."""
+def _claim_steps(step_ids: Sequence[int]) -> list[PipelineStep]:
+    """Take the steps that are free (counting an attempt each: the attempt number is a claim's
+    token) in one statement, and read the ones taken in a second, whatever their number.
+
+    The lease's end, to the microsecond, tells which steps this claim took: another claimer
+    can take a step only once that lease has lapsed, and then writes a later one. Everything a
+    runner reads of its round comes with the step: the workspace's settings and the repository
+    its checkout is made from."""
     now = timezone.now()
+    lease_until = now + _lease()
     claimed = step_transition(
-        step_id,
+        step_ids,
         StepState.RUNNING,
         Q(state=PipelineStep.State.PENDING)
         | Q(state=PipelineStep.State.RUNNING, lease_until__lt=now),
         attempts=F("attempts") + 1,
-        lease_until=now + _lease(),
+        lease_until=lease_until,
     )
-    return claimed == 1
+    if not claimed:
+        return []
+    return list(
+        PipelineStep.objects.select_related(
+            "round__space__workspace", "round__space__pull_request__repository", "stream", "node"
+        )
+        .filter(pk__in=list(step_ids), state=PipelineStep.State.RUNNING, lease_until=lease_until)
+        .order_by("pk")
+    )
 
 
 def _renew_step(step_id: int, attempt: int) -> None:
@@ -486,9 +502,14 @@ def run_inline(
     def dispatch(kind: str, object_id: int) -> None:
         queue.append((kind, object_id))
 
-    def step_in_thread(step_id: int) -> None:
+    def step_dispatch(kind: str, object_id: int) -> None:
+        # A step that ends asks for the coordinator: the advance after its batch answers it.
+        if kind != "advance":
+            dispatch(kind, object_id)
+
+    def step_in_thread(step: PipelineStep) -> None:
         try:
-            run_step(step_id, dispatch=dispatch)
+            _run_claimed(step, dispatch=step_dispatch)
         finally:
             connections.close_all()
 
@@ -497,7 +518,9 @@ def run_inline(
         while queue:
             batch, queue[:] = list(queue), []
             steps = [object_id for kind, object_id in batch if kind == "step"]
-            for _ in pool.map(step_in_thread, steps):
+            # The batch's steps are claimed and read together (two statements, not two each),
+            # then run side by side as their own tasks would.
+            for _ in pool.map(step_in_thread, _claim_steps(steps) if steps else []):
                 pass
             if any(kind == "advance" for kind, _ in batch) or steps:
                 advance(round_id, dispatch=dispatch)
