@@ -47,6 +47,7 @@ def run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
         findings=[Finding(f.payload, f.evidence) for f in result.findings],
         file_lines=line_counter(root),
         file_text=file_text(root),
+        first_attempt=stream.attempts == 1,
     )
     if result.rejected:
         # The reasons are kept like a model's (capped), so the page can say what was refused.

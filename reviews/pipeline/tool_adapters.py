@@ -48,7 +48,14 @@ def review_tools(
 
     def add_review_node(payload: dict) -> str:
         result = durable(
-            lambda: node_record(stream=stream, payload=payload, file_lines=counter, file_text=text),
+            # The run's end counts its findings (stream_transition): one statement each here.
+            lambda: node_record(
+                stream=stream,
+                payload=payload,
+                file_lines=counter,
+                file_text=text,
+                counted_at_end=True,
+            ),
             "add_review_node",
         )
         if result.node is None:

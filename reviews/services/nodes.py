@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,14 +64,17 @@ def node_record(
     file_lines: FileLines | None = None,
     file_text: Callable[[str], Sequence[str] | None] | None = None,
     evidence: Mapping[str, Any] | None = None,
+    counted_at_end: bool = False,
 ) -> RecordResult:
     """Validate one `add_review_node` payload and store it, or count its rejection.
 
     Idempotent: the same payload recorded twice in one stream (a redelivered task, a retried
     tool call) yields the same node (unique on stream + payload hash). `evidence` is what an
     offline analyzer knows of its finding (rule, high precision), kept as `tags["analyzer"]`.
-    A model's finding is written as it is made, so the page shows it at once: one transaction
-    of two statements (the node, the stream's count); a repeat is found by the unique key.
+    A model's finding is written as it is made, so the page shows it at once: one statement
+    when the stream's end counts its findings (`counted_at_end`: a model reviewer's run, see
+    `stream_transition`), else one transaction of two (the node, the stream's count); a
+    repeat is found by the unique key.
     """
     parsed = parse_node_payload(payload, file_lines=file_lines)
     if isinstance(parsed, Rejected):
@@ -79,10 +83,13 @@ def node_record(
     assert isinstance(parsed, Accepted)
     key = _payload_key(payload)
     node = _node_row(stream, parsed.node, key, file_text, evidence)
+    # Inside a caller's transaction a repeat must not break it: a savepoint takes the refusal.
+    alone = counted_at_end and not transaction.get_connection().in_atomic_block
     try:
-        with transaction.atomic():
+        with nullcontext() if alone else transaction.atomic():
             node.save(force_insert=True)
-            ReviewerStream.objects.filter(pk=stream.pk).update(accepted=F("accepted") + 1)
+            if not counted_at_end:
+                ReviewerStream.objects.filter(pk=stream.pk).update(accepted=F("accepted") + 1)
             emit(stream.round.space_id, "review.node_added", node_id=node.pk)
     except IntegrityError:
         return RecordResult(node=ReviewNode.objects.get(stream=stream, payload_key=key))
@@ -103,11 +110,16 @@ def node_record_many(
     findings: Sequence[Finding],
     file_lines: FileLines | None = None,
     file_text: Callable[[str], Sequence[str] | None] | None = None,
+    first_attempt: bool = False,
 ) -> list[RecordResult]:
     """`node_record` for a reviewer that has all its findings at once (an offline analyzer):
     the same validation, fingerprints, tags and events, written in one transaction of a few
     statements whatever their number. Idempotent like `node_record`: a payload the stream
-    already holds yields its node. Results are in the order of `findings`."""
+    already holds yields its node. Results are in the order of `findings`.
+
+    `first_attempt`: the stream's first run, under its step's claim, so it holds no finding
+    yet (a later attempt starts by discarding the earlier one's): none is looked for, and its
+    findings are counted when the run ends (`stream_transition`), not here."""
     results: list[RecordResult | None] = [None] * len(findings)
     rejections: list[str] = []
     fresh: dict[str, tuple[int, ReviewNode]] = {}  # payload key → first position, row
@@ -127,15 +139,19 @@ def node_record_many(
     if rejections:
         _count_rejections(stream, rejections)
     with transaction.atomic():
-        stored = {
-            n.payload_key: n
-            for n in ReviewNode.objects.filter(stream=stream, payload_key__in=list(fresh))
-        }
+        stored = (
+            {}
+            if first_attempt or not fresh
+            else {
+                n.payload_key: n
+                for n in ReviewNode.objects.filter(stream=stream, payload_key__in=list(fresh))
+            }
+        )
         new = [row for key, (_, row) in fresh.items() if key not in stored]
         # Keys unique per stream and the rows checked under this transaction: a concurrent
         # writer of the same stream is the same run re-delivered, and its rows are the same.
         created = ReviewNode.objects.bulk_create(new)
-        if created:
+        if created and not first_attempt:
             ReviewerStream.objects.filter(pk=stream.pk).update(
                 accepted=F("accepted") + len(created)
             )

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
 from reviews.domain.stream_states import StreamState, sources_of
 from reviews.events import emit
-from reviews.models import ReviewerStream, ReviewRound
+from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 
 MAX_ERROR_CHARS = 2000
 
@@ -18,7 +21,8 @@ def stream_transition(
     reviews/domain/stream_states.py allows it from the state it is in NOW (compare-and-set:
     nothing overwrites a stream that finished), together with the columns that go with the
     move: `error` (cut to 2000 characters), and what a run records (`attempts`, `coverage_note`,
-    token counts, …; expressions such as F("attempts") + 1 are allowed). Returns False,
+    token counts, …; expressions such as F("attempts") + 1 are allowed); a reviewer's run that
+    ends has its findings counted (`accepted`). Returns False,
     changing nothing, when the move is not allowed; the instance is updated when it moved."""
     to = StreamState(to)
     if "state" in fields:
@@ -26,9 +30,18 @@ def stream_transition(
     values: dict[str, Any] = {"state": to.value, **fields}
     if error is not None:
         values["error"] = error[:MAX_ERROR_CHARS]
+    counted: dict[str, Any] = {}
+    reviewer = stream.kind in (ReviewerStream.Kind.MODEL, ReviewerStream.Kind.ANALYZER)
+    if reviewer and to in (StreamState.DONE, StreamState.FAILED):
+        # A reviewer's findings are written as it makes them and counted here, in the
+        # statement that ends its run (not read back into `stream`).
+        findings = ReviewNode.objects.filter(stream=OuterRef("pk")).order_by().values("stream")
+        counted["accepted"] = Coalesce(
+            Subquery(findings.annotate(n=Count("pk")).values("n")[:1]), 0
+        )
     moved = ReviewerStream.objects.filter(
         pk=stream.pk, state__in=[s.value for s in sources_of(to)]
-    ).update(**values)
+    ).update(**values, **counted)
     if not moved:
         return False
     space_id = (
