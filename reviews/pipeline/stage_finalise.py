@@ -16,7 +16,9 @@ from reviews.reporting import stream_dimension
 from reviews.selectors import node_view, round_token_totals
 from reviews.services import codeindex
 from reviews.services.flags import space_flag_check
-from reviews.services.verdicts import axis_record, round_finalise
+from reviews.services.verdicts import axes_record, round_finalise
+
+AxisRow = tuple[t.AxisName, t.AxisResult, str, dict[str, Any] | None]
 
 
 def finished_analyzer_runs(streams: list[ReviewerStream]) -> list[AnalyzerRun]:
@@ -53,6 +55,17 @@ def token_axes_record(
     """The token axes from what the reviewers and analyzers covered and the findings still
     active. Run at the end of the pipeline and again after every decision, so a dismissed
     finding stops failing its axis; a result submitted from CI is never overwritten."""
+    axes_record(review_round=review_round, results=token_axes(review_round, streams, nodes))
+
+
+def token_axes(
+    review_round: ReviewRound,
+    streams: list[ReviewerStream] | None,
+    nodes: list | None,
+    recorded: dict[str, str] | None = None,
+) -> list[AxisRow]:
+    """The token axes to record: (axis, result, "tokens", details) each. `recorded`: the
+    round's axes already recorded, axis → source, when the caller has read them."""
     if streams is None:
         streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
     if nodes is None:
@@ -71,13 +84,15 @@ def token_axes_record(
     axes = token_axes_detailed(
         coverage=coverage, nodes=nodes, analyzers=finished_analyzer_runs(streams)
     )
-    submitted = set(review_round.axes.exclude(source="tokens").values_list("axis", flat=True))
-    for axis, (result, details) in axes.items():
-        if axis is t.AxisName.TEST_GAP or axis.value in submitted:
-            continue  # testGap comes from the cohorts; a CI submission stands
-        axis_record(
-            review_round=review_round, axis=axis, result=result, source="tokens", details=details
-        )
+    if recorded is None:
+        recorded = dict(review_round.axes.values_list("axis", "source"))
+    submitted = {axis for axis, source in recorded.items() if source != "tokens"}
+    # testGap comes from the cohorts; a CI submission stands.
+    return [
+        (axis, result, "tokens", details)
+        for axis, (result, details) in axes.items()
+        if axis is not t.AxisName.TEST_GAP and axis.value not in submitted
+    ]
 
 
 def finalise(review_round: ReviewRound) -> None:
@@ -87,12 +102,15 @@ def finalise(review_round: ReviewRound) -> None:
     streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
     rows = list(ReviewNode.objects.filter(round=review_round).select_related("stream"))
     nodes = [node_view(n, []) for n in rows]
+    # Every axis the finaliser records goes in one upsert.
+    axes: list[AxisRow] = []
+    recorded = dict(review_round.axes.values_list("axis", "source"))
     if fast_exit:
         review_round.stats = review_round.stats.with_(
             fast_exit_note="Docs-only or formatting-only change: approved with no reviewer."
         )
     else:
-        token_axes_record(review_round, streams=streams, nodes=nodes)
+        axes += token_axes(review_round, streams, nodes, recorded)
         # The cohorts prepare stored: the same diff and indexes, not computed a second time.
         cohorts = review_round.stats.cohorts
         if cohorts is None:  # a round prepared before the cohorts were stored
@@ -100,24 +118,13 @@ def finalise(review_round: ReviewRound) -> None:
                 codeindex.round_cohorts(review_round, inputs.round_worktree_ready(review_round))
             )
         result, details = codeindex.test_gap(cohorts, nodes)
-        axis_record(
-            review_round=review_round,
-            axis=t.AxisName.TEST_GAP,
-            result=result,
-            source="cohorts",
-            details=details,
-        )
-    submitted = review_round.axes.filter(source="submitted").values_list("axis", flat=True)
-    for axis, result, details in deterministic_axes(submitted=set(submitted), fast_exit=fast_exit):
+        axes.append((t.AxisName.TEST_GAP, result, "cohorts", details))
+    submitted = {axis for axis, source in recorded.items() if source == "submitted"}
+    for axis, result, details in deterministic_axes(submitted=submitted, fast_exit=fast_exit):
         if axis is t.AxisName.API_CONTRACT and not fast_exit:
             result, details = codeindex.api_contract(review_round)
-        axis_record(
-            review_round=review_round,
-            axis=axis,
-            result=result,
-            source="deterministic",
-            details=details,
-        )
+        axes.append((axis, result, "deterministic", details))
+    axes_record(review_round=review_round, results=axes)
     model_nodes = [
         n
         for n in nodes

@@ -37,7 +37,8 @@ def space_flag_check(*, space: ReviewSpace | int) -> bool:
     """Flag the review for a person when its rounds keep ending without approval. Idempotent;
     never lowers the flag. Returns True when this call raised it."""
     space_id = space if isinstance(space, int) else space.pk
-    with transaction.atomic():
+    # No savepoint inside the finaliser's transaction: a failure here fails it whole anyway.
+    with transaction.atomic(savepoint=False):
         locked = (
             ReviewSpace.objects.select_for_update(of=("self",))
             .select_related("workspace", "pull_request")

@@ -71,9 +71,11 @@ def round_transition(
         fields["finished_at"] = timezone.now()
     if error is not None:
         fields["error"] = error[:2000]
-    with transaction.atomic():
+    # Nested in a caller's transaction (the finaliser's) it adds no savepoint: a failure here
+    # fails the caller's whole transaction anyway.
+    with transaction.atomic(savepoint=False):
         # Lock order space → round, as round_start takes them: never the reverse.
-        ReviewSpace.objects.select_for_update().filter(pk=review_round.space_id).first()
+        space = ReviewSpace.objects.select_for_update().filter(pk=review_round.space_id).first()
         moved = ReviewRound.objects.filter(
             pk=review_round.pk, state__in=[s.value for s in sources_of(to) if s is not to]
         ).update(**fields)
@@ -87,7 +89,8 @@ def round_transition(
             if stays:
                 review_round.state = to.value
             return stays
-        space_status_refresh(space=review_round.space_id)
+        if space is not None:
+            space_status_refresh(space=space, locked=True)  # read under the lock just taken
         # A round's start, end, cancel or failure rewrites most of the page.
         emit(review_round.space_id, "review.round_state", state=to.value)
         # ... and what its GitHub check shows (after commit, in a task).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -92,24 +94,28 @@ def space_facts(space: ReviewSpace) -> SpaceFacts:
     )
 
 
-def space_status_refresh(*, space: ReviewSpace | int) -> ReviewSpace:
+def space_status_refresh(*, space: ReviewSpace | int, locked: bool = False) -> ReviewSpace:
     """The only writer of ReviewSpace.status: the status its facts decide
     (reviews/domain/space_status.py). Call it after any fact changes; it is cheap and
-    idempotent, and tells the page only when the status really changed."""
+    idempotent, and tells the page only when the status really changed. `locked`: `space` is
+    the row the caller read under its lock in the transaction it is in (not read again)."""
+    if locked:
+        assert isinstance(space, ReviewSpace) and transaction.get_connection().in_atomic_block
     space_id = space if isinstance(space, int) else space.pk
-    with transaction.atomic():
-        locked = ReviewSpace.objects.select_for_update().get(pk=space_id)
-        status = space_status(space_facts(locked))
-        if locked.status != status.value:
-            locked.status = status.value
-            locked.save(update_fields=["status", "updated_at"])
+    with nullcontext() if locked else transaction.atomic():
+        row = space if locked else ReviewSpace.objects.select_for_update().get(pk=space_id)
+        assert isinstance(row, ReviewSpace)
+        status = space_status(space_facts(row))
+        if row.status != status.value:
+            row.status = status.value
+            row.save(update_fields=["status", "updated_at"])
             if status is SpaceStatus.COMPLETED:
-                numbers = list(locked.rounds.values_list("number", flat=True))
-                worktrees_release_after_commit(space_id=locked.pk, round_numbers=numbers)
-            emit(locked.pk, "review.space_status", status=status.value)
+                numbers = list(row.rounds.values_list("number", flat=True))
+                worktrees_release_after_commit(space_id=row.pk, round_numbers=numbers)
+            emit(row.pk, "review.space_status", status=status.value)
     if not isinstance(space, int):
-        space.status = locked.status
-    return locked
+        space.status = row.status
+    return row
 
 
 def space_close(

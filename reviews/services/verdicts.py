@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -46,10 +47,31 @@ def axis_record(
     evidence_url: str = "",
     submitted_by: Any = None,
 ) -> AxisResult:
-    gated = axis.value in (review_round.space.workspace.gated_axes or [])
-    # One upsert on (round, axis) rather than a locked read and a write: the finaliser records
-    # every axis of a round, and again after each decision.
-    (row,) = AxisResult.objects.bulk_create(
+    (row,) = axes_record(
+        review_round=review_round,
+        results=[(axis, result, source, details)],
+        evidence_url=evidence_url,
+        submitted_by=submitted_by,
+    )
+    return row
+
+
+def axes_record(
+    *,
+    review_round: ReviewRound,
+    results: Sequence[tuple[t.AxisName, t.AxisResult, str, dict[str, Any] | None]],
+    evidence_url: str = "",
+    submitted_by: Any = None,
+) -> list[AxisResult]:
+    """Record axes: (axis, result, source, details) each; of an axis named twice, the later
+    stands (as two writes one after the other would leave it)."""
+    results = list({row[0]: row for row in results}.values())
+    if not results:
+        return []
+    gated_axes = review_round.space.workspace.gated_axes or []
+    # One upsert on (round, axis) for them all rather than a locked read and a write each: the
+    # finaliser records every axis of a round, and again after each decision.
+    rows = AxisResult.objects.bulk_create(
         [
             AxisResult(
                 round=review_round,
@@ -59,15 +81,17 @@ def axis_record(
                 details=details or {},
                 evidence_url=evidence_url,
                 submitted_by=submitted_by,
-                gated=gated,
+                gated=axis.value in gated_axes,
             )
+            for axis, result, source, details in results
         ],
         update_conflicts=True,
         unique_fields=["round", "axis"],
         update_fields=[*_AXIS_FIELDS],
     )
-    emit(review_round.space_id, "review.axis_changed", axis=axis.value, result=result.value)
-    return row
+    for axis, result, _, _ in results:
+        emit(review_round.space_id, "review.axis_changed", axis=axis.value, result=result.value)
+    return rows
 
 
 def round_finalise(
@@ -82,7 +106,9 @@ def round_finalise(
     The one place a verdict is decided, at the end of the pipeline and after every decision
     (`verdict_follow`). A change of an existing verdict is recorded (VerdictChange and an audit
     event: old → new, `reason`, `actor`; None is the system) and pushed live."""
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction (the finaliser's, a decision's): a failure
+    # here fails it whole anyway.
+    with transaction.atomic(savepoint=False):
         # Lock the round: two decisions at once must not both read the same old verdict.
         ReviewRound.objects.select_for_update().filter(pk=review_round.pk).first()
         nodes = list(
