@@ -18,11 +18,9 @@ from reviews.selectors import node_view
 
 def critic(review_round: ReviewRound) -> None:
     # Model reviewers only: an analyzer checks its rules, it does not review a dimension.
-    streams = list(
-        review_round.streams.filter(kind=ReviewerStream.Kind.MODEL).exclude(
-            name__startswith="followup-"
-        )
-    )
+    # One read: the first pass's reviewers, and a follow-up a crashed run of this stage named.
+    models = list(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL))
+    streams = [s for s in models if not s.name.startswith("followup-")]
     ran = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.DONE}
     risks = review_round.stats.risk_list
     scheduled = {stream_dimension(s) for s in streams}
@@ -72,7 +70,7 @@ def critic(review_round: ReviewRound) -> None:
         gaps = gaps_for(warranted)
     follow_up = gaps.follow_up if model_configured else None
     # A re-run after a crash keeps the follow-up it named the first time, never a second one.
-    already = review_round.streams.filter(name__startswith="followup-").first()
+    already = next((s for s in models if s.name.startswith("followup-")), None)
     if already is not None:
         follow_up = stream_dimension(already)
     elif follow_up is not None and not budget_runs.plan_follow_up(

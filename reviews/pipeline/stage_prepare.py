@@ -47,11 +47,13 @@ def _file_changes(files: list[ChangedFile]) -> list[FileChange]:
 def prepare(review_round: ReviewRound) -> None:
     # The space's status followed the round into RUNNING (round_transition) just before.
     space = review_round.space
-    if not review_round.diff:
+    # What prepare learns is saved in two statements: the diff with the facts, then the
+    # cohorts with the reviewers the budgets leave. A prepare that stops between runs again.
+    fetched = not review_round.diff
+    if fetched:
         # Stored, shown (cohort previews) and exported: a committed secret stops here. The
         # analyzers read the checkout, so the secret scanner still sees what was committed.
         review_round.diff = redact_diff(inputs.fetch_diff(review_round))
-        review_round.save(update_fields=["diff"])
     files = changed_files(review_round)
     classification = classify_change(_file_changes(files), review_round.diff)
     model_ready = workspace_model_configured(space.workspace)
@@ -96,12 +98,11 @@ def prepare(review_round: ReviewRound) -> None:
         if model_ready
         else ["no model configured: only offline analyzers ran"],
     )
-    review_round.save(update_fields=["facts", "stats"])
+    review_round.save(update_fields=["facts", "stats", *(["diff"] if fetched else [])])
     if not facts.fast_exit:
         worktree = inputs.round_worktree_ready(review_round)
         cohorts = codeindex.round_cohorts(review_round, worktree)
         review_round.stats = review_round.stats.with_(cohorts=codeindex.cohorts_json(cohorts))
-        review_round.save(update_fields=["stats"])
     # Within the token budgets (round and pull request), with the change map in the briefs.
     entries = budget_runs.plan_reviewers(
         review_round,

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.db.models import Exists, OuterRef
+
 from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import budget_runs, reviewer_runs
@@ -51,7 +53,15 @@ def _steps_create(
 
 
 def _steps_for_streams(review_round: ReviewRound, stage: str, streams) -> list[PipelineStep]:
-    return _steps_create(review_round, stage, {s.name: {"stream": s} for s in streams})
+    """A step for each of `streams` (a queryset) the stage has none for yet: the streams and
+    whether each has its step are read in one query, the steps created in one insert."""
+    has_step = PipelineStep.objects.filter(round=review_round, stage=stage, key=OuterRef("name"))
+    return PipelineStep.objects.bulk_create(
+        [
+            PipelineStep(round=review_round, stage=stage, key=s.name, stream=s)
+            for s in streams.exclude(Exists(has_step))
+        ]
+    )
 
 
 def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
