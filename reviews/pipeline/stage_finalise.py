@@ -150,7 +150,6 @@ def finalise(review_round: ReviewRound) -> None:
         ],
     )
     budget_runs.record_spend(review_round)
-    review_round.save(update_fields=["stats"])
     from reviews.services.rounds import round_transition
 
     with transaction.atomic():
@@ -158,9 +157,16 @@ def finalise(review_round: ReviewRound) -> None:
         # push (or cancelled) while it ran gets no verdict and keeps its state; the round that
         # replaced it decides.
         if not round_transition(review_round, ReviewRound.State.FINISHED):
+            review_round.save(update_fields=["stats"])
             review_round.refresh_from_db(fields=["state"])
             return
-        round_finalise(review_round=review_round)
+        # The round is over: the stage is recorded done with its stats (the coordinator, which
+        # records a stage that ended its round, then has nothing left to write).
+        if "finalise" not in review_round.done_stages:
+            review_round.done_stages = [*review_round.done_stages, "finalise"]
+        review_round.save(update_fields=["stats", "done_stages"])
+        # The transition just wrote the round's row: this transaction holds its lock.
+        round_finalise(review_round=review_round, locked=True, streams=streams)
         space_flag_check(space=review_round.space_id)  # two rounds without approval: a person
 
 

@@ -100,17 +100,22 @@ def round_finalise(
     reason: str = "review finished",
     actor: Any = None,
     request: Any = None,
+    locked: bool = False,
+    streams: Sequence[ReviewerStream] | None = None,
 ) -> Verdict:
     """Decide Ship/Hold/Block from the nodes of EVERY stream of the round, then the axes.
 
     The one place a verdict is decided, at the end of the pipeline and after every decision
     (`verdict_follow`). A change of an existing verdict is recorded (VerdictChange and an audit
-    event: old → new, `reason`, `actor`; None is the system) and pushed live."""
+    event: old → new, `reason`, `actor`; None is the system) and pushed live. `locked`: the
+    caller's transaction already holds the round's row (it just wrote it: the finaliser);
+    `streams`: the round's reviewer streams, when the caller has read them."""
     # No savepoint inside a caller's transaction (the finaliser's, a decision's): a failure
     # here fails it whole anyway.
     with transaction.atomic(savepoint=False):
-        # Lock the round: two decisions at once must not both read the same old verdict.
-        ReviewRound.objects.select_for_update().filter(pk=review_round.pk).first()
+        if not locked:
+            # Lock the round: two decisions at once must not both read the same old verdict.
+            ReviewRound.objects.select_for_update().filter(pk=review_round.pk).first()
         nodes = list(
             ReviewNode.objects.filter(round=review_round)
             .select_related("stream")
@@ -122,15 +127,26 @@ def round_finalise(
             for a in AxisResult.objects.filter(round=review_round)
         }
         gated = [t.AxisName(a) for a in review_round.space.workspace.gated_axes or []]
-        requirements = (
-            ReviewerStream.objects.filter(
-                round=review_round,
-                dimension=t.Dimension.REQUIREMENTS.value,
-                state=ReviewerStream.State.DONE,
+        if streams is None:
+            requirements = (
+                ReviewerStream.objects.filter(
+                    round=review_round,
+                    dimension=t.Dimension.REQUIREMENTS.value,
+                    state=ReviewerStream.State.DONE,
+                )
+                .only("closing")
+                .first()
             )
-            .only("closing")
-            .first()
-        )
+        else:
+            requirements = next(
+                (
+                    s
+                    for s in sorted(streams, key=lambda s: s.name)  # as `.first()` orders them
+                    if s.dimension == t.Dimension.REQUIREMENTS.value
+                    and s.state == ReviewerStream.State.DONE
+                ),
+                None,
+            )
         decided = finalise(
             views,
             axes=axes,
