@@ -63,6 +63,12 @@ class SpaceFacts:
     closed_reason: str = ""  # a ClosedReason value, or "" while open
 
 
+def publish_facts_matter(*, newest_round: str | None, closed_reason: str) -> bool:
+    """Whether the publish facts can change the status: not while the review is closed or its
+    newest round has not ended (a round starting or running reads no publish rows)."""
+    return not closed_reason and newest_round not in (None, "pending", "superseded", "running")
+
+
 def space_status(facts: SpaceFacts) -> SpaceStatus:
     if facts.closed_reason:
         return SpaceStatus.COMPLETED

@@ -7,7 +7,13 @@ from contextlib import nullcontext
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from reviews.domain.space_status import ClosedReason, SpaceFacts, SpaceStatus, space_status
+from reviews.domain.space_status import (
+    ClosedReason,
+    SpaceFacts,
+    SpaceStatus,
+    publish_facts_matter,
+    space_status,
+)
 from reviews.events import emit
 from reviews.models import PullRequest, ReviewRound, ReviewSpace
 from reviews.services.worktrees import worktrees_release_after_commit
@@ -77,18 +83,22 @@ def space_facts(space: ReviewSpace) -> SpaceFacts:
     from guardrails.models import ApprovalRequest
     from reviews.models import PublishRecord
 
-    newest = space.rounds.order_by("-number").first()
+    # The newest round's id and state only (not its diff).
+    newest = space.rounds.order_by("-number").values_list("pk", "state").first()
+    newest_id, state = newest if newest else (None, None)
+    if not publish_facts_matter(newest_round=state, closed_reason=space.closed_reason):
+        return SpaceFacts(newest_round=state, closed_reason=space.closed_reason)
     return SpaceFacts(
-        newest_round=newest.state if newest else None,
+        newest_round=state,
         publish_pending=ApprovalRequest.objects.filter(
             action_class="prPublish",
             target_type="reviewspace",
             target_id=str(space.pk),
             status__in=_PUBLISH_OPEN,
         ).exists(),
-        newest_published=newest is not None
+        newest_published=newest_id is not None
         and PublishRecord.objects.filter(
-            round=newest, state=PublishRecord.State.POSTED, legacy_duplicate=False
+            round_id=newest_id, state=PublishRecord.State.POSTED, legacy_duplicate=False
         ).exists(),
         closed_reason=space.closed_reason,
     )

@@ -11,6 +11,7 @@ from reviews.domain.space_status import (
     SpaceStatus,
     can_execute_publish,
     can_request_publish,
+    publish_facts_matter,
     publish_refusal,
     space_status,
 )
@@ -43,6 +44,18 @@ facts = st.builds(
 )
 def test_the_facts_decide_the_status(given_facts: SpaceFacts, status: SpaceStatus) -> None:
     assert space_status(given_facts) is status
+
+
+@given(facts, st.booleans(), st.booleans())
+def test_the_publish_facts_are_read_only_where_they_can_change_the_status(
+    f: SpaceFacts, pending: bool, published: bool
+) -> None:
+    """The service skips two reads when they would not matter: then no value of them changes
+    the status."""
+    if publish_facts_matter(newest_round=f.newest_round, closed_reason=f.closed_reason):
+        return
+    other = SpaceFacts(f.newest_round, pending, published, f.closed_reason)
+    assert space_status(other) is space_status(f)
 
 
 @given(facts)
