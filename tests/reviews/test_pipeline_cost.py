@@ -28,11 +28,11 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 # and a reviewer stopped counting the round's streams. The bound leaves a little room, not
 # enough for the panel to go back to a step per finding (about five more per finding).
 # The spend ledger then adds one insert per agent run (a group's lenses together) and one sum at
-# finalise: 21.6 (194). Then 16.8 (151): run_inline claims and reads a batch of steps in two
+# finalise: 21.6 (194). Then 15.8 (142): run_inline claims and reads a batch of steps in two
 # statements, a reviewer's findings are one insert each (its run's end counts them), the
-# finaliser's axes go in one upsert, and a round's transition neither locks its space twice nor
-# adds savepoints inside the finaliser's transaction.
-MAX_QUERIES_PER_FINDING = 18
+# finaliser's axes go in one upsert, a round's transition neither locks its space twice nor
+# adds savepoints inside the finaliser's transaction, and the stages write and read less.
+MAX_QUERIES_PER_FINDING = 17
 
 
 class Queries:
