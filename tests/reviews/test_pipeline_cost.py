@@ -10,6 +10,7 @@ import threading
 import pytest
 from django.db import connections
 from django.db.backends.signals import connection_created
+from django.db.models import Count
 
 from reviews.models import ReviewNode
 from reviews.pipeline.runner import run_inline
@@ -86,6 +87,11 @@ def test_a_thorough_round_costs_a_bounded_number_of_queries_per_finding(
     # The round did its work: every model reviewer, the analyzers and the panel wrote findings.
     assert findings >= 8
     assert ReviewNode.objects.filter(round=review_round, tags__panel="confirmed").exists()
+    # A reviewer's findings are counted when its run ends, not one update each: the count the
+    # page shows for each reviewer is still its findings.
+    streams = review_round.streams.exclude(kind="verifier").annotate(found=Count("nodes"))
+    assert [(s.name, s.accepted) for s in streams] == [(s.name, s.found) for s in streams]
+    assert sum(s.accepted for s in streams) == findings
     per_finding = queries.count / findings
     assert per_finding <= MAX_QUERIES_PER_FINDING, (
         f"{queries.count} queries for {findings} findings = {per_finding:.1f} per finding"
