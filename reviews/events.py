@@ -50,6 +50,8 @@ EVENT_SECTIONS: dict[str, tuple[str, ...]] = {
     # A status moves no finding between lists and no diff row: the card alone is re-sent.
     "review.node_status": ("header", "disagreements", "findings"),
     "review.disagreement_decided": _FINDINGS,
+    # A finding's priority or suggested change moved (a reviewer's proposal, accepted).
+    "review.node_changed": _FINDINGS,
     "review.axis_changed": ("axes",),
     # The verdict shows in the header only; axes and findings send their own events.
     "review.verdict": ("header",),

@@ -735,6 +735,10 @@ class ThreadMessage(models.Model):
     )
     proposal_decided_at = models.DateTimeField(null=True, blank=True)
     mentions_told_at = models.DateTimeField(null=True, blank=True)  # the mentioned were told
+    # A question put to the finding's reviewer: when it was asked, and why no answer came when
+    # the model call failed (reviews/services/asking.py). The answer replies to the question.
+    asked_at = models.DateTimeField(null=True, blank=True)
+    ask_error = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["space", "pk"]

@@ -20,6 +20,7 @@ __all__ = [
     "pipeline_recover_task",
     "pipeline_step_task",
     "requirements_rerun_task",
+    "thread_ask_task",
     "thread_mentions_task",
 ]
 
@@ -75,3 +76,27 @@ def thread_mentions_task(message_id: int) -> int:
     from reviews.services.thread_mentions import mentions_tell
 
     return mentions_tell(message_id)
+
+
+@shared_task(name="reviews.thread_ask", acks_late=True)
+def thread_ask_task(question_id: int) -> str:
+    """The finding's reviewer answers a question of its thread (reviews/services/asking.py).
+    Not retried: a model call costs tokens, and a failure is shown on the question, where a
+    person can ask again."""
+    from reviews.models import ThreadMessage
+    from reviews.services.asking import AskFailed, AskRefused, ask_reviewer
+    from reviews.services.threads import thread_get
+
+    question = (
+        ThreadMessage.objects.select_related("space", "author").filter(pk=question_id).first()
+    )
+    if question is None or question.asked_at is None:
+        return "gone"
+    if question.answers.filter(source=ThreadMessage.Source.REVIEWER).exists():
+        return "answered"  # delivered twice: the first delivery answered it
+    thread = thread_get(space=question.space, key=question.subject)
+    try:
+        ask_reviewer(thread=thread, question=question, user=question.author)
+    except (AskFailed, AskRefused):
+        return "failed"  # the question says why
+    return "answered"

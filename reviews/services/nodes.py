@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
+from reviews.agents.redaction import redact_text
 from reviews.domain import consensus
 from reviews.domain.errors import ApplicationError
 from reviews.domain.fingerprints import node_fingerprint
@@ -32,6 +33,7 @@ from reviews.domain.nodes import (
     node_view_from_payload,
     parse_node_payload,
 )
+from reviews.domain.threads import Proposal, ProposalKind, proposal_problem
 from reviews.domain.types import NodeStatus
 from reviews.events import emit
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode
@@ -583,6 +585,73 @@ def node_panel_apply(
 
 
 # -- disagreements ---------------------------------------------------------------------------
+
+
+PROPOSAL_WITHDRAWN = "withdrawn by its reviewer"
+
+
+def node_apply_proposal(
+    *, node: ReviewNode, proposal: Proposal, user: Any, request: Any = None
+) -> ReviewNode:
+    """What a finding's reviewer proposed about it, accepted by `user` (threads.proposal_decide
+    audits the decision): a lower priority, a withdrawal (the ordinary dismissal, with its
+    suppression hint) or a new suggested change. Each is audited as the node's own change, and
+    the verdict follows a priority or status change."""
+    from reviews.domain.types import Priority, severity_for_priority
+
+    if node.duplicate_of_id is not None:
+        raise consensus.TransitionError(
+            f"#{node.pk} is a duplicate: it is decided with its canonical finding "
+            f"#{node.duplicate_of_id}.",
+            code="duplicate_node",
+            http_status=409,
+        )
+    if proposal.kind is ProposalKind.WITHDRAW:
+        return node_dismiss(node=node, user=user, reason=PROPOSAL_WITHDRAWN, request=request)
+    with transaction.atomic():
+        locked = _locked(node)
+        before = {"priority": locked.priority, "fix": locked.fix_prompt or locked.fix_diff}
+        if proposal.kind is ProposalKind.LOWER_PRIORITY:
+            problem = proposal_problem(proposal, current=Priority(locked.priority))
+            if problem or proposal.priority is None:
+                raise consensus.TransitionError(problem, code="proposal_refused", http_status=409)
+            locked.priority = proposal.priority.value
+            locked.severity = severity_for_priority(proposal.priority).value
+            fields = ["priority", "severity", "updated_at"]
+            action, after = "node.priority_lowered", {"priority": locked.priority}
+        else:
+            text = redact_text(proposal.fix.strip())
+            # A diff stays a diff; anything else is the instruction a coding agent follows. The
+            # old exact lines go: they were the fix the reviewer no longer suggests.
+            is_diff = text.startswith(("--- ", "diff ", "@@"))
+            locked.fix_diff, locked.fix_prompt = (text, "") if is_diff else ("", text)
+            locked.replacement_lines = None
+            fields = ["fix_diff", "fix_prompt", "replacement_lines", "updated_at"]
+            action, after = "node.fix_refined", {"fix": text[:2000]}
+        locked.save(update_fields=fields)
+        space = locked.space
+        audit_record(
+            action=action,
+            actor=AuditActor.of(user),
+            workspace=space.workspace,
+            target=Target("reviewnode", str(locked.pk), f"{locked.priority} {locked.title}"),
+            payload={
+                "before": {k: v[:2000] for k, v in before.items() if k in after},
+                "after": after,
+                "reason": f"proposed by {locked.stream.name} in the finding's thread",
+                "space": space.pk,
+            },
+            request=request,
+        )
+        emit(locked.space_id, "review.node_changed", node_id=locked.pk)
+        if proposal.kind is ProposalKind.LOWER_PRIORITY:
+            _follow(
+                locked,
+                f"priority lowered from {before['priority']} on its reviewer's proposal",
+                actor=user,
+                request=request,
+            )
+    return locked
 
 
 class DisagreementError(ApplicationError):

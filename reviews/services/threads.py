@@ -261,3 +261,85 @@ def _tell_mentioned(message: ThreadMessage) -> None:
             log.warning("mentions of message %s were not told: %s", message.pk, exc)
 
     transaction.on_commit(queue)
+
+
+def message_ask_mark(*, question: ThreadMessage) -> ThreadMessage:
+    """The message is put to the finding's reviewer: the page says it waits for the answer."""
+    now = timezone.now()
+    ThreadMessage.objects.filter(pk=question.pk).update(asked_at=now, ask_error="")
+    question.asked_at, question.ask_error = now, ""
+    _emit(question)
+    return question
+
+
+def message_ask_failed(*, question: ThreadMessage, error: str) -> None:
+    """The reviewer could not answer: nothing is posted, the question says why."""
+    text = " ".join(error.split())[:500] or "the model call failed"
+    ThreadMessage.objects.filter(pk=question.pk).update(ask_error=text)
+    question.ask_error = text
+    _emit(question)
+
+
+def message_proposal(message: ThreadMessage) -> rules.Proposal | None:
+    """The proposal a reviewer's message carries, or None."""
+    if not message.proposal_kind:
+        return None
+    priority = message.proposal_priority
+    return rules.Proposal(
+        rules.ProposalKind(message.proposal_kind),
+        priority=rules.Priority(priority) if priority else None,
+        fix=message.proposal_fix,
+    )
+
+
+def proposal_decide(
+    *, message: ThreadMessage, accept: bool, user: Any, request: Any = None
+) -> ThreadMessage:
+    """A person accepts or rejects a reviewer's proposal about its own finding, once. Accepted,
+    the finding changes through the node service (its own audit event; the verdict follows);
+    either way the decision is audited as the thread's. The caller has checked the role."""
+    from guardrails.audit import Actor, Target, audit_record
+    from reviews.services.nodes import node_apply_proposal
+
+    with transaction.atomic():
+        locked = (
+            ThreadMessage.objects.select_for_update(of=("self",))
+            .select_related("node", "space__workspace")
+            .get(pk=message.pk)
+        )
+        proposal = message_proposal(locked)
+        if proposal is None or locked.node is None:
+            raise ThreadRefused("This message proposes nothing.", http_status=404)
+        if locked.proposal_state != rules.ProposalState.OPEN:
+            raise ThreadRefused(
+                f"This proposal is already {locked.proposal_state}.", http_status=409
+            )
+        state = rules.ProposalState.ACCEPTED if accept else rules.ProposalState.REJECTED
+        node = locked.node
+        audit_record(
+            action=f"thread.proposal_{state.value}",
+            actor=Actor.of(user),
+            workspace=locked.space.workspace,
+            target=Target("reviewnode", str(node.pk), f"{node.priority} {node.title}"),
+            payload={
+                "space": locked.space_id,
+                "message": locked.pk,
+                "reviewer": locked.author_label,
+                "proposal": rules.proposal_words(proposal),
+            },
+            request=request,
+        )
+        if accept:
+            # After the thread's event, so the trail reads decision, node change, verdict.
+            node_apply_proposal(node=node, proposal=proposal, user=user, request=request)
+        now = timezone.now()
+        ThreadMessage.objects.filter(pk=locked.pk).update(
+            proposal_state=state.value, proposal_decided_by=user, proposal_decided_at=now
+        )
+        locked.proposal_state, locked.proposal_decided_by, locked.proposal_decided_at = (
+            state.value,
+            user,
+            now,
+        )
+        _emit(locked)
+    return locked

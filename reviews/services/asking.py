@@ -1,0 +1,292 @@
+"""Asking a finding's reviewer: the question is posted and marked, the model call runs in the
+background (reviews/tasks.py `thread_ask_task`), and the answer is posted in the thread by the
+reviewer's stream, with what it proposes about its finding (reviews/domain/asking.py).
+
+The call runs as the reviewer runs in its round: its model and key as the settings resolve them
+(reviews/pipeline/model_runs.py), review mode with only the read-only code tools over the
+round's checkout, prompts redacted by the runtime, the answer redacted before it is stored, the
+spend in the round's ledger (role ask). A call that fails posts nothing: the question says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.db import transaction
+
+from reviews.agents.codetools import CodeTools
+from reviews.agents.mode import CODE_TOOLS, ReviewMode
+from reviews.agents.redaction import redact_text
+from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools
+from reviews.domain import asking as rules
+from reviews.domain.errors import ApplicationError
+from reviews.domain.spend import CallRole
+from reviews.domain.threads import ProposalKind, SubjectKind
+from reviews.domain.types import Priority, StreamKind
+from reviews.models import ReviewerStream, ReviewNode, ThreadMessage
+from reviews.services import threads
+from reviews.sources.diffs import parse_unified_diff
+from reviews.sources.gitcmd import GitError
+from reviews.sources.github_errors import GitHubError
+from reviews.sources.worktrees import UnsafePath
+from workspaces.models import ReviewerConfig, reviewer_model
+
+log = logging.getLogger(__name__)
+
+ANSWER = Answer(
+    rules.AskAnswer,
+    "Your answer to the question, and the change you propose to your finding if any",
+    from_prose=rules.answer_from_prose,
+)
+
+
+class AskRefused(ApplicationError):
+    """The reviewer cannot be asked (no model, an offline analyzer, not a finding's thread)."""
+
+    code = "ask_refused"
+
+
+class AskFailed(ApplicationError):
+    """The model call failed: nothing was posted."""
+
+    code = "ask_failed"
+    http_status = 502
+
+
+@dataclass(frozen=True)
+class Askable:
+    """Whether a finding's reviewer can be asked, and why not in words for the page."""
+
+    reviewer: str
+    refusal: str
+
+    @property
+    def allowed(self) -> bool:
+        return not self.refusal
+
+
+def _config(stream: ReviewerStream) -> ReviewerConfig | None:
+    from reviews.pipeline.model_runs import config_key
+
+    return ReviewerConfig.objects.filter(
+        workspace_id=stream.round.space.workspace_id, key=config_key(stream)
+    ).first()
+
+
+def ask_ability(stream: ReviewerStream) -> Askable:
+    """Can the stream's reviewer answer a question: a model reviewer whose model and key the
+    server has."""
+    from reviews.pipeline.model_runs import _missing_key, runtime_model
+
+    kind = StreamKind(stream.kind)
+    model = key_problem = ""
+    if kind is StreamKind.MODEL:
+        choice = reviewer_model(_config(stream))
+        resolved = runtime_model(choice, stream.round.space.workspace, budget=1)
+        if resolved is not None:
+            model = resolved[0].model
+            if not resolved[1]:
+                key_problem = _missing_key(choice) or "the server has no API key for its model"
+    refusal = rules.ask_refusal(
+        reviewer=stream.name, kind=kind, model=model or None, key_problem=key_problem
+    )
+    return Askable(stream.name, refusal)
+
+
+def thread_ability(thread: threads.Thread) -> Askable:
+    if thread.subject.kind is not SubjectKind.NODE or thread.node is None:
+        return Askable("", "Only a finding's reviewer can be asked, in the finding's thread.")
+    return ask_ability(thread.node.stream)
+
+
+def ask_request(*, thread: threads.Thread, user: Any, body: str) -> ThreadMessage:
+    """A person asks the finding's reviewer: the question is posted in the thread (the caller
+    has checked the role) and put to the reviewer after commit."""
+    able = thread_ability(thread)
+    if not able.allowed:
+        raise AskRefused(able.refusal)
+    with transaction.atomic():
+        question = threads.message_post(thread=thread, user=user, body=body)
+        ask_queue(question=question)
+    return question
+
+
+def ask_queue(*, question: ThreadMessage) -> ThreadMessage:
+    """Put a message already in a finding's thread to its reviewer (a person's question, or
+    one asked on GitHub): marked as waiting now, answered in the background."""
+    threads.message_ask_mark(question=question)
+
+    def queue() -> None:
+        from config.background import QueueUnavailable, submit_now
+        from reviews.tasks import thread_ask_task
+
+        try:
+            submit_now(thread_ask_task, question.pk)
+        except QueueUnavailable as exc:
+            threads.message_ask_failed(question=question, error=f"not asked: {exc}")
+
+    transaction.on_commit(queue)
+    return question
+
+
+def _finding(node: ReviewNode) -> rules.FindingText:
+    if node.path:
+        end = f"-{node.end_line}" if node.end_line and node.end_line != node.start_line else ""
+        location = f"{node.path}:{node.start_line}{end}"
+    else:
+        location = "the whole change"
+    if node.replacement_lines is not None:
+        fix = "Replace the lines with:\n" + "\n".join(node.replacement_lines)
+    else:
+        fix = node.fix_diff or node.fix_prompt
+    return rules.FindingText(
+        id=node.pk,
+        title=node.title,
+        body=node.body,
+        reasoning=node.reasoning,
+        priority=node.priority,
+        type=node.type,
+        location=location,
+        fix=fix,
+        status=node.status,
+    )
+
+
+def _code_tools(node: ReviewNode) -> CodeTools | None:
+    """The round's checkout, read-only; without it the reviewer answers from what it is shown
+    (a question is worth answering when the repository cannot be reached)."""
+    from reviews.services.worktrees import round_worktree
+
+    review_round = node.round
+    try:
+        root = round_worktree(review_round=review_round)
+    except (GitError, GitHubError, UnsafePath, OSError) as exc:
+        log.warning("ask on node %s: no checkout of round %s: %s", node.pk, review_round.pk, exc)
+        return None
+    return CodeTools(root, changed_files=parse_unified_diff(review_round.diff))
+
+
+def ask_reviewer(*, thread: threads.Thread, question: ThreadMessage, user: Any) -> ThreadMessage:
+    """The finding's reviewer answers `question`, asked by `user`; returns its answer. A model
+    error posts nothing and raises AskFailed (the question keeps the reason for the page)."""
+    from reviews.pipeline.model_runs import config_key, runtime_model, spent
+
+    node = thread.node
+    able = thread_ability(thread)
+    if node is None or not able.allowed:
+        threads.message_ask_failed(question=question, error=able.refusal)
+        raise AskRefused(able.refusal)
+    stream, review_round = node.stream, node.round
+    space = review_round.space
+    resolved = runtime_model(
+        reviewer_model(_config(stream)), space.workspace, budget=rules.ASK_TOKEN_BUDGET
+    )
+    assert resolved is not None  # ask_ability said the model resolves
+    model, api_key = resolved
+    model = replace(model, request_limit=rules.ASK_REQUEST_LIMIT)
+    earlier = [
+        rules.ThreadLine(author=m.author_label, source=m.source, body=m.body)
+        for m in threads.thread_messages(space=space, key=thread.key).filter(pk__lt=question.pk)
+    ]
+    prompt = rules.ask_prompt(
+        finding=_finding(node),
+        thread=earlier,
+        question=question.body,
+        pr_title=space.pull_request.title,
+        pr_description=space.pull_request.body,
+    )
+    name = f"ask-{config_key(stream)}"
+    log.info("%s asks %s about node %s", getattr(user, "pk", None), stream.name, node.pk)
+    try:
+        outcome = ModelRuntime(model).run_sync(
+            api_key=api_key,
+            system_prompt=rules.ASK_SYSTEM_PROMPT.format(reviewer=stream.name),
+            user_prompt=prompt,
+            tools=ReviewTools(code=_code_tools(node)),
+            mode=ReviewMode(CODE_TOOLS),
+            name=name,
+            answer=ANSWER,
+        )
+    except ModelRunError as exc:
+        spent(review_round, role=CallRole.ASK, name=name, model=model, usage=exc.usage, failed=True)
+        why = f"{stream.name} could not answer: {redact_text(str(exc))}"
+        threads.message_ask_failed(question=question, error=why)
+        raise AskFailed(why) from exc
+    answer = outcome.answer
+    spent(
+        review_round,
+        role=CallRole.ASK,
+        name=name,
+        model=model,
+        usage=outcome.usage,
+        failed=not isinstance(answer, rules.AskAnswer),
+    )
+    if not isinstance(answer, rules.AskAnswer):
+        why = f"{stream.name} gave no usable answer: {outcome.answer_error or 'no answer'}"
+        threads.message_ask_failed(question=question, error=why)
+        raise AskFailed(why)
+    node.refresh_from_db(fields=["priority"])
+    settled = rules.settle_answer(answer, current=Priority(node.priority))
+    proposal = settled.proposal
+    if proposal is not None and proposal.kind is ProposalKind.REFINE_FIX:
+        proposal = replace(proposal, fix=redact_text(proposal.fix))
+    return threads.message_post_reviewer(
+        thread=thread,
+        stream=stream,
+        body=redact_text(settled.body),
+        in_reply_to=question,
+        proposal=proposal,
+    )
+
+
+@dataclass(frozen=True)
+class AskPanel:
+    """What a finding's thread shows about asking its reviewer."""
+
+    reviewer: str
+    refusal: str  # why the reviewer cannot be asked, "" when it can
+    may_ask: bool  # the person's role allows asking (reviewer and up)
+    waiting: bool  # a question is out and its answer has not landed
+    failed: str  # why the last question went unanswered, if it did
+
+
+def space_questions(space_id: int) -> tuple[set[int], dict[int, str]]:
+    """The space's findings with a question waiting for its reviewer, and the last failure of
+    each finding whose question went unanswered: read once per page."""
+    open_questions = (
+        ThreadMessage.objects.filter(space_id=space_id, asked_at__isnull=False, node__isnull=False)
+        .exclude(answers__source=ThreadMessage.Source.REVIEWER)
+        .order_by("pk")
+        .values_list("node_id", "ask_error")
+    )
+    waiting: set[int] = set()
+    failed: dict[int, str] = {}
+    for node_id, error in open_questions:
+        if error:
+            failed[node_id] = error
+        else:
+            waiting.add(node_id)
+    return waiting, failed
+
+
+def ask_panel(
+    node: ReviewNode,
+    *,
+    may_ask: bool,
+    abilities: dict[int, Askable],
+    questions: tuple[set[int], dict[int, str]],
+) -> AskPanel:
+    """`abilities` caches each stream's answer for the page's other findings."""
+    able = abilities.get(node.stream_id)
+    if able is None:
+        able = abilities[node.stream_id] = ask_ability(node.stream)
+    waiting, failed = questions
+    return AskPanel(
+        reviewer=able.reviewer,
+        refusal=able.refusal,
+        may_ask=may_ask,
+        waiting=node.pk in waiting,
+        failed="" if node.pk in waiting else failed.get(node.pk, ""),
+    )
