@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviews import github_replies_views, views
+from reviews import github_replies_views, views, views_threads_ask
 
 app_name = "reviews"
 
@@ -82,5 +82,15 @@ urlpatterns = [
         "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/issue/",
         views.ticket_issue,
         name="ticket_issue",
+    ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/threads/<str:key>/ask/",
+        views_threads_ask.thread_ask,
+        name="thread_ask",
+    ),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/messages/<int:message_id>/proposal/",
+        views_threads_ask.proposal_decide,
+        name="proposal_decide",
     ),
 ]

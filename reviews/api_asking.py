@@ -1,0 +1,103 @@
+"""API: ask a finding's reviewer, and decide what it proposes (the same services and role
+checks as the page, reviews/views_threads_ask.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from django.shortcuts import get_object_or_404
+from ninja import Field, Router, Schema, Status
+
+from config.api_types import Id, Input, Slug, Text, responses
+from reviews.domain import threads as thread_rules
+from reviews.domain import types as t
+from reviews.models import ThreadMessage
+from reviews.selectors import space_get_for_user
+from reviews.services import asking, threads
+from workspaces.permissions import membership_get, require
+from workspaces.rules import Perm, ReadOnlyError, archived_message
+
+router = Router(tags=["reviews"])
+
+ThreadKey = Annotated[
+    str,
+    Field(
+        min_length=6,
+        max_length=40,
+        pattern=r"^(node|disagreement|note):[0-9]{1,11}(:[0-9]{1,11})?$",
+    ),
+]
+
+
+class AskIn(Input):
+    body: Text = Field(min_length=1, max_length=thread_rules.BODY_MAX)
+
+
+class AskedOut(Schema):
+    # The question as posted; the answer arrives in the thread (GET the thread, or the socket).
+    question: int
+    reviewer: str
+    waiting: bool
+
+
+class ProposalIn(Input):
+    accept: bool
+
+
+class ProposalNodeOut(Schema):
+    id: int
+    priority: t.Priority
+    status: t.NodeStatus
+
+
+class ProposalDecidedOut(Schema):
+    message: int
+    state: Literal["accepted", "rejected"]
+    node: ProposalNodeOut
+
+
+def _space(request, slug: str, space_id: int, perm: Perm, attempted: str):
+    membership = membership_get(user=request.user, slug=slug)
+    require(membership, perm, attempted=attempted, request=request)
+    space = space_get_for_user(space_id=space_id, workspace_slug=slug)
+    if space.pull_request.repository.archived_at is not None:
+        raise ReadOnlyError(archived_message(space.pull_request.repository))
+    return space
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/threads/{key}/ask",
+    response=responses({202: AskedOut}, 400, 403, 404, 413, 422),
+)
+def thread_ask(request, slug: Slug, space_id: Id, key: ThreadKey, body: AskIn):
+    """Post `body` in a finding's thread (`node:<id>`) and ask the reviewer that wrote the
+    finding. 202: the answer is posted in the thread by that reviewer once the model replies.
+    400 when the reviewer cannot answer (an offline analyzer, no model configured)."""
+    space = _space(request, slug, space_id, Perm.DISCUSS, "ask reviewers")
+    thread = threads.thread_get(space=space, key=key)
+    question = asking.ask_request(thread=thread, user=request.user, body=body.body)
+    reviewer = thread.node.stream.name if thread.node is not None else ""
+    return Status(202, {"question": question.pk, "reviewer": reviewer, "waiting": True})
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/messages/{message_id}/proposal",
+    response=responses({200: ProposalDecidedOut}, 400, 403, 404, 409, 413, 422),
+)
+def proposal_decide(request, slug: Slug, space_id: Id, message_id: Id, body: ProposalIn):
+    """Accept or reject what a reviewer proposed about its own finding (lower its priority,
+    withdraw it, replace its fix). Accepted, the finding changes and the verdict follows. 409
+    when it was already decided or no longer applies."""
+    space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide reviewers' proposals")
+    message = get_object_or_404(ThreadMessage, pk=message_id, space=space)
+    decided = threads.proposal_decide(
+        message=message, accept=body.accept, user=request.user, request=request
+    )
+    node = decided.node
+    assert node is not None  # a proposal is always about a finding
+    node.refresh_from_db(fields=["priority", "status"])
+    return {
+        "message": decided.pk,
+        "state": decided.proposal_state,
+        "node": {"id": node.pk, "priority": node.priority, "status": node.status},
+    }

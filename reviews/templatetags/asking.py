@@ -1,0 +1,51 @@
+"""`{% ask_panel node membership as ask %}`: what a finding's thread shows about asking its
+reviewer, and `proposal_words` for a reviewer's proposal. Streams and the space's open
+questions are read once per request, however many findings it shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from reviews.domain.threads import Subject
+from reviews.domain.threads import proposal_words as words
+from reviews.services import asking, threads
+from workspaces.permissions import allows
+from workspaces.rules import Perm
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def ask_panel(context: template.Context, node: Any, membership: Any) -> asking.AskPanel:
+    # Each include renders with its own render context: the page's cache lives on the request.
+    request = context.get("request")
+    cache: dict[int, Any] = getattr(request, "_quorum_ask_panels", {}) if request else {}
+    if request is not None:
+        request._quorum_ask_panels = cache
+    if node.space_id not in cache:
+        cache[node.space_id] = ({}, asking.space_questions(node.space_id))
+    abilities, questions = cache[node.space_id]
+    return asking.ask_panel(
+        node,
+        may_ask=membership is not None and allows(membership, Perm.DISCUSS),
+        abilities=abilities,
+        questions=questions,
+    )
+
+
+@register.filter
+def proposal_words(message: Any) -> str:
+    proposal = threads.message_proposal(message)
+    return words(proposal) if proposal is not None else ""
+
+
+@register.filter
+def may_triage(membership: Any) -> bool:
+    return membership is not None and allows(membership, Perm.TRIAGE_NODES)
+
+
+@register.filter
+def node_thread_key(node: Any) -> str:
+    return Subject.node(node.pk).key
