@@ -99,10 +99,11 @@ def settle_answer(answer: AskAnswer, *, current: Priority) -> Settled:
     given = answer.proposal
     if given is None:
         return Settled(answer.answer, None)
+    kind = ProposalKind(given.kind)
     proposal = Proposal(
-        ProposalKind(given.kind),
-        priority=given.priority if given.kind == ProposalKind.LOWER_PRIORITY else None,
-        fix=(given.fix or "") if given.kind == ProposalKind.REFINE_FIX else "",
+        kind,
+        priority=given.priority if kind is ProposalKind.LOWER_PRIORITY else None,
+        fix=(given.fix or "") if kind is ProposalKind.REFINE_FIX else "",
     )
     problem = proposal_problem(proposal, current=current)
     if problem:

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from reviews.domain import threads as rules
 from reviews.domain.errors import ApplicationError
+from reviews.domain.types import Priority
 from reviews.events import emit
 from reviews.models import (
     ReviewerStream,
@@ -287,7 +288,7 @@ def message_proposal(message: ThreadMessage) -> rules.Proposal | None:
     priority = message.proposal_priority
     return rules.Proposal(
         rules.ProposalKind(message.proposal_kind),
-        priority=rules.Priority(priority) if priority else None,
+        priority=Priority(priority) if priority else None,
         fix=message.proposal_fix,
     )
 

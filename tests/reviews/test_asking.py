@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from config.asgi import application
 from guardrails.models import AuditEvent
 from reviews.domain import asking as rules
-from reviews.domain.threads import ProposalKind
+from reviews.domain.threads import Proposal, ProposalKind
 from reviews.domain.types import Priority, StreamKind
 from reviews.models import ModelCall, ReviewNode, ThreadMessage
 from reviews.services import asking, threads
@@ -85,6 +85,10 @@ def finished(settings, tmp_path, workspace, fake_model, alice):
     pr.save(update_fields=["title", "body"])
     node = ReviewNode.objects.get(round=review_round, title=SQL_TITLE, duplicate_of__isnull=True)
     return review_round, node
+
+
+def _analyzer_finding(review_round) -> ReviewNode:
+    return ReviewNode.objects.filter(round=review_round, stream__kind="analyzer")[0]
 
 
 def _ask(node, user, body):
@@ -222,7 +226,7 @@ def test_an_accepted_proposal_lowers_the_priority_and_the_verdict_follows_live(
         seen = ""
         # The finding's card and the header with the new verdict, in one batch or several.
         while not ("prio-p3" in seen and 'id="review-header"' in seen):
-            seen += await comm.receive_from(timeout=5)
+            seen += str(await comm.receive_from(timeout=5))
         await comm.disconnect()
         return seen
 
@@ -246,13 +250,13 @@ def test_a_withdrawal_dismisses_and_a_rejection_changes_nothing(finished, fake_m
         thread=threads.thread_get(space=node.space, key=f"node:{node.pk}"),
         stream=node.stream,
         body="I was wrong.",
-        proposal=rules.Proposal(ProposalKind.WITHDRAW),
+        proposal=Proposal(ProposalKind.WITHDRAW),
     )
     refine = threads.message_post_reviewer(
         thread=threads.thread_get(space=node.space, key=f"node:{node.pk}"),
         stream=node.stream,
         body="Better fix.",
-        proposal=rules.Proposal(ProposalKind.REFINE_FIX, fix="Use cursor.execute(sql, [term])."),
+        proposal=Proposal(ProposalKind.REFINE_FIX, fix="Use cursor.execute(sql, [term])."),
     )
     threads.proposal_decide(message=refine, accept=False, user=alice)
     node.refresh_from_db()
@@ -267,7 +271,7 @@ def test_a_withdrawal_dismisses_and_a_rejection_changes_nothing(finished, fake_m
 
 def test_an_analyzers_finding_cannot_be_asked(finished, fake_model, alice):
     review_round, _ = finished
-    node = ReviewNode.objects.filter(round=review_round, stream__kind="analyzer").first()
+    node = _analyzer_finding(review_round)
     thread = threads.thread_get(space=node.space, key=f"node:{node.pk}")
     able = asking.thread_ability(thread)
     assert not able.allowed and "offline analyzer" in able.refusal
@@ -351,7 +355,7 @@ def test_the_api_asks_and_decides(finished, fake_model, alice, settings, client_
         f"{base}/messages/{reply.pk}/proposal", {"accept": False}, content_type="application/json"
     )
     assert again.status_code == 409
-    analyzer = ReviewNode.objects.filter(round=review_round, stream__kind="analyzer").first()
+    analyzer = _analyzer_finding(review_round)
     refused = client.post(
         f"{base}/threads/node:{analyzer.pk}/ask", {"body": "Why?"}, content_type="application/json"
     )
@@ -377,7 +381,7 @@ def test_the_ask_partial_offers_the_question_says_why_not_and_waits(
     context = {"workspace": owner.workspace, "membership": owner}
     html = _render("thread_ask", alice, node=node, **context)
     assert f"Ask {node.stream.name}" in html and 'name="body"' in html
-    analyzer = ReviewNode.objects.filter(round=review_round, stream__kind="analyzer").first()
+    analyzer = _analyzer_finding(review_round)
     html = _render("thread_ask", alice, node=analyzer, **context)
     assert "is an offline analyzer: it cannot answer questions" in html and "<form" not in html
     _ask(node, alice, "Still there?")
@@ -393,7 +397,7 @@ def test_the_proposal_partial_asks_those_who_may_triage(finished, alice, member_
         thread=threads.thread_get(space=node.space, key=f"node:{node.pk}"),
         stream=node.stream,
         body="Lower it.",
-        proposal=rules.Proposal(ProposalKind.LOWER_PRIORITY, priority=Priority.P3),
+        proposal=Proposal(ProposalKind.LOWER_PRIORITY, priority=Priority.P3),
     )
     viewer = member_factory(node.space.workspace, "viewer")
     for user, buttons in ((alice, True), (viewer, False)):
@@ -412,3 +416,17 @@ def test_the_proposal_partial_asks_those_who_may_triage(finished, alice, member_
         "thread_proposal", alice, message=decided, membership=None, workspace=node.space.workspace
     )
     assert "Rejected by alice@example.com" in html and "<form" not in html
+
+
+def test_a_question_delivered_twice_is_answered_once(finished, fake_model, alice):
+    from reviews.tasks import thread_ask_task
+
+    _, node = finished
+    fake_model.add_script(_reply(answer(answer="Once.")), marker=ASKED)
+    _, question = _ask(node, alice, "Twice?")
+    assert [thread_ask_task.run(question.pk), thread_ask_task.run(question.pk)] == [
+        "answered",
+        "answered",
+    ]
+    assert ThreadMessage.objects.filter(in_reply_to=question, source="reviewer").count() == 1
+    assert len([r for r in fake_model.recorded() if ASKED in r.body]) == 1
