@@ -22,6 +22,7 @@ from reviews.domain.types import Priority, StreamKind
 from reviews.models import ModelCall, ReviewNode, ThreadMessage
 from reviews.services import asking, threads
 from reviews.services.nodes import node_dismiss
+from reviews.templatetags.review_extras import verdict_badge
 from tests.fakes.model_server import Fail, Script, answer, calls
 from tests.reviews import pipeline_scenarios as scenario
 
@@ -236,6 +237,8 @@ def test_an_accepted_proposal_lowers_the_priority_and_the_verdict_follows_live(
     assert node.priority == "P3" and node.severity == "low"
     assert review_round.verdict.level != "block"
     assert 'id="review-header"' in live and "prio-p3" in live
+    header = live[live.rindex('id="review-header"') :]
+    assert verdict_badge(review_round.verdict.level) in header and "✖ Block" not in header
     trail = AuditEvent.objects.filter(
         action__in=["thread.proposal_accepted", "node.priority_lowered"]
     ).order_by("seq")
@@ -269,14 +272,24 @@ def test_a_withdrawal_dismisses_and_a_rejection_changes_nothing(finished, fake_m
     ).exists()
 
 
-def test_an_analyzers_finding_cannot_be_asked(finished, fake_model, alice):
-    review_round, _ = finished
+def test_an_analyzers_finding_or_a_reviewer_without_a_model_cannot_be_asked(
+    finished, fake_model, alice, settings
+):
+    review_round, sql = finished
     node = _analyzer_finding(review_round)
     thread = threads.thread_get(space=node.space, key=f"node:{node.pk}")
     able = asking.thread_ability(thread)
     assert not able.allowed and "offline analyzer" in able.refusal
     with pytest.raises(asking.AskRefused):
         asking.ask_request(thread=thread, user=alice, body="Why?")
+    settings.QUORUM_LLM_PROVIDER = settings.QUORUM_LLM_MODEL = ""
+    sql_thread = threads.thread_get(space=sql.space, key=f"node:{sql.pk}")
+    assert asking.thread_ability(sql_thread).refusal == (
+        f"No model is configured for {sql.stream.name}: it cannot answer questions."
+    )
+    settings.QUORUM_LLM_PROVIDER, settings.QUORUM_LLM_MODEL = "openai", "fake-reviewer"
+    settings.QUORUM_LLM_API_KEY = ""
+    assert "cannot be asked" in asking.thread_ability(sql_thread).refusal
     assert not ThreadMessage.objects.exists()
 
 
