@@ -738,6 +738,8 @@ class ThreadMessage(models.Model):
     # A question put to the finding's reviewer: when it was asked, and why no answer came when
     # the model call failed (reviews/services/asking.py). The answer replies to the question.
     asked_at = models.DateTimeField(null=True, blank=True)
+    # When a worker took the question (a lease: a second delivery leaves it alone meanwhile).
+    ask_started_at = models.DateTimeField(null=True, blank=True)
     ask_error = models.CharField(max_length=500, blank=True)
 
     class Meta:

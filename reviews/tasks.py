@@ -83,9 +83,10 @@ def thread_ask_task(question_id: int) -> str:
     """The finding's reviewer answers a question of its thread (reviews/services/asking.py).
     Not retried: a model call costs tokens, and a failure is shown on the question, where a
     person can ask again."""
+    from reviews.domain.asking import ASK_LEASE
     from reviews.models import ThreadMessage
     from reviews.services.asking import AskFailed, AskRefused, ask_reviewer
-    from reviews.services.threads import thread_get
+    from reviews.services.threads import message_ask_claim, thread_get
 
     question = (
         ThreadMessage.objects.select_related("space", "author").filter(pk=question_id).first()
@@ -94,6 +95,8 @@ def thread_ask_task(question_id: int) -> str:
         return "gone"
     if question.answers.filter(source=ThreadMessage.Source.REVIEWER).exists():
         return "answered"  # delivered twice: the first delivery answered it
+    if not message_ask_claim(question=question, lease=ASK_LEASE):
+        return "taken"  # delivered twice at once: the other delivery answers it
     thread = thread_get(space=question.space, key=question.subject)
     try:
         ask_reviewer(thread=thread, question=question, user=question.author)

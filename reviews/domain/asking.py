@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +31,24 @@ DESCRIPTION_CHARS = 8_000
 #: Tokens one question may spend: a few tool calls over the code and one answer.
 ASK_TOKEN_BUDGET = 120_000
 ASK_REQUEST_LIMIT = 12
+#: A worker answering a question holds it this long; after that another delivery may take it.
+ASK_LEASE = timedelta(minutes=10)
+#: A question with neither an answer nor an error after this long lost its task: the thread
+#: says so and the person may ask again.
+ASK_STALE = timedelta(minutes=20)
+
+
+def question_state(
+    *, asked_at: datetime | None, answered: bool, error: str, now: datetime
+) -> tuple[bool, str]:
+    """(waiting for the answer, why no answer came) of a question put to a reviewer."""
+    if asked_at is None or answered:
+        return False, ""
+    if error:
+        return False, error
+    if now - asked_at > ASK_STALE:
+        return False, "no answer came; ask again."
+    return True, ""
 
 
 def ask_refusal(

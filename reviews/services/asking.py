@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import CODE_TOOLS, ReviewMode
@@ -259,15 +260,17 @@ def space_questions(space_id: int) -> tuple[set[int], dict[int, str]]:
         ThreadMessage.objects.filter(space_id=space_id, asked_at__isnull=False, node__isnull=False)
         .exclude(answers__source=ThreadMessage.Source.REVIEWER)
         .order_by("pk")
-        .values_list("node_id", "ask_error")
+        .values_list("node_id", "asked_at", "ask_error")
     )
+    now = timezone.now()
     waiting: set[int] = set()
     failed: dict[int, str] = {}
-    for node_id, error in open_questions:
-        if error:
-            failed[node_id] = error
-        else:
+    for node_id, asked_at, error in open_questions:
+        pending, why = rules.question_state(asked_at=asked_at, answered=False, error=error, now=now)
+        if pending:
             waiting.add(node_id)
+        elif why:
+            failed[node_id] = why
     return waiting, failed
 
 

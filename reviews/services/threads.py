@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from reviews.domain import threads as rules
@@ -267,10 +268,24 @@ def _tell_mentioned(message: ThreadMessage) -> None:
 def message_ask_mark(*, question: ThreadMessage) -> ThreadMessage:
     """The message is put to the finding's reviewer: the page says it waits for the answer."""
     now = timezone.now()
-    ThreadMessage.objects.filter(pk=question.pk).update(asked_at=now, ask_error="")
-    question.asked_at, question.ask_error = now, ""
+    ThreadMessage.objects.filter(pk=question.pk).update(
+        asked_at=now, ask_error="", ask_started_at=None
+    )
+    question.asked_at, question.ask_error, question.ask_started_at = now, "", None
     _emit(question)
     return question
+
+
+def message_ask_claim(*, question: ThreadMessage, lease: timedelta) -> bool:
+    """Take the question to answer it, unless another worker took it within `lease` (a task
+    delivered twice calls the model once; one whose worker died is taken again later)."""
+    now = timezone.now()
+    free = Q(ask_started_at__isnull=True) | Q(ask_started_at__lt=now - lease)
+    taken = ThreadMessage.objects.filter(free, pk=question.pk, asked_at__isnull=False).update(
+        ask_started_at=now
+    )
+    question.ask_started_at = now if taken else question.ask_started_at
+    return bool(taken)
 
 
 def message_ask_failed(*, question: ThreadMessage, error: str) -> None:

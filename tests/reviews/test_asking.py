@@ -443,3 +443,31 @@ def test_a_question_delivered_twice_is_answered_once(finished, fake_model, alice
     ]
     assert ThreadMessage.objects.filter(in_reply_to=question, source="reviewer").count() == 1
     assert len([r for r in fake_model.recorded() if ASKED in r.body]) == 1
+
+
+def test_a_question_waits_then_says_it_went_unanswered():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    state = rules.question_state
+    assert state(asked_at=now, answered=False, error="", now=now) == (True, "")
+    assert state(asked_at=now, answered=True, error="", now=now) == (False, "")
+    assert state(asked_at=now, answered=False, error="x failed", now=now) == (False, "x failed")
+    late = now + rules.ASK_STALE + timedelta(seconds=1)
+    assert state(asked_at=now, answered=False, error="", now=late) == (
+        False,
+        "no answer came; ask again.",
+    )
+
+
+def test_a_second_delivery_leaves_a_question_being_answered_alone(finished, alice):
+    from datetime import timedelta
+
+    _, node = finished
+    _, question = _ask(node, alice, "Who takes it?")
+    assert threads.message_ask_claim(question=question, lease=rules.ASK_LEASE)
+    assert not threads.message_ask_claim(question=question, lease=rules.ASK_LEASE)
+    # A worker that died holding it: after the lease another delivery takes it.
+    assert threads.message_ask_claim(question=question, lease=timedelta(0))
