@@ -10,6 +10,7 @@ from django import template
 
 from reviews.domain.threads import Subject
 from reviews.domain.threads import proposal_words as words
+from reviews.models import ReviewNode, ThreadMessage
 from reviews.services import asking, threads
 from workspaces.permissions import allows
 from workspaces.rules import Perm
@@ -18,7 +19,13 @@ register = template.Library()
 
 
 @register.simple_tag(takes_context=True)
-def ask_panel(context: template.Context, node: Any, membership: Any) -> asking.AskPanel:
+def ask_panel(
+    context: template.Context, node: Any, membership: Any, key: str = ""
+) -> asking.AskPanel | None:
+    """None unless the thread (`key`, when given) is the finding's own: a disagreement's or a
+    note's thread has no one to ask."""
+    if not isinstance(node, ReviewNode) or (key and key != Subject.node(node.pk).key):
+        return None
     # Each include renders with its own render context: the page's cache lives on the request.
     request = context.get("request")
     cache: dict[int, Any] = getattr(request, "_quorum_ask_panels", {}) if request else {}
@@ -49,3 +56,9 @@ def may_triage(membership: Any) -> bool:
 @register.filter
 def node_thread_key(node: Any) -> str:
     return Subject.node(node.pk).key
+
+
+@register.simple_tag
+def first_message(*candidates: Any) -> ThreadMessage | None:
+    """The first of the names given that holds a message (`message`, or a thread loop's `m`)."""
+    return next((c for c in candidates if isinstance(c, ThreadMessage)), None)

@@ -397,6 +397,11 @@ def test_the_ask_partial_offers_the_question_says_why_not_and_waits(
     analyzer = _analyzer_finding(review_round)
     html = _render("thread_ask", alice, node=analyzer, **context)
     assert "is an offline analyzer: it cannot answer questions" in html and "<form" not in html
+    # The thread's own key shows it; a disagreement's thread on the same finding does not.
+    assert "<form" in _render("thread_ask", alice, node=node, key=f"node:{node.pk}", **context)
+    assert not _render(
+        "thread_ask", alice, node=node, key=f"disagreement:{node.pk}", **context
+    ).strip()
     _ask(node, alice, "Still there?")
     html = _render("thread_ask", alice, node=node, **context)
     assert f"Waiting for {node.stream.name}’s answer" in html
@@ -425,8 +430,9 @@ def test_the_proposal_partial_asks_those_who_may_triage(finished, alice, member_
         assert f"{node.stream.name} proposes to lower the priority to P3." in html
         assert ('value="accept"' in html) is buttons
     decided = threads.proposal_decide(message=message, accept=False, user=alice)
+    # The thread's markup passes its loop variable `m`.
     html = _render(
-        "thread_proposal", alice, message=decided, membership=None, workspace=node.space.workspace
+        "thread_proposal", alice, m=decided, membership=None, workspace=node.space.workspace
     )
     assert "Rejected by alice@example.com" in html and "<form" not in html
 
