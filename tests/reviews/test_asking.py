@@ -477,3 +477,28 @@ def test_a_second_delivery_leaves_a_question_being_answered_alone(finished, alic
     assert not threads.message_ask_claim(question=question, lease=rules.ASK_LEASE)
     # A worker that died holding it: after the lease another delivery takes it.
     assert threads.message_ask_claim(question=question, lease=timedelta(0))
+
+
+def test_a_proposal_is_decided_from_the_page_by_those_who_may_triage(
+    finished, alice, member_factory, client_for
+):
+    _, node = finished
+    message = threads.message_post_reviewer(
+        thread=threads.thread_get(space=node.space, key=f"node:{node.pk}"),
+        stream=node.stream,
+        body="A nit, really.",
+        proposal=Proposal(ProposalKind.LOWER_PRIORITY, priority=Priority.P3),
+    )
+    space = node.space
+    url = f"/w/{space.workspace.slug}/reviews/{space.pk}/messages/{message.pk}/proposal/"
+    viewer = member_factory(space.workspace, "viewer")
+    assert client_for(viewer).post(url, {"decision": "accept"}).status_code == 403
+    client = client_for(alice)
+    client.post(url, {"decision": "maybe"})
+    message.refresh_from_db()
+    assert message.proposal_state == "open"
+    answered = client.post(url, {"decision": "accept"}, HTTP_HX_REQUEST="true")
+    assert answered.status_code == 200
+    assert "Accepted by alice@example.com" in answered.content.decode()
+    node.refresh_from_db()
+    assert node.priority == "P3"
