@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0016_conversation_threads"),
+        ("reviews", "0017_github_replies"),
     ]
 
     operations = [
