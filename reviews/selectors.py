@@ -735,8 +735,16 @@ def page_threads(
         Q(node__round_id=review_round.pk) | Q(subject__in=notes)
     )
     threads: dict[str, list[ThreadMessage]] = {}
+    from_github: set[int] = set()
     for message in rows.order_by("pk"):
         threads.setdefault(message.subject, []).append(message)
+        if message.source == ThreadMessage.Source.GITHUB:
+            from_github.add(message.pk)
+        # A reviewer's answer to a question asked on GitHub may be posted there.
+        message.answers_github = (
+            message.source == ThreadMessage.Source.REVIEWER
+            and message.in_reply_to_id in from_github
+        )
     return threads
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import smtplib
 import time
 
@@ -23,6 +24,8 @@ __all__ = [
     "thread_ask_task",
     "thread_mentions_task",
 ]
+
+log = logging.getLogger(__name__)
 
 CHECK_RUN_RETRIES = 8
 CHECK_RUN_MAX_WAIT = 600.0
@@ -99,7 +102,26 @@ def thread_ask_task(question_id: int) -> str:
         return "taken"  # delivered twice at once: the other delivery answers it
     thread = thread_get(space=question.space, key=question.subject)
     try:
-        ask_reviewer(thread=thread, question=question, user=question.author)
+        answer = ask_reviewer(thread=thread, question=question, user=question.author)
     except (AskFailed, AskRefused):
         return "failed"  # the question says why
+    if question.source == ThreadMessage.Source.GITHUB:
+        return _answer_on_github(answer, question)
     return "answered"
+
+
+def _answer_on_github(answer, question) -> str:
+    """A question asked on GitHub: its answer goes back there through the checkpoint. Nobody
+    here asked, so the app posts it only where the workspace's policy allows; otherwise the
+    answer waits in the thread for a person to ask for it to be posted (and an approver)."""
+    from reviews.services.github_replies import AnswerRefused, answer_publish
+
+    try:
+        result = answer_publish(answer=answer, question=question, requester=None)
+    except AnswerRefused as exc:
+        log.info("answer %s stays in the thread: %s", answer.pk, exc)
+        return "answered here"
+    except Exception:  # GitHub failed: the answer stands, and a person can still post it
+        log.exception("answer %s could not be posted on GitHub", answer.pk)
+        return "answered here"
+    return f"answered; on GitHub: {result.outcome}"

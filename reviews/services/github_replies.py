@@ -193,10 +193,12 @@ def _folded(space: ReviewSpace) -> list[rules.Posted]:
 
 
 def question_received(message: ThreadMessage) -> None:
-    """A message from GitHub asks Quorum something: it waits for the reviewer's answer.
+    """A message from GitHub asks Quorum something: audited, and put to the finding's reviewer
+    when it can answer (reviews/services/asking.py). Its answer then goes back to GitHub through
+    `answer_publish` (reviews/tasks.py `thread_ask_task`); a reviewer that cannot answer leaves
+    the question in the thread, where the page says why."""
+    from reviews.services import asking
 
-    Recorded in the audit trail for now; the conversation's glue (ask the reviewer, then
-    `answer_publish`) hangs here."""
     space = message.space
     audit_record(
         action="thread.question_received",
@@ -210,6 +212,9 @@ def question_received(message: ThreadMessage) -> None:
             "github_comment_id": message.github_comment_id,
         },
     )
+    thread = threads.thread_get(space=space, key=message.subject)
+    if asking.thread_ability(thread).allowed:
+        asking.ask_queue(question=message)
 
 
 # -- out -------------------------------------------------------------------------------------
