@@ -741,7 +741,7 @@ def page_threads(
         if message.source == ThreadMessage.Source.GITHUB:
             from_github.add(message.pk)
         # A reviewer's answer to a question asked on GitHub may be posted there.
-        message.answers_github = (
+        message.answers_github = (  # type: ignore[attr-defined]  # for the page only
             message.source == ThreadMessage.Source.REVIEWER
             and message.in_reply_to_id in from_github
         )
