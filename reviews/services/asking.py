@@ -32,7 +32,7 @@ from reviews.sources.diffs import parse_unified_diff
 from reviews.sources.gitcmd import GitError
 from reviews.sources.github_errors import GitHubError
 from reviews.sources.worktrees import UnsafePath
-from workspaces.models import ReviewerConfig, reviewer_model
+from workspaces.models import ReviewerConfig, Workspace, reviewer_model
 
 log = logging.getLogger(__name__)
 
@@ -76,16 +76,22 @@ def _config(stream: ReviewerStream) -> ReviewerConfig | None:
     ).first()
 
 
-def ask_ability(stream: ReviewerStream) -> Askable:
+_LOOK_UP: Any = object()
+
+
+def ask_ability(
+    stream: ReviewerStream, *, config: Any = _LOOK_UP, workspace: Workspace | None = None
+) -> Askable:
     """Can the stream's reviewer answer a question: a model reviewer whose model and key the
-    server has."""
+    server has. `config` (its ReviewerConfig, or None) and `workspace`: when the caller read
+    them already."""
     from reviews.pipeline.model_runs import _missing_key, runtime_model
 
     kind = StreamKind(stream.kind)
     model = key_problem = ""
     if kind is StreamKind.MODEL:
-        choice = reviewer_model(_config(stream))
-        resolved = runtime_model(choice, stream.round.space.workspace, budget=1)
+        choice = reviewer_model(_config(stream) if config is _LOOK_UP else config)
+        resolved = runtime_model(choice, workspace or stream.round.space.workspace, budget=1)
         if resolved is not None:
             model = resolved[0].model
             if not resolved[1]:
@@ -94,6 +100,11 @@ def ask_ability(stream: ReviewerStream) -> Askable:
         reviewer=stream.name, kind=kind, model=model or None, key_problem=key_problem
     )
     return Askable(stream.name, refusal)
+
+
+def workspace_configs(workspace_id: int) -> dict[str, ReviewerConfig]:
+    """The workspace's reviewer settings by key: one query for a page's askable reviewers."""
+    return {c.key: c for c in ReviewerConfig.objects.filter(workspace_id=workspace_id)}
 
 
 def thread_ability(thread: threads.Thread) -> Askable:
@@ -274,17 +285,40 @@ def space_questions(space_id: int) -> tuple[set[int], dict[int, str]]:
     return waiting, failed
 
 
+def thread_questions(messages: list[ThreadMessage]) -> tuple[bool, str]:
+    """(a question is waiting, why the last one went unanswered) from a finding's thread as the
+    page loaded it: no query of its own."""
+    answered = {m.in_reply_to_id for m in messages if m.source == ThreadMessage.Source.REVIEWER}
+    now = timezone.now()
+    waiting, failed = False, ""
+    for m in messages:
+        if m.asked_at is None or m.pk in answered:
+            continue
+        pending, why = rules.question_state(
+            asked_at=m.asked_at, answered=False, error=m.ask_error, now=now
+        )
+        waiting, failed = waiting or pending, why or failed
+    return waiting, "" if waiting else failed
+
+
 def ask_panel(
     node: ReviewNode,
     *,
     may_ask: bool,
     abilities: dict[int, Askable],
     questions: tuple[set[int], dict[int, str]],
+    configs: dict[str, ReviewerConfig] | None = None,
+    workspace: Workspace | None = None,
 ) -> AskPanel:
-    """`abilities` caches each stream's answer for the page's other findings."""
+    """`abilities` caches each stream's answer for the page's other findings; `configs` and
+    `workspace`, when given, spare reading them again."""
+    from reviews.pipeline.model_runs import config_key
+
     able = abilities.get(node.stream_id)
     if able is None:
-        able = abilities[node.stream_id] = ask_ability(node.stream)
+        stream = node.stream
+        config = _LOOK_UP if configs is None else configs.get(config_key(stream))
+        able = abilities[node.stream_id] = ask_ability(stream, config=config, workspace=workspace)
     waiting, failed = questions
     return AskPanel(
         reviewer=able.reviewer,

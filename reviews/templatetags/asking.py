@@ -26,19 +26,35 @@ def ask_panel(
     note's thread has no one to ask."""
     if not isinstance(node, ReviewNode) or (key and key != Subject.node(node.pk).key):
         return None
-    # Each include renders with its own render context: the page's cache lives on the request.
-    request = context.get("request")
-    cache: dict[int, Any] = getattr(request, "_quorum_ask_panels", {}) if request else {}
-    if request is not None:
-        request._quorum_ask_panels = cache
+    # Each include renders with its own render context: the page's cache lives on the request,
+    # or on the page a live update renders without one.
+    holder = context.get("request") or context.get("page")
+    cache: dict[int, Any] = getattr(holder, "_quorum_ask_panels", {}) if holder else {}
+    if holder is not None:
+        holder._quorum_ask_panels = cache
     if node.space_id not in cache:
-        cache[node.space_id] = ({}, asking.space_questions(node.space_id))
-    abilities, questions = cache[node.space_id]
+        shown = context.get("threads")
+        workspace = context.get("workspace")
+        cache[node.space_id] = (
+            {},
+            asking.workspace_configs(workspace.pk) if workspace is not None else None,
+            workspace,
+            # The page's threads hold its questions; a lone card reads the space's.
+            None if isinstance(shown, dict) else asking.space_questions(node.space_id),
+        )
+    abilities, configs, workspace, questions = cache[node.space_id]
+    if questions is None:
+        waiting, failed = asking.thread_questions(
+            context["threads"].get(Subject.node(node.pk).key, [])
+        )
+        questions = ({node.pk} if waiting else set(), {node.pk: failed} if failed else {})
     return asking.ask_panel(
         node,
         may_ask=membership is not None and allows(membership, Perm.DISCUSS),
         abilities=abilities,
         questions=questions,
+        configs=configs,
+        workspace=workspace,
     )
 
 
