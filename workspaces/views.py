@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -246,34 +248,62 @@ def spend(request: HttpRequest, membership: Membership) -> HttpResponse:
     return render(request, "workspaces/spend.html", context)
 
 
-@member_view
-@require_POST
-def budgets(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
-    """The token budgets card of the general settings (admins and owners only)."""
-    require(membership, Perm.MANAGE_RULES, attempted="change the token budgets", request=request)
-    form = BudgetForm(request.POST)
+# A general settings card's template fragment → the names its form and "saved" flag go by.
+_GENERAL_CARDS = {
+    "budget_card": ("budget_form", "budget_saved"),
+    "handle_card": ("handle_form", "handle_saved"),
+}
+
+
+def _general_card(
+    request: HtmxHttpRequest,
+    membership: Membership,
+    form: Any,
+    save: Callable[[dict[str, Any]], Any],
+    *,
+    card: str,
+    saved_message: str,
+) -> HttpResponse:
+    """One card of the general settings saved: `save` takes the cleaned form and returns the
+    workspace; with htmx the card alone comes back, without it the page (or the card's errors)."""
     saved = False
     if form.is_valid():
         try:
-            membership.workspace = services.budgets_update(
-                workspace=membership.workspace,
-                actor=request.user,
-                round_token_budget=form.cleaned_data["round_token_budget"],
-                pr_token_budget=form.cleaned_data["pr_token_budget"],
-                request=request,
-            )
+            membership.workspace = save(form.cleaned_data)
         except RuleError as exc:
             form.add_error(None, str(exc))
         else:
             saved = True
             if not request.htmx:
-                messages.success(request, "Token budgets saved.")
+                messages.success(request, saved_message)
                 return redirect("workspaces:general", membership.workspace.slug)
-    context = _general_ctx(membership, budget_form=form, budget_saved=saved)
+    form_name, saved_name = _GENERAL_CARDS[card]
+    context = _general_ctx(membership, **{form_name: form, saved_name: saved})
     template = "workspaces/settings_general.html"
     if request.htmx:
-        template += "#budget_card"
+        template += f"#{card}"
     return render(request, template, context, status=200 if saved else 400)
+
+
+@member_view
+@require_POST
+def budgets(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
+    """The token budgets card of the general settings (admins and owners only)."""
+    require(membership, Perm.MANAGE_RULES, attempted="change the token budgets", request=request)
+    return _general_card(
+        request,
+        membership,
+        BudgetForm(request.POST),
+        lambda data: services.budgets_update(
+            workspace=membership.workspace,
+            actor=request.user,
+            round_token_budget=data["round_token_budget"],
+            pr_token_budget=data["pr_token_budget"],
+            request=request,
+        ),
+        card="budget_card",
+        saved_message="Token budgets saved.",
+    )
 
 
 @member_view
@@ -281,28 +311,19 @@ def budgets(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
 def github_handle(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
     """The GitHub handle card of the general settings (admins and owners only)."""
     require(membership, Perm.MANAGE_RULES, attempted="change the GitHub handle", request=request)
-    form = GitHubHandleForm(request.POST)
-    saved = False
-    if form.is_valid():
-        try:
-            membership.workspace = services.github_handle_update(
-                workspace=membership.workspace,
-                actor=request.user,
-                handle=form.cleaned_data["github_handle"],
-                request=request,
-            )
-        except RuleError as exc:
-            form.add_error(None, str(exc))
-        else:
-            saved = True
-            if not request.htmx:
-                messages.success(request, "GitHub handle saved.")
-                return redirect("workspaces:general", membership.workspace.slug)
-    context = _general_ctx(membership, handle_form=form, handle_saved=saved)
-    template = "workspaces/settings_general.html"
-    if request.htmx:
-        template += "#handle_card"
-    return render(request, template, context, status=200 if saved else 400)
+    return _general_card(
+        request,
+        membership,
+        GitHubHandleForm(request.POST),
+        lambda data: services.github_handle_update(
+            workspace=membership.workspace,
+            actor=request.user,
+            handle=data["github_handle"],
+            request=request,
+        ),
+        card="handle_card",
+        saved_message="GitHub handle saved.",
+    )
 
 
 @member_view
