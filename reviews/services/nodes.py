@@ -439,6 +439,17 @@ PERSON_ACTIONS = {
 }
 
 
+def _refuse_duplicate(node: ReviewNode) -> None:
+    """A demoted duplicate is decided with its canonical finding, never on its own."""
+    if node.duplicate_of_id is not None:
+        raise consensus.TransitionError(
+            f"#{node.pk} is a duplicate: it is decided with its canonical finding "
+            f"#{node.duplicate_of_id}.",
+            code="duplicate_node",
+            http_status=409,
+        )
+
+
 def node_act(
     *, node: ReviewNode, action: str, user: Any, reason: str = "", request: Any = None
 ) -> ReviewNode:
@@ -452,13 +463,7 @@ def node_act(
         raise consensus.TransitionError(
             f"Unknown action {action!r}; use {allowed}.", code="unknown_action"
         ) from None
-    if node.duplicate_of_id is not None:
-        raise consensus.TransitionError(
-            f"#{node.pk} is a duplicate: it is decided with its canonical finding "
-            f"#{node.duplicate_of_id}.",
-            code="duplicate_node",
-            http_status=409,
-        )
+    _refuse_duplicate(node)
     return act(node=node, user=user, reason=reason, request=request)
 
 
@@ -599,13 +604,7 @@ def node_apply_proposal(
     the verdict follows a priority or status change."""
     from reviews.domain.types import Priority, severity_for_priority
 
-    if node.duplicate_of_id is not None:
-        raise consensus.TransitionError(
-            f"#{node.pk} is a duplicate: it is decided with its canonical finding "
-            f"#{node.duplicate_of_id}.",
-            code="duplicate_node",
-            http_status=409,
-        )
+    _refuse_duplicate(node)
     if proposal.kind is ProposalKind.WITHDRAW:
         return node_dismiss(node=node, user=user, reason=PROPOSAL_WITHDRAWN, request=request)
     with transaction.atomic():

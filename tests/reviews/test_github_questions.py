@@ -16,24 +16,12 @@ from guardrails.services import approval_decide, approval_execute
 from reviews.models import ModelCall, ThreadMessage
 from tests.fakes.model_server import Script, answer
 from tests.reviews.pipeline_scenarios import model_settings
+from tests.reviews.test_asking import ASKED, _wait_for_answer
 from tests.reviews.test_github_replies import _reply, _root, published  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ASKED = "answering a question about a finding"
 REPLIES = r"/repos/acme/app/pulls/42/comments/\d+/replies"
-
-
-def _answer_to(question: ThreadMessage, seconds: float = 30.0) -> ThreadMessage:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = ThreadMessage.objects.filter(in_reply_to=question, source="reviewer").first()
-        if found is not None:
-            return found
-        question.refresh_from_db()
-        assert not question.ask_error, question.ask_error
-        time.sleep(0.2)
-    raise AssertionError("the reviewer never answered")
 
 
 def test_a_question_on_github_is_answered_by_its_reviewer_and_posted_once_after_approval(
@@ -62,7 +50,7 @@ def test_a_question_on_github_is_answered_by_its_reviewer_and_posted_once_after_
         _reply(client, fake_github, asked, delivery=delivery)
 
     question = ThreadMessage.objects.get(space=space, github_comment_id=asked["id"])
-    reply = _answer_to(question)
+    reply = _wait_for_answer(question)
     assert reply.author_label == node.stream.name and reply.stream_id == node.stream_id
     assert reply.body == "The divisor on line 5 is a literal 0: every import fails."
     time.sleep(1.0)  # a second answer, if any delivery asked again, would be in by now
@@ -121,7 +109,7 @@ def test_where_the_workspace_allows_it_the_answer_goes_back_by_itself_once(
     asked = fake_github.reply_as("acme", "app", 42, _root(node), "@quorum really?", login="dev")
     for delivery in ("a-1", "a-1", "a-2"):
         _reply(client, fake_github, asked, delivery=delivery)
-    reply = _answer_to(ThreadMessage.objects.get(space=space, github_comment_id=asked["id"]))
+    reply = _wait_for_answer(ThreadMessage.objects.get(space=space, github_comment_id=asked["id"]))
     deadline = time.monotonic() + 10
     while reply.posted_at is None and time.monotonic() < deadline:
         time.sleep(0.2)
