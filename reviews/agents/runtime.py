@@ -833,7 +833,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         comment = tools.add_comment
 
         def add_comment(body: str, path: str | None = None, line: int | None = None) -> str:
-            """A markdown note or question that is not a finding, on a line if given."""
+            """A note or question that is not a finding."""
             return _guarded(state, "add_comment", lambda: comment(body=body, path=path, line=line))
 
         add("add_comment", _tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
@@ -842,7 +842,7 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
         ticket = tools.create_ticket
 
         def create_ticket(title: str, body: str) -> str:
-            """Propose a ticket for work outside this change (people decide)."""
+            """Propose a ticket for work outside this change."""
             return _guarded(state, "create_ticket", lambda: ticket(title=title, body=body))
 
         add("create_ticket", _tool(create_ticket, max_retries=TOOL_RETRIES, sequential=True))
@@ -856,15 +856,15 @@ def _code_tools(
     code: CodeTools, mode: ReviewMode, state: _RunState, *, diff_tool: bool = True
 ) -> list[Tool[Any]]:
     def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
-        """Read a head-version file, numbered, up to 400 lines a call."""
+        """A head-version file, numbered, 400 lines at most."""
         return _guarded(state, "read_file", lambda: code.read_file(path, start_line, end_line))
 
     def list_files(directory: str = ".", pattern: str | None = None) -> str:
-        """List files under a directory, optionally matching a glob."""
+        """List files, optionally matching a glob."""
         return _guarded(state, "list_files", lambda: code.list_files(directory, pattern))
 
     def grep(pattern: str, path: str | None = None, literal: bool = False) -> str:
-        """Search the repository (or a path) for a regex, or a substring if literal."""
+        """Search the code for a regex (a substring if literal)."""
         return _guarded(state, "grep", lambda: code.grep(pattern, path, literal))
 
     def get_diff(path: str | None = None) -> str:

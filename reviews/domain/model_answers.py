@@ -68,15 +68,17 @@ class LensBatchAnswer(_Answer):
 
 
 class CoveredArea(_Answer):
-    area: str = Field(min_length=1, description="a file, function or concern")
-    reviewed_no_issue: bool = Field(description="true: nothing to report there")
+    # The reviewers' system prompt says what an area is and when `reviewed_no_issue` holds:
+    # the schema, sent with every reviewer call, does not say it again.
+    area: str = Field(min_length=1)
+    reviewed_no_issue: bool
 
 
 class ReviewerClosing(_Answer):
     """What a reviewer examined: its statement of coverage (finding nothing is a result)."""
 
     summary: str = Field(min_length=1, description="one short paragraph")
-    covered: list[CoveredArea] = Field(description="every area you examined")
+    covered: list[CoveredArea]
 
 
 class RequirementRow(_Answer):

@@ -303,16 +303,15 @@ def node_view_from_payload(
 # it says what a model could not guess from the names and enums and no more. The full rules are
 # enforced by `parse_node_payload`, whose rejections say what to correct.
 _TERSE = {
+    # What the system prompt and the brief already say (head-version lines, `map_anchor`, the
+    # requirements rules) is not repeated here: this goes out with every reviewer call.
     "priority": "P0 critical … P3 nit",
-    "anchor": "head-version lines; omit for a PR-wide finding",
+    "anchor": "omit for a PR-wide finding",
     "anchor.side": "LEFT = base version",
-    "fix.replacement_lines": "exact lines replacing the anchored ones",
-    "fix.fix_prompt": "instructions for a coding agent",
+    "fix.replacement_lines": "replace the anchored lines",
+    "fix.fix_prompt": "for a coding agent",
     "confidence": "0 to 1",
     "title": f"at most {TITLE_MAX} characters",
-    "body": "markdown",
-    "map_anchor": "a map: id from the brief",
-    "requirement_gap": "requirements findings only",
     "triage.functional_effect": "false when no behaviour changes",
 }
 

@@ -121,7 +121,25 @@ def _finding_text(node: ReviewNode) -> str:
     # A line that is only a documentation link (an analyzer's "Details: https://…") tells a
     # lens nothing it can use: it cannot follow it.
     body = re.sub(r"\n{3,}", "\n\n", _LINK_LINE.sub("", node.body)).strip()
-    return f"{node.title}\n{node.type}, {node.priority}, {node.category}, {where}\n{body}"
+    return f"{node.title}\n{node.type}, {node.priority}, {node.category}, {where}\n" + _unrepeated(
+        body, node.title
+    )
+
+
+_CODE_PREFIX = re.compile(r"^[A-Z]+[0-9]+: ")
+
+
+def _unrepeated(body: str, title: str) -> str:
+    """`body` without the title's sentence when it repeats it (an analyzer's "B404: X" over
+    "bandit `B404` (blacklist): X (CWE-78)"): the lens reads it once, on the title line."""
+    sentence = _CODE_PREFIX.sub("", title).strip()
+    if len(sentence) < 20 or sentence not in body:
+        return body
+    return (
+        body.replace(f": {sentence}", "", 1)
+        if f": {sentence}" in body
+        else body.replace(sentence, "", 1).strip()
+    )
 
 
 def findings_prompt(group: list[tuple[str, ReviewNode]], code: Mapping[str, str]) -> str:
