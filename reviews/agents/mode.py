@@ -14,7 +14,7 @@ from collections import Counter
 #: Tools that record review output. They write only into the reviewer's own stream
 #: (docs/domain-rules.md#review-spaces-and-streams).
 FINDING_TOOLS = frozenset(
-    {"add_review_node", "confirm_review_node", "list_review_nodes", "add_comment", "create_ticket"}
+    {"add_review_node", "confirm_review_node", "list_review_nodes", "add_note"}
 )
 #: Read-only code tools over the space's worktree (`reviews.agents.codetools`).
 CODE_TOOLS = frozenset({"read_file", "list_files", "grep", "get_diff"})
@@ -22,8 +22,8 @@ ALLOWED_TOOLS = FINDING_TOOLS | CODE_TOOLS
 
 _REFUSAL = (
     "Refused: `{tool}` is not available. This is review mode: you may read the code "
-    "(read_file, list_files, grep, get_diff) and record findings, comments, tickets and peer "
-    "confirmations, nothing else - no shell, no writes, no network, no merges or deploys. "
+    "(read_file, list_files, grep, get_diff) and record findings, notes (comments, tickets) and "
+    "peer confirmations, nothing else - no shell, no writes, no network, no merges or deploys. "
     "Finish the review with the tools you have and leave any action to people."
 )
 

@@ -114,6 +114,9 @@ def reviewer_role_brief(
     dimension_line = f"Your dimension: {DIMENSION_FOCUS.get(profile.dimension, profile.dimension)}."
     if profile.dimension == "requirements":
         parts = ["## Your role", opening, dimension_line, REQUIREMENTS_RULES.rstrip()]
+    elif profile.brief:
+        # A reviewer with a brief (security, performance) is told its dimension by the brief.
+        parts = ["## Your role", opening, focus]
     else:
         parts = ["## Your role", opening, f"{dimension_line} {focus}"]
     if profile.base_agent and profile.base_agent != profile.dimension:

@@ -193,6 +193,7 @@ class ReviewTools:
     - list_review_nodes()
     - add_comment(body: str, path: str | None, line: int | None)
     - create_ticket(title: str, body: str)
+    The model is offered the last two as one tool, `add_note`, its `kind` saying which.
     """
 
     add_review_node: ToolImpl | None = None
@@ -829,23 +830,30 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
             "list_review_nodes", _tool(list_review_nodes, max_retries=TOOL_RETRIES, sequential=True)
         )
 
-    if tools.add_comment is not None:
-        comment = tools.add_comment
+    if tools.add_comment is not None or tools.create_ticket is not None:
+        comment, ticket = tools.add_comment, tools.create_ticket
 
-        def add_comment(body: str, path: str | None = None, line: int | None = None) -> str:
-            """A note or question that is not a finding."""
-            return _guarded(state, "add_comment", lambda: comment(body=body, path=path, line=line))
+        # Comments and tickets are one tool: two schemas with every reviewer call cost twice
+        # what one with a `kind` does, and a model tells the two apart by it as well.
+        def add_note(
+            kind: Literal["comment", "ticket"],
+            body: str,
+            title: str | None = None,
+            path: str | None = None,
+            line: int | None = None,
+        ) -> str:
+            """Not a finding: a comment (on a line if given), or a titled ticket for later work."""
+            if kind == "ticket":
+                if ticket is None:
+                    raise ModelRetry("Tickets are not available in this run.")
+                if not (title or "").strip():
+                    raise ModelRetry("A ticket needs a title.")
+                return _guarded(state, "add_note", lambda: ticket(title=title, body=body))
+            if comment is None:
+                raise ModelRetry("Comments are not available in this run.")
+            return _guarded(state, "add_note", lambda: comment(body=body, path=path, line=line))
 
-        add("add_comment", _tool(add_comment, max_retries=TOOL_RETRIES, sequential=True))
-
-    if tools.create_ticket is not None:
-        ticket = tools.create_ticket
-
-        def create_ticket(title: str, body: str) -> str:
-            """Propose a ticket for work outside this change."""
-            return _guarded(state, "create_ticket", lambda: ticket(title=title, body=body))
-
-        add("create_ticket", _tool(create_ticket, max_retries=TOOL_RETRIES, sequential=True))
+        add("add_note", _tool(add_note, max_retries=TOOL_RETRIES, sequential=True))
 
     if tools.code is not None:
         registered.extend(_code_tools(tools.code, mode, state, diff_tool=tools.diff_tool))

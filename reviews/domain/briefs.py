@@ -51,6 +51,26 @@ def one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def nested_symbols(symbols: Sequence[str]) -> str:
+    """Dotted names with each one's members after it, named once: "shop.views (delete_order_view,
+    search_view)" for shop.views, shop.views.delete_order_view and shop.views.search_view."""
+    parent: dict[str, str] = {}
+    for name in symbols:
+        owners = [o for o in symbols if o != name and name.startswith(o + ".")]
+        if owners:
+            parent[name] = max(owners, key=len)
+
+    def shown(name: str) -> str:
+        members = [m[len(name) + 1 :] for m in symbols if parent.get(m) == name]
+        return f"{name} ({', '.join(shown_member(name, m) for m in members)})" if members else name
+
+    def shown_member(owner: str, member: str) -> str:
+        full = f"{owner}.{member}"
+        return shown(full)[len(owner) + 1 :]
+
+    return ", ".join(shown(name) for name in symbols if name not in parent)
+
+
 def build_brief(
     *,
     what_changed: str,

@@ -30,14 +30,15 @@ class LensAnswer(_Answer):
     verdict: Literal["real", "false_positive"] = Field(
         description="real: the defect exists and matters"
     )
-    severity: Literal["critical", "high", "medium", "low"] = Field(description="if real")
-    reason: str = Field(min_length=1, description="one sentence")
+    # The lenses' system prompt says severity is "if real" and the reason one sentence.
+    severity: Literal["critical", "high", "medium", "low"]
+    reason: str = Field(min_length=1)
 
 
 class LensBatchEntry(LensAnswer):
     """One verification lens on one finding of a group, named by its ref."""
 
-    ref: str = Field(min_length=1, description="F1, F2 … as given")
+    ref: str = Field(min_length=1)
 
 
 def _entry_schema() -> dict[str, Any]:
@@ -61,10 +62,7 @@ class LensBatchAnswer(_Answer):
     # Entries are read one by one (reviews/domain/lens_answers.py `lens_batch`): an invalid
     # entry costs its own finding's verdict, not its neighbours', so the answer as a whole only
     # needs to be a list. The schema the model sees still names every field of an entry.
-    verdicts: list[Any] = Field(
-        description="one per ref",
-        json_schema_extra={"items": _entry_schema()},
-    )
+    verdicts: list[Any] = Field(json_schema_extra={"items": _entry_schema()})
 
 
 class CoveredArea(_Answer):
@@ -111,8 +109,9 @@ class CriticAnswer(_Answer):
 
 class WalkthroughStep(_Answer):
     title: str = Field(min_length=1)
-    paths: list[str] = Field(description="the changed files it reads")
-    explanation: str = Field(min_length=1, description="what this part does")
+    # The lead's system prompt says what a step's paths and explanation are.
+    paths: list[str]
+    explanation: str = Field(min_length=1)
 
 
 class Walkthrough(_Answer):

@@ -79,9 +79,8 @@ def critic_brief(
     parts = [
         "What the review knows about the change: " + json.dumps(facts),
         # The system prompt says what the markers mean: no notice before the blocks.
-        untrusted_block(
-            json.dumps(from_the_change, indent=1), label="change_summary", notice=False
-        ),
+        # One line, like the facts: indentation costs tokens and tells the critic nothing.
+        untrusted_block(json.dumps(from_the_change), label="change_summary", notice=False),
     ]
     if pr.body:
         parts.append(untrusted_block(pr.body, label="pull_request_description", notice=False))

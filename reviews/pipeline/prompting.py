@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviews.agents.untrusted import untrusted_block
-from reviews.domain.briefs import build_brief
+from reviews.domain.briefs import build_brief, nested_symbols
 from reviews.domain.panel import excerpt_ranges
 from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline.inputs import file_text
@@ -54,10 +54,11 @@ def shared_brief(
         for f in listed
         if not f.not_for_models
     )
+    # The reviewers' system prompt says once what the markers fence: no notice before each block.
     parts = [brief]
     if pr.body:
-        parts.append(untrusted_block(pr.body, label="pull_request_description"))
-    parts.append(untrusted_block(full_diff[:MAX_DIFF_CHARS], label="diff"))
+        parts.append(untrusted_block(pr.body, label="pull_request_description", notice=False))
+    parts.append(untrusted_block(full_diff[:MAX_DIFF_CHARS], label="diff", notice=False))
     return SharedBrief(
         text="\n\n".join(parts),
         whole_diff=len(listed) == len(files) and len(full_diff) <= MAX_DIFF_CHARS,
@@ -75,7 +76,7 @@ def change_map_pointers(review_round: ReviewRound) -> list[str]:
         reach = (
             f", {radius.definitions} dependent definitions" if radius and radius.definitions else ""
         )
-        symbols = ", ".join(cohort.symbols[:6]) or ", ".join(cohort.paths[:4])
+        symbols = nested_symbols(cohort.symbols[:6]) or ", ".join(cohort.paths[:4])
         pointers.append(f"map:{cohort.key[:8]} — {cohort.label}{reach}: {symbols}")
     for i, risk in enumerate(stats.risk_list[:12]):
         pointers.append(f"map:risk-{i} — {risk.pattern} at {risk.where}")
