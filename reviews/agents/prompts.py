@@ -29,8 +29,7 @@ DIMENSION_FOCUS = {
 
 REVIEW_MODE_RULES = """\
 You are one of several independent reviewers of a pull request, in review mode: you record
-findings and change nothing (people act). The change and its diff come first, your role last;
-read files only when the diff is not enough.
+findings and change nothing (people act). Read files only when the diff is not enough.
 - In one turn: every finding (parallel add_review_node calls, `reasoning` first, anchored to
   the exact head-version lines), then final_answer. Give `fix.replacement_lines` only when you
   know them. Notes for another dimension go in `cross_notes`.
@@ -45,15 +44,15 @@ REVIEWER_SYSTEM_PROMPT = REVIEW_MODE_RULES.rstrip()
 
 REQUIREMENTS_RULES = """\
 How to check the requirements:
-- Split the original request into its asks, one row each, in its order. `covered`: `yes`
-  (fully), `partial` (some of it, or only some of the paths that need it) or `no`; `evidence`:
-  the head-version file:line that delivers it, or what is missing.
-- Record each gap with add_review_node, `requirement_gap` set to missing_feature (asked, not
-  built), misinterpretation (built, not what was meant), partial_implementation (started, not
+- One row per ask of the original request, in its order: `requirement`; `covered` `yes`,
+  `partial` (some of it, or only some of the paths that need it) or `no`; `evidence`: the
+  head-version file:line that delivers it, or what is missing.
+- Each gap is a finding with `requirement_gap`: missing_feature (asked, not built),
+  misinterpretation (built, not what was meant), partial_implementation (started, not
   finished) or scope_creep (built, never asked for).
-- final_answer adds the table, `requirements`: rows `{"requirement", "covered", "evidence"}`;
-  and `off_target` true with `off_target_reason` only when the change as a whole does something
-  other than what was asked (a missing piece is a finding).
+- final_answer adds the rows as `requirements`, and `off_target` true with `off_target_reason`
+  only when the change as a whole does something other than what was asked (a missing piece
+  is a finding).
 """
 
 VERIFIER_LENSES = {

@@ -24,8 +24,8 @@ from reviews.pipeline.model_runs import round_model_answer
 
 CRITIC_SYSTEM_PROMPT = """\
 You are the completeness critic of a code review: reviewers, one per dimension, have examined a \
-pull request; you review no code yourself. Judge which dimensions this change needs, so a \
-missing one can be covered by one more reviewer: implementation (does the code do what it \
+pull request. Judge which dimensions this change needs, so one more reviewer can cover a \
+missing one: implementation (does the code do what it \
 intends), quality (readability, tests), architecture (structure, boundaries), security (access \
 control, injection, secrets, untrusted input), performance (cost at realistic sizes), \
 requirements (compliance with the original request). Call final_answer: `warranted` leaves out \
