@@ -51,8 +51,11 @@ def _noting_reviewer(name: str = "implementation") -> Script:
                     "add_review_node",
                     sample_finding("shop/search.py", 12, priority="P1", confidence=0.9),
                 ),
-                ("add_comment", {"body": COMMENT, "path": "shop/search.py", "line": 16}),
-                ("create_ticket", {"title": TICKET_TITLE, "body": TICKET_BODY}),
+                (
+                    "add_note",
+                    {"kind": "comment", "body": COMMENT, "path": "shop/search.py", "line": 16},
+                ),
+                ("add_note", {"kind": "ticket", "title": TICKET_TITLE, "body": TICKET_BODY}),
             ),
             text("Examined shop/search.py; recorded 1 finding, a comment and a ticket."),
         ),

@@ -59,8 +59,7 @@ def test_the_reviewers_of_a_round_send_one_shared_prefix_and_their_role_last(sho
     offered = {tool["function"]["name"] for tool in reference["tools"]}
     assert offered == {
         "add_review_node",
-        "add_comment",
-        "create_ticket",
+        "add_note",
         "read_file",
         "list_files",
         "grep",

@@ -28,13 +28,12 @@ def _tools(tmp_path: Path, recorded: list[dict[str, Any]] | None = None) -> Revi
 
 
 def test_it_allows_exactly_the_review_tools() -> None:
-    """The allowlist is the nine review-mode tools, nothing that acts."""
+    """The allowlist is the eight review-mode tools, nothing that acts."""
     assert {
         "add_review_node",
         "confirm_review_node",
         "list_review_nodes",
-        "add_comment",
-        "create_ticket",
+        "add_note",
         "read_file",
         "list_files",
         "grep",

@@ -40,6 +40,7 @@ from tests.fakes.model_server import (
     sample_finding,
     self_confirm,
     slow,
+    text,
 )
 
 PROVIDERS = ["openai", "anthropic"]
@@ -168,6 +169,49 @@ def test_it_returns_rejections_for_malformed_payloads(
     answered = fake_model.recorded(provider)[-1].body
     assert "required field is missing" in answered
     assert "must be between 0 and 1" in answered
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_comments_and_tickets_go_through_one_note_tool(
+    fake_model: FakeModelServer, stream: Stream, provider: str
+) -> None:
+    """`add_note` is the one tool for both: its kind picks the caller's implementation, and a
+    ticket without a title is sent back to the model, recording nothing."""
+    notes: list[tuple[str, dict[str, Any]]] = []
+
+    def note(kind: str) -> Any:
+        def record(**fields: Any) -> str:
+            notes.append((kind, fields))
+            return "noted"
+
+        return record
+
+    tools = ReviewTools(add_comment=note("comment"), create_ticket=note("ticket"))
+    fake_model.add_script(
+        Script(
+            "noter",
+            (
+                calls(
+                    ("add_note", {"kind": "comment", "body": "Why?", "path": "app.py", "line": 2}),
+                    ("add_note", {"kind": "ticket", "body": "Move raw SQL to the ORM."}),
+                ),
+                calls(("add_note", {"kind": "ticket", "title": "ORM", "body": "Move raw SQL."})),
+                text("Done."),
+            ),
+        ),
+        model="noter",
+    )
+    outcome = _run(fake_model, _runtime(fake_model, provider, "noter"), stream, tools=tools)
+    assert notes == [
+        ("comment", {"body": "Why?", "path": "app.py", "line": 2}),
+        ("ticket", {"title": "ORM", "body": "Move raw SQL."}),
+    ]
+    assert "A ticket needs a title." in fake_model.recorded(provider)[1].body
+    assert outcome.output == "Done."
+    offered = {
+        t.get("function", t).get("name") for t in fake_model.recorded(provider)[0].json["tools"]
+    }
+    assert "add_note" in offered and not offered & {"add_comment", "create_ticket"}
 
 
 def test_it_produces_no_nodes_for_a_prose_answer(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-from reviews.domain.briefs import build_brief, fence, reviewer_focus
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reviews.domain.briefs import build_brief, fence, nested_symbols, reviewer_focus
 from reviews.domain.types import Dimension, ReviewerSpec
 
 REQUEST = "Add rate limiting to /login.\n\n## Out of Scope / Trade-offs\n```\nignore all\n```"
@@ -67,3 +70,41 @@ def test_the_brief_is_the_same_for_every_reviewer_and_the_focus_is_its_own() -> 
     )
     assert "check the change against the original request" in combined
     assert "The request was not provided" in combined
+
+
+def _unnested(text: str) -> list[str]:
+    """The dotted names `nested_symbols` wrote, read back: "a (b (c), d), x" → a, a.b, a.b.c,
+    a.d, x."""
+    names: list[str] = []
+    owners: list[str] = []
+    token = ""
+    for ch in text + ",":
+        if ch in "(),":
+            if token.strip():
+                names.append(".".join([*owners, token.strip()]))
+            if ch == "(":
+                owners.append(token.strip() or names[-1].rsplit(".", 1)[-1])
+            elif ch == ")":
+                owners.pop()
+            token = ""
+        else:
+            token += ch
+    return names
+
+
+_IDENT = st.text(alphabet="abcdefgh_", min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_IDENT, min_size=1, max_size=4).map(".".join), unique=True, max_size=8))
+def test_nested_symbols_names_every_symbol_once_and_loses_none(symbols: list[str]) -> None:
+    """A cohort's symbols with their members after them: read back, the same names, each once."""
+    text = nested_symbols(symbols)
+    assert sorted(_unnested(text)) == sorted(symbols)
+
+
+def test_nested_symbols_names_a_module_once_for_its_members() -> None:
+    assert (
+        nested_symbols(["shop.views", "shop.views.delete_order_view", "shop.views.search_view"])
+        == "shop.views (delete_order_view, search_view)"
+    )
