@@ -616,7 +616,7 @@ def spaces_for_list(
 
 @dataclass(frozen=True)
 class ReviewerComment:
-    """A comment a reviewer left with `add_comment`: not a finding, shown as it was written."""
+    """A comment a reviewer left with `add_note`: not a finding, shown as it was written."""
 
     reviewer: str
     stream: str
