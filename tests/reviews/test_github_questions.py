@@ -55,11 +55,11 @@ def test_a_question_on_github_is_answered_by_its_reviewer_and_posted_once_after_
     assert reply.body == "The divisor on line 5 is a literal 0: every import fails."
     time.sleep(1.0)  # a second answer, if any delivery asked again, would be in by now
     assert ThreadMessage.objects.filter(space=space, subject=f"node:{node.pk}").count() == 2
-    requests = [r for r in fake_model.recorded() if ASKED in r.body]
-    assert len(requests) == 1
-    prompt = json.dumps(json.loads(requests[0].body)["messages"])
-    assert "why is this a P0?" in prompt and "Division by zero" in prompt
+    # One question, one agent run (a loaded machine may make its client retry a request).
     assert ModelCall.objects.filter(round=node.round, role="ask").count() == 1
+    requests = [r for r in fake_model.recorded() if ASKED in r.body]
+    prompt = json.dumps(json.loads(requests[-1].body)["messages"])
+    assert "why is this a P0?" in prompt and "Division by zero" in prompt
     # The workspace wants approval and nobody here asked yet: nothing went to GitHub.
     assert not fake_github.requests_to("POST", REPLIES) and not ApprovalRequest.objects.exists()
 
@@ -126,4 +126,4 @@ def test_where_the_workspace_allows_it_the_answer_goes_back_by_itself_once(
     )
     time.sleep(1.0)
     assert len(fake_github.requests_to("POST", REPLIES)) == 1
-    assert len([r for r in fake_model.recorded() if ASKED in r.body]) == 1
+    assert ModelCall.objects.filter(round=node.round, role="ask").count() == 1
