@@ -4,6 +4,7 @@ narrowed retry, and what the run recorded."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -190,6 +191,24 @@ def reviewer_profile(
     )
 
 
+@dataclass(frozen=True)
+class ReviewerReads:
+    """What a model reviewer reads of its workspace and repository: the reviewers' settings (by
+    key) and the memory hints. Reviewers claimed together (run_inline) share one read of each
+    instead of two statements apiece; a reviewer run alone reads its own."""
+
+    configs: dict[str, ReviewerConfig]
+    memory: tuple[str, ...]
+
+    @classmethod
+    def of(cls, stream: ReviewerStream) -> ReviewerReads:
+        workspace = stream.round.space.workspace_id
+        return cls(
+            configs={c.key: c for c in ReviewerConfig.objects.filter(workspace_id=workspace)},
+            memory=tuple(memory_hints(stream)),
+        )
+
+
 def _model_streams(review_round: ReviewRound, stream: ReviewerStream) -> int:
     """How many model reviewers share the round's budget: those prepare created (named in the
     round's stats, read with the step: no query), and a follow-up reviewer, created after them,
@@ -201,7 +220,10 @@ def _model_streams(review_round: ReviewRound, stream: ReviewerStream) -> int:
     return models + (stream.name not in prepared)
 
 
-def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
+def run_model_reviewer(
+    stream: ReviewerStream, reads: ReviewerReads | None = None
+) -> dict[str, Any]:
+    """`reads`: the settings and memory read for the reviewers claimed with this one."""
     review_round = stream.round
     if stream.dimension == t.Dimension.REQUIREMENTS and not review_round.original_request.strip():
         # Without the request there is nothing to check against. That blocks the process, not
@@ -210,7 +232,10 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
         stream_transition(stream, StreamState.SKIPPED, error=PROCESS_BLOCK)
         return {"state": "process_block"}
     workspace = review_round.space.workspace
-    config = ReviewerConfig.objects.filter(workspace=workspace, key=config_key(stream)).first()
+    if reads is None:
+        config = ReviewerConfig.objects.filter(workspace=workspace, key=config_key(stream)).first()
+    else:
+        config = reads.configs.get(config_key(stream))
     if config is not None and not config.enabled:
         # The prepare stage leaves a disabled reviewer out; a follow-up of its dimension, or a
         # setting changed since, must not reach the model either.
@@ -245,6 +270,7 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
     facts = review_round.facts
     checks_requirements = facts is not None and stream.name in (facts.requirements_check or ())
     profile = reviewer_profile(stream, config, requirements_check=checks_requirements)
+    memory = memory_hints(stream) if reads is None else list(reads.memory)
     runtime = ModelRuntime(model)
     role = CallRole.FOLLOWUP if stream.name.startswith("followup-") else CallRole.REVIEWER
     last_error = ""
@@ -265,7 +291,7 @@ def run_model_reviewer(stream: ReviewerStream) -> dict[str, Any]:
                 shared_prompt=shared.text,
                 user_prompt=reviewer_role_brief(
                     profile,
-                    memory_hints=memory_hints(stream),
+                    memory_hints=memory,
                     narrowed=narrowed,
                     request_given=bool(review_round.original_request.strip()),
                 ),

@@ -9,16 +9,19 @@ from typing import Any
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.analyzer_runs import ANALYZERS, run_analyzer
-from reviews.pipeline.model_runs import run_model_reviewer
+from reviews.pipeline.model_runs import ReviewerReads, run_model_reviewer
 from reviews.pipeline.panel_runs import verify_group
 from reviews.services.streams import stream_transition
 
 __all__ = ["ANALYZERS", "run_stream", "verify_group"]
 
 
-def run_stream(stream: ReviewerStream, *, fresh: bool = False) -> dict[str, Any]:
+def run_stream(
+    stream: ReviewerStream, *, fresh: bool = False, reads: ReviewerReads | None = None
+) -> dict[str, Any]:
     """`fresh`: the stream was just read with its round, space, workspace and repository (a
-    step's runner reads them with the step); otherwise they are read here."""
+    step's runner reads them with the step); otherwise they are read here. `reads`: the
+    reviewers' settings and memory, read once for the steps claimed with this one."""
     if not (fresh and ReviewerStream.round.is_cached(stream)):
         stream = ReviewerStream.objects.select_related(
             "round__space__workspace", "round__space__pull_request__repository"
@@ -30,4 +33,4 @@ def run_stream(stream: ReviewerStream, *, fresh: bool = False) -> dict[str, Any]
     stream_transition(stream, StreamState.RUNNING, attempts=stream.attempts + 1)
     if stream.kind == ReviewerStream.Kind.ANALYZER:
         return run_analyzer(stream)
-    return run_model_reviewer(stream)
+    return run_model_reviewer(stream, reads)

@@ -31,6 +31,7 @@ from reviews.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
+from reviews.pipeline.model_runs import ReviewerReads
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
 from reviews.services.rounds import round_transition
 
@@ -316,8 +317,11 @@ def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
         _run_claimed(step, dispatch=dispatch)
 
 
-def _run_claimed(step: PipelineStep, *, dispatch: Dispatch) -> None:
-    """Run a step this worker claimed, and record its outcome."""
+def _run_claimed(
+    step: PipelineStep, *, dispatch: Dispatch, reads: ReviewerReads | None = None
+) -> None:
+    """Run a step this worker claimed, and record its outcome. `reads`: what was read once for
+    the steps claimed with it (stages.shared_step_reads)."""
     step_id = step.pk
     attempt = step.attempts  # the claim's token: ours until the lease we just took lapses
     if step.round.state not in OPEN_STATES:
@@ -325,7 +329,7 @@ def _run_claimed(step: PipelineStep, *, dispatch: Dispatch) -> None:
         return
     try:
         with _heartbeat(partial(_renew_step, step_id, attempt), f"lease-{step_id}"):
-            result = stages.STEP_RUNNERS[step.stage](step)
+            result = stages.STEP_RUNNERS[step.stage](step, reads)
     except CONNECTION_ERRORS:
         _release_step(step_id, attempt)
         raise
@@ -507,9 +511,9 @@ def run_inline(
         if kind != "advance":
             dispatch(kind, object_id)
 
-    def step_in_thread(step: PipelineStep) -> None:
+    def step_in_thread(step: PipelineStep, reads: ReviewerReads | None) -> None:
         try:
-            _run_claimed(step, dispatch=step_dispatch)
+            _run_claimed(step, dispatch=step_dispatch, reads=reads)
         finally:
             connections.close_all()
 
@@ -519,8 +523,11 @@ def run_inline(
             batch, queue[:] = list(queue), []
             steps = [object_id for kind, object_id in batch if kind == "step"]
             # The batch's steps are claimed and read together (two statements, not two each),
-            # then run side by side as their own tasks would.
-            for _ in pool.map(step_in_thread, _claim_steps(steps) if steps else []):
+            # and so are the reviewers' settings; then they run side by side as their own
+            # tasks would.
+            claimed = _claim_steps(steps) if steps else []
+            shared = stages.shared_step_reads(claimed)
+            for _ in pool.map(step_in_thread, claimed, [shared.get(s.pk) for s in claimed]):
                 pass
             if any(kind == "advance" for kind, _ in batch) or steps:
                 advance(round_id, dispatch=dispatch)

@@ -5,7 +5,7 @@ Every handler is idempotent: a coordinator or step re-run after a crash does no 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db.models import Exists, OuterRef
@@ -14,6 +14,7 @@ from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import budget_runs, reviewer_runs
 from reviews.pipeline.lead_runs import lead_walkthrough
+from reviews.pipeline.model_runs import ReviewerReads
 from reviews.pipeline.stage_critic import critic
 from reviews.pipeline.stage_finalise import finalise, token_axes_record
 from reviews.pipeline.stage_prepare import changed_files, prepare
@@ -70,14 +71,35 @@ def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
     )
 
 
-def run_reviewer_step(step: PipelineStep) -> dict[str, Any]:
+def run_reviewer_step(step: PipelineStep, reads: ReviewerReads | None = None) -> dict[str, Any]:
     if step.stream is None:
         raise ValueError(f"reviewer step {step.pk} has no stream")
     # The step was read with its stream and its round (and the round's space, workspace and
     # repository) the moment it was claimed: the stream's run needs no second read.
     stream = step.stream
     stream.round = step.round
-    return reviewer_runs.run_stream(stream, fresh=True)
+    return reviewer_runs.run_stream(stream, fresh=True, reads=reads)
+
+
+def shared_step_reads(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]:
+    """For steps claimed together, by step: the model reviewers' settings and memory hints,
+    read once per round rather than by each reviewer (two statements apiece)."""
+    reviewers = [
+        s
+        for s in steps
+        if s.stage in REVIEWER_STAGES
+        and s.stream is not None
+        and s.stream.kind == ReviewerStream.Kind.MODEL
+    ]
+    if len(reviewers) < 2:
+        return {}  # one reviewer reads its own, no more than the shared read would
+    reads: dict[int, ReviewerReads] = {}
+    for step in reviewers:
+        if step.round_id not in reads:
+            assert step.stream is not None
+            step.stream.round = step.round
+            reads[step.round_id] = ReviewerReads.of(step.stream)
+    return {s.pk: reads[s.round_id] for s in reviewers}
 
 
 # -- consolidate ----------------------------------------------------------------------------
@@ -165,7 +187,7 @@ def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
     )
 
 
-def run_panel_step(step: PipelineStep) -> dict[str, Any]:
+def run_panel_step(step: PipelineStep, reads: ReviewerReads | None = None) -> dict[str, Any]:
     ids = step.nodes or ([step.node_id] if step.node_id is not None else [])
     if not ids:
         raise ValueError(f"panel step {step.pk} has no node")
@@ -197,7 +219,9 @@ FANOUT = {
     "followup": create_followup_steps,
     "followup_panel": create_followup_panel_steps,
 }
-STEP_RUNNERS = {
+REVIEWER_STAGES = ("reviewers", "followup")
+#: A step's runner: the step, read when claimed, and what was read once for its batch.
+STEP_RUNNERS: dict[str, Callable[[PipelineStep, ReviewerReads | None], dict[str, Any]]] = {
     "reviewers": run_reviewer_step,
     "followup": run_reviewer_step,
     "panel": run_panel_step,
