@@ -830,14 +830,6 @@ def space_spent_tokens(space: ReviewSpace) -> int:
     return _tokens(ModelCall.objects.filter(round__space=space))
 
 
-def round_token_totals(review_round: ReviewRound) -> dict[str, int]:
-    """The round's `stats.tokens`: input and output over its ledger."""
-    sums = ModelCall.objects.filter(round=review_round).aggregate(
-        tokens_in=Coalesce(Sum("input_tokens"), 0), tokens_out=Coalesce(Sum("output_tokens"), 0)
-    )
-    return {"in": int(sums["tokens_in"]), "out": int(sums["tokens_out"])}
-
-
 def review_spend(
     space: ReviewSpace, review_round: ReviewRound | None
 ) -> tuple[Spend | None, Spend]:

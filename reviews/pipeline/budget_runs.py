@@ -2,7 +2,7 @@
 the plan at each decision point (reviews/domain/budget.py decides) and each run's cap.
 
 Spend is the round's ledger: every model call writes what it spent there, reviewers, lenses,
-critic and lead alike (`ModelCall`, reviews/selectors.py `round_spent_tokens`). A call planned
+critic and lead alike (`ModelCall`, read by `round_ledger`). A call planned
 but not made yet is reserved: its estimate counts as spent until the stage that makes it is
 done (`reserved_tokens`), so a decision taken in between never plans with tokens that call will
 take, and none counts them twice once the ledger has them.
@@ -11,14 +11,13 @@ take, and none counts them twice once the ledger has them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from django.db.models import F, IntegerField, Sum
+from django.db.models import Count, F, IntegerField, Q, Sum
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 
-from reviews import selectors
 from reviews.agents.token_count import count_tokens
 from reviews.domain import budget as b
 from reviews.domain.panel import PanelPlan
@@ -47,9 +46,33 @@ SHAPED_CALL_STAGES: tuple[tuple[CallRole, StageName], ...] = (
 _STAGE_ORDER: tuple[str, ...] = get_args(StageName)
 
 
-def round_spent_tokens(review_round: ReviewRound) -> int:
-    """The model tokens the round spent: its ledger."""
-    return selectors.round_spent_tokens(review_round)
+@dataclass(frozen=True)
+class Ledger:
+    """What a decision needs of the round's ledger, read in one statement: the tokens spent
+    (input and output) and which of the lead's and the critic's calls were made. A stage reads
+    it once for all its decisions: between them it makes no call."""
+
+    tokens_in: int
+    tokens_out: int
+    made: frozenset[CallRole]
+
+    @property
+    def spent(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+def round_ledger(review_round: ReviewRound) -> Ledger:
+    made = {role: Count("pk", filter=Q(role=role)) for role, _ in SHAPED_CALL_STAGES}
+    sums = ModelCall.objects.filter(round=review_round).aggregate(
+        tokens_in=Coalesce(Sum("input_tokens"), 0),
+        tokens_out=Coalesce(Sum("output_tokens"), 0),
+        **{role.value: count for role, count in made.items()},
+    )
+    return Ledger(
+        int(sums["tokens_in"]),
+        int(sums["tokens_out"]),
+        frozenset(role for role in made if sums[role.value]),
+    )
 
 
 def _stage_over(review_round: ReviewRound, stage: str) -> bool:
@@ -61,7 +84,7 @@ def _stage_over(review_round: ReviewRound, stage: str) -> bool:
     return current in _STAGE_ORDER and _STAGE_ORDER.index(current) > _STAGE_ORDER.index(stage)
 
 
-def reserved_tokens(review_round: ReviewRound) -> int:
+def reserved_tokens(review_round: ReviewRound, ledger: Ledger) -> int:
     """The estimates of the round's planned calls not made yet: the lead's and the critic's
     calls (when planned) until the ledger has them or their stage is over, and each panel
     stage's checks until that stage is over."""
@@ -70,11 +93,7 @@ def reserved_tokens(review_round: ReviewRound) -> int:
         return 0  # an ended round makes no more calls
     shaped = 0
     if report.shaped_calls:
-        made = set(
-            ModelCall.objects.filter(
-                round=review_round, role__in=[role for role, _ in SHAPED_CALL_STAGES]
-            ).values_list("role", flat=True)
-        )
+        made = ledger.made
         shaped = sum(
             role not in made and not _stage_over(review_round, stage)
             for role, stage in SHAPED_CALL_STAGES
@@ -109,9 +128,11 @@ def space_spent_tokens(space: ReviewSpace, *, exclude: ReviewRound | None = None
     return (ledger or 0) + _legacy_spent(rounds)
 
 
-def budget_left(review_round: ReviewRound) -> b.BudgetLeft:
+def budget_left(review_round: ReviewRound, ledger: Ledger | None = None) -> b.BudgetLeft:
+    """What the budgets have left; `ledger`: the round's, when the caller has read it."""
     workspace = review_round.space.workspace
-    round_used = round_spent_tokens(review_round) + reserved_tokens(review_round)
+    ledger = ledger if ledger is not None else round_ledger(review_round)
+    round_used = ledger.spent + reserved_tokens(review_round, ledger)
     pr_left = None
     if workspace.pr_token_budget is not None:
         pr_used = space_spent_tokens(review_round.space, exclude=review_round) + round_used
@@ -215,7 +236,8 @@ def plan_reviewers(
         )
     # The lead's walkthrough and the critic come later: reserved now, or, when the budgets
     # cannot pay for them, not made at all.
-    start = budget_left(review_round)
+    ledger = round_ledger(review_round)  # prepare makes no call: one read for its decisions
+    start = budget_left(review_round, ledger)
     shaped = start.left >= SHAPED_CALLS * b.SHAPED_CALL
     shaped_skips: list[BudgetSkip] = []
     if not shaped:
@@ -232,9 +254,9 @@ def plan_reviewers(
             for kind, label in SHAPED_CALL_LABELS
         ]
     _record(review_round, "prepare", [], shaped_calls=shaped)
-    plan = b.plan_within(budget_left(review_round), calls)
+    plan = b.plan_within(budget_left(review_round, ledger), calls)
     model_kept = [c for c in plan.kept if c.estimate > 0]
-    left = budget_left(review_round).left
+    left = budget_left(review_round, ledger).left
     _record(
         review_round,
         "prepare",
@@ -310,13 +332,14 @@ def plan_panel_checks(
         update={"panel_planned": {k: v for k, v in report.panel_planned.items() if k != stage}}
     )
     review_round.stats = review_round.stats.with_(budget=base)
-    plan = b.plan_within(budget_left(review_round), calls)
+    ledger = round_ledger(review_round)
+    plan = b.plan_within(budget_left(review_round, ledger), calls)
     _record(
         review_round,
         stage,
         plan.skipped,
         panel_planned={**base.panel_planned, stage: plan.estimate},
-        panel_room=max(budget_left(review_round).left - plan.estimate, 0),
+        panel_room=max(budget_left(review_round, ledger).left - plan.estimate, 0),
     )
     return plan
 
@@ -337,13 +360,14 @@ def plan_follow_up(review_round: ReviewRound, dimension: str, files: list[Change
     return not plan.skipped
 
 
-def record_spend(review_round: ReviewRound) -> None:
-    """The round's spend, for the report (finalise; the caller saves the stats)."""
+def record_spend(review_round: ReviewRound, ledger: Ledger) -> None:
+    """The round's spend, for the report (finalise, which read the ledger; the caller saves
+    the stats)."""
     if review_round.stats.budget is None:
         return
     report = _report(review_round)
     review_round.stats = review_round.stats.with_(
-        budget=report.model_copy(update={"spent": round_spent_tokens(review_round)})
+        budget=report.model_copy(update={"spent": ledger.spent})
     )
 
 

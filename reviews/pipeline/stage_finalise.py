@@ -13,7 +13,7 @@ from reviews.domain.round_stats import PanelOutcome
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import analyzer_runs, budget_runs, inputs
 from reviews.reporting import stream_dimension
-from reviews.selectors import node_view, round_token_totals
+from reviews.selectors import node_view
 from reviews.services import codeindex
 from reviews.services.flags import space_flag_check
 from reviews.services.verdicts import axes_record, round_finalise
@@ -125,6 +125,7 @@ def finalise(review_round: ReviewRound) -> None:
             result, details = codeindex.api_contract(review_round)
         axes.append((axis, result, "deterministic", details))
     axes_record(review_round=review_round, results=axes)
+    ledger = budget_runs.round_ledger(review_round)  # the stats' tokens and the budget's spend
     model_nodes = [
         n
         for n in nodes
@@ -136,7 +137,7 @@ def finalise(review_round: ReviewRound) -> None:
         if model_nodes
         else None,
         # Every model call of the round, from its ledger: reviewers, lenses, critic, lead.
-        tokens=round_token_totals(review_round),
+        tokens={"in": ledger.tokens_in, "out": ledger.tokens_out},
         panel=_panel_summary(review_round, rows),
         reviewers_failed=[s.name for s in streams if s.state == ReviewerStream.State.FAILED],
         # Model reviewers that closed without a structured statement: their findings stand,
@@ -149,7 +150,7 @@ def finalise(review_round: ReviewRound) -> None:
             and (s.closing is None or not s.closing.structured)
         ],
     )
-    budget_runs.record_spend(review_round)
+    budget_runs.record_spend(review_round, ledger)
     from reviews.services.rounds import round_transition
 
     with transaction.atomic():
