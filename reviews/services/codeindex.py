@@ -42,9 +42,10 @@ from workspaces.models import Repository
 log = logging.getLogger(__name__)
 
 
-def _stored(repository: Repository, sha: str) -> CodeIndex | None:
-    record = CodeIndexRecord.objects.filter(repository=repository, commit_sha=sha).first()
-    return CodeIndex.from_json(record.data) if record else None
+def _stored(repository: Repository, *shas: str) -> dict[str, CodeIndex]:
+    """The indexes stored for `shas` (one read for all), by commit."""
+    records = CodeIndexRecord.objects.filter(repository=repository, commit_sha__in=set(shas))
+    return {r.commit_sha: CodeIndex.from_json(r.data) for r in records}
 
 
 def _store(repository: Repository, sha: str, index: CodeIndex) -> None:
@@ -63,12 +64,12 @@ def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None
     """(base, head) indexes; base is None for GitHub rounds."""
     repository = review_round.space.pull_request.repository
     head_sha = review_round.head_sha
-    head = _stored(repository, head_sha)
     if repository.kind == Repository.Kind.LOCAL:
         source = LocalGitSource(repository.local_path)
         base_ref = review_round.base_sha or review_round.space.pull_request.base_ref
         diff = source.diff(base_ref, head_sha)
-        base = _stored(repository, diff.merge_base_sha)
+        stored = _stored(repository, head_sha, diff.merge_base_sha)
+        head, base = stored.get(head_sha), stored.get(diff.merge_base_sha)
         if base is None:
             base = build_index(files_at_commit(source, diff.merge_base_sha))
             _store(repository, diff.merge_base_sha, base)
@@ -81,6 +82,7 @@ def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None
             )
             _store(repository, head_sha, head)
         return base, head
+    head = _stored(repository, head_sha).get(head_sha)
     if head is None:
         head = build_index(files_in_directory(worktree))
         _store(repository, head_sha, head)
