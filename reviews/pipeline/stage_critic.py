@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from reviews.domain import types as t
 from reviews.domain.panel import CoverageGaps, coverage_gaps, warranted_dimensions
-from reviews.models import ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import budget_runs, critic_runs
+from reviews.models import ReviewerStream, ReviewRound
+from reviews.pipeline import budget_runs, critic_runs, round_reads
 from reviews.pipeline.stage_prepare import changed_files
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
@@ -19,7 +19,7 @@ from reviews.selectors import node_view
 def critic(review_round: ReviewRound) -> None:
     # Model reviewers only: an analyzer checks its rules, it does not review a dimension.
     # One read: the first pass's reviewers, and a follow-up a crashed run of this stage named.
-    models = list(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL))
+    models = [s for s in round_reads.streams(review_round) if s.kind == ReviewerStream.Kind.MODEL]
     streams = [s for s in models if not s.name.startswith("followup-")]
     ran = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.DONE}
     risks = review_round.stats.risk_list
@@ -36,12 +36,7 @@ def critic(review_round: ReviewRound) -> None:
             request_known=bool(review_round.original_request.strip()),
         )
 
-    nodes = [
-        node_view(n, [])
-        for n in ReviewNode.objects.filter(
-            round=review_round, duplicate_of__isnull=True
-        ).select_related("stream")
-    ]
+    nodes = [node_view(n, []) for n in round_reads.nodes(review_round) if n.duplicate_of_id is None]
     files = changed_files(review_round)
     paths = [f.path for f in files]
     hot_spots = {r.where.split(":")[0] for r in risks}
@@ -87,6 +82,7 @@ def critic(review_round: ReviewRound) -> None:
                 "kind": ReviewerStream.Kind.MODEL,
             },
         )
+        round_reads.forget(review_round)  # a stream more than the shared read has
     if facts is not None and follow_up is not None:
         review_round.facts = facts.model_copy(update={"followup": True})
     review_round.stats = review_round.stats.with_(

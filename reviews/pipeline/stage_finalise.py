@@ -11,7 +11,7 @@ from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_deta
 from reviews.domain.closings import coverage_statement
 from reviews.domain.round_stats import PanelOutcome
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import analyzer_runs, budget_runs, inputs
+from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
 from reviews.reporting import stream_dimension
 from reviews.selectors import node_view
 from reviews.services import codeindex
@@ -98,9 +98,10 @@ def token_axes(
 def finalise(review_round: ReviewRound) -> None:
     facts = review_round.facts
     fast_exit = facts is not None and facts.fast_exit
-    # Loaded once for the token axes, the test gap, the stats and the panel's summary.
-    streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
-    rows = list(ReviewNode.objects.filter(round=review_round).select_related("stream"))
+    # Loaded once for the token axes, the test gap, the stats and the panel's summary (or as
+    # the critic, just before in the same move, read them).
+    streams = round_reads.streams(review_round)
+    rows = round_reads.nodes(review_round)
     nodes = [node_view(n, []) for n in rows]
     # Every axis the finaliser records goes in one upsert.
     axes: list[AxisRow] = []

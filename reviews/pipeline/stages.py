@@ -12,7 +12,7 @@ from django.db.models import Exists, OuterRef
 
 from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import budget_runs, reviewer_runs
+from reviews.pipeline import budget_runs, reviewer_runs, round_reads
 from reviews.pipeline.lead_runs import lead_walkthrough
 from reviews.pipeline.model_runs import ReviewerReads
 from reviews.pipeline.stage_critic import critic
@@ -108,18 +108,21 @@ def shared_step_reads(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]
 def consolidate(
     review_round: ReviewRound, *, lead: Callable[[ReviewRound], Any] | None = lead_walkthrough
 ) -> None:
-    summary = round_consolidate(review_round=review_round)
+    read: list[ReviewNode] = []
+    summary = round_consolidate(review_round=review_round, nodes_out=read)
+    # What the lead pass just read and wrote, for its notes and tour and the panel's planning.
+    round_reads.keep_nodes(review_round, read, confirmations=True)
     counts = {
         s.name: {"accepted": s.accepted, "rejected": s.rejected} for s in review_round.streams.all()
     }
     review_round.stats = review_round.stats.with_(
         consolidation=summary,
         streams=counts,
-        cross_notes=round_route_notes(review_round=review_round),
+        cross_notes=round_route_notes(review_round=review_round, nodes=read),
         **(
             {}  # the follow-up pass keeps the lead's tour
             if lead is None and review_round.stats.walkthrough_steps
-            else walkthrough(review_round=review_round, lead=lead)
+            else walkthrough(review_round=review_round, lead=lead, nodes=read)
         ),
     )
     review_round.save(update_fields=["stats"])
@@ -145,11 +148,7 @@ def create_followup_panel_steps(review_round: ReviewRound) -> list[PipelineStep]
 
 
 def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
-    nodes = list(
-        ReviewNode.objects.filter(round=review_round)
-        .select_related("stream")
-        .prefetch_related("confirmations")
-    )
+    nodes = round_reads.nodes(review_round, confirmations=True)
     views = [node_view(n, list(n.confirmations.all())) for n in nodes]
     facts = review_round.facts
     mode = PanelMode(facts.panel_mode if facts else review_round.space.workspace.panel_mode)

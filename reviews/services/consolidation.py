@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import transaction
@@ -15,12 +15,16 @@ from reviews.models import ReviewNode, ReviewRound
 from reviews.selectors import node_view
 
 
-def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
+def round_consolidate(
+    *, review_round: ReviewRound, nodes_out: list[ReviewNode] | None = None
+) -> dict[str, int]:
     """Merge duplicates into canonical nodes crediting every reviewer; tag co-located,
     cross-referenced and conflicting findings; apply severity floors. Idempotent.
 
     Every node of the round takes part, whatever stream recorded it — model reviewers,
-    analyzers, the follow-up reviewer, CI — so it runs again before the verdict."""
+    analyzers, the follow-up reviewer, CI — so it runs again before the verdict. `nodes_out`
+    receives the nodes as written (each with its stream and confirmations), for a caller that
+    reads them next."""
     with transaction.atomic():
         nodes = {
             str(n.pk): n
@@ -76,6 +80,8 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
             for node in changed:
                 node.updated_at = now
             ReviewNode.objects.bulk_update(changed, [*fields, "updated_at"])
+    if nodes_out is not None:
+        nodes_out.extend(nodes.values())
     return {
         "demoted_duplicates": demoted,
         "co_located": len(result.co_located),
@@ -84,14 +90,19 @@ def round_consolidate(*, review_round: ReviewRound) -> dict[str, int]:
     }
 
 
-def round_route_notes(*, review_round: ReviewRound) -> dict[str, list[dict]]:
-    """Cross-reviewer notes grouped by the dimension they concern: routed, not dropped."""
+def round_route_notes(
+    *, review_round: ReviewRound, nodes: Iterable[ReviewNode] | None = None
+) -> dict[str, list[dict]]:
+    """Cross-reviewer notes grouped by the dimension they concern: routed, not dropped.
+    `nodes`: the round's, each with its stream, when the caller has read them."""
     routed: dict[str, list[dict]] = defaultdict(list)
-    for node in (
-        ReviewNode.objects.filter(round=review_round)
-        .select_related("stream")
-        .only("pk", "tags", "stream__agent")
-    ):
+    if nodes is None:
+        nodes = (
+            ReviewNode.objects.filter(round=review_round)
+            .select_related("stream")
+            .only("pk", "tags", "stream__agent")
+        )
+    for node in nodes:
         for note in node.tags.cross_notes or []:
             routed[note.dimension.value].append(
                 {"from": node.stream.agent, "node": node.pk, "note": note.note}
@@ -103,19 +114,26 @@ def walkthrough(
     *,
     review_round: ReviewRound,
     lead: Callable[[ReviewRound], list[TourStep] | None] | None = None,
+    nodes: Iterable[ReviewNode] | None = None,
 ) -> dict[str, Any]:
     """The round's walkthrough, as the stats keys to write. `lead` is the lead model's tour
     (reviews/pipeline/lead_runs.py), told the cohorts and the change, never the findings; when
     there is none, the deterministic tour: cohorts in reading order and how many findings each
-    has. It edits nothing and restates no finding."""
+    has. It edits nothing and restates no finding. `nodes`: the round's, when the caller has
+    read them."""
     steps = lead(review_round) if lead is not None else None
     if steps:
         return {"walkthrough_steps": steps}
     cohorts = review_round.stats.cohort_list
     counts: dict[str, int] = defaultdict(int)
-    for path in ReviewNode.objects.filter(
-        round=review_round, duplicate_of__isnull=True
-    ).values_list("path", flat=True):
+    paths = (
+        [n.path for n in nodes if n.duplicate_of_id is None]
+        if nodes is not None
+        else ReviewNode.objects.filter(round=review_round, duplicate_of__isnull=True).values_list(
+            "path", flat=True
+        )
+    )
+    for path in paths:
         counts[path or ""] += 1
     lines = []
     for i, cohort in enumerate(cohorts, start=1):
