@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import connections
@@ -29,7 +29,7 @@ from django.utils import timezone
 from reviews.domain.step_states import StepState, sources_of
 from reviews.events import emit
 from reviews.models import PipelineStep, ReviewRound
-from reviews.pipeline import stages
+from reviews.pipeline import round_reads, stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
 from reviews.pipeline.model_runs import ReviewerReads
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
@@ -77,13 +77,15 @@ def advance(round_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
         try:
             # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
             # sweeper would hand the round to a second coordinator meanwhile.
+            moved: Moved = "wait"
             with _heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
-                while _move(round_id, dispatch):
+                while (moved := _move(round_id, dispatch)) == "again":
                     pass
         finally:
             _release_round(round_id, token)
-        # A step that ended while we held the lease found it taken and left: look once more.
-        if not _stage_complete(round_id):
+        # A step that ended while we held the lease found it taken and left: look once more
+        # (a round this move ended has nothing left to look for).
+        if moved == "over" or not _stage_complete(round_id):
             return
 
 
@@ -163,33 +165,59 @@ def _stage_complete(round_id: int) -> bool:
     return not waiting
 
 
-def _move(round_id: int, dispatch: Dispatch) -> bool:
+#: What a move left: "again" (move once more), "wait" (for steps, or for nothing this
+#: coordinator can tell) or "over" (the round ended, as this move saw it).
+Moved = Literal["again", "wait", "over"]
+
+
+def _move(round_id: int, dispatch: Dispatch) -> Moved:
     """Move the stage machine as far as it goes without waiting: inline stages one after the
-    other, up to a fan-out stage's steps or the end. False when the round must wait or is over.
+    other, up to a fan-out stage's steps or the end.
 
     An inline stage that ends is recorded in `done_stages` by the same statement that enters
     the next stage (the round is not read again in between: this coordinator holds the lease,
     the stage handlers update `review_round` as they save it, and the statement is conditional
     on the round being open). A crash before that statement runs the stage again, as a crash
     before a separate write would."""
-    review_round = ReviewRound.objects.select_related(
-        "space__workspace", "space__pull_request__repository"
-    ).get(pk=round_id)
+    # Read with whether its stage has open steps: when it has none, a fan-out stage is over
+    # without a look at them.
+    open_steps = PipelineStep.objects.filter(round=OuterRef("pk"), stage=OuterRef("stage")).exclude(
+        state__in=TERMINAL_STEP_STATES
+    )
+    review_round = (
+        ReviewRound.objects.select_related("space__workspace", "space__pull_request__repository")
+        .annotate(steps_open=Exists(open_steps))
+        .get(pk=round_id)
+    )
+    # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
+    with round_reads.sharing(review_round):
+        return _move_on(review_round, dispatch)
+
+
+def _stopped(review_round: ReviewRound) -> Moved:
+    return "wait" if review_round.state in OPEN_STATES else "over"
+
+
+def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
+    round_id = review_round.pk
     if review_round.state not in OPEN_STATES or _timed_out(review_round):
-        return False
+        return _stopped(review_round)
     finished: str | None = None  # an inline stage done and not yet recorded
     if review_round.stage:
         current = _stage(review_round.stage)
         if current.kind == "fanout":
-            if _recover_steps(review_round, current, dispatch):
-                return False  # steps of the stage are still open
+            if getattr(review_round, "steps_open", True) and _recover_steps(
+                review_round, current, dispatch
+            ):
+                return "wait"  # steps of the stage are still open
         elif current.name not in review_round.done_stages:
             if not _run_inline(review_round, current):
-                return False
+                return _stopped(review_round)
             finished = current.name
     while True:
         if finished is not None and _timed_out(review_round):
-            return False  # checked again after each inline stage, as on every move before
+            # Checked again after each inline stage, as on every move before.
+            return _stopped(review_round)
         following = _next_stage(review_round)
         if finished in review_round.done_stages:
             finished = None
@@ -197,21 +225,21 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
         if following is None:
             if done is not None:
                 _record_done(review_round, done)
-            return False
+            return _stopped(review_round)
         # Conditional: a round superseded or cancelled since it was read keeps that state. A
         # round already running stays so: the stage's write below is conditional on it being
         # open.
         if review_round.state != ReviewRound.State.RUNNING and not round_transition(
             review_round, ReviewRound.State.RUNNING
         ):
-            return False
+            return _stopped(review_round)
         # done_stages written as it stands when no stage just ended: only this coordinator
         # writes it.
         if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
             stage=following.name,
             done_stages=done if done is not None else review_round.done_stages,
         ):
-            return False
+            return _stopped(review_round)
         review_round.stage = following.name
         if done is not None:
             review_round.done_stages, finished = done, None
@@ -220,9 +248,9 @@ def _move(round_id: int, dispatch: Dispatch) -> bool:
             created = stages.FANOUT[following.name](review_round)
             for step in created:
                 dispatch("step", step.pk)
-            return not created
+            return "wait" if created else "again"
         if not _run_inline(review_round, following):
-            return False
+            return _stopped(review_round)
         finished = following.name
 
 
