@@ -193,20 +193,20 @@ def reviewer_profile(
 
 @dataclass(frozen=True)
 class ReviewerReads:
-    """What a model reviewer reads of its workspace and repository: the reviewers' settings (by
-    key) and the memory hints. Reviewers claimed together (run_inline) share one read of each
-    instead of two statements apiece; a reviewer run alone reads its own."""
+    """What was done once for reviewers claimed together (run_inline) instead of by each:
+    their streams moved to running, their attempts counted (`started`, stream ids), and for the
+    model reviewers the workspace's reviewer settings by key and the memory hints (None: not
+    read, each reads its own)."""
 
-    configs: dict[str, ReviewerConfig]
-    memory: tuple[str, ...]
+    started: frozenset[int] = frozenset()
+    configs: dict[str, ReviewerConfig] | None = None
+    memory: tuple[str, ...] | None = None
 
-    @classmethod
-    def of(cls, stream: ReviewerStream) -> ReviewerReads:
+    @staticmethod
+    def settings_of(stream: ReviewerStream) -> tuple[dict[str, ReviewerConfig], tuple[str, ...]]:
         workspace = stream.round.space.workspace_id
-        return cls(
-            configs={c.key: c for c in ReviewerConfig.objects.filter(workspace_id=workspace)},
-            memory=tuple(memory_hints(stream)),
-        )
+        configs = ReviewerConfig.objects.filter(workspace_id=workspace)
+        return {c.key: c for c in configs}, tuple(memory_hints(stream))
 
 
 def _model_streams(review_round: ReviewRound, stream: ReviewerStream) -> int:
@@ -232,7 +232,7 @@ def run_model_reviewer(
         stream_transition(stream, StreamState.SKIPPED, error=PROCESS_BLOCK)
         return {"state": "process_block"}
     workspace = review_round.space.workspace
-    if reads is None:
+    if reads is None or reads.configs is None:
         config = ReviewerConfig.objects.filter(workspace=workspace, key=config_key(stream)).first()
     else:
         config = reads.configs.get(config_key(stream))
@@ -270,7 +270,7 @@ def run_model_reviewer(
     facts = review_round.facts
     checks_requirements = facts is not None and stream.name in (facts.requirements_check or ())
     profile = reviewer_profile(stream, config, requirements_check=checks_requirements)
-    memory = memory_hints(stream) if reads is None else list(reads.memory)
+    memory = memory_hints(stream) if reads is None or reads.memory is None else list(reads.memory)
     runtime = ModelRuntime(model)
     role = CallRole.FOLLOWUP if stream.name.startswith("followup-") else CallRole.REVIEWER
     last_error = ""

@@ -28,9 +28,10 @@ def run_stream(
         ).get(pk=stream.pk)
     if stream.state == ReviewerStream.State.DONE:
         return {"state": "done"}
-    # The attempt is counted from the row just read: the step's claim (a lease) lets one runner
-    # at a time read and count it, so no second read is needed to learn the number.
-    stream_transition(stream, StreamState.RUNNING, attempts=stream.attempts + 1)
+    if reads is None or stream.pk not in reads.started:
+        # The attempt is counted from the row just read: the step's claim (a lease) lets one
+        # runner at a time read and count it, so no second read is needed to learn the number.
+        stream_transition(stream, StreamState.RUNNING, attempts=stream.attempts + 1)
     if stream.kind == ReviewerStream.Kind.ANALYZER:
         return run_analyzer(stream)
     return run_model_reviewer(stream, reads)

@@ -1,6 +1,7 @@
 """What the coordinator read of a round during one move, shared by the stages it runs in that
 move (the lead pass and the panel's planning, the critic and the finaliser) instead of each
-reading the round's findings and streams again.
+reading the round's findings and streams again; and what an inline stage learned, written with
+the statement that records it done.
 
 Sharing is on only inside `sharing` (reviews/pipeline/runner.py `_move`), for the round object
 that move read. There the coordinator holds the round's lease and the steps of the stage before
@@ -22,6 +23,7 @@ class _Reads:
     nodes: list[ReviewNode] | None = None
     confirmations: bool = False  # the nodes came with their confirmations
     streams: list[ReviewerStream] | None = None
+    unsaved: bool = False  # an inline stage left its stats and facts to the stage's statement
 
 
 @contextmanager
@@ -70,6 +72,27 @@ def streams(review_round: ReviewRound) -> list[ReviewerStream]:
     if shared is not None:
         shared.streams = read
     return read
+
+
+def save_learned(review_round: ReviewRound) -> None:
+    """Save what an inline stage learned, the round's stats and facts. Within a move they go
+    in the statement that records the stage done and enters the next (the runner asks
+    `take_unsaved`): one write, not two, and a stage that stops before it has written nothing.
+    Anywhere else, now."""
+    shared = _shared(review_round)
+    if shared is None:
+        review_round.save(update_fields=["stats", "facts"])
+    else:
+        shared.unsaved = True
+
+
+def take_unsaved(review_round: ReviewRound) -> bool:
+    """Whether a stage of this move left its stats and facts for the caller to write."""
+    shared = _shared(review_round)
+    if shared is None or not shared.unsaved:
+        return False
+    shared.unsaved = False
+    return True
 
 
 def forget(review_round: ReviewRound) -> None:

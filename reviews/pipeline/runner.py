@@ -235,10 +235,19 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
             return _stopped(review_round)
         # done_stages written as it stands when no stage just ended: only this coordinator
         # writes it.
-        if not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
-            stage=following.name,
-            done_stages=done if done is not None else review_round.done_stages,
-        ):
+        entered = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
+        done_stages = done if done is not None else review_round.done_stages
+        if round_reads.take_unsaved(review_round):
+            # With what the stage that just ended learned: both written, or neither.
+            moved = entered.update(
+                stage=following.name,
+                done_stages=done_stages,
+                stats=review_round.stats,
+                facts=review_round.facts,
+            )
+        else:
+            moved = entered.update(stage=following.name, done_stages=done_stages)
+        if not moved:
             return _stopped(review_round)
         review_round.stage = following.name
         if done is not None:
@@ -265,7 +274,11 @@ def _timed_out(review_round: ReviewRound) -> bool:
 
 def _record_done(review_round: ReviewRound, done: list[str]) -> None:
     review_round.done_stages = done
-    ReviewRound.objects.filter(pk=review_round.pk).update(done_stages=done)
+    rows = ReviewRound.objects.filter(pk=review_round.pk)
+    if round_reads.take_unsaved(review_round):
+        rows.update(done_stages=done, stats=review_round.stats, facts=review_round.facts)
+    else:
+        rows.update(done_stages=done)
 
 
 def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
@@ -349,7 +362,7 @@ def _run_claimed(
     step: PipelineStep, *, dispatch: Dispatch, reads: ReviewerReads | None = None
 ) -> None:
     """Run a step this worker claimed, and record its outcome. `reads`: what was read once for
-    the steps claimed with it (stages.shared_step_reads)."""
+    the steps claimed with it (stages.start_claimed)."""
     step_id = step.pk
     attempt = step.attempts  # the claim's token: ours until the lease we just took lapses
     if step.round.state not in OPEN_STATES:
@@ -551,10 +564,10 @@ def run_inline(
             batch, queue[:] = list(queue), []
             steps = [object_id for kind, object_id in batch if kind == "step"]
             # The batch's steps are claimed and read together (two statements, not two each),
-            # and so are the reviewers' settings; then they run side by side as their own
-            # tasks would.
+            # their reviewers started together and their settings read once; then they run
+            # side by side as their own tasks would.
             claimed = _claim_steps(steps) if steps else []
-            shared = stages.shared_step_reads(claimed)
+            shared = stages.start_claimed(claimed)
             for _ in pool.map(step_in_thread, claimed, [shared.get(s.pk) for s in claimed]):
                 pass
             if any(kind == "advance" for kind, _ in batch) or steps:

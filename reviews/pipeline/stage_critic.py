@@ -99,4 +99,4 @@ def critic(review_round: ReviewRound) -> None:
             "abstained": (judgement.abstained or None) if judgement is not None else None,
         },
     )
-    review_round.save(update_fields=["facts", "stats"])
+    round_reads.save_learned(review_round)

@@ -12,7 +12,7 @@ from reviews.domain.classification import ChangeStatus, FileChange, classify_cha
 from reviews.domain.round_stats import PanelModeName, RoundFacts
 from reviews.domain.selection import select_reviewers
 from reviews.models import ReviewerStream, ReviewRound
-from reviews.pipeline import analyzer_runs, budget_runs, inputs
+from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
 from reviews.pipeline.template import ConfiguredReviewer, disabled_reviewers, reviewers_for
 from reviews.services import codeindex
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
@@ -48,7 +48,8 @@ def prepare(review_round: ReviewRound) -> None:
     # The space's status followed the round into RUNNING (round_transition) just before.
     space = review_round.space
     # What prepare learns is saved in two statements: the diff with the facts, then the
-    # cohorts with the reviewers the budgets leave. A prepare that stops between runs again.
+    # cohorts with the reviewers the budgets leave (within a move, in the statement that
+    # records prepare done). A prepare that stops between runs again.
     fetched = not review_round.diff
     if fetched:
         # Stored, shown (cohort previews) and exported: a committed secret stops here. The
@@ -114,10 +115,9 @@ def prepare(review_round: ReviewRound) -> None:
         analyzers=analyzer_runs.ANALYZERS,
     )
     review_round.stats = review_round.stats.with_(reviewers=[e.key for e in entries])
-    review_round.save(update_fields=["stats"])
-    # One read and one insert whatever the number of reviewers; a re-run prepare (the round's
-    # lease makes this coordinator the only writer) adds only the streams it lacks.
-    have = set(ReviewerStream.objects.filter(round=review_round).values_list("name", flat=True))
+    round_reads.save_learned(review_round)
+    # One insert whatever the number of reviewers; a re-run prepare adds only the streams it
+    # lacks (a stream's name is unique in its round: the ones it has are left as they are).
     ReviewerStream.objects.bulk_create(
         [
             ReviewerStream(
@@ -130,8 +130,8 @@ def prepare(review_round: ReviewRound) -> None:
                 else ReviewerStream.Kind.MODEL,
             )
             for entry in dict((e.key, e) for e in entries).values()
-            if entry.key not in have
-        ]
+        ],
+        ignore_conflicts=True,
     )
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef
 
 from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
+from reviews.domain.stream_states import StreamState
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import budget_runs, reviewer_runs, round_reads
 from reviews.pipeline.lead_runs import lead_walkthrough
@@ -20,6 +21,7 @@ from reviews.pipeline.stage_finalise import finalise, token_axes_record
 from reviews.pipeline.stage_prepare import changed_files, prepare
 from reviews.selectors import node_view
 from reviews.services.consolidation import round_consolidate, round_route_notes, walkthrough
+from reviews.services.streams import stream_transition
 
 __all__ = ["changed_files", "token_axes_record"]
 
@@ -81,25 +83,35 @@ def run_reviewer_step(step: PipelineStep, reads: ReviewerReads | None = None) ->
     return reviewer_runs.run_stream(stream, fresh=True, reads=reads)
 
 
-def shared_step_reads(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]:
-    """For steps claimed together, by step: the model reviewers' settings and memory hints,
-    read once per round rather than by each reviewer (two statements apiece)."""
-    reviewers = [
-        s
+def start_claimed(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]:
+    """For reviewer steps claimed together, by step, what is done once for all of them rather
+    than by each (a statement or two apiece): their streams moved to running with an attempt
+    counted, in one statement and a read back (as each runner would from the row it was
+    claimed with), and the model reviewers' settings and memory hints read once per round."""
+    streams = [
+        s.stream
         for s in steps
         if s.stage in REVIEWER_STAGES
         and s.stream is not None
-        and s.stream.kind == ReviewerStream.Kind.MODEL
+        and s.stream.state != ReviewerStream.State.DONE  # its runner only says so
+        # A step of a round that ended is failed by its runner without a start.
+        and s.round.state in (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
     ]
-    if len(reviewers) < 2:
-        return {}  # one reviewer reads its own, no more than the shared read would
+    if len(streams) < 2:
+        return {}  # one reviewer starts itself and reads its own: no more than shared
+    rounds = {s.round_id: s.round for s in steps}
+    for stream in streams:
+        stream.round = rounds[stream.round_id]
+    stream_transition(streams, StreamState.RUNNING, attempts=F("attempts") + 1)
+    started = frozenset(s.pk for s in streams if s.state == ReviewerStream.State.RUNNING)
     reads: dict[int, ReviewerReads] = {}
-    for step in reviewers:
-        if step.round_id not in reads:
-            assert step.stream is not None
-            step.stream.round = step.round
-            reads[step.round_id] = ReviewerReads.of(step.stream)
-    return {s.pk: reads[s.round_id] for s in reviewers}
+    for round_id in rounds:
+        models = [
+            s for s in streams if s.round_id == round_id and s.kind == ReviewerStream.Kind.MODEL
+        ]
+        configs, memory = ReviewerReads.settings_of(models[0]) if len(models) > 1 else (None, None)
+        reads[round_id] = ReviewerReads(started, configs, memory)
+    return {s.pk: reads[s.round_id] for s in steps if s.round_id in reads}
 
 
 # -- consolidate ----------------------------------------------------------------------------
@@ -125,7 +137,7 @@ def consolidate(
             else walkthrough(review_round=review_round, lead=lead, nodes=read)
         ),
     )
-    review_round.save(update_fields=["stats"])
+    round_reads.save_learned(review_round)
 
 
 def followup_consolidate(review_round: ReviewRound) -> None:

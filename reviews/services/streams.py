@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import Count, OuterRef, Subquery
@@ -15,7 +16,11 @@ MAX_ERROR_CHARS = 2000
 
 
 def stream_transition(
-    stream: ReviewerStream, to: StreamState | str, *, error: str | None = None, **fields: Any
+    stream: ReviewerStream | Sequence[ReviewerStream],
+    to: StreamState | str,
+    *,
+    error: str | None = None,
+    **fields: Any,
 ) -> bool:
     """The only writer of ReviewerStream.state. Moves the stream to `to` if the table in
     reviews/domain/stream_states.py allows it from the state it is in NOW (compare-and-set:
@@ -23,15 +28,24 @@ def stream_transition(
     move: `error` (cut to 2000 characters), and what a run records (`attempts`, `coverage_note`,
     token counts, …; expressions such as F("attempts") + 1 are allowed); a reviewer's run that
     ends has its findings counted (`accepted`). Returns False,
-    changing nothing, when the move is not allowed; the instance is updated when it moved."""
+    changing nothing, when the move is not allowed; the instance is updated when it moved.
+
+    Several streams (each read with its round) move in one statement, the same columns for
+    each; what the expressions became, and the state of any that did not move, are read back in
+    one more. True when every one of them moved."""
     to = StreamState(to)
     if "state" in fields:
         raise TypeError("the state is the `to` argument")
+    streams = [stream] if isinstance(stream, ReviewerStream) else list(stream)
+    if not streams:
+        return True
     values: dict[str, Any] = {"state": to.value, **fields}
     if error is not None:
         values["error"] = error[:MAX_ERROR_CHARS]
     counted: dict[str, Any] = {}
-    reviewer = stream.kind in (ReviewerStream.Kind.MODEL, ReviewerStream.Kind.ANALYZER)
+    reviewer = all(
+        s.kind in (ReviewerStream.Kind.MODEL, ReviewerStream.Kind.ANALYZER) for s in streams
+    )
     if reviewer and to in (StreamState.DONE, StreamState.FAILED):
         # A reviewer's findings are written as it makes them and counted here, in the
         # statement that ends its run (not read back into `stream`).
@@ -40,20 +54,39 @@ def stream_transition(
             Subquery(findings.annotate(n=Count("pk")).values("n")[:1]), 0
         )
     moved = ReviewerStream.objects.filter(
-        pk=stream.pk, state__in=[s.value for s in sources_of(to)]
+        pk__in=[s.pk for s in streams], state__in=[s.value for s in sources_of(to)]
     ).update(**values, **counted)
     if not moved:
         return False
-    space_id = (
-        stream.round.space_id  # a runner's stream comes with its round
-        if ReviewerStream.round.is_cached(stream)
-        else ReviewRound.objects.values_list("space_id", flat=True).get(pk=stream.round_id)
-    )
-    emit(space_id, "review.stream", stream=stream.pk, state=to.value)
     expressions = [name for name, value in values.items() if hasattr(value, "resolve_expression")]
-    for name, value in values.items():
-        if name not in expressions:
-            setattr(stream, name, value)
-    if expressions:  # an attempt counted in the database: read back what it became
-        stream.refresh_from_db(fields=expressions)
-    return True
+    # What each stream is now: what was written, the expressions and (when not every stream
+    # moved) the states read back in one statement; a single stream that moved is `to`.
+    now: dict[int, tuple[str, tuple[Any, ...]]] = {s.pk: (to.value, ()) for s in streams}
+    if len(streams) > 1 and (expressions or moved != len(streams)):
+        now = {
+            pk: (state, tuple(rest))
+            for pk, state, *rest in ReviewerStream.objects.filter(pk__in=list(now)).values_list(
+                "pk", "state", *expressions
+            )
+        }
+    for each in streams:
+        state, read = now[each.pk]
+        if state != to.value:
+            each.state = state  # moved by someone else meanwhile: as it stands
+            continue
+        emit(_space_id(each), "review.stream", stream=each.pk, state=to.value)
+        for name, value in values.items():
+            if name not in expressions:
+                setattr(each, name, value)
+        if expressions and len(streams) == 1:
+            # An attempt counted in the database: read back what it became.
+            each.refresh_from_db(fields=expressions)
+        for name, value in zip(expressions, read, strict=False):
+            setattr(each, name, value)
+    return moved == len(streams)
+
+
+def _space_id(stream: ReviewerStream) -> int:
+    if ReviewerStream.round.is_cached(stream):
+        return stream.round.space_id  # a runner's stream comes with its round
+    return ReviewRound.objects.values_list("space_id", flat=True).get(pk=stream.round_id)
