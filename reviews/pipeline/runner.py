@@ -226,27 +226,39 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
             if done is not None:
                 _record_done(review_round, done)
             return _stopped(review_round)
-        # Conditional: a round superseded or cancelled since it was read keeps that state. A
-        # round already running stays so: the stage's write below is conditional on it being
-        # open.
-        if review_round.state != ReviewRound.State.RUNNING and not round_transition(
-            review_round, ReviewRound.State.RUNNING
-        ):
-            return _stopped(review_round)
         # done_stages written as it stands when no stage just ended: only this coordinator
         # writes it.
-        entered = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
         done_stages = done if done is not None else review_round.done_stages
-        if round_reads.take_unsaved(review_round):
+        if review_round.state != ReviewRound.State.RUNNING:
+            # The round's first stage is entered by the statement that moves it to running.
+            # Conditional: a round superseded or cancelled since it was read keeps that state.
+            learned = (
+                {"stats": review_round.stats, "facts": review_round.facts}
+                if round_reads.take_unsaved(review_round)
+                else {}
+            )
+            if not round_transition(
+                review_round,
+                ReviewRound.State.RUNNING,
+                stage=following.name,
+                done_stages=done_stages,
+                **learned,
+            ):
+                return _stopped(review_round)
+            moved = 1
+        # A round already running stays so: the stage's write is conditional on it being open.
+        elif round_reads.take_unsaved(review_round):
             # With what the stage that just ended learned: both written, or neither.
-            moved = entered.update(
+            moved = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
                 stage=following.name,
                 done_stages=done_stages,
                 stats=review_round.stats,
                 facts=review_round.facts,
             )
         else:
-            moved = entered.update(stage=following.name, done_stages=done_stages)
+            moved = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
+                stage=following.name, done_stages=done_stages
+            )
         if not moved:
             return _stopped(review_round)
         review_round.stage = following.name

@@ -158,15 +158,18 @@ def finalise(review_round: ReviewRound) -> None:
         # Finished only from running (reviews/domain/round_states.py): a round superseded by a
         # push (or cancelled) while it ran gets no verdict and keeps its state; the round that
         # replaced it decides.
-        if not round_transition(review_round, ReviewRound.State.FINISHED):
+        # The round is over: the stage is recorded done with its stats, by the statement that
+        # finishes it (the coordinator, which records a stage that ended its round, then has
+        # nothing left to write).
+        done = [*review_round.done_stages]
+        if "finalise" not in done:
+            done.append("finalise")
+        if not round_transition(
+            review_round, ReviewRound.State.FINISHED, stats=review_round.stats, done_stages=done
+        ):
             review_round.save(update_fields=["stats"])
             review_round.refresh_from_db(fields=["state"])
             return
-        # The round is over: the stage is recorded done with its stats (the coordinator, which
-        # records a stage that ended its round, then has nothing left to write).
-        if "finalise" not in review_round.done_stages:
-            review_round.done_stages = [*review_round.done_stages, "finalise"]
-        review_round.save(update_fields=["stats", "done_stages"])
         # The transition just wrote the round's row: this transaction holds its lock.
         round_finalise(review_round=review_round, locked=True, streams=streams)
         space_flag_check(space=review_round.space_id)  # two rounds without approval: a person

@@ -57,15 +57,19 @@ def _audit(
 
 
 def round_transition(
-    review_round: ReviewRound, to: RoundState | str, *, error: str | None = None
+    review_round: ReviewRound, to: RoundState | str, *, error: str | None = None, **also: Any
 ) -> bool:
     """The only writer of ReviewRound.state. Moves the round to `to` if the table in
     reviews/domain/round_states.py allows it from the state it is in NOW (compare-and-set, so
     a cancel and a finishing pipeline cannot both win), stamps `finished_at` on a terminal
     state, and lets the space's status follow. Returns False, changing nothing, when the move
     is not allowed (the round ended meanwhile); True when the round is in `to` afterwards, and
-    then `review_round` says so too."""
+    then `review_round` says so too. `also`: other columns written with the move (the stage
+    the coordinator enters, the stats the finaliser records), in the same statement; also when
+    the round was in `to` already and stays there."""
     to = RoundState(to)
+    if "state" in also:
+        raise TypeError("the state is the `to` argument")
     fields: dict[str, Any] = {"state": to.value}
     if to.terminal:
         fields["finished_at"] = timezone.now()
@@ -78,16 +82,16 @@ def round_transition(
         space = ReviewSpace.objects.select_for_update().filter(pk=review_round.space_id).first()
         moved = ReviewRound.objects.filter(
             pk=review_round.pk, state__in=[s.value for s in sources_of(to) if s is not to]
-        ).update(**fields)
+        ).update(**fields, **also)
         if not moved:
             # Only staying in a non-terminal state (the next stage of a running round) is a
-            # success without a write.
-            stays = (
-                not to.terminal
-                and ReviewRound.objects.filter(pk=review_round.pk, state=to.value).exists()
-            )
+            # success without a write of the state.
+            staying = ReviewRound.objects.filter(pk=review_round.pk, state=to.value)
+            stays = not to.terminal and (staying.update(**also) > 0 if also else staying.exists())
             if stays:
                 review_round.state = to.value
+                for name, value in also.items():
+                    setattr(review_round, name, value)
             return stays
         if space is not None:
             space_status_refresh(space=space, locked=True)  # read under the lock just taken
@@ -95,7 +99,7 @@ def round_transition(
         emit(review_round.space_id, "review.round_state", state=to.value)
         # ... and what its GitHub check shows (after commit, in a task).
         check_run_enqueue(review_round)
-    for name, value in fields.items():
+    for name, value in {**fields, **also}.items():
         setattr(review_round, name, value)
     return True
 
