@@ -33,10 +33,10 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 # statements, a reviewer's findings are one insert each (its run's end counts them), the
 # finaliser's axes go in one upsert, a round's transition neither locks its space twice nor
 # adds savepoints inside the finaliser's transaction, and the stages write and read less.
-# Then 12.2 (110): the budgets read the ledger once per decision, reviewers claimed together
+# Then 12.0 (108): the budgets read the ledger once per decision, reviewers claimed together
 # are started in one statement and read their settings once, the stages of one coordinator
 # move share their reads of the findings and streams, and an inline stage's stats go with the
-# statement that records it done.
+# statement that records it done (the finaliser's with the one that finishes the round).
 MAX_QUERIES_PER_FINDING = 13
 
 
