@@ -592,7 +592,7 @@ class PipelineSweep(models.Model):
 
 
 class ReviewerTicket(models.Model):
-    """A ticket a reviewer proposed (`add_note`, kind ticket), and what a person decided about it."""
+    """A ticket a reviewer proposed (`add_note`, kind ticket), and what a person decided."""
 
     Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
         "Status", {s.name: (s.value, s.label) for s in TicketStatus}
