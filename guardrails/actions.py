@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +47,17 @@ class PrPublishPayload(BaseModel):
     approve_on_ship: bool
     plan_digest: str = Field(pattern="^[0-9a-f]{64}$")
     plan: PlanDocument
+
+
+def _late(target: str) -> Callable[..., Any]:
+    """`module.function`, imported when first called: the review services import guardrails,
+    so guardrails names theirs by path."""
+
+    def call(*args: Any) -> Any:
+        module, _, name = target.rpartition(".")
+        return getattr(import_module(module), name)(*args)
+
+    return call
 
 
 def _space(payload: dict[str, Any]):
@@ -135,24 +147,6 @@ class IssueCreatePayload(BaseModel):
     head_sha: str = Field(pattern="^[0-9a-f]{40}$")
 
 
-def _issue_create(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
-    from reviews.services.notes import ticket_issue_execute
-
-    return ticket_issue_execute(payload, requester)
-
-
-def _issue_head(payload: dict[str, Any]) -> str:
-    from reviews.services.notes import ticket_issue_head
-
-    return ticket_issue_head(payload)
-
-
-def _issue_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
-    from reviews.services.notes import ticket_issue_scope
-
-    return ticket_issue_scope(payload)
-
-
 class ThreadAnswerPayload(BaseModel):
     """A reviewer's answer to a question asked on GitHub, posted as exactly this body: a reply
     in the conversation of review comment `reply_to`, or (None) a comment on pull request
@@ -169,24 +163,6 @@ class ThreadAnswerPayload(BaseModel):
     reply_to: int | None = Field(default=None, ge=1)
     body: str = Field(min_length=1, max_length=65_536)
     head_sha: str = Field(pattern="^[0-9a-f]{40}$")
-
-
-def _thread_answer(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
-    from reviews.services.github_replies import answer_execute
-
-    return answer_execute(payload, requester)
-
-
-def _thread_answer_head(payload: dict[str, Any]) -> str:
-    from reviews.services.github_replies import answer_head
-
-    return answer_head(payload)
-
-
-def _thread_answer_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
-    from reviews.services.github_replies import answer_scope
-
-    return answer_scope(payload)
 
 
 class PolicySettingModel(BaseModel):
@@ -298,9 +274,9 @@ REGISTRY: dict[str, ActionClass] = {
         name="issueCreate",
         mutating=True,
         payload=IssueCreatePayload,
-        execute=_issue_create,
-        current_head=_issue_head,
-        scope=_issue_scope,
+        execute=_late("reviews.services.notes.ticket_issue_execute"),
+        current_head=_late("reviews.services.notes.ticket_issue_head"),
+        scope=_late("reviews.services.notes.ticket_issue_scope"),
         description="Create a GitHub issue from a reviewer's ticket",
     ),
     "policyChange": ActionClass(
@@ -323,9 +299,9 @@ REGISTRY: dict[str, ActionClass] = {
         name="threadAnswer",
         mutating=True,
         payload=ThreadAnswerPayload,
-        execute=_thread_answer,
-        current_head=_thread_answer_head,
-        scope=_thread_answer_scope,
+        execute=_late("reviews.services.github_replies.answer_execute"),
+        current_head=_late("reviews.services.github_replies.answer_head"),
+        scope=_late("reviews.services.github_replies.answer_scope"),
         description="Post a reviewer's answer to a question asked on GitHub",
         needs_presence=False,
     ),
