@@ -9,13 +9,12 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
 from config.api_types import Id, Input, Slug, Text, responses
+from reviews.api import _space
 from reviews.domain import threads as thread_rules
 from reviews.domain import types as t
 from reviews.models import ThreadMessage
-from reviews.selectors import space_get_for_user
 from reviews.services import asking, threads
-from workspaces.permissions import membership_get, require
-from workspaces.rules import Perm, ReadOnlyError, archived_message
+from workspaces.rules import Perm
 
 router = Router(tags=["reviews"])
 
@@ -56,15 +55,6 @@ class ProposalDecidedOut(Schema):
     node: ProposalNodeOut
 
 
-def _space(request, slug: str, space_id: int, perm: Perm, attempted: str):
-    membership = membership_get(user=request.user, slug=slug)
-    require(membership, perm, attempted=attempted, request=request)
-    space = space_get_for_user(space_id=space_id, workspace_slug=slug)
-    if space.pull_request.repository.archived_at is not None:
-        raise ReadOnlyError(archived_message(space.pull_request.repository))
-    return space
-
-
 @router.post(
     "/{slug}/reviews/{space_id}/threads/{key}/ask",
     response=responses({202: AskedOut}, 400, 403, 404, 413, 422),
@@ -73,7 +63,7 @@ def thread_ask(request, slug: Slug, space_id: Id, key: ThreadKey, body: AskIn):
     """Post `body` in a finding's thread (`node:<id>`) and ask the reviewer that wrote the
     finding. 202: the answer is posted in the thread by that reviewer once the model replies.
     400 when the reviewer cannot answer (an offline analyzer, no model configured)."""
-    space = _space(request, slug, space_id, Perm.DISCUSS, "ask reviewers")
+    _, space = _space(request, slug, space_id, Perm.DISCUSS, "ask reviewers")
     thread = threads.thread_get(space=space, key=key)
     question = asking.ask_request(thread=thread, user=request.user, body=body.body)
     reviewer = thread.node.stream.name if thread.node is not None else ""
@@ -88,7 +78,7 @@ def proposal_decide(request, slug: Slug, space_id: Id, message_id: Id, body: Pro
     """Accept or reject what a reviewer proposed about its own finding (lower its priority,
     withdraw it, replace its fix). Accepted, the finding changes and the verdict follows. 409
     when it was already decided or no longer applies."""
-    space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide reviewers' proposals")
+    _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide reviewers' proposals")
     message = get_object_or_404(ThreadMessage, pk=message_id, space=space)
     decided = threads.proposal_decide(
         message=message, accept=body.accept, user=request.user, request=request
