@@ -57,12 +57,13 @@ class ProposalDecidedOut(Schema):
 
 @router.post(
     "/{slug}/reviews/{space_id}/threads/{key}/ask",
-    response=responses({202: AskedOut}, 400, 403, 404, 413, 422),
+    response=responses({202: AskedOut}, 400, 403, 404, 409, 413, 422),
 )
 def thread_ask(request, slug: Slug, space_id: Id, key: ThreadKey, body: AskIn):
     """Post `body` in a finding's thread (`node:<id>`) and ask the reviewer that wrote the
     finding. 202: the answer is posted in the thread by that reviewer once the model replies.
-    400 when the reviewer cannot answer (an offline analyzer, no model configured)."""
+    400 when the reviewer cannot answer (an offline analyzer, no model configured); 409 when
+    the repository is disconnected (its reviews are read-only)."""
     _, space = _space(request, slug, space_id, Perm.DISCUSS, "ask reviewers")
     thread = threads.thread_get(space=space, key=key)
     question = asking.ask_request(thread=thread, user=request.user, body=body.body)
