@@ -14,6 +14,7 @@ from django.utils import timezone
 from guardrails.models import AuditEvent
 from workspaces import services
 from workspaces.models import Invitation, Membership
+from workspaces.rules import RuleError
 
 
 @pytest.fixture
@@ -110,3 +111,17 @@ def test_inviting_a_member_again_is_refused(invite, owner_membership):
         services.member_invite(
             actor=owner_membership, email=owner_membership.user.email, role="viewer"
         )
+
+
+@pytest.mark.parametrize("email", ["\u0095@\U000f913f\u00ab", "bob@", "@example.com", "a b@c.d"])
+def test_an_address_no_mail_can_carry_is_refused_before_anything_is_stored(
+    email, owner_membership, django_capture_on_commit_callbacks, settings
+):
+    # The console backend renders the message as a mail server would receive it.
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    with (
+        django_capture_on_commit_callbacks(execute=True),
+        pytest.raises(RuleError, match="is not an email address"),
+    ):
+        services.member_invite(actor=owner_membership, email=email, role="viewer")
+    assert not Invitation.objects.exists()

@@ -8,7 +8,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
+from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -63,8 +65,12 @@ def member_invite(*, actor: Membership, email: str, role: str, request: Any = No
     verified owner of the address accepts the signed link sent to it."""
     workspace = actor.workspace
     email = User.objects.normalize_email(email.strip()).lower()
-    if "@" not in email:
-        raise RuleError(f"{email!r} is not an email address.")
+    try:
+        # The invitation is mailed to it: an address no mail header can carry is refused here,
+        # not after the invitation is stored.
+        validate_email(email)
+    except ValidationError:
+        raise RuleError(f"{email!r} is not an email address.") from None
     rules.check_role_change(actor_role=actor.role, target_role=role, new_role=role, owners=2)
     with transaction.atomic(durable=True):
         if Membership.objects.filter(workspace=workspace, user__email__iexact=email).exists():
