@@ -27,7 +27,7 @@ from reviews.domain.report import (
     render_report,
 )
 from reviews.domain.round_states import state_label
-from reviews.domain.round_stats import BudgetReport
+from reviews.domain.round_stats import BudgetReport, RoundFacts
 from reviews.domain.threads import Proposal, ProposalKind, Source, proposal_words
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
@@ -49,6 +49,13 @@ def stream_dimension(stream: ReviewerStream) -> t.Dimension:
         except ValueError:
             continue
     return _ANALYZER_DIMENSIONS.get(stream.agent, t.Dimension.QUALITY)
+
+
+def stream_dimensions(stream: ReviewerStream, facts: RoundFacts | None) -> set[t.Dimension]:
+    """The dimensions a stream reviewed: its own, and security when it carried the round's
+    security check (reviews/domain/tiers.py `security_host`)."""
+    carried = facts is not None and stream.name in (facts.security_check or ())
+    return {stream_dimension(stream), *([t.Dimension.SECURITY] if carried else [])}
 
 
 def waiting_for_request(stream: ReviewerStream) -> bool:
@@ -105,7 +112,11 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
         if stream.state == ReviewerStream.State.SKIPPED and is_disabled(stream.error):
             disabled.append(stream.name)
             continue
-        spec = t.ReviewerSpec(stream_dimension(stream))
+        dimensions = stream_dimensions(stream, page.round.facts)
+        spec = t.ReviewerSpec(
+            stream_dimension(stream),
+            with_security_check=len(dimensions) > 1 and t.Dimension.SECURITY in dimensions,
+        )
         if waiting_for_request(stream):
             lines.append(ReviewerLine(spec, None, agent=stream.agent, waiting=True))
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from reviews.domain.briefs import reviewer_focus
+from reviews.domain.briefs import FOCUS, reviewer_focus
 from reviews.domain.types import Dimension, ReviewerSpec
 
 DIMENSION_FOCUS = {
@@ -26,6 +26,8 @@ DIMENSION_FOCUS = {
     "requirements": "compliance with the original request: what was asked and not done, and "
     "what was done without being asked",
 }
+
+_SECURITY_QUESTION = FOCUS[Dimension.SECURITY]
 
 REVIEW_MODE_RULES = """\
 You are one of several independent reviewers of a pull request, in review mode: you record
@@ -87,6 +89,30 @@ class ReviewerProfile:
     anti_patterns: Sequence[str] = ()
     criteria: Sequence[Mapping[str, object]] = ()
     few_shots: Sequence[Mapping[str, str]] = ()
+    # The security check this reviewer carries for the round (tiers.security_host): the
+    # workspace's security reviewer settings, in sentences; None when it carries none.
+    security_check: Sequence[str] | None = None
+
+
+def security_settings(
+    brief: str = "", instructions: str = "", anti_patterns: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The workspace's security reviewer as the lines a reviewer carrying its check is given."""
+    lines = [text for text in (brief, instructions) if text.strip()]
+    if anti_patterns:
+        lines.append("Named anti-patterns to look for: " + "; ".join(anti_patterns) + ".")
+    return tuple(lines)
+
+
+def security_check_part(settings: Sequence[str]) -> str:
+    return "\n".join(
+        (
+            "Security check (the change has high-risk patterns and no security reviewer runs "
+            f"in this round): you also answer {_SECURITY_QUESTION} List what you checked for "
+            "it in `covered`.",
+            *settings,
+        )
+    )
 
 
 def reviewer_role_brief(
@@ -131,6 +157,8 @@ def reviewer_role_brief(
     if profile.criteria:
         weighted = ", ".join(f"{c['name']} (weight {c['weight']})" for c in profile.criteria)
         parts.append(f"Weigh your judgement by: {weighted}.")
+    if profile.security_check is not None:
+        parts.append(security_check_part(profile.security_check))
     for i, shot in enumerate(profile.few_shots, start=1):
         example = [
             f"Calibration example {i}:\n```\n{shot['excerpt']}\n```",

@@ -22,7 +22,7 @@ from .types import Dimension, ReviewerSpec
 
 SECTION_TITLES = ("Context", "Changed Files", "Out of Scope / Trade-offs")
 
-_FOCUS = {
+FOCUS = {
     Dimension.REQUIREMENTS: "Does the change do what the original request asks, all of it? "
     "Map each ask to the change (yes / partial / no, with file:line) and name each gap: missing "
     "feature, misinterpretation, partial implementation or scope creep.",
@@ -109,11 +109,11 @@ def build_brief(
 def reviewer_focus(reviewer: ReviewerSpec, *, request_given: bool) -> str:
     """One reviewer's question about the change, and for the combined reviewer the
     requirements reviewer's question as well (the request is quoted in the shared brief)."""
-    lines = [f"Your question: {_FOCUS[reviewer.dimension]}"]
+    lines = [f"Your question: {FOCUS[reviewer.dimension]}"]
     if reviewer.with_requirements_check:
         lines.append(
             "Also check the change against the original request in the brief (requirements): "
-            f"{_FOCUS[Dimension.REQUIREMENTS]} Report what was asked and not done, and what "
+            f"{FOCUS[Dimension.REQUIREMENTS]} Report what was asked and not done, and what "
             "was done without being asked."
             + (
                 ""

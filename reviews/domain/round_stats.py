@@ -50,6 +50,9 @@ class RoundFacts(_Record):
     # The reviewers whose brief also checks the change against the original request (the
     # "combined" reviewer of a trivial change, a custom reviewer on the combined base agent).
     requirements_check: list[str] | None = None
+    # The reviewer whose brief also carries the security check: a high-risk change in a round
+    # with no security reviewer of its own (reviews/domain/tiers.py `security_host`).
+    security_check: list[str] | None = None
 
     def for_gates(self) -> dict[str, Any]:
         """The facts as the mapping `gate_passes` and `reviewers_for` read."""

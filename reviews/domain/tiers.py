@@ -63,3 +63,30 @@ def split_for_display(nodes: Iterable[NodeView], tier: Tier) -> DisplaySplit:
     for node in nodes:
         (main if node.priority.rank <= threshold else below).append(node)
     return DisplaySplit(main=tuple(main), grouped_below=tuple(below))
+
+
+#: Which reviewer takes the security check when a tier has no security reviewer: security is
+#: the architecture agent's brief, then the implementation agent's; the requirements reviewer
+#: checks the change against the request, not the code, so it never hosts it.
+SECURITY_HOSTS = (Dimension.ARCHITECTURE, Dimension.IMPLEMENTATION, Dimension.QUALITY)
+
+
+def security_host(
+    model_reviewers: Iterable[tuple[str, Dimension]], *, high_risk: bool
+) -> str | None:
+    """The key of the reviewer whose brief also carries the security check, or None.
+
+    A high-risk change (the classification found a pattern such as SQL built from input or a
+    secret) warrants security whatever the tier. Rather than a whole follow-up reviewer after
+    the panel, the round's reviewer best placed for it checks security in the first pass: one
+    model call fewer, and its findings meet the panel with everyone else's. Only when the round
+    schedules no security reviewer of its own (`model_reviewers`: key and dimension, in order).
+    """
+    reviewers = list(model_reviewers)
+    if not high_risk or any(d is Dimension.SECURITY for _, d in reviewers):
+        return None
+    for wanted in SECURITY_HOSTS:
+        host = next((key for key, d in reviewers if d is wanted), None)
+        if host is not None:
+            return host
+    return None

@@ -286,6 +286,8 @@ class ReviewerSpec:
 
     dimension: Dimension
     with_requirements_check: bool = False
+    # It also checks security: a high-risk change in a round without a security reviewer.
+    with_security_check: bool = False
 
     @property
     def agent(self) -> AgentKind:
@@ -293,9 +295,15 @@ class ReviewerSpec:
 
     @property
     def label(self) -> str:
-        if self.with_requirements_check:
-            return f"{self.dimension} (+ requirements check)"
-        return str(self.dimension)
+        extras = [
+            f"+ {check} check"
+            for check, on in (
+                ("requirements", self.with_requirements_check),
+                ("security", self.with_security_check),
+            )
+            if on
+        ]
+        return f"{self.dimension} ({', '.join(extras)})" if extras else str(self.dimension)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,12 @@ from typing import Any
 
 from django.conf import settings
 
-from reviews.agents.prompts import REVIEWER_SYSTEM_PROMPT, ReviewerProfile, reviewer_role_brief
+from reviews.agents.prompts import (
+    REVIEWER_SYSTEM_PROMPT,
+    ReviewerProfile,
+    reviewer_role_brief,
+    security_settings,
+)
 from reviews.agents.redaction import redact_text
 from reviews.agents.runtime import (
     Answer,
@@ -173,10 +178,22 @@ def config_key(stream: ReviewerStream) -> str:
 
 
 def reviewer_profile(
-    stream: ReviewerStream, config: ReviewerConfig | None, *, requirements_check: bool
+    stream: ReviewerStream,
+    config: ReviewerConfig | None,
+    *,
+    requirements_check: bool,
+    security: ReviewerConfig | bool | None = False,
 ) -> ReviewerProfile:
     """What the reviewer is told about itself: its name, the dimension the template gave its
-    stream, the base agent it runs as, and its workspace settings."""
+    stream, the base agent it runs as, and its workspace settings. `security`: False, or the
+    workspace's security reviewer (None: it has no settings) whose check this one carries."""
+    security_check = (
+        None
+        if security is False
+        else security_settings(security.brief, security.instructions, security.anti_patterns)
+        if isinstance(security, ReviewerConfig)
+        else security_settings()
+    )
     return ReviewerProfile(
         name=stream.name,
         title=config.name if config else "",
@@ -188,6 +205,7 @@ def reviewer_profile(
         anti_patterns=config.anti_patterns if config else (),
         criteria=config.criteria if config else (),
         few_shots=config.few_shots if config else (),
+        security_check=security_check,
     )
 
 
@@ -269,7 +287,16 @@ def run_model_reviewer(
     files = parse_unified_diff(review_round.diff)
     facts = review_round.facts
     checks_requirements = facts is not None and stream.name in (facts.requirements_check or ())
-    profile = reviewer_profile(stream, config, requirements_check=checks_requirements)
+    security: ReviewerConfig | bool | None = False
+    if facts is not None and stream.name in (facts.security_check or ()):
+        security = (
+            ReviewerConfig.objects.filter(workspace=workspace, key="security").first()
+            if reads is None or reads.configs is None
+            else reads.configs.get("security")
+        )
+    profile = reviewer_profile(
+        stream, config, requirements_check=checks_requirements, security=security
+    )
     memory = memory_hints(stream) if reads is None or reads.memory is None else list(reads.memory)
     runtime = ModelRuntime(model)
     role = CallRole.FOLLOWUP if stream.name.startswith("followup-") else CallRole.REVIEWER

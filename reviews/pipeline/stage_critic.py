@@ -12,7 +12,7 @@ from reviews.domain.panel import CoverageGaps, coverage_gaps, warranted_dimensio
 from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import budget_runs, critic_runs, round_reads
 from reviews.pipeline.stage_prepare import changed_files
-from reviews.reporting import stream_dimension
+from reviews.reporting import stream_dimension, stream_dimensions
 from reviews.selectors import node_view
 
 
@@ -21,9 +21,11 @@ def critic(review_round: ReviewRound) -> None:
     # One read: the first pass's reviewers, and a follow-up a crashed run of this stage named.
     models = [s for s in round_reads.streams(review_round) if s.kind == ReviewerStream.Kind.MODEL]
     streams = [s for s in models if not s.name.startswith("followup-")]
-    ran = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.DONE}
+    facts = review_round.facts
+    done = [s for s in streams if s.state == ReviewerStream.State.DONE]
+    ran = {d for s in done for d in stream_dimensions(s, facts)}
     risks = review_round.stats.risk_list
-    scheduled = {stream_dimension(s) for s in streams}
+    scheduled = {d for s in streams for d in stream_dimensions(s, facts)}
     # A process-blocked reviewer waits for a person, not for a follow-up reviewer.
     blocked = {stream_dimension(s) for s in streams if s.state == ReviewerStream.State.SKIPPED}
 
@@ -48,7 +50,6 @@ def critic(review_round: ReviewRound) -> None:
 
     warranted = warranted_for()
     gaps = gaps_for(warranted)
-    facts = review_round.facts
     model_configured = facts is not None and facts.model_configured
     judgement = (
         critic_runs.judge(

@@ -12,7 +12,7 @@ from reviews.domain.closings import coverage_statement
 from reviews.domain.round_stats import PanelOutcome
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
-from reviews.reporting import stream_dimension
+from reviews.reporting import stream_dimensions
 from reviews.selectors import node_view
 from reviews.services import codeindex
 from reviews.services.flags import space_flag_check
@@ -75,11 +75,17 @@ def token_axes(
         ]
     # A token axis passes only when a reviewer of its dimension listed what it covered in its
     # closing answer; prose alone covers nothing (reviews/domain/closings.py).
-    coverage = {
-        stream_dimension(s): (coverage_statement(s.closing) or None)
+    # A reviewer that carried the security check speaks for security too; a dimension two
+    # reviewers ran counts what either listed.
+    done = [
+        s
         for s in streams
         if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
-    }
+    ]
+    coverage: dict[t.Dimension, str | None] = {}
+    for s in done:
+        for dimension in stream_dimensions(s, review_round.facts):
+            coverage[dimension] = coverage.get(dimension) or coverage_statement(s.closing) or None
     # An analyzer that ran over changed files is explicit coverage for its axes.
     axes = token_axes_detailed(
         coverage=coverage, nodes=nodes, analyzers=finished_analyzer_runs(streams)

@@ -11,9 +11,15 @@ from reviews.domain import types as t
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
 from reviews.domain.round_stats import PanelModeName, RoundFacts
 from reviews.domain.selection import select_reviewers
+from reviews.domain.tiers import security_host
 from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
-from reviews.pipeline.template import ConfiguredReviewer, disabled_reviewers, reviewers_for
+from reviews.pipeline.template import (
+    ConfiguredReviewer,
+    disabled_keys,
+    disabled_reviewers,
+    reviewers_for,
+)
 from reviews.services import codeindex
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
 from workspaces.models import Workspace, workspace_model_configured
@@ -115,6 +121,16 @@ def prepare(review_round: ReviewRound) -> None:
         analyzers=analyzer_runs.ANALYZERS,
     )
     review_round.stats = review_round.stats.with_(reviewers=[e.key for e in entries])
+    if "security" not in disabled_keys(configured):  # switched off: nobody checks it for it
+        host = security_host(
+            [
+                (e.key, _dimension(e.dimension))
+                for e in entries
+                if e.key not in analyzer_runs.ANALYZERS
+            ],
+            high_risk=model_ready and bool(classification.risks),
+        )
+        facts.security_check = [host] if host else None
     round_reads.save_learned(review_round)
     # One insert whatever the number of reviewers; a re-run prepare adds only the streams it
     # lacks (a stream's name is unique in its round: the ones it has are left as they are).
@@ -133,6 +149,13 @@ def prepare(review_round: ReviewRound) -> None:
         ],
         ignore_conflicts=True,
     )
+
+
+def _dimension(value: str) -> t.Dimension:
+    try:
+        return t.Dimension(value)
+    except ValueError:  # a custom reviewer's unknown base: it reviews quality
+        return t.Dimension.QUALITY
 
 
 def _reviewer_key(spec: t.ReviewerSpec) -> str:

@@ -184,6 +184,16 @@ def install(
     fake.add_script(Script("lead", (answer(steps=WALKTHROUGH_STEPS),)), marker=LEAD_MARKER)
 
 
+def critic_asks_for(fake: FakeModelServer, *dimensions: str) -> None:
+    """The critic judges `dimensions` needed: the first that did not run gets a follow-up
+    reviewer. (On the sample, a tier without a security reviewer has one of its reviewers
+    check security, so the rules alone call for no follow-up.)"""
+    fake.add_script(
+        Script(f"critic-{'-'.join(dimensions)}", (answer(warranted=list(dimensions), gaps=[]),)),
+        marker=CRITIC,
+    )
+
+
 def model_settings(settings, fake: FakeModelServer) -> None:
     settings.QUORUM_LLM_PROVIDER = "openai"
     settings.QUORUM_LLM_MODEL = "fake-reviewer"

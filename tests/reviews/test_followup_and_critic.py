@@ -12,7 +12,7 @@ from reviews.agents.prompts import VERIFIER_PANEL
 from reviews.models import NodeConfirmation, PipelineStep, ReviewerStream, ReviewNode
 from reviews.reporting import report_markdown
 from reviews.selectors import node_view, review_page
-from tests.fakes.model_server import Script, answer, good_findings, sample_finding, text
+from tests.fakes.model_server import Fail, Script, answer, good_findings, sample_finding, text
 from tests.reviews import pipeline_scenarios as scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,30 +77,32 @@ FOLLOW_UP_BODY = (
 
 
 def test_a_follow_up_finding_goes_through_the_lead_pass_and_the_panel(shop, fake_model):
-    """Balanced tier on a change with high-risk patterns and no security reviewer: the critic
-    calls a security follow-up; its P0 finding merges with the same defect found earlier and
-    the lenses verify the merged finding. Findings the first panel verified are not asked
-    about again."""
+    """Balanced tier, and a critic that judges performance needed: a performance follow-up
+    runs; its P0 finding merges with the same defect found earlier and the lenses verify the
+    merged finding. Findings the first panel verified are not asked about again."""
     scenario.install(fake_model)
+    scenario.critic_asks_for(fake_model, "performance")
     fake_model.add_script(
         good_findings(
             [{**scenario.sql_finding(), "body": FOLLOW_UP_BODY}],
             path="shop/search.py",
-            name="fu-sec",
+            name="fu-perf",
         ),
-        marker="You are the followup-security reviewer.",
+        marker="You are the followup-performance reviewer.",
     )
     review_round = shop(tier="balanced")
-    assert review_round.stats.critic.follow_up == "security"
-    assert _follow_ups(review_round) == ["followup-security"]
-    assert review_round.streams.get(name="followup-security").state == "done"
+    assert review_round.stats.critic.follow_up == "performance"
+    assert _follow_ups(review_round) == ["followup-performance"]
+    assert review_round.streams.get(name="followup-performance").state == "done"
 
-    followed = ReviewNode.objects.get(round=review_round, stream__name="followup-security")
+    followed = ReviewNode.objects.get(round=review_round, stream__name="followup-performance")
     first = ReviewNode.objects.get(round=review_round, stream__name="implementation")
     # The lead pass merged them; the follow-up's text is the most detailed, so it leads.
     assert followed.duplicate_of_id is None and first.duplicate_of_id == followed.pk
     assert followed.priority == "P0"
-    assert {"implementation", "followup-security", "bandit"} <= set(node_view(followed).reviewers)
+    assert {"implementation", "followup-performance", "bandit"} <= set(
+        node_view(followed).reviewers
+    )
     # The panel verified it: the fake was asked about it by each lens.
     assert len(_lens_requests(fake_model, "formatted straight into the SQL text")) == 3
     lenses = set(NodeConfirmation.objects.filter(node=followed).values_list("agent", flat=True))
@@ -115,7 +117,8 @@ def test_a_follow_up_finding_goes_through_the_lead_pass_and_the_panel(shop, fake
 
 def test_the_critic_names_one_follow_up_from_the_rules_and_its_model(shop, fake_model):
     """The model judges three more dimensions warranted: all are recorded as missing, one
-    follow-up runs (security first). The pull request's text reaches the critic fenced."""
+    follow-up runs (requirements first: the implementation reviewer checked security, as the
+    change's high-risk patterns ask). The pull request's text reaches the critic fenced."""
     scenario.install(fake_model)
     fake_model.add_script(
         Script(
@@ -131,11 +134,11 @@ def test_the_critic_names_one_follow_up_from_the_rules_and_its_model(shop, fake_
     )
     review_round = shop(tier="light")
     critic = review_round.stats.critic
-    assert critic.missing_dimensions == ["security", "requirements", "performance", "architecture"]
+    assert critic.missing_dimensions == ["requirements", "performance", "architecture"]
     assert critic.judged == ["architecture", "performance", "requirements"]
     assert critic.judged_gaps == ["Nobody read shop/views.py for access control."]
-    assert critic.abstained is None and critic.follow_up == "security"
-    assert _follow_ups(review_round) == ["followup-security"]
+    assert critic.abstained is None and critic.follow_up == "requirements"
+    assert _follow_ups(review_round) == ["followup-requirements"]
     [request] = _critic_requests(fake_model)
     prompt = _user(request)
     assert "shop/search.py" in prompt and "Add product search" in prompt
@@ -144,7 +147,8 @@ def test_the_critic_names_one_follow_up_from_the_rules_and_its_model(shop, fake_
 
 
 def test_a_critic_that_never_answers_in_shape_leaves_the_rules(shop, fake_model):
-    """Garbage twice: an abstention, recorded; the rules' warranted set still calls security."""
+    """Garbage twice: an abstention, recorded; the rules' warranted set stands: security, which
+    the implementation reviewer checked, so no follow-up."""
     scenario.install(fake_model)
     fake_model.add_script(
         Script("critic-garbage", (text("All good!"), text("Really, all good."))),
@@ -154,7 +158,34 @@ def test_a_critic_that_never_answers_in_shape_leaves_the_rules(shop, fake_model)
     critic = review_round.stats.critic
     assert critic.judged is None and critic.abstained.startswith("no valid answer")
     assert len(_critic_requests(fake_model)) == 2  # the answer, and the one retry
-    assert critic.follow_up == "security" and _follow_ups(review_round) == ["followup-security"]
+    assert critic.warranted == ["implementation", "security"]
+    assert critic.missing_dimensions == [] and critic.follow_up is None
+    assert _follow_ups(review_round) == []
+
+
+def test_when_the_reviewer_carrying_security_fails_a_security_follow_up_runs(shop, fake_model):
+    """The light round's implementation reviewer carries the security check; its provider
+    fails twice, so security did not run after all: the critic calls the follow-up reviewer,
+    whose request has the security brief, and its finding reaches the panel."""
+    scenario.install(
+        fake_model,
+        overrides={"implementation": Script("impl-down", (Fail(500), Fail(500)) * 4)},
+    )
+    fake_model.add_script(
+        good_findings([scenario.permission_finding()], path="shop/views.py", name="fu-sec"),
+        marker="You are the followup-security reviewer.",
+    )
+    review_round = shop(tier="light")
+    assert review_round.streams.get(name="implementation").state == "failed"
+    critic = review_round.stats.critic
+    assert critic.missing_dimensions == ["security", "implementation"]
+    assert critic.follow_up == "security"
+    assert review_round.streams.get(name="followup-security").state == "done"
+    first = next(r for r in fake_model.recorded() if r.script == "fu-sec")
+    assert "Security brief: authentication" in first.body
+    found = ReviewNode.objects.get(round=review_round, stream__name="followup-security")
+    assert found.title == "Order deletion has no permission check"
+    assert len(_lens_requests(fake_model, "Order deletion has no permission check")) == 3
 
 
 def _quality_nits():

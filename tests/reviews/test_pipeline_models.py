@@ -36,15 +36,12 @@ def _model_streams(review_round, *, follow_ups=False):
 
 
 @pytest.mark.parametrize(
-    ("tier", "expected", "follow_up"),
+    ("tier", "expected", "carrier"),
     [
-        # The sample has high-risk patterns: without a security reviewer the critic calls one.
-        ("light", ["implementation"], ["followup-security"]),
-        (
-            "balanced",
-            ["architecture", "implementation", "quality", "requirements"],
-            ["followup-security"],
-        ),
+        # The sample has high-risk patterns: a tier without a security reviewer has the
+        # architecture reviewer (else the implementation one) check security in the first pass.
+        ("light", ["implementation"], "implementation"),
+        ("balanced", ["architecture", "implementation", "quality", "requirements"], "architecture"),
         (
             "thorough",
             [
@@ -55,16 +52,35 @@ def _model_streams(review_round, *, follow_ups=False):
                 "requirements",
                 "security",
             ],
-            [],
+            None,
         ),
     ],
 )
-def test_the_tier_decides_which_reviewers_run(shop, fake_model, tier, expected, follow_up):
+def test_the_tier_decides_which_reviewers_run(shop, fake_model, tier, expected, carrier):
     scenario.install(fake_model)
     review_round = shop(tier=tier)
     assert review_round.state == "finished", review_round.error
     assert _model_streams(review_round) == expected
-    assert _model_streams(review_round, follow_ups=True) == follow_up
+    # Security was reviewed without a follow-up reviewer: by its own reviewer, or the carrier.
+    assert _model_streams(review_round, follow_ups=True) == []
+    assert review_round.stats.critic.follow_up is None
+    assert "security" in review_round.stats.critic.warranted
+    assert review_round.facts.security_check == ([carrier] if carrier else None)
+    carried = [
+        r.script
+        for r in fake_model.recorded()
+        if "Security check (the change has high-risk patterns" in r.body
+    ]
+    assert carried == ([_SCRIPTS[carrier]] if carrier else [])
+    # It speaks for the security axis as a security reviewer would, and the report says so.
+    security = review_round.axes.get(axis="security")
+    assert security.details["reviewers"] == ["security"]
+    if carrier:
+        report = report_markdown(review_page(space=review_round.space))
+        assert f"| {carrier} (+ security check) ({carrier}) |" in report
+
+
+_SCRIPTS = {"implementation": "impl", "architecture": "arch"}
 
 
 def test_a_thorough_review_merges_duplicates_confirms_through_the_panel_and_blocks(

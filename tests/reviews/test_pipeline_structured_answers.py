@@ -313,6 +313,7 @@ def test_a_reviewers_first_pass_sees_no_finding_but_its_own(shop, fake_model):
             "quality": reviewer("quality", scenario.naming_finding()),
         },
     )
+    scenario.critic_asks_for(fake_model, "performance")  # a follow-up reviewer, too
     review_round = shop(tier="balanced")
 
     titles = {

@@ -149,7 +149,10 @@ def test_a_prose_only_reviewer_keeps_its_findings_and_its_axis_does_not_pass(sho
     correctness = review_round.axes.get(axis="correctness")
     assert correctness.details["silent"] == ["implementation"]
     report = report_markdown(review_page(space=review_round.space))
-    assert "- implementation closed in prose only: no coverage statement" in report
+    # It carried the round's security check as well (the sample's risky patterns).
+    assert (
+        "- implementation (+ security check) closed in prose only: no coverage statement" in report
+    )
     assert "I examined" not in _section(report, "Positive notes")  # prose is no statement
     # "examined", "reviewed", "checked": the words the old regex took as coverage count for
     # nothing; on its own word the reviewer leaves its axis partial, never pass.

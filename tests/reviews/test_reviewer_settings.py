@@ -150,8 +150,9 @@ def test_a_custom_reviewer_runs_with_its_few_shots_criteria_and_base_agent(
         marker="You are the payments reviewer.",
     )
     review_round = review(tier="light")
-    # The sample's risky patterns call a security follow-up, as in any light round.
-    assert _model_streams(review_round) == ["followup-security", "implementation", "payments"]
+    # The sample's risky patterns: the built-in implementation reviewer checks security too.
+    assert _model_streams(review_round) == ["implementation", "payments"]
+    assert review_round.facts.security_check == ["implementation"]
     stream = review_round.streams.get(name="payments")
     assert stream.dimension == "implementation" and stream.state == "done"
     [(system, user)] = _messages(fake_model, "You are the payments reviewer.")
@@ -164,6 +165,7 @@ def test_a_custom_reviewer_runs_with_its_few_shots_criteria_and_base_agent(
     assert "rounding safety (weight 4)" in role
     assert "Money is kept in cents." in role
     assert DIMENSION_FOCUS["implementation"] in role  # its base agent's focus
+    assert "Security check" not in role
 
 
 def test_a_custom_reviewer_runs_only_in_the_tiers_it_is_enabled_for(

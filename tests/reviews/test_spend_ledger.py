@@ -65,8 +65,9 @@ def test_a_thorough_round_reports_what_the_provider_received(shop, fake_model):
 
 def test_a_follow_up_reviewer_is_in_the_ledger_and_the_space_total_adds_rounds(shop, fake_model):
     first = shop()
-    second = shop(tier="balanced")  # no security reviewer: the critic calls a follow-up one
-    assert second.streams.filter(name="followup-security").exists()
+    scenario.critic_asks_for(fake_model, "performance")  # which a balanced round lacks
+    second = shop(tier="balanced")
+    assert second.streams.filter(name="followup-performance").exists()
     assert ModelCall.objects.filter(round=second, role="followup").exists()
     assert space_spent_tokens(second.space) == round_spent_tokens(first) + round_spent_tokens(
         second

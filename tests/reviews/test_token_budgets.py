@@ -125,13 +125,14 @@ def test_a_pull_request_budget_spent_by_earlier_rounds_leaves_the_next_round_wha
 
 
 def test_the_follow_up_the_budget_cannot_pay_for_is_skipped_and_named(shop, workspace, fake_model):
-    # A light round's one reviewer, the lead, the critic and part of the panel fit; the critic's
-    # security follow-up (the change has high-risk patterns) does not. What the panel spent is
+    # A light round's one reviewer, the lead, the critic and part of the panel fit; the
+    # performance follow-up the critic asks for does not. What the panel spent is
     # read from the ledger, not its estimate, so the margin is narrow: about 7,000 tokens are
     # spent before the follow-up is planned, and it is estimated at about 13,000.
     workspace.round_token_budget = 18_000
     workspace.save(update_fields=["round_token_budget"])
 
+    scenario.critic_asks_for(fake_model, "performance")
     review_round = shop(tier="light")
 
     assert review_round.state == "finished"
@@ -140,10 +141,12 @@ def test_the_follow_up_the_budget_cannot_pay_for_is_skipped_and_named(shop, work
     assert not review_round.streams.filter(name__startswith="followup-").exists()
     assert review_round.stats.critic is not None
     assert review_round.stats.critic.follow_up is None
-    assert "security" in review_round.stats.critic.missing_dimensions
+    assert review_round.stats.critic.missing_dimensions == ["performance"]
     assert received_tokens(fake_model) <= 18_000
     summary = _summary(review_round)
-    assert "- follow-up security reviewer skipped: round budget would be exceeded (est. " in summary
+    assert (
+        "- follow-up performance reviewer skipped: round budget would be exceeded (est. " in summary
+    )
 
 
 def test_a_reviewer_that_reaches_its_cap_ends_with_what_it_recorded_and_is_not_run_again(

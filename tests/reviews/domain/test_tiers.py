@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from reviews.domain.tiers import reviewers_for_tier, split_for_display
+from reviews.domain.tiers import reviewers_for_tier, security_host, split_for_display
 from reviews.domain.types import AgentKind, Dimension, NodeType, NodeView, Priority, Tier
 
 
@@ -67,3 +69,55 @@ def test_it_groups_below_the_threshold_without_dropping_anything(
     assert [n.id for n in split.main] == main
     assert [n.id for n in split.grouped_below] == below
     assert len(split.main) + len(split.grouped_below) == len(NODES)
+
+
+# -- the security check on a high-risk change ----------------------------------------------------
+
+D = Dimension
+reviewer_lists = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c", "d", "e"]), st.sampled_from(list(Dimension))),
+    max_size=6,
+    unique_by=lambda r: r[0],
+)
+
+
+@pytest.mark.parametrize(
+    ("reviewers", "host"),
+    [
+        # balanced: security is the architecture agent's brief
+        (
+            [
+                ("implementation", D.IMPLEMENTATION),
+                ("quality", D.QUALITY),
+                ("architecture", D.ARCHITECTURE),
+                ("requirements", D.REQUIREMENTS),
+            ],
+            "architecture",
+        ),
+        ([("implementation", D.IMPLEMENTATION)], "implementation"),  # light
+        ([("requirements", D.REQUIREMENTS), ("quality", D.QUALITY)], "quality"),
+        ([("requirements", D.REQUIREMENTS)], None),  # it checks the request, not the code
+        ([("implementation", D.IMPLEMENTATION), ("security", D.SECURITY)], None),  # its own
+        ([], None),
+    ],
+)
+def test_a_high_risk_change_has_one_reviewer_carry_security(reviewers, host) -> None:
+    assert security_host(reviewers, high_risk=True) == host
+    assert security_host(reviewers, high_risk=False) is None
+
+
+@given(reviewer_lists, st.booleans())
+def test_the_carrier_is_one_of_the_rounds_reviewers_and_only_when_security_is_missing(
+    reviewers, high_risk
+) -> None:
+    host = security_host(reviewers, high_risk=high_risk)
+    if host is None:
+        return
+    assert high_risk and not any(d is D.SECURITY for _, d in reviewers)
+    dimension = dict(reviewers)[host]
+    assert dimension in (D.ARCHITECTURE, D.IMPLEMENTATION, D.QUALITY)
+    # No better-placed reviewer was passed over.
+    better = (D.ARCHITECTURE, D.IMPLEMENTATION, D.QUALITY)[
+        : (D.ARCHITECTURE, D.IMPLEMENTATION, D.QUALITY).index(dimension)
+    ]
+    assert not any(d in better for _, d in reviewers)
