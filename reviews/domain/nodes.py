@@ -16,6 +16,12 @@ Decisions:
   silently dropped would hide a reviewer bug.
 - Scalars are strict (no `"0.8"` for a number, no `true` for a line); enum values are the
   lowercase/`P0` strings of the schema.
+- Models are shown a flat form (`node_tool_schema`): one level of fields, `severity` standing
+  for the priority, boolean facts as `flags`, the anchor's and fix's fields at the top, cross-notes
+  as "dimension: note" strings. It costs about 170 fewer tokens on every reviewer call than the
+  nested `NodePayload` shape, which `lift_flat_payload` turns it into before validation. The
+  nested form is still accepted (MCP clients, whose schema shows it, and models on a bad day); a
+  payload mixing the two is rejected, each nested object named with the flat fields to use.
 - Every text of an accepted node (reasoning, title, body, fix, cross-notes) and every rejection
   reason goes through the same redaction as model inputs (reviews/agents/redaction.py): what is
   stored is shown, published and exported, so a secret a reviewer or tool quotes stops here.
@@ -25,10 +31,12 @@ Decisions:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -46,6 +54,7 @@ from .types import (
     RequirementGap,
     Severity,
     Side,
+    priority_for_severity,
 )
 
 TITLE_MAX = 200
@@ -216,7 +225,8 @@ class Rejected:
 
 
 def parse_node_payload(raw: object, *, file_lines: FileLines | None = None) -> Accepted | Rejected:
-    """Validate a tool call's arguments (a dict or its JSON text). Never raises."""
+    """Validate a tool call's arguments (a dict or its JSON text), in the flat form models are
+    shown or the nested one. Never raises."""
     if isinstance(raw, bytes | str):
         try:
             raw = json.loads(raw)
@@ -225,16 +235,129 @@ def parse_node_payload(raw: object, *, file_lines: FileLines | None = None) -> A
     if not isinstance(raw, Mapping):
         return _rejected([f"payload: must be an object (got {type(raw).__name__})"])
     try:
-        node = NodePayload.model_validate(dict(raw))
+        lifted = lift_flat_payload(raw)
+        node = NodePayload.model_validate(lifted.payload)
     except ValidationError as exc:
-        return _rejected([_describe(error) for error in exc.errors()])
+        problems = [_describe(error, flat=lifted.flat) for error in exc.errors()]
+        return _rejected([*lifted.problems, *(p for p in problems if p)])
     except Exception as exc:  # the contract is "never raises"
         return _rejected([f"payload: could not be validated ({type(exc).__name__})"])
+    if lifted.problems:
+        return _rejected(list(lifted.problems))
     if node.anchor is not None and file_lines is not None and node.anchor.side is Side.RIGHT:
-        problem = _check_against_checkout(node.anchor, file_lines)
+        problem = _check_against_checkout(node.anchor, file_lines, flat=lifted.flat)
         if problem:
             return _rejected([problem])
     return Accepted(redact_payload(node))
+
+
+# -- the flat form -------------------------------------------------------------------------------
+
+#: The flat form's `flags`, each the `Triage` fact it sets.
+FLAGS: dict[str, tuple[str, bool]] = {
+    "exploitable_externally": ("exploitable_externally", True),
+    "hot_path": ("hot_path", True),
+    "critical_path": ("critical_path", True),
+    "no_functional_effect": ("functional_effect", False),
+}
+_TRIAGE_FIELDS = ("category", "severity", "effort")
+_ANCHOR_FIELDS = ("path", "start_line", "end_line", "side")
+#: Fields only the flat form has.
+FLAT_ONLY = frozenset({*_TRIAGE_FIELDS, "flags", *_ANCHOR_FIELDS, "fix_lines"})
+_NESTED_ONLY = ("triage", "anchor", "fix")
+_SEVERITIES = frozenset(s.value for s in Severity)
+
+# A nested field's name in the flat form, so that a flat payload's rejection names its own
+# fields. The anchor's own check (start after end) is reported on `end_line`.
+_FLAT_NAME: dict[tuple[str, ...], str] = {
+    **{("triage", name): name for name in _TRIAGE_FIELDS},
+    **{("anchor", name): name for name in _ANCHOR_FIELDS},
+    ("anchor",): "end_line",
+    ("fix", "replacement_lines"): "fix_lines",
+}
+# What to send instead of a nested object or field in a flat payload.
+_INSTEAD = {
+    "triage": "give category, severity, effort and flags as fields of their own",
+    "anchor": "give path, start_line, end_line and side as fields of their own",
+    "fix": "give the exact replacement lines as fix_lines; explain any other fix in body",
+    "replacement_lines": "use fix_lines",
+    "diff": "explain the fix in body",
+    "fix_prompt": "explain the fix in body",
+    "functional_effect": 'list "no_functional_effect" in flags when no behaviour changes',
+    **{flag: "list it in flags" for flag in FLAGS if flag != "no_functional_effect"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Lifted:
+    """A payload as `NodePayload` takes it. `flat`: it came in the flat form, so rejections
+    name the flat fields; `problems`: what the lifting itself refused."""
+
+    payload: dict[str, Any]
+    flat: bool
+    problems: tuple[str, ...] = ()
+
+
+def lift_flat_payload(raw: Mapping[str, Any]) -> Lifted:
+    """The nested `NodePayload` input for a payload in the flat form `node_tool_schema` shows.
+    Pure; validates nothing `NodePayload` checks itself.
+
+    A payload is nested when it has `triage`, `anchor`, `fix` or `priority` and no field only
+    the flat form has: it comes back as it is. Otherwise it is flat, and a nested object in it is
+    refused with the flat fields to use. `priority`, not shown, is taken when given (it may
+    differ from the severity); absent, it is the severity's (critical P0 … low P3). An anchor is
+    made when `path` or a line is given (`side` alone anchors nothing); null counts as absent
+    there, as it does for the nested `anchor`. A cross-note "dimension: note" becomes
+    `{dimension, note}` (one space after the colon dropped); an object is kept as it is.
+    """
+    keys = set(raw)
+    if not keys & FLAT_ONLY and keys & {*_NESTED_ONLY, "priority"}:
+        return Lifted(dict(raw), flat=False)
+    problems: list[str] = []
+    payload = {key: value for key, value in raw.items() if key not in FLAT_ONLY}
+    for key in _NESTED_ONLY:
+        if key in payload:
+            del payload[key]
+            problems.append(f"{key}: not with the flat fields; {_INSTEAD[key]}")
+    triage = {name: raw[name] for name in _TRIAGE_FIELDS if name in raw}
+    flags = raw.get("flags")
+    if flags is not None and not isinstance(flags, list):
+        problems.append(f"flags: must be a list (got {_show(flags)})")
+    for flag in flags if isinstance(flags, list) else ():
+        if isinstance(flag, str) and flag in FLAGS:
+            fact, value = FLAGS[flag]
+            triage[fact] = value
+        else:
+            problems.append(f"flags: must be one of {_one_of(FLAGS)} (got {_show(flag)})")
+    payload["triage"] = triage
+    severity = raw.get("severity")
+    if payload.get("priority") is None:
+        payload.pop("priority", None)
+        if isinstance(severity, str) and severity in _SEVERITIES:
+            payload["priority"] = priority_for_severity(Severity(severity)).value
+    anchor = {name: raw[name] for name in _ANCHOR_FIELDS if raw.get(name) is not None}
+    if set(anchor) - {"side"}:
+        payload["anchor"] = anchor
+    if raw.get("fix_lines") is not None:
+        payload["fix"] = {"replacement_lines": raw["fix_lines"]}
+    notes = payload.get("cross_notes")
+    if isinstance(notes, list):
+        payload["cross_notes"] = [_lift_note(note) for note in notes]
+    return Lifted(payload, flat=True, problems=tuple(problems))
+
+
+def _lift_note(note: Any) -> Any:
+    if not isinstance(note, str):
+        return note
+    head, colon, text = note.partition(":")
+    if not colon:  # validation says the dimension is missing
+        return {"note": note}
+    return {"dimension": head.strip().lower(), "note": text.removeprefix(" ")}
+
+
+def _one_of(values: Any) -> str:
+    shown = [repr(str(v)) for v in values]
+    return ", ".join(shown[:-1]) + f" or {shown[-1]}"
 
 
 def redact_payload(node: NodePayload) -> NodePayload:
@@ -299,12 +422,54 @@ def node_view_from_payload(
     )
 
 
-# The schema's only descriptions, keyed by field path: it goes out with every reviewer call, so
-# it says what a model could not guess from the names and enums and no more. The full rules are
-# enforced by `parse_node_payload`, whose rejections say what to correct.
+def _values(kind: type[StrEnum]) -> list[str]:
+    return [member.value for member in kind]
+
+
+def node_tool_schema() -> dict[str, Any]:
+    """JSON schema of the `add_review_node` arguments models are shown: the flat form,
+    `reasoning` first. It goes out with every reviewer call, so it says what a model could not
+    guess from the names and enums and no more: what the system prompt and the brief say
+    (head-version lines, `map_anchor`, the requirements rules) is not repeated, nor the title's
+    limit, which a rejection states. `lift_flat_payload` makes it a `NodePayload`, whose
+    validation enforces the rest; unknown fields are refused."""
+    text: dict[str, Any] = {"type": "string"}
+    line: dict[str, Any] = {"type": "integer"}
+    properties: dict[str, Any] = {
+        "reasoning": text,
+        "type": {"enum": _values(NodeType)},
+        "severity": {"description": "critical = P0 ... low = P3", "enum": _values(Severity)},
+        "category": {"enum": _values(Category)},
+        "effort": {"enum": _values(Effort)},
+        "flags": {"type": "array", "items": {"enum": list(FLAGS)}},
+        "path": {"description": "omit for a PR-wide finding", "type": "string"},
+        "start_line": line,
+        "end_line": line,
+        "side": {"description": "LEFT = base version", "enum": _values(Side)},
+        "fix_lines": {
+            "description": "replace the anchored lines",
+            "type": "array",
+            "items": text,
+        },
+        "confidence": {"description": "0 to 1", "type": "number"},
+        "title": text,
+        "body": text,
+        "map_anchor": text,
+        "cross_notes": {
+            "description": "|".join(_values(Dimension)) + ": note",
+            "type": "array",
+            "items": text,
+        },
+        "requirement_gap": {"enum": _values(RequirementGap)},
+    }
+    required = ["type", "severity", "category", "effort", "confidence", "title", "body"]
+    schema = {"type": "object", "properties": properties, "required": required}
+    # Fresh dicts throughout: `text` and `line` are shared above, and callers may edit theirs.
+    return copy.deepcopy({**schema, "additionalProperties": False})
+
+
+# The nested schema's only descriptions, keyed by field path (see `nested_node_schema`).
 _TERSE = {
-    # What the system prompt and the brief already say (head-version lines, `map_anchor`, the
-    # requirements rules) is not repeated here: this goes out with every reviewer call.
     "priority": "P0 critical … P3 nit",
     "anchor": "omit for a PR-wide finding",
     "anchor.side": "LEFT = base version",
@@ -316,11 +481,12 @@ _TERSE = {
 }
 
 
-def node_tool_schema() -> dict[str, Any]:
-    """JSON schema of the `add_review_node` tool arguments, `reasoning` first. It goes out with
-    every reviewer call, so it is compact: definitions inlined, no titles, defaults or nullable
-    branches, and only the descriptions in `_TERSE`. Unknown fields are still refused, by the
-    schema and by `parse_node_payload`."""
+def nested_node_schema() -> dict[str, Any]:
+    """JSON schema of the nested form, `NodePayload` itself, `reasoning` first: what the MCP
+    server's `add_review_node` shows (an outside agent may give a diff or a fix prompt).
+    Compact: definitions inlined, no titles, defaults or nullable branches, and only the
+    descriptions in `_TERSE`. Unknown fields are still refused, by the schema and by
+    `parse_node_payload`."""
     full = NodePayload.model_json_schema()
     schema: dict[str, Any] = _compact(full, full.get("$defs", {}), "")
     schema["additionalProperties"] = False
@@ -354,15 +520,16 @@ def _compact(schema: Any, defs: Mapping[str, Any], where: str) -> Any:
     return kept
 
 
-def _check_against_checkout(anchor: Anchor, file_lines: FileLines) -> str | None:
+def _check_against_checkout(anchor: Anchor, file_lines: FileLines, *, flat: bool) -> str | None:
     try:
         count = file_lines(anchor.path) if callable(file_lines) else file_lines.get(anchor.path)
     except Exception:  # a broken lookup must still yield a rejection, not a crash
         count = None
+    at = "" if flat else "anchor."
     if count is None:
-        return f"anchor.path: {anchor.path} is not in the head checkout"
+        return f"{at}path: {anchor.path} is not in the head checkout"
     if anchor.end_line > count:
-        return f"anchor.end_line {anchor.end_line} is past the end of {anchor.path} ({count} lines)"
+        return f"{at}end_line {anchor.end_line} is past the end of {anchor.path} ({count} lines)"
     return None
 
 
@@ -372,14 +539,25 @@ def _rejected(problems: list[str]) -> Rejected:
     return Rejected(reason="; ".join(cleaned), problems=tuple(cleaned))
 
 
-def _describe(error: Any) -> str:
-    where = ".".join(str(part) for part in error["loc"]) or "payload"
+def _describe(error: Any, *, flat: bool = False) -> str:
+    """The reason for one validation error, naming the field as the payload did ("" for an
+    error another reason already covers)."""
+    loc = tuple(str(part) for part in error["loc"])
     kind = error["type"]
+    if flat:
+        if loc == ("priority",) and kind == "missing":
+            return ""  # no usable severity to derive it from: that one is reported
+        for size in (2, 1):
+            if loc[:size] in _FLAT_NAME:
+                loc = (_FLAT_NAME[loc[:size]], *loc[size:])
+                break
+    where = ".".join(loc) or "payload"
     value = error.get("input")
     if kind == "missing":
         return f"{where}: required field is missing"
     if kind == "extra_forbidden":
-        return f"{where}: unknown field"
+        instead = _INSTEAD.get(where) if flat else None
+        return f"{where}: unknown field" + (f"; {instead}" if instead else "")
     if kind == "enum":
         return f"{where}: must be one of {error['ctx']['expected']} (got {_show(value)})"
     if kind in {"model_type", "model_attributes_type", "dict_type"}:

@@ -21,7 +21,7 @@ from pydantic import Field, WithJsonSchema
 
 from reviews.domain import consensus
 from reviews.domain.errors import ApplicationError
-from reviews.domain.nodes import node_tool_schema
+from reviews.domain.nodes import nested_node_schema
 from reviews.domain.round_states import OPEN as OPEN_ROUND_STATES
 from reviews.mcp_server import tools
 from reviews.pipeline.template import PR_REVIEW_STAGES
@@ -162,10 +162,12 @@ def build_server(caller_source: CallerSource) -> MCPServer:
     async def add_review_node(
         ctx: Context,
         space: int,
-        finding: Annotated[dict[str, Any], WithJsonSchema(_inlined(node_tool_schema()))],
+        finding: Annotated[dict[str, Any], WithJsonSchema(_inlined(nested_node_schema()))],
     ) -> tools.NodeResult:
-        """Record a finding on the review's finished round, `reasoning` first. A finding that
-        does not validate creates nothing; the error lists every reason."""
+        """Record a finding on the review's finished round, `reasoning` first. The flat form
+        reviewers are shown (severity, category, effort, path, start_line, end_line,
+        fix_lines) is accepted too. A finding that does not validate creates nothing; the error
+        lists every reason, in the names of the form it was in (flat when it shows neither)."""
         return await call(ctx, tools.add_review_node, space, finding)
 
     @server.tool()

@@ -47,6 +47,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from reviews.agents.token_count import count_tokens, encode
+from reviews.domain.nodes import FLAGS
+from reviews.domain.types import Severity, priority_for_severity
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
@@ -165,7 +167,65 @@ def closing(summary: str, *, latency: float = 0.0, **fields: Any) -> Turn:
 
 
 def sample_finding(path: str = "app.py", line: int = 1, **overrides: Any) -> dict[str, Any]:
-    """A valid `add_review_node` payload (reasoning first, as the schema orders it)."""
+    """A valid `add_review_node` payload in the flat form the schema shows (reasoning first).
+    Overrides are flat fields; the nested form's `triage`, `anchor` and `fix` are flattened
+    (a scenario may still say `triage={...}`), and `priority` is kept: it is accepted, and a
+    scenario may rank a finding apart from its severity."""
+    payload: dict[str, Any] = {
+        "reasoning": f"Line {line} of {path} passes user input to a shell.",
+        "type": "bug",
+        "severity": "high",
+        "category": "security",
+        "effort": "small",
+        "path": path,
+        "start_line": line,
+        "end_line": line,
+        "confidence": 0.8,
+        "title": "Shell command built from user input",
+        "body": "Use an argument list instead of `shell=True`.",
+    }
+    payload.update(flat_finding(overrides))
+    return payload
+
+
+def flat_finding(nested: Mapping[str, Any]) -> dict[str, Any]:
+    """A payload in the nested form (`triage`, `anchor`, `fix`) in the flat one, field for
+    field: what a model given the flat schema sends for the same finding. `priority` is left
+    out where the severity implies it. A `fix` with a diff or fix prompt has no flat form."""
+    flat = {k: v for k, v in nested.items() if k not in ("triage", "anchor", "fix", "priority")}
+    triage = dict(nested.get("triage") or {})
+    flags = [
+        name
+        for name, (fact, value) in FLAGS.items()
+        if fact in triage and triage.pop(fact) == value
+    ]
+    flat.update(triage)
+    if flags:
+        flat["flags"] = flags
+    flat.update(nested.get("anchor") or {})
+    fix = dict(nested.get("fix") or {})
+    if fix.pop("replacement_lines", None) is not None:
+        flat["fix_lines"] = nested["fix"]["replacement_lines"]
+    if any(v is not None for v in fix.values()):
+        raise ValueError(f"no flat form for {fix}")
+    severity = triage.get("severity")
+    priority = nested.get("priority")
+    if priority is not None and (
+        severity not in {s.value for s in Severity}
+        or priority != priority_for_severity(Severity(severity)).value
+    ):
+        flat["priority"] = priority
+    if nested.get("cross_notes"):
+        flat["cross_notes"] = [
+            f"{n['dimension']}: {n['note']}" if isinstance(n, Mapping) else n
+            for n in nested["cross_notes"]
+        ]
+    return flat
+
+
+def nested_finding(path: str = "app.py", line: int = 1, **overrides: Any) -> dict[str, Any]:
+    """`sample_finding` in the nested form (`triage`, `anchor`, `priority`): what MCP clients
+    send, and a model on a bad day; still accepted."""
     payload: dict[str, Any] = {
         "reasoning": f"Line {line} of {path} passes user input to a shell.",
         "type": "bug",

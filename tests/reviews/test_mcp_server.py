@@ -169,8 +169,9 @@ def test_an_agent_reviews_over_stdio_and_a_second_agent_confirms(
     assert len(progress) >= 3
     assert any("reviewers" in (m or "") for _, m in progress)
 
-    # The pipeline's own validation, every reason at once; nothing recorded.
-    assert "priority: required field is missing" in error_text(malformed)
+    # The pipeline's own validation, every reason at once; nothing recorded. A finding with
+    # neither form's fields is read in the flat form reviewers are shown (both are accepted).
+    assert "severity: required field is missing" in error_text(malformed)
     assert "body: required field is missing" in error_text(malformed)
     assert "finding_refused" in error_text(malformed)
     assert not ReviewNode.objects.filter(title="no reasoning").exists()

@@ -266,7 +266,8 @@ def test_lenses_judge_a_group_in_one_call_each_with_the_code_in_the_prompt(shop,
 def test_a_finding_without_lines_brings_the_code_tools_back(shop, fake_model):
     """A PR-wide finding has no excerpt: the lenses judging its group may read the code."""
     pr_wide = {**scenario.sql_finding(), "title": "Nothing logs a failed search"}
-    del pr_wide["anchor"]
+    for field in ("path", "start_line", "end_line"):
+        del pr_wide[field]
     scenario.install(
         fake_model,
         overrides={

@@ -35,6 +35,7 @@ from tests.fakes.model_server import (
     good_findings,
     injection_probe,
     malformed_nodes,
+    nested_finding,
     path_escape,
     prose_only,
     sample_finding,
@@ -148,7 +149,34 @@ def test_it_offers_add_review_node_with_reasoning_first(
     _run(fake_model, _runtime(fake_model, provider, "reviewer"), stream)
     schema = _tool_schema(fake_model.recorded(provider)[0].json, "add_review_node")
     assert next(iter(schema["properties"])) == "reasoning"
-    assert {"type", "priority", "triage", "confidence", "title", "body"} <= set(schema["required"])
+    assert set(schema["required"]) == {
+        "type",
+        "severity",
+        "category",
+        "effort",
+        "confidence",
+        "title",
+        "body",
+    }
+    assert not {"priority", "triage", "anchor", "fix"} & set(schema["properties"])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_finding_in_the_nested_form_is_still_recorded(
+    fake_model: FakeModelServer, stream: Stream, provider: str
+) -> None:
+    """A model that answers in the nested shape it was not shown (a bad day, or an old
+    prompt) loses nothing: its finding is the one the flat form would have made."""
+    findings = [nested_finding("app.py", 2), sample_finding("app.py", 1)]
+    fake_model.add_script(good_findings(findings, one_turn=True), model="reviewer")
+    _run(fake_model, _runtime(fake_model, provider, "reviewer"), stream)
+    assert stream.rejected == []
+    nested, flat = (parse_node_payload(p) for p in stream.nodes.values())
+    assert isinstance(nested, Accepted) and isinstance(flat, Accepted)
+    assert nested.node.anchor is not None and nested.node.anchor.start_line == 2
+    assert nested.node.model_copy(update={"anchor": flat.node.anchor, "reasoning": ""}) == (
+        flat.node.model_copy(update={"reasoning": ""})
+    )
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
