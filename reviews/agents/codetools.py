@@ -12,6 +12,7 @@ Outputs are capped so one call cannot flood the model's context (and the token b
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import re
 import time
@@ -37,6 +38,7 @@ MAX_UNBOUNDED_REPEATS = 3
 GREP_DEADLINE_SECONDS = 5.0
 MAX_READ_FILE_BYTES = 4 * 1024 * 1024
 _BINARY_SNIFF = 8192
+_GLOB = re.compile(r"[*?\[]")
 
 
 def _error(message: str) -> str:
@@ -44,7 +46,8 @@ def _error(message: str) -> str:
 
 
 class CodeTools:
-    """`read_file`, `list_files`, `grep` and `get_diff` over `root`; nothing here writes."""
+    """`read_file`, `list_files`, `grep` and `get_diff` over `root`, and `read`, the one tool a
+    model is offered for the first three; nothing here writes."""
 
     def __init__(
         self,
@@ -216,6 +219,34 @@ class CodeTools:
         if not hits:
             return "No matches." + (f"\n{stopped}" if stopped else "")
         return self._cap("\n".join(hits) + (f"\n{stopped}" if stopped else ""))
+
+    def read(
+        self,
+        path: str = ".",
+        start_line: int | None = None,
+        end_line: int | None = None,
+        grep: str | None = None,
+    ) -> str:
+        """What a model reads through one tool: with `grep`, the lines matching that regex in
+        the file or directory `path`; else a directory's files (a `path` with a glob lists the
+        files matching it), or a file's lines. One schema instead of three goes out with every
+        reviewer call. Lines apply to a file alone; elsewhere they are ignored.
+
+        A pattern `grep` refuses (invalid, or one that could backtrack for ever) is searched as
+        plain text, and the answer says so: a model that meant `foo(` gets what it meant."""
+        if grep is not None:
+            problem = regex_problem(grep) if isinstance(grep, str) and grep else None
+            found = self.grep(grep, path, literal=problem is not None)
+            return f"[searched as plain text: {problem}]\n{found}" if problem else found
+        if isinstance(path, str) and _GLOB.search(path) and not os.path.lexists(self.root / path):
+            # The glob's fixed leading directories are where to look; it matches paths below.
+            parts = path.split("/")[:-1]
+            fixed = itertools.takewhile(lambda part: not _GLOB.search(part), parts)
+            return self.list_files("/".join(fixed) or ".", path)
+        resolved = self.resolve(path)
+        if isinstance(resolved, Path) and resolved.is_dir():
+            return self.list_files(path)
+        return self.read_file(path, start_line, end_line)
 
     def get_diff(self, path: str | None = None) -> str:
         """The change under review as a unified diff: one file's patch, or all of them."""

@@ -16,13 +16,14 @@ from collections import Counter
 FINDING_TOOLS = frozenset(
     {"add_review_node", "confirm_review_node", "list_review_nodes", "add_note"}
 )
-#: Read-only code tools over the space's worktree (`reviews.agents.codetools`).
-CODE_TOOLS = frozenset({"read_file", "list_files", "grep", "get_diff"})
+#: Read-only code tools over the space's worktree (`reviews.agents.codetools`): `read` is a
+#: file, a directory's files or a search.
+CODE_TOOLS = frozenset({"read", "get_diff"})
 ALLOWED_TOOLS = FINDING_TOOLS | CODE_TOOLS
 
 _REFUSAL = (
     "Refused: `{tool}` is not available. This is review mode: you may read the code "
-    "(read_file, list_files, grep, get_diff) and record findings, notes (comments, tickets) and "
+    "(read, get_diff) and record findings, notes (comments, tickets) and "
     "peer confirmations, nothing else - no shell, no writes, no network, no merges or deploys. "
     "Finish the review with the tools you have and leave any action to people."
 )

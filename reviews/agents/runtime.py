@@ -863,26 +863,24 @@ def _tools(tools: ReviewTools, mode: ReviewMode, state: _RunState) -> list[Tool[
 def _code_tools(
     code: CodeTools, mode: ReviewMode, state: _RunState, *, diff_tool: bool = True
 ) -> list[Tool[Any]]:
-    def read_file(path: str, start_line: int | None = None, end_line: int | None = None) -> str:
-        """A head-version file, numbered, 400 lines at most."""
-        return _guarded(state, "read_file", lambda: code.read_file(path, start_line, end_line))
-
-    def list_files(directory: str = ".", pattern: str | None = None) -> str:
-        """List files, optionally matching a glob."""
-        return _guarded(state, "list_files", lambda: code.list_files(directory, pattern))
-
-    def grep(pattern: str, path: str | None = None, literal: bool = False) -> str:
-        """Search the code for a regex (a substring if literal)."""
-        return _guarded(state, "grep", lambda: code.grep(pattern, path, literal))
+    # One tool for the three ways of reading (`CodeTools.read`): one schema instead of three
+    # with every reviewer call.
+    def read(
+        path: str = ".",
+        start_line: int | None = None,
+        end_line: int | None = None,
+        grep: str | None = None,
+    ) -> str:
+        """A head-version file (numbered, 400 lines at most), a directory's files (path may be a
+        glob), or with grep the lines matching that regex under path."""
+        return _guarded(state, "read", lambda: code.read(path, start_line, end_line, grep))
 
     def get_diff(path: str | None = None) -> str:
         """The change under review as a unified diff, of one changed file or all."""
         return _guarded(state, "get_diff", lambda: code.get_diff(path))
 
     functions: dict[str, Callable[..., str]] = {
-        "read_file": read_file,
-        "list_files": list_files,
-        "grep": grep,
+        "read": read,
         "get_diff": get_diff,
     }
     return [

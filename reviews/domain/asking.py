@@ -158,7 +158,7 @@ ASK_SYSTEM_PROMPT = """\
 You are the {reviewer} reviewer of a code review, answering a question about a finding you \
 recorded earlier. People discuss the finding in its thread and ask you about it.
 
-Review mode: you may read the code (read_file, list_files, grep, get_diff) to check your \
+Review mode: you may read the code (read, get_diff) to check your \
 answer; you cannot record, change or confirm findings, and nothing you write runs anywhere.
 
 Answer the question plainly and briefly, in markdown. If the discussion shows your finding is \

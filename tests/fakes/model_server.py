@@ -271,7 +271,7 @@ def good_findings(
     covered = [{"area": path, "reviewed_no_issue": not payloads}]
     if one_turn:
         return Script(name, (findings_then_closing(payloads, summary, covered=covered),))
-    turns: list[Turn] = [calls(("read_file", {"path": path}))]
+    turns: list[Turn] = [calls(("read", {"path": path}))]
     if payloads:  # "examined X — no issue" is a valid result too
         turns.append(calls(*(("add_review_node", dict(p)) for p in payloads)))
     turns.append(closing(summary, covered=covered))
@@ -316,7 +316,7 @@ def requirements_check(
     }
     if one_turn:
         return Script(name, (findings_then_closing(findings, summary, **fields),))
-    turns: list[Turn] = [calls(*(("read_file", {"path": p}) for p in paths))]
+    turns: list[Turn] = [calls(*(("read", {"path": p}) for p in paths))]
     if findings:
         turns.append(calls(*(("add_review_node", dict(p)) for p in findings)))
     turns.append(closing(summary, **fields))
@@ -427,9 +427,9 @@ def path_escape(path: str = "../../etc/passwd", name: str = "escape") -> Script:
 
     def report(conversation: Conversation) -> Reply:
         got = conversation.last_results[0].content if conversation.last_results else ""
-        return text(f"read_file said: {got[:200]}")
+        return text(f"read said: {got[:200]}")
 
-    return Script(name, (calls(("read_file", {"path": path})), report))
+    return Script(name, (calls(("read", {"path": path})), report))
 
 
 def disallowed_tool(

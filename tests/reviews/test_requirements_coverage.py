@@ -117,7 +117,7 @@ def test_without_an_off_target_judgement_the_findings_decide(shop, fake_model):
 
 def _prose_reviewer(*findings) -> Script:
     """Records its findings, then closes in prose only (no final_answer call, no JSON)."""
-    turns = [calls(("read_file", {"path": "shop/search.py"}))]
+    turns = [calls(("read", {"path": "shop/search.py"}))]
     if findings:
         turns.append(calls(*(("add_review_node", f) for f in findings)))
     turns.append(text("I examined and reviewed shop/search.py carefully; all checked."))

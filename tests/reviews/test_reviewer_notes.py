@@ -45,7 +45,7 @@ def _noting_reviewer(name: str = "implementation") -> Script:
     return Script(
         name,
         (
-            calls(("read_file", {"path": "shop/search.py"})),
+            calls(("read", {"path": "shop/search.py"})),
             calls(
                 (
                     "add_review_node",

@@ -60,9 +60,7 @@ def test_the_reviewers_of_a_round_send_one_shared_prefix_and_their_role_last(sho
     assert offered == {
         "add_review_node",
         "add_note",
-        "read_file",
-        "list_files",
-        "grep",
+        "read",
         "final_answer",
     }
     schema = next(t for t in reference["tools"] if t["function"]["name"] == "add_review_node")

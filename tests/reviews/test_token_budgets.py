@@ -156,9 +156,7 @@ def test_a_reviewer_that_reaches_its_cap_ends_with_what_it_recorded_and_is_not_r
     greedy = Script(
         "greedy",
         tuple(
-            calls(
-                ("read_file", {"path": "shop/search.py"}), ("read_file", {"path": "shop/views.py"})
-            )
+            calls(("read", {"path": "shop/search.py"}), ("read", {"path": "shop/views.py"}))
             for _ in range(30)
         ),
     )

@@ -195,3 +195,55 @@ def test_it_refuses_binary_and_missing_files(tree: Path) -> None:
     assert "binary" in tools.read_file("blob.bin")
     assert "not a file" in tools.read_file("missing.py")
     assert tools.read_file("").startswith(ERROR_PREFIX)
+
+
+# -- `read`: the one reading tool a model is offered ---------------------------------------------
+
+
+def test_read_gives_a_file_s_lines_or_a_directory_s_files(tree: Path) -> None:
+    tools = CodeTools(tree)
+    assert tools.read("app.py", 3, 4) == tools.read_file("app.py", 3, 4)
+    assert tools.read("app.py").startswith("app.py lines 1-10 of 10\n")
+    assert tools.read("pkg") == "pkg/mod.py\npkg/notes.txt"
+    assert tools.read("pkg", 1, 2) == tools.read("pkg")  # lines apply to a file alone
+    assert tools.read() == tools.list_files()  # the repository's files, .git left out
+    assert "not a file" in tools.read("missing.py")
+
+
+@pytest.mark.parametrize(
+    ("glob", "expected"),
+    [
+        ("*.py", ["app.py", "pkg/mod.py"]),
+        ("pkg/*.txt", ["pkg/notes.txt"]),
+        ("**/m?d.py", ["pkg/mod.py"]),
+        ("*.rs", ["No files under . matching '*.rs'."]),
+    ],
+)
+def test_read_lists_the_files_a_glob_matches(tree: Path, glob: str, expected: list[str]) -> None:
+    assert CodeTools(tree).read(glob).splitlines() == expected
+
+
+def test_read_of_a_file_whose_name_looks_like_a_glob_reads_it(tree: Path) -> None:
+    (tree / "[draft].md").write_text("notes\n")
+    assert CodeTools(tree).read("[draft].md") == "[draft].md lines 1-1 of 1\n1| notes"
+
+
+def test_read_with_grep_searches_under_the_path(tree: Path) -> None:
+    tools = CodeTools(tree)
+    assert tools.read(grep=r"def \w+\(") == "pkg/mod.py:1: def handler(request):"
+    assert tools.read("pkg/notes.txt", grep="handler") == "pkg/notes.txt:1: TODO: call handler"
+    assert tools.read("pkg", grep="nothing here") == "No matches."
+    assert tools.read("../outside", grep="SECRET").startswith(ERROR_PREFIX)
+
+
+@pytest.mark.parametrize("pattern", ["handler(", r"(a+)+$"])
+def test_read_searches_a_refused_pattern_as_plain_text_and_says_so(
+    tree: Path, pattern: str
+) -> None:
+    """A model that meant `handler(` literally gets its matches, and learns how it was read."""
+    out = CodeTools(tree).read(grep=pattern)
+    assert out.startswith("[searched as plain text: ")
+    if pattern == "handler(":
+        assert out.endswith("\npkg/mod.py:1: def handler(request):")
+    else:
+        assert out.endswith("\nNo matches.")

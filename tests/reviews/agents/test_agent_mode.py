@@ -28,26 +28,28 @@ def _tools(tmp_path: Path, recorded: list[dict[str, Any]] | None = None) -> Revi
 
 
 def test_it_allows_exactly_the_review_tools() -> None:
-    """The allowlist is the eight review-mode tools, nothing that acts."""
+    """The allowlist is the six review-mode tools, nothing that acts. Reading is one tool."""
     assert {
         "add_review_node",
         "confirm_review_node",
         "list_review_nodes",
         "add_note",
-        "read_file",
-        "list_files",
-        "grep",
+        "read",
         "get_diff",
     } == ALLOWED_TOOLS
     mode = ReviewMode()
-    assert mode.allows("read_file")
+    assert mode.allows("read")
     assert not mode.allows("run_shell")
     assert not mode.allows("write_file")
+    # The three read tools it replaced are gone; the refusal names the one to use.
+    for old in ("read_file", "list_files", "grep"):
+        assert not mode.allows(old)
+    assert "(read, get_diff)" in refusal_message("read_file")
 
 
 def test_it_refuses_to_widen_the_mode() -> None:
     """A mode may be narrower than review mode, never wider."""
-    assert ReviewMode(CODE_TOOLS).allows("grep")
+    assert ReviewMode(CODE_TOOLS).allows("read")
     with pytest.raises(ValueError, match="run_shell"):
         ReviewMode(ALLOWED_TOOLS | {"run_shell"})
 
@@ -120,7 +122,7 @@ def test_it_never_offers_a_tool_outside_the_allowlist(
         tools=_tools(tmp_path),
     )
     offered = {tool["function"]["name"] for tool in fake_model.recorded("openai")[0].json["tools"]}
-    assert offered == {"add_review_node", "read_file", "list_files", "grep", "get_diff"}
+    assert offered == {"add_review_node", "read", "get_diff"}
     assert offered <= ALLOWED_TOOLS
 
 

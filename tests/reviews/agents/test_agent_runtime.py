@@ -180,6 +180,38 @@ def test_a_finding_in_the_nested_form_is_still_recorded(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_one_read_tool_reads_a_file_lists_files_and_searches(
+    fake_model: FakeModelServer, stream: Stream, provider: str
+) -> None:
+    """`read` is the model's only way to read the head: a file's numbered lines, a glob's
+    files, a regex's matching lines; the tools it replaced are not offered."""
+    (stream.root / "pkg").mkdir()
+    (stream.root / "pkg" / "util.py").write_text("def helper():\n    return 1\n")
+    fake_model.add_script(
+        Script(
+            "reader",
+            (
+                calls(
+                    ("read", {"path": "app.py", "start_line": 2}),
+                    ("read", {"path": "*.py"}),
+                    ("read", {"path": "pkg", "grep": "return \\d"}),
+                ),
+                text("Read."),
+            ),
+        ),
+        model="reader",
+    )
+    _run(fake_model, _runtime(fake_model, provider, "reader"), stream)
+    first, second = fake_model.recorded(provider)
+    offered = {t.get("function", t).get("name") for t in first.json["tools"]}
+    assert "read" in offered and not offered & {"read_file", "list_files", "grep"}
+    answered = second.body
+    assert "app.py lines 2-2 of 2" in answered and "subprocess.call" in answered
+    assert "app.py\\npkg/util.py" in answered
+    assert "pkg/util.py:2:     return 1" in answered
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_it_returns_rejections_for_malformed_payloads(
     fake_model: FakeModelServer, stream: Stream, provider: str
 ) -> None:
@@ -267,7 +299,7 @@ def test_it_lets_the_service_refuse_a_self_confirmation(
 def test_it_keeps_the_reviewer_inside_the_worktree(
     fake_model: FakeModelServer, stream: Stream
 ) -> None:
-    """`read_file ../../etc/passwd` gets an error message; nothing outside is sent."""
+    """`read ../../etc/passwd` gets an error message; nothing outside is sent."""
     fake_model.add_script(path_escape(), model="curious")
     outcome = _run(fake_model, _runtime(fake_model, "openai", "curious"), stream)
     assert "escapes the root" in outcome.output

@@ -156,11 +156,11 @@ def test_it_rejects_malformed_anthropic_requests(
 
 def test_it_answers_with_tool_calls_and_usage(fake_model: FakeModelServer) -> None:
     """A scripted tool call comes back in each protocol's own shape, with usage."""
-    fake_model.add_script(Script("s", (calls(("read_file", {"path": "a.py"})),)), model="m")
+    fake_model.add_script(Script("s", (calls(("read", {"path": "a.py"})),)), model="m")
     chat = _openai(fake_model, _chat(USER)).json()
     call = chat["choices"][0]["message"]["tool_calls"][0]
     assert chat["choices"][0]["finish_reason"] == "tool_calls"
-    assert call["function"] == {"name": "read_file", "arguments": '{"path": "a.py"}'}
+    assert call["function"] == {"name": "read", "arguments": '{"path": "a.py"}'}
     assert (
         chat["usage"]["total_tokens"]
         == chat["usage"]["prompt_tokens"] + chat["usage"]["completion_tokens"]
@@ -182,7 +182,7 @@ def test_it_plays_turns_from_what_the_conversation_holds(fake_model: FakeModelSe
     def echo(conversation: Conversation) -> Reply:
         return text(f"turn {conversation.turn}: {conversation.last_results[0].content}")
 
-    fake_model.add_script(Script("s", (calls(("grep", {"pattern": "x"})), echo)), model="m")
+    fake_model.add_script(Script("s", (calls(("read", {"grep": "x"})), echo)), model="m")
     first = _openai(fake_model, _chat(USER)).json()["choices"][0]["message"]
     second = _openai(
         fake_model,
@@ -255,7 +255,7 @@ def test_openai_usage_counts_the_prompt_and_caches_a_long_shared_prefix(
 ) -> None:
     """prompt_tokens is the o200k count of what was received; a prompt of 1024 tokens or more
     that starts like an earlier one reads the common prefix, in steps of 128, from the cache."""
-    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {}}}]
     first = _openai(fake_model, _chat(LONG, USER, tools=tools)).json()["usage"]
     assert first["prompt_tokens"] > 1024
     assert first["prompt_tokens_details"]["cached_tokens"] == 0
