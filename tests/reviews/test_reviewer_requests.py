@@ -11,7 +11,7 @@ import pytest
 
 from reviews.agents.prompts import REVIEWER_SYSTEM_PROMPT
 from reviews.models import ReviewNode
-from tests.fakes.model_server import one_finding_per_turn
+from tests.fakes.model_server import good_findings, nested_finding, one_finding_per_turn
 from tests.reviews import pipeline_scenarios as scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -109,6 +109,49 @@ def test_a_model_that_records_a_finding_per_turn_gets_the_same_review(shop, fake
     turns = sorted(r.turn for r in fake_model.recorded() if r.script == "sec-one-by-one")
     assert turns == [0, 1, 2]  # a finding, a finding, the closing
     assert again.streams.get(name="security").coverage_note.startswith("Examined")
+
+
+def test_a_model_that_answers_in_the_nested_form_gets_the_same_review(shop, fake_model):
+    """The schema shows the flat form; a model that sends the nested one it was not shown (an
+    old prompt, a bad day) records the same findings, stored alike."""
+    scenario.install(fake_model)
+    first = shop()
+    canonical = _review(first)
+    stored = _stored(first, "security")
+    nested = [
+        nested_finding(
+            scenario.SQL["path"],
+            scenario.SQL["line"],
+            title="SQL query built from the search term",
+            body="The search term is formatted into the SQL string: use a query parameter.",
+            priority="P0",
+            confidence=0.9,
+            triage={"category": "security", "severity": "critical", "effort": "small"},
+        ),
+        nested_finding(
+            scenario.PERMISSION["path"],
+            scenario.PERMISSION["line"],
+            title="Order deletion has no permission check",
+            body="Any caller can delete any order; check request.user like total_view does.",
+            priority="P1",
+            confidence=0.85,
+        ),
+    ]
+    assert all("triage" in p and "anchor" in p and "severity" not in p for p in nested)
+    old_shape = good_findings(nested, path="shop/search.py", name="sec-nested", one_turn=True)
+    scenario.install(fake_model, overrides={"security": old_shape})
+    again = shop()
+    assert _review(again) == canonical
+    assert _stored(again, "security") == stored
+    assert again.streams.get(name="security").rejected == 0
+
+
+def _stored(review_round, stream: str) -> list[tuple]:
+    return sorted(
+        ReviewNode.objects.filter(round=review_round, stream__name=stream).values_list(
+            "title", "path", "start_line", "end_line", "priority", "severity", "category", "effort"
+        )
+    )
 
 
 def test_on_anthropic_the_shared_prefix_is_marked_for_caching(
