@@ -263,7 +263,7 @@ FLAGS: dict[str, tuple[str, bool]] = {
 _TRIAGE_FIELDS = ("category", "severity", "effort")
 _ANCHOR_FIELDS = ("path", "start_line", "end_line", "side")
 #: Fields only the flat form has.
-FLAT_ONLY = frozenset({*_TRIAGE_FIELDS, "flags", *_ANCHOR_FIELDS, "fix_lines"})
+FLAT_ONLY = frozenset({*_TRIAGE_FIELDS, "flags", *_ANCHOR_FIELDS, "fix_lines", "fix_prompt"})
 _NESTED_ONLY = ("triage", "anchor", "fix")
 _SEVERITIES = frozenset(s.value for s in Severity)
 
@@ -274,15 +274,15 @@ _FLAT_NAME: dict[tuple[str, ...], str] = {
     **{("anchor", name): name for name in _ANCHOR_FIELDS},
     ("anchor",): "end_line",
     ("fix", "replacement_lines"): "fix_lines",
+    ("fix", "fix_prompt"): "fix_prompt",
 }
 # What to send instead of a nested object or field in a flat payload.
 _INSTEAD = {
     "triage": "give category, severity, effort and flags as fields of their own",
     "anchor": "give path, start_line, end_line and side as fields of their own",
-    "fix": "give the exact replacement lines as fix_lines; explain any other fix in body",
+    "fix": "give the exact replacement lines as fix_lines, or how to fix it as fix_prompt",
     "replacement_lines": "use fix_lines",
-    "diff": "explain the fix in body",
-    "fix_prompt": "explain the fix in body",
+    "diff": "give the exact replacement lines as fix_lines, or how to fix it as fix_prompt",
     "functional_effect": 'list "no_functional_effect" in flags when no behaviour changes',
     **{flag: "list it in flags" for flag in FLAGS if flag != "no_functional_effect"},
 }
@@ -338,8 +338,13 @@ def lift_flat_payload(raw: Mapping[str, Any]) -> Lifted:
     anchor = {name: raw[name] for name in _ANCHOR_FIELDS if raw.get(name) is not None}
     if set(anchor) - {"side"}:
         payload["anchor"] = anchor
-    if raw.get("fix_lines") is not None:
-        payload["fix"] = {"replacement_lines": raw["fix_lines"]}
+    fix = {
+        nested: raw[name]
+        for name, nested in (("fix_lines", "replacement_lines"), ("fix_prompt", "fix_prompt"))
+        if raw.get(name) is not None
+    }
+    if fix:
+        payload["fix"] = fix
     notes = payload.get("cross_notes")
     if isinstance(notes, list):
         payload["cross_notes"] = [_lift_note(note) for note in notes]
@@ -451,6 +456,8 @@ def node_tool_schema() -> dict[str, Any]:
             "type": "array",
             "items": text,
         },
+        # The report's suggested fix and a coding agent's prompt (MCP) when no exact lines are.
+        "fix_prompt": {"description": "else how to fix it", "type": "string"},
         "confidence": {"description": "0 to 1", "type": "number"},
         "title": text,
         "body": text,

@@ -191,7 +191,7 @@ def sample_finding(path: str = "app.py", line: int = 1, **overrides: Any) -> dic
 def flat_finding(nested: Mapping[str, Any]) -> dict[str, Any]:
     """A payload in the nested form (`triage`, `anchor`, `fix`) in the flat one, field for
     field: what a model given the flat schema sends for the same finding. `priority` is left
-    out where the severity implies it. A `fix` with a diff or fix prompt has no flat form."""
+    out where the severity implies it. A `fix` with a diff has no flat form."""
     flat = {k: v for k, v in nested.items() if k not in ("triage", "anchor", "fix", "priority")}
     triage = dict(nested.get("triage") or {})
     flags = [
@@ -206,6 +206,8 @@ def flat_finding(nested: Mapping[str, Any]) -> dict[str, Any]:
     fix = dict(nested.get("fix") or {})
     if fix.pop("replacement_lines", None) is not None:
         flat["fix_lines"] = nested["fix"]["replacement_lines"]
+    if fix.get("fix_prompt") is not None:
+        flat["fix_prompt"] = fix.pop("fix_prompt")
     if any(v is not None for v in fix.values()):
         raise ValueError(f"no flat form for {fix}")
     severity = triage.get("severity")

@@ -220,7 +220,7 @@ def test_it_exposes_a_flat_tool_schema_with_reasoning_first() -> None:
     ]
     assert set(schema["properties"]) == {
         "reasoning", "type", "severity", "category", "effort", "flags", "path", "start_line",
-        "end_line", "side", "fix_lines", "confidence", "title", "body", "map_anchor",
+        "end_line", "side", "fix_lines", "fix_prompt", "confidence", "title", "body", "map_anchor",
         "cross_notes", "requirement_gap",
     }  # fmt: skip
     assert not any("properties" in field for field in schema["properties"].values())
@@ -246,7 +246,7 @@ def test_its_tool_schema_is_compact_and_names_every_value_the_rules_read() -> No
             assert f'"{value}"' in text or f"{value}|" in text or f"|{value}" in text, value
     for fact in ("exploitable_externally", "hot_path", "critical_path", "functional_effect"):
         assert fact in text
-    assert "diff" not in text and "fix_prompt" not in text  # the body explains a fix
+    assert "diff" not in text and "fix_prompt" in text  # exact lines, or how to fix it
 
 
 def test_the_nested_schema_mcp_shows_names_every_field_and_value() -> None:
@@ -447,7 +447,8 @@ def test_cross_notes_are_dimension_colon_note_strings() -> None:
         ({"confidance": 0.9}, "confidance: unknown field"),
         ({"hot_path": True}, "hot_path: unknown field; list it in flags"),
         ({"functional_effect": False}, 'functional_effect: unknown field; list "no_functional_'),
-        ({"fix_prompt": "Use hmac."}, "fix_prompt: unknown field; explain the fix in body"),
+        ({"fix_prompt": ["Use hmac."]}, "fix_prompt: must be a string"),
+        ({"diff": "+x"}, "diff: unknown field; give the exact replacement lines as fix_lines"),
         ({"replacement_lines": ["x"]}, "replacement_lines: unknown field; use fix_lines"),
     ],
 )
@@ -519,7 +520,9 @@ _nested_payloads = st.fixed_dictionaries(
     optional={
         "reasoning": _text,
         "anchor": _anchors,
-        "fix": st.fixed_dictionaries({"replacement_lines": st.lists(_text, max_size=3)}),
+        "fix": st.fixed_dictionaries(
+            {}, optional={"replacement_lines": st.lists(_text, max_size=3), "fix_prompt": _text}
+        ).filter(bool),
         "map_anchor": _text,
         "cross_notes": st.lists(
             st.fixed_dictionaries(
