@@ -48,15 +48,21 @@ def _stored(repository: Repository, *shas: str) -> dict[str, CodeIndex]:
     return {r.commit_sha: CodeIndex.from_json(r.data) for r in records}
 
 
-def _store(repository: Repository, sha: str, index: CodeIndex) -> None:
-    CodeIndexRecord.objects.get_or_create(
-        repository=repository,
-        commit_sha=sha,
-        defaults={
-            "indexed": index.indexed,
-            "reason": (index.reason or "")[:300],
-            "data": index.to_json(),
-        },
+def _store(repository: Repository, built: dict[str, CodeIndex]) -> None:
+    """Store the indexes just built, in one insert; one a concurrent round stored first is
+    kept (the same commit gives the same index)."""
+    CodeIndexRecord.objects.bulk_create(
+        [
+            CodeIndexRecord(
+                repository=repository,
+                commit_sha=sha,
+                indexed=index.indexed,
+                reason=(index.reason or "")[:300],
+                data=index.to_json(),
+            )
+            for sha, index in built.items()
+        ],
+        ignore_conflicts=True,
     )
 
 
@@ -70,22 +76,25 @@ def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None
         diff = source.diff(base_ref, head_sha)
         stored = _stored(repository, head_sha, diff.merge_base_sha)
         head, base = stored.get(head_sha), stored.get(diff.merge_base_sha)
+        built: dict[str, CodeIndex] = {}
         if base is None:
-            base = build_index(files_at_commit(source, diff.merge_base_sha))
-            _store(repository, diff.merge_base_sha, base)
+            base = built[diff.merge_base_sha] = build_index(
+                files_at_commit(source, diff.merge_base_sha)
+            )
         if head is None:
             # Only what the change touched is parsed again.
-            head = (
+            head = built[head_sha] = (
                 update_index(base, changed_texts(source, diff))
                 if base.indexed
                 else build_index(files_at_commit(source, head_sha))
             )
-            _store(repository, head_sha, head)
+        if built:
+            _store(repository, built)
         return base, head
     head = _stored(repository, head_sha).get(head_sha)
     if head is None:
         head = build_index(files_in_directory(worktree))
-        _store(repository, head_sha, head)
+        _store(repository, {head_sha: head})
     return None, head
 
 
