@@ -69,23 +69,28 @@ def _lease() -> timedelta:
 # -- the coordinator ------------------------------------------------------------------------
 
 
-def advance(round_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
+def advance(
+    round_id: int, *, dispatch: Dispatch = celery_dispatch, look_again: bool = True
+) -> None:
+    """`look_again=False`: no step of the round can end while this call runs (run_inline's
+    dispatch only queues them for after it), so there is nothing to look once more for."""
     for _ in range(3):
         token = _claim_round(round_id)
         if token is None:
             return
+        moved: Moved = "wait"
         try:
             # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
             # sweeper would hand the round to a second coordinator meanwhile.
-            moved: Moved = "wait"
             with _heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
                 while (moved := _move(round_id, dispatch)) == "again":
                     pass
         finally:
-            _release_round(round_id, token)
+            if moved != "let_go":
+                _release_round(round_id, token)
         # A step that ended while we held the lease found it taken and left: look once more
         # (a round this move ended has nothing left to look for).
-        if moved == "over" or not _stage_complete(round_id):
+        if moved in ("over", "let_go") or not look_again or not _stage_complete(round_id):
             return
 
 
@@ -166,8 +171,9 @@ def _stage_complete(round_id: int) -> bool:
 
 
 #: What a move left: "again" (move once more), "wait" (for steps, or for nothing this
-#: coordinator can tell) or "over" (the round ended, as this move saw it).
-Moved = Literal["again", "wait", "over"]
+#: coordinator can tell), "over" (the round ended, as this move saw it) or "let_go" (over, and
+#: the statement that ended it let go of the lease too: the finaliser's).
+Moved = Literal["again", "wait", "over", "let_go"]
 
 
 def _move(round_id: int, dispatch: Dispatch) -> Moved:
@@ -195,7 +201,9 @@ def _move(round_id: int, dispatch: Dispatch) -> Moved:
 
 
 def _stopped(review_round: ReviewRound) -> Moved:
-    return "wait" if review_round.state in OPEN_STATES else "over"
+    if review_round.state in OPEN_STATES:
+        return "wait"
+    return "over" if review_round.lease_token else "let_go"
 
 
 def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
@@ -583,7 +591,7 @@ def run_inline(
             for _ in pool.map(step_in_thread, claimed, [shared.get(s.pk) for s in claimed]):
                 pass
             if any(kind == "advance" for kind, _ in batch) or steps:
-                advance(round_id, dispatch=dispatch)
+                advance(round_id, dispatch=dispatch, look_again=False)
             if on_progress is None:
                 continue
             stage = ReviewRound.objects.values_list("stage", flat=True).get(pk=round_id)

@@ -170,8 +170,14 @@ def finalise(review_round: ReviewRound) -> None:
         done = [*review_round.done_stages]
         if "finalise" not in done:
             done.append("finalise")
+        # It lets go of the coordinator's lease too: nobody claims a round that ended.
         if not round_transition(
-            review_round, ReviewRound.State.FINISHED, stats=review_round.stats, done_stages=done
+            review_round,
+            ReviewRound.State.FINISHED,
+            stats=review_round.stats,
+            done_stages=done,
+            lease_until=None,
+            lease_token="",
         ):
             review_round.save(update_fields=["stats"])
             review_round.refresh_from_db(fields=["state"])
