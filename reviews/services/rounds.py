@@ -21,7 +21,7 @@ from reviews.domain.stream_states import StreamState
 from reviews.events import emit
 from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
 from reviews.services.check_runs import check_run_enqueue
-from reviews.services.spaces import space_status_refresh
+from reviews.services.spaces import space_lock_for_move, space_status_refresh
 from reviews.services.streams import stream_transition
 from reviews.services.verdicts import axis_record, verdict_follow
 
@@ -79,7 +79,8 @@ def round_transition(
     # fails the caller's whole transaction anyway.
     with transaction.atomic(savepoint=False):
         # Lock order space → round, as round_start takes them: never the reverse.
-        space = ReviewSpace.objects.select_for_update().filter(pk=review_round.space_id).first()
+        # Read with the facts the space's status follows from, as they stand after the move.
+        locked = space_lock_for_move(review_round.space_id, round_id=review_round.pk, to=to.value)
         moved = ReviewRound.objects.filter(
             pk=review_round.pk, state__in=[s.value for s in sources_of(to) if s is not to]
         ).update(**fields, **also)
@@ -93,8 +94,9 @@ def round_transition(
                 for name, value in also.items():
                     setattr(review_round, name, value)
             return stays
-        if space is not None:
-            space_status_refresh(space=space, locked=True)  # read under the lock just taken
+        if locked is not None:
+            # Read under the lock just taken.
+            space_status_refresh(space=locked[0], locked=True, facts=locked[1])
         # A round's start, end, cancel or failure rewrites most of the page.
         emit(review_round.space_id, "review.round_state", state=to.value)
         # ... and what its GitHub check shows (after commit, in a task).
