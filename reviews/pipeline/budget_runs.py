@@ -25,7 +25,9 @@ from reviews.domain.round_states import RoundState
 from reviews.domain.round_stats import BudgetReport, BudgetSkip, StageName
 from reviews.domain.spend import CallRole
 from reviews.models import ModelCall, ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
+from reviews.pipeline import round_reads
 from reviews.pipeline.prompting import finding_code, findings_prompt, shared_brief
+from reviews.services.spend import Spent
 from reviews.sources.diffs import ChangedFile
 
 if TYPE_CHECKING:
@@ -49,8 +51,8 @@ _STAGE_ORDER: tuple[str, ...] = get_args(StageName)
 @dataclass(frozen=True)
 class Ledger:
     """What a decision needs of the round's ledger, read in one statement: the tokens spent
-    (input and output) and which of the lead's and the critic's calls were made. A stage reads
-    it once for all its decisions: between them it makes no call."""
+    (input and output) and which of the lead's and the critic's calls were made. A coordinator
+    move reads it once for the decisions of all its stages, counting the calls they make."""
 
     tokens_in: int
     tokens_out: int
@@ -62,16 +64,40 @@ class Ledger:
 
 
 def round_ledger(review_round: ReviewRound) -> Ledger:
+    """The round's ledger; read once per coordinator move (reviews/pipeline/round_reads.py),
+    which then adds what its own calls spend (`ledger_spent`)."""
+    kept = round_reads.ledger(review_round)
+    if kept is not None:
+        return cast(Ledger, kept)
     made = {role: Count("pk", filter=Q(role=role)) for role, _ in SHAPED_CALL_STAGES}
     sums = ModelCall.objects.filter(round=review_round).aggregate(
         tokens_in=Coalesce(Sum("input_tokens"), 0),
         tokens_out=Coalesce(Sum("output_tokens"), 0),
         **{role.value: count for role, count in made.items()},
     )
-    return Ledger(
+    ledger = Ledger(
         int(sums["tokens_in"]),
         int(sums["tokens_out"]),
         frozenset(role for role in made if sums[role.value]),
+    )
+    round_reads.keep_ledger(review_round, ledger)
+    return ledger
+
+
+def ledger_spent(review_round: ReviewRound, calls: Sequence[Spent]) -> None:
+    """`calls` were just recorded in the round's ledger: the ledger this move read, if it
+    did, counts them as the table now does (spend.model_calls_record's bounds)."""
+    kept = cast(Ledger | None, round_reads.ledger(review_round))
+    if kept is None:
+        return
+    roles = {c.role for c in calls} & {role for role, _ in SHAPED_CALL_STAGES}
+    round_reads.keep_ledger(
+        review_round,
+        Ledger(
+            kept.tokens_in + sum(max(c.usage.input_tokens, 0) for c in calls),
+            kept.tokens_out + sum(max(c.usage.output_tokens, 0) for c in calls),
+            kept.made | roles,
+        ),
     )
 
 

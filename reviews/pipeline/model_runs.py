@@ -107,6 +107,9 @@ def spent_all(review_round: ReviewRound, calls: list[Spent]) -> None:
         partial(model_calls_record, review_round=review_round, calls=calls),
         what=f"{', '.join(c.name for c in calls)}: recording the spend",
     )
+    from reviews.pipeline import budget_runs
+
+    budget_runs.ledger_spent(review_round, calls)  # the ledger the coordinator's move read
 
 
 def round_model_answer(

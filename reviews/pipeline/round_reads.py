@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 
@@ -24,6 +25,9 @@ class _Reads:
     confirmations: bool = False  # the nodes came with their confirmations
     streams: list[ReviewerStream] | None = None
     unsaved: bool = False  # an inline stage left its stats and facts to the stage's statement
+    # The round's spend ledger (reviews/pipeline/budget_runs.py `Ledger`) as this move read
+    # it, with what the calls of its own stages spent since added.
+    ledger: Any = None
 
 
 @contextmanager
@@ -72,6 +76,21 @@ def streams(review_round: ReviewRound) -> list[ReviewerStream]:
     if shared is not None:
         shared.streams = read
     return read
+
+
+def ledger(review_round: ReviewRound) -> Any:
+    """The round's spend ledger, if this move read it."""
+    shared = _shared(review_round)
+    return shared.ledger if shared is not None else None
+
+
+def keep_ledger(review_round: ReviewRound, ledger: Any) -> None:
+    """The round's spend ledger, just read, or with the spend of a call of this move added:
+    within a move only its own stages' calls add to it (the steps of the stage before are
+    over)."""
+    shared = _shared(review_round)
+    if shared is not None:
+        shared.ledger = ledger
 
 
 def save_learned(review_round: ReviewRound) -> None:
