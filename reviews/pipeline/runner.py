@@ -18,12 +18,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from functools import partial
-from typing import Any, Literal
+from functools import partial, reduce
+from operator import or_
+from typing import Any, Literal, Protocol
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Case, Exists, F, Field, JSONField, OuterRef, Q, TextField, Value, When
 from django.utils import timezone
 
 from reviews.domain.step_states import StepState, sources_of
@@ -379,14 +380,20 @@ def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
 
 
 def _run_claimed(
-    step: PipelineStep, *, dispatch: Dispatch, reads: ReviewerReads | None = None
+    step: PipelineStep,
+    *,
+    dispatch: Dispatch,
+    reads: ReviewerReads | None = None,
+    finish: Finish | None = None,
 ) -> None:
     """Run a step this worker claimed, and record its outcome. `reads`: what was read once for
-    the steps claimed with it (stages.start_claimed)."""
+    the steps claimed with it (stages.start_claimed); `finish`: what records the outcome
+    (`_finish`, or run_inline's batch)."""
+    finish = finish or _finish
     step_id = step.pk
     attempt = step.attempts  # the claim's token: ours until the lease we just took lapses
     if step.round.state not in OPEN_STATES:
-        _finish(step, attempt, PipelineStep.State.FAILED, error=f"round {step.round.state}")
+        finish(step, attempt, PipelineStep.State.FAILED, error=f"round {step.round.state}")
         return
     try:
         with _heartbeat(partial(_renew_step, step_id, attempt), f"lease-{step_id}"):
@@ -399,11 +406,11 @@ def _run_claimed(
             log.info("step %s stopped: its round ended meanwhile (%s)", step, exc)
         else:
             log.exception("step %s failed", step)
-        finished = _finish(
+        finished = finish(
             step, attempt, PipelineStep.State.FAILED, error=str(exc) or type(exc).__name__
         )
     else:
-        finished = _finish(step, attempt, PipelineStep.State.DONE, result=result or {})
+        finished = finish(step, attempt, PipelineStep.State.DONE, result=result or {})
     if finished:
         dispatch("advance", step.round_id)
 
@@ -522,6 +529,91 @@ def _finish(
     return False
 
 
+class Finish(Protocol):
+    def __call__(
+        self,
+        step: PipelineStep,
+        attempt: int,
+        state: str,
+        *,
+        error: str = "",
+        result: dict | None = None,
+    ) -> bool: ...
+
+
+class _BatchOutcomes:
+    """The outcomes of steps run together (run_inline), recorded once every one of them has
+    run: one statement per outcome state rather than one per step. Each is still conditional
+    on the step's claim (its attempt), as `_finish` writes it; until then the main thread keeps
+    the leases of the steps that ended (`renew`), as their own heartbeats did while they ran."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: list[tuple[int, int, str, str, dict]] = []
+
+    def __call__(
+        self,
+        step: PipelineStep,
+        attempt: int,
+        state: str,
+        *,
+        error: str = "",
+        result: dict | None = None,
+    ) -> bool:
+        with self._lock:
+            self._rows.append((step.pk, attempt, state, error[:2000], result or {}))
+        return True
+
+    def renew(self) -> None:
+        with self._lock:
+            rows = list(self._rows)
+        claims = [Q(pk=pk, attempts=attempt) for pk, attempt, *_ in rows]
+        if claims:
+            PipelineStep.objects.filter(
+                reduce(or_, claims), state=PipelineStep.State.RUNNING
+            ).update(lease_until=timezone.now() + _lease())
+
+    def write(self) -> None:
+        with self._lock:
+            rows, self._rows = self._rows, []
+        for state in dict.fromkeys(row[2] for row in rows):
+            of_state = [row for row in rows if row[2] == state]
+            ids = [pk for pk, *_ in of_state]
+            claim = reduce(or_, (Q(pk=pk, attempts=attempt) for pk, attempt, *_ in of_state))
+            fields = {
+                "error": _per_step(of_state, 3, TextField()),
+                "result": _per_step(of_state, 4, JSONField()),
+            }
+
+            def write(ids=ids, claim=claim, fields=fields, state=state) -> int:
+                return step_transition(
+                    ids,
+                    StepState(state),
+                    Q(state=PipelineStep.State.RUNNING) & claim,
+                    lease_until=None,
+                    **fields,
+                )
+
+            moved = retry_db(write, what=f"finishing steps {ids}")
+            if moved != len(ids):
+                log.warning(
+                    "of steps %s, %d were taken over by other runs; their outcomes are those runs'",
+                    ids,
+                    len(ids) - moved,
+                )
+
+
+def _per_step(rows: list[tuple[int, int, str, str, dict]], column: int, field: Field) -> Any:
+    """A column's value for each step of `rows`: the value when they share it."""
+    values = [row[column] for row in rows]
+    if all(v == values[0] for v in values):
+        return values[0]
+    return Case(
+        *(When(pk=row[0], then=Value(row[column], output_field=field)) for row in rows),
+        output_field=field,
+    )
+
+
 def stalled_rounds() -> list[int]:
     """Open rounds nobody is moving: no live coordinator lease, and either a step that went
     stale (its worker died, or its task never reached a worker) or no live step at all (the
@@ -560,7 +652,7 @@ def run_inline(
     round_id: int, *, workers: int = 8, on_progress: Callable[[str], None] | None = None
 ) -> ReviewRound:
     """Drive a round to its end here, running fan-out steps on a thread pool."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
 
     queue: list[tuple[str, int]] = [("advance", round_id)]
 
@@ -572,9 +664,11 @@ def run_inline(
         if kind != "advance":
             dispatch(kind, object_id)
 
+    outcomes = _BatchOutcomes()
+
     def step_in_thread(step: PipelineStep, reads: ReviewerReads | None) -> None:
         try:
-            _run_claimed(step, dispatch=step_dispatch, reads=reads)
+            _run_claimed(step, dispatch=step_dispatch, reads=reads, finish=outcomes)
         finally:
             connections.close_all()
 
@@ -588,8 +682,17 @@ def run_inline(
             # side by side as their own tasks would.
             claimed = _claim_steps(steps) if steps else []
             shared = stages.start_claimed(claimed)
-            for _ in pool.map(step_in_thread, claimed, [shared.get(s.pk) for s in claimed]):
-                pass
+            runs = [pool.submit(step_in_thread, s, shared.get(s.pk)) for s in claimed]
+            running = set(runs)
+            while running:
+                _, running = wait(running, timeout=settings.QUORUM_STEP_LEASE_SECONDS / 3)
+                if running:
+                    outcomes.renew()
+            # Their outcomes together (a step that raised recorded none: it handed its claim
+            # back), then the first error, as each run's own task would raise it.
+            outcomes.write()
+            for run in runs:
+                run.result()
             if any(kind == "advance" for kind, _ in batch) or steps:
                 advance(round_id, dispatch=dispatch, look_again=False)
             if on_progress is None:
