@@ -84,13 +84,14 @@ def advance(
             # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
             # sweeper would hand the round to a second coordinator meanwhile.
             with _heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
-                while (moved := _move(round_id, dispatch)) == "again":
+                while (moved := _move(round_id, dispatch, token)) == "again":
                     pass
         finally:
             if moved != "let_go":
                 _release_round(round_id, token)
         # A step that ended while we held the lease found it taken and left: look once more
-        # (a round this move ended has nothing left to look for).
+        # (a round this move ended has nothing left to look for, nor steps dispatched once the
+        # lease was let go).
         if moved in ("over", "let_go") or not look_again or not _stage_complete(round_id):
             return
 
@@ -172,12 +173,13 @@ def _stage_complete(round_id: int) -> bool:
 
 
 #: What a move left: "again" (move once more), "wait" (for steps, or for nothing this
-#: coordinator can tell), "over" (the round ended, as this move saw it) or "let_go" (over, and
-#: the statement that ended it let go of the lease too: the finaliser's).
+#: coordinator can tell), "over" (the round ended, as this move saw it) or "let_go" (its last
+#: statement let go of the lease: the one that entered a fan-out stage, whose steps then find
+#: the round free, or the finaliser's, which ended it).
 Moved = Literal["again", "wait", "over", "let_go"]
 
 
-def _move(round_id: int, dispatch: Dispatch) -> Moved:
+def _move(round_id: int, dispatch: Dispatch, token: str) -> Moved:
     """Move the stage machine as far as it goes without waiting: inline stages one after the
     other, up to a fan-out stage's steps or the end.
 
@@ -198,7 +200,7 @@ def _move(round_id: int, dispatch: Dispatch) -> Moved:
     )
     # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
     with round_reads.sharing(review_round):
-        return _move_on(review_round, dispatch)
+        return _move_on(review_round, dispatch, token)
 
 
 def _stopped(review_round: ReviewRound) -> Moved:
@@ -207,7 +209,7 @@ def _stopped(review_round: ReviewRound) -> Moved:
     return "over" if review_round.lease_token else "let_go"
 
 
-def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
+def _move_on(review_round: ReviewRound, dispatch: Dispatch, token: str) -> Moved:
     round_id = review_round.pk
     if review_round.state not in OPEN_STATES or _timed_out(review_round):
         return _stopped(review_round)
@@ -238,6 +240,19 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
         # done_stages written as it stands when no stage just ended: only this coordinator
         # writes it.
         done_stages = done if done is not None else review_round.done_stages
+        created: list[PipelineStep] = []
+        let_go: dict[str, Any] = {}
+        if following.kind == "fanout":
+            # A fan-out stage's steps are created before the round enters it (planned as of
+            # the round in it), so the statement that enters it can let go of the lease: the
+            # steps, dispatched after it, find the round free to move on, and no coordinator
+            # ever finds the stage entered without its steps. A crash in between leaves steps
+            # of a stage not entered: the stage before runs again and creates none twice, and
+            # the sweeper sends the ones waiting.
+            review_round.stage, review_round.done_stages = following.name, done_stages
+            created = stages.FANOUT[following.name](review_round)
+            if created:
+                let_go = {"lease_until": None, "lease_token": ""}
         if review_round.state != ReviewRound.State.RUNNING:
             # The round's first stage is entered by the statement that moves it to running.
             # Conditional: a round superseded or cancelled since it was read keeps that state.
@@ -252,22 +267,23 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
                 stage=following.name,
                 done_stages=done_stages,
                 **learned,
+                **let_go,
             ):
                 return _stopped(review_round)
             moved = 1
-        # A round already running stays so: the stage's write is conditional on it being open.
-        elif round_reads.take_unsaved(review_round):
-            # With what the stage that just ended learned: both written, or neither.
-            moved = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
-                stage=following.name,
-                done_stages=done_stages,
-                stats=review_round.stats,
-                facts=review_round.facts,
-            )
         else:
-            moved = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).update(
-                stage=following.name, done_stages=done_stages
+            # A round already running stays so: the stage's write is conditional on it being
+            # open (and, letting go of the lease, on holding it).
+            rows = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
+            if let_go:
+                rows = rows.filter(lease_token=token)
+            # With what the stage that just ended learned: both written, or neither.
+            learned = (
+                {"stats": review_round.stats, "facts": review_round.facts}
+                if round_reads.take_unsaved(review_round)
+                else {}
             )
+            moved = rows.update(stage=following.name, done_stages=done_stages, **learned, **let_go)
         if not moved:
             return _stopped(review_round)
         review_round.stage = following.name
@@ -275,10 +291,12 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch) -> Moved:
             review_round.done_stages, finished = done, None
         emit(review_round.space_id, "review.stage", stage=following.name)
         if following.kind == "fanout":
-            created = stages.FANOUT[following.name](review_round)
             for step in created:
                 dispatch("step", step.pk)
-            return "wait" if created else "again"
+            if created:
+                review_round.lease_token = ""
+                return "let_go"  # waiting for the steps, the lease let go
+            return "again"
         if not _run_inline(review_round, following):
             return _stopped(review_round)
         finished = following.name

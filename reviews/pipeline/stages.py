@@ -179,7 +179,8 @@ def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
     # Narrowed once is narrowed for the round: the follow-up pass counts every finding again.
     narrowed = plan.narrowed or bool(review_round.stats.panel_narrowed)
     review_round.stats = review_round.stats.with_(panel_narrowed=narrowed)
-    review_round.save(update_fields=["stats"])
+    # With the budget's plan: written by the statement that enters the stage.
+    round_reads.save_learned(review_round)
     # One step per group of findings (reviews/domain/panel.py PANEL_GROUP_SIZE): each lens
     # judges a group in one call. A group's key names its first finding, so a re-run
     # coordinator that plans the same groups creates none twice.
