@@ -33,38 +33,44 @@ def _finished_outcomes(space: ReviewSpace) -> list[tuple[int, str]]:
     )
 
 
-def space_flag_check(*, space: ReviewSpace | int) -> bool:
+def space_flag_check(*, space: ReviewSpace | int, locked: bool = False) -> bool:
     """Flag the review for a person when its rounds keep ending without approval. Idempotent;
-    never lowers the flag. Returns True when this call raised it."""
+    never lowers the flag. Returns True when this call raised it. `locked`: `space` is the row
+    the caller read under its lock in the transaction it is in (the finaliser's, whose move of
+    the round to finished locked it), not read again."""
+    if locked:
+        assert isinstance(space, ReviewSpace) and transaction.get_connection().in_atomic_block
     space_id = space if isinstance(space, int) else space.pk
     # No savepoint inside the finaliser's transaction: a failure here fails it whole anyway.
     with transaction.atomic(savepoint=False):
-        locked = (
-            ReviewSpace.objects.select_for_update(of=("self",))
+        row = (
+            space
+            if locked and isinstance(space, ReviewSpace)
+            else ReviewSpace.objects.select_for_update(of=("self",))
             .select_related("workspace", "pull_request")
             .get(pk=space_id)
         )
-        if locked.flagged_for_human:
+        if row.flagged_for_human:
             return False
-        outcomes = _finished_outcomes(locked)
-        reason = flag_reason(outcomes, seen_through=locked.flag_seen_through)
+        outcomes = _finished_outcomes(row)
+        reason = flag_reason(outcomes, seen_through=row.flag_seen_through)
         if reason is None:
             return False
-        locked.flagged_for_human = True
-        locked.flagged_at, locked.flag_reason = timezone.now(), reason
-        locked.save(update_fields=["flagged_for_human", "flagged_at", "flag_reason", "updated_at"])
+        row.flagged_for_human = True
+        row.flagged_at, row.flag_reason = timezone.now(), reason
+        row.save(update_fields=["flagged_for_human", "flagged_at", "flag_reason", "updated_at"])
         audit_record(
             action="review.flagged_for_human",
             actor=SYSTEM,
-            workspace=locked.workspace,
-            target=Target("reviewspace", str(locked.pk), str(locked.pull_request)),
+            workspace=row.workspace,
+            target=Target("reviewspace", str(row.pk), str(row.pull_request)),
             payload={
                 "reason": reason,
                 "rounds": [{"round": n, "verdict": level} for n, level in sorted(outcomes)],
             },
         )
-        emit(locked.pk, "review.space_status", status=locked.status, flagged=True)
-        emit_list_row(locked.workspace_id, locked.pk)
+        emit(row.pk, "review.space_status", status=row.status, flagged=True)
+        emit_list_row(row.workspace_id, row.pk)
     return True
 
 

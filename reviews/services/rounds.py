@@ -97,6 +97,13 @@ def round_transition(
         if locked is not None:
             # Read under the lock just taken.
             space_status_refresh(space=locked[0], locked=True, facts=locked[1])
+            # The round's space is now as read under the lock (a caller in this transaction,
+            # the finaliser's flag check, goes on from it); relations it was read with stay.
+            if ReviewRound.space.is_cached(review_round):
+                for field in ReviewSpace._meta.concrete_fields:
+                    setattr(review_round.space, field.attname, getattr(locked[0], field.attname))
+            else:
+                review_round.space = locked[0]
         # A round's start, end, cancel or failure rewrites most of the page.
         emit(review_round.space_id, "review.round_state", state=to.value)
         # ... and what its GitHub check shows (after commit, in a task).
