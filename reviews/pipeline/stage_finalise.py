@@ -111,7 +111,8 @@ def finalise(review_round: ReviewRound) -> None:
     nodes = [node_view(n, []) for n in rows]
     # Every axis the finaliser records goes in one upsert.
     axes: list[AxisRow] = []
-    recorded = dict(review_round.axes.values_list("axis", "source"))
+    recorded_rows = list(review_round.axes.values_list("axis", "source", "result"))
+    recorded = {axis: source for axis, source, _ in recorded_rows}
     if fast_exit:
         review_round.stats = review_round.stats.with_(
             fast_exit_note="Docs-only or formatting-only change: approved with no reviewer."
@@ -132,6 +133,9 @@ def finalise(review_round: ReviewRound) -> None:
             result, details = codeindex.api_contract(review_round)
         axes.append((axis, result, "deterministic", details))
     axes_record(review_round=review_round, results=axes)
+    # The round's axes as they stand now, for its verdict: those it had, with the ones written.
+    standing = {t.AxisName(axis): t.AxisResult(result) for axis, _, result in recorded_rows}
+    standing.update({axis: result for axis, result, _, _ in axes})
     ledger = budget_runs.round_ledger(review_round)  # the stats' tokens and the budget's spend
     model_nodes = [
         n
@@ -183,8 +187,12 @@ def finalise(review_round: ReviewRound) -> None:
             review_round.refresh_from_db(fields=["state"])
             return
         # The transition just wrote the round's row: this transaction holds its lock.
-        round_finalise(review_round=review_round, locked=True, streams=streams)
-        space_flag_check(space=review_round.space_id)  # two rounds without approval: a person
+        # Its first verdict: a round gets one only once it has finished, as it just did.
+        round_finalise(
+            review_round=review_round, locked=True, streams=streams, axes=standing, first=True
+        )
+        # Two rounds without approval: a person. The space as the transition read it, locked.
+        space_flag_check(space=review_round.space, locked=True)
 
 
 def _panel_summary(review_round: ReviewRound, rows: list[ReviewNode]) -> PanelOutcome:

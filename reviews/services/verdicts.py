@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -102,6 +102,8 @@ def round_finalise(
     request: Any = None,
     locked: bool = False,
     streams: Sequence[ReviewerStream] | None = None,
+    axes: Mapping[t.AxisName, t.AxisResult] | None = None,
+    first: bool = False,
 ) -> Verdict:
     """Decide Ship/Hold/Block from the nodes of EVERY stream of the round, then the axes.
 
@@ -109,7 +111,9 @@ def round_finalise(
     (`verdict_follow`). A change of an existing verdict is recorded (VerdictChange and an audit
     event: old → new, `reason`, `actor`; None is the system) and pushed live. `locked`: the
     caller's transaction already holds the round's row (it just wrote it: the finaliser);
-    `streams`: the round's reviewer streams, when the caller has read them."""
+    `streams`: the round's reviewer streams, when the caller has read them; `axes`: its axes,
+    when the caller has just written them; `first`: the round has no verdict yet (it has just
+    finished, in the caller's transaction), so none is read."""
     # No savepoint inside a caller's transaction (the finaliser's, a decision's): a failure
     # here fails it whole anyway.
     with transaction.atomic(savepoint=False):
@@ -122,10 +126,11 @@ def round_finalise(
             .prefetch_related("confirmations")
         )
         views = [node_view(n, list(n.confirmations.all())) for n in nodes]
-        axes = {
-            t.AxisName(a.axis): t.AxisResult(a.result)
-            for a in AxisResult.objects.filter(round=review_round)
-        }
+        if axes is None:
+            axes = {
+                t.AxisName(a.axis): t.AxisResult(a.result)
+                for a in AxisResult.objects.filter(round=review_round)
+            }
         gated = [t.AxisName(a) for a in review_round.space.workspace.gated_axes or []]
         if streams is None:
             requirements = (
@@ -156,7 +161,7 @@ def round_finalise(
         decided = DomainVerdict(
             decided.level, decided.rule[:300], decided.confidence, decided.contributing
         )
-        previous = Verdict.objects.filter(round=review_round).first()
+        previous = None if first else Verdict.objects.filter(round=review_round).first()
         old = (
             DomainVerdict(t.VerdictLevel(previous.level), previous.rule, previous.confidence)
             if previous is not None
