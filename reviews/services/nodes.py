@@ -140,7 +140,9 @@ def node_record_many(
             fresh[key] = (i, _node_row(stream, parsed.node, key, file_text, finding.evidence))
     if rejections:
         _count_rejections(stream, rejections)
-    with transaction.atomic():
+    # A first attempt writes its findings in one statement and reads none: no transaction
+    # to open around it.
+    with nullcontext() if first_attempt else transaction.atomic():
         stored = (
             {}
             if first_attempt or not fresh
