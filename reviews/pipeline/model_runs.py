@@ -4,6 +4,7 @@ narrowed retry, and what the run recorded."""
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -95,9 +96,34 @@ def spent(
     model: ModelConfig,
     usage: RunUsageSummary,
     failed: bool = False,
+    batch: SpendBatch | None = None,
 ) -> None:
-    """Record one agent run's spend in the round's ledger."""
-    spent_all(review_round, [Spent(role, name, model.model, model.provider, usage, failed)])
+    """Record one agent run's spend in the round's ledger (or in `batch`, which does)."""
+    calls = [Spent(role, name, model.model, model.provider, usage, failed)]
+    if batch is not None:
+        batch.add(review_round, calls)
+    else:
+        spent_all(review_round, calls)
+
+
+class SpendBatch:
+    """The spend of reviewers run together (run_inline), recorded in the ledger in one
+    statement once every one of them has run, rather than one each as each ends. Nothing
+    reads the ledger meanwhile: a reviewer's cap was set when it started."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[int, tuple[ReviewRound, list[Spent]]] = {}
+
+    def add(self, review_round: ReviewRound, calls: list[Spent]) -> None:
+        with self._lock:
+            self._calls.setdefault(review_round.pk, (review_round, []))[1].extend(calls)
+
+    def write(self) -> None:
+        with self._lock:
+            batches, self._calls = list(self._calls.values()), {}
+        for review_round, calls in batches:
+            spent_all(review_round, calls)
 
 
 def spent_all(review_round: ReviewRound, calls: list[Spent]) -> None:
@@ -222,6 +248,7 @@ class ReviewerReads:
     started: frozenset[int] = frozenset()
     configs: dict[str, ReviewerConfig] | None = None
     memory: tuple[str, ...] | None = None
+    spend: SpendBatch | None = None  # their spend, recorded together once they have all run
 
     @staticmethod
     def settings_of(stream: ReviewerStream) -> tuple[dict[str, ReviewerConfig], tuple[str, ...]]:
@@ -303,6 +330,7 @@ def run_model_reviewer(
     memory = memory_hints(stream) if reads is None or reads.memory is None else list(reads.memory)
     runtime = ModelRuntime(model)
     role = CallRole.FOLLOWUP if stream.name.startswith("followup-") else CallRole.REVIEWER
+    batch = reads.spend if reads is not None else None
     last_error = ""
     lost: list[BaseException] = []
     # The stream's tokens are every attempt's: a failed first attempt was paid for too.
@@ -331,7 +359,13 @@ def run_model_reviewer(
             )
         except ModelRunError as exc:
             spent(
-                review_round, role=role, name=stream.name, model=model, usage=exc.usage, failed=True
+                review_round,
+                role=role,
+                name=stream.name,
+                model=model,
+                usage=exc.usage,
+                failed=True,
+                batch=batch,
             )
             tokens_in += exc.usage.input_tokens
             tokens_out += exc.usage.output_tokens
@@ -341,7 +375,14 @@ def run_model_reviewer(
             if exc.kind == "budget":
                 break  # a second attempt would spend what the budget does not have
             continue
-        spent(review_round, role=role, name=stream.name, model=model, usage=outcome.usage)
+        spent(
+            review_round,
+            role=role,
+            name=stream.name,
+            model=model,
+            usage=outcome.usage,
+            batch=batch,
+        )
         tokens_in += outcome.usage.input_tokens
         tokens_out += outcome.usage.output_tokens
         if lost:  # a finding or note could not be written: this run is not the reviewer's

@@ -706,8 +706,10 @@ def run_inline(
                 _, running = wait(running, timeout=settings.QUORUM_STEP_LEASE_SECONDS / 3)
                 if running:
                     outcomes.renew()
-            # Their outcomes together (a step that raised recorded none: it handed its claim
-            # back), then the first error, as each run's own task would raise it.
+            # Their spend and their outcomes together (a step that raised recorded no outcome:
+            # it handed its claim back), then the first error, as each run's task would raise.
+            for spend in {id(r.spend): r.spend for r in shared.values() if r.spend}.values():
+                spend.write()
             outcomes.write()
             for run in runs:
                 run.result()

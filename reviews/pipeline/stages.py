@@ -15,7 +15,7 @@ from reviews.domain.stream_states import StreamState
 from reviews.models import PipelineStep, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import budget_runs, reviewer_runs, round_reads
 from reviews.pipeline.lead_runs import lead_walkthrough
-from reviews.pipeline.model_runs import ReviewerReads
+from reviews.pipeline.model_runs import ReviewerReads, SpendBatch
 from reviews.pipeline.stage_critic import critic
 from reviews.pipeline.stage_finalise import finalise, token_axes_record
 from reviews.pipeline.stage_prepare import changed_files, prepare
@@ -87,7 +87,8 @@ def start_claimed(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]:
     """For reviewer steps claimed together, by step, what is done once for all of them rather
     than by each (a statement or two apiece): their streams moved to running with an attempt
     counted, in one statement and a read back (as each runner would from the row it was
-    claimed with), and the model reviewers' settings and memory hints read once per round."""
+    claimed with), and the model reviewers' settings and memory hints read once per round;
+    their spend is collected for the caller to record together (`ReviewerReads.spend`)."""
     streams = [
         s.stream
         for s in steps
@@ -105,12 +106,13 @@ def start_claimed(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]:
     stream_transition(streams, StreamState.RUNNING, attempts=F("attempts") + 1)
     started = frozenset(s.pk for s in streams if s.state == ReviewerStream.State.RUNNING)
     reads: dict[int, ReviewerReads] = {}
+    spend = SpendBatch()  # the caller records it once they have run (runner.run_inline)
     for round_id in rounds:
         models = [
             s for s in streams if s.round_id == round_id and s.kind == ReviewerStream.Kind.MODEL
         ]
         configs, memory = ReviewerReads.settings_of(models[0]) if len(models) > 1 else (None, None)
-        reads[round_id] = ReviewerReads(started, configs, memory)
+        reads[round_id] = ReviewerReads(started, configs, memory, spend)
     return {s.pk: reads[s.round_id] for s in steps if s.round_id in reads}
 
 
