@@ -72,19 +72,22 @@ def _lease() -> timedelta:
 
 def advance(
     round_id: int, *, dispatch: Dispatch = celery_dispatch, look_again: bool = True
-) -> None:
-    """`look_again=False`: no step of the round can end while this call runs (run_inline's
-    dispatch only queues them for after it), so there is nothing to look once more for."""
+) -> ReviewRound | None:
+    """Returns the round as the move that ended it left it (None while it is open, or when
+    another coordinator holds it). `look_again=False`: no step of the round can end while this
+    call runs (run_inline's dispatch only queues them for after it), so there is nothing to
+    look once more for."""
     for _ in range(3):
         token = _claim_round(round_id)
         if token is None:
-            return
+            return None
         moved: Moved = "wait"
+        seen: list[ReviewRound] = []
         try:
             # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
             # sweeper would hand the round to a second coordinator meanwhile.
             with _heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
-                while (moved := _move(round_id, dispatch, token)) == "again":
+                while (moved := _move(round_id, dispatch, token, seen)) == "again":
                     pass
         finally:
             if moved != "let_go":
@@ -92,8 +95,11 @@ def advance(
         # A step that ended while we held the lease found it taken and left: look once more
         # (a round this move ended has nothing left to look for, nor steps dispatched once the
         # lease was let go).
+        if seen and seen[-1].state not in OPEN_STATES:
+            return seen[-1]
         if moved in ("over", "let_go") or not look_again or not _stage_complete(round_id):
-            return
+            return None
+    return None
 
 
 def advance_surviving(round_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
@@ -179,7 +185,7 @@ def _stage_complete(round_id: int) -> bool:
 Moved = Literal["again", "wait", "over", "let_go"]
 
 
-def _move(round_id: int, dispatch: Dispatch, token: str) -> Moved:
+def _move(round_id: int, dispatch: Dispatch, token: str, seen: list[ReviewRound]) -> Moved:
     """Move the stage machine as far as it goes without waiting: inline stages one after the
     other, up to a fan-out stage's steps or the end.
 
@@ -198,6 +204,7 @@ def _move(round_id: int, dispatch: Dispatch, token: str) -> Moved:
         .annotate(steps_open=Exists(open_steps))
         .get(pk=round_id)
     )
+    seen.append(review_round)
     # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
     with round_reads.sharing(review_round):
         return _move_on(review_round, dispatch, token)
@@ -691,6 +698,7 @@ def run_inline(
             connections.close_all()
 
     last_stage = None
+    ended: ReviewRound | None = None
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="quorum-step") as pool:
         while queue:
             batch, queue[:] = list(queue), []
@@ -714,11 +722,12 @@ def run_inline(
             for run in runs:
                 run.result()
             if any(kind == "advance" for kind, _ in batch) or steps:
-                advance(round_id, dispatch=dispatch, look_again=False)
+                ended = advance(round_id, dispatch=dispatch, look_again=False) or ended
             if on_progress is None:
                 continue
             stage = ReviewRound.objects.values_list("stage", flat=True).get(pk=round_id)
             if stage != last_stage:
                 on_progress(stage)
                 last_stage = stage
-    return ReviewRound.objects.get(pk=round_id)
+    # The round as the move that ended it left it (no read), or as it stands.
+    return ended if ended is not None else ReviewRound.objects.get(pk=round_id)
