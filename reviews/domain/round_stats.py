@@ -251,6 +251,9 @@ class RoundStats(_Record):
     files: list[ChangedFileSummary] | None = None
     # panel planning
     panel_narrowed: bool | None = None
+    # By panel stage, the groups of findings it sent to the lenses (a step each): whether the
+    # panel ran, for the finaliser's summary, without a look at the steps.
+    panel_groups: dict[str, int] | None = None
     # consolidate (and followup_consolidate again after a follow-up reviewer)
     consolidation: Consolidation | None = None
     streams: dict[str, StreamCounts] | None = None

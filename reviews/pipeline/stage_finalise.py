@@ -196,10 +196,13 @@ def finalise(review_round: ReviewRound) -> None:
 
 
 def _panel_summary(review_round: ReviewRound, rows: list[ReviewNode]) -> PanelOutcome:
-    if (
-        "panel" not in review_round.done_stages
-        and not review_round.steps.filter(stage__in=("panel", "followup_panel")).exists()
-    ):
+    groups = review_round.stats.panel_groups
+    ran = (
+        any(groups.values())
+        if groups is not None  # the planning said how many groups it sent
+        else review_round.steps.filter(stage__in=("panel", "followup_panel")).exists()
+    )
+    if "panel" not in review_round.done_stages and not ran:
         return PanelOutcome(skipped=True)
     tags = [n.tags for n in rows if n.duplicate_of_id is None]
     return PanelOutcome(

@@ -180,7 +180,11 @@ def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
     ReviewNode.objects.bulk_update(unverified, ["tags"])
     # Narrowed once is narrowed for the round: the follow-up pass counts every finding again.
     narrowed = plan.narrowed or bool(review_round.stats.panel_narrowed)
-    review_round.stats = review_round.stats.with_(panel_narrowed=narrowed)
+    groups = plan.groups()
+    review_round.stats = review_round.stats.with_(
+        panel_narrowed=narrowed,
+        panel_groups={**(review_round.stats.panel_groups or {}), stage: len(groups)},
+    )
     # With the budget's plan: written by the statement that enters the stage.
     round_reads.save_learned(review_round)
     # One step per group of findings (reviews/domain/panel.py PANEL_GROUP_SIZE): each lens
@@ -196,7 +200,7 @@ def _panel_steps(review_round: ReviewRound, stage: str) -> list[PipelineStep]:
                 "nodes": [int(node_id) for node_id in group],
                 "rule_reachable": [int(node_id) for node_id in group if node_id in by_rule],
             }
-            for group in plan.groups()
+            for group in groups
         },
     )
 
