@@ -24,9 +24,11 @@ class _Reads:
     nodes: list[ReviewNode] | None = None
     confirmations: bool = False  # the nodes came with their confirmations
     streams: list[ReviewerStream] | None = None
+    # The streams prepare just wrote, as it wrote them (their ids and names, not their state).
+    prepared: list[ReviewerStream] | None = None
     unsaved: bool = False  # an inline stage left its stats and facts to the stage's statement
     # The round's spend ledger (reviews/pipeline/budget_runs.py `Ledger`) as this move read
-    # it, with what the calls of its own stages spent since added.
+    # it with the round, with what the calls of its own stages spent since added.
     ledger: Any = None
 
 
@@ -76,6 +78,18 @@ def streams(review_round: ReviewRound) -> list[ReviewerStream]:
     if shared is not None:
         shared.streams = read
     return read
+
+
+def keep_prepared(review_round: ReviewRound, streams: list[ReviewerStream]) -> None:
+    shared = _shared(review_round)
+    if shared is not None:
+        shared.prepared = streams
+
+
+def prepared(review_round: ReviewRound) -> list[ReviewerStream] | None:
+    """The reviewer streams prepare wrote in this move (each with its id), if it did."""
+    shared = _shared(review_round)
+    return shared.prepared if shared is not None else None
 
 
 def ledger(review_round: ReviewRound) -> Any:

@@ -133,8 +133,9 @@ def prepare(review_round: ReviewRound) -> None:
         facts.security_check = [host] if host else None
     round_reads.save_learned(review_round)
     # One insert whatever the number of reviewers; a re-run prepare adds only the streams it
-    # lacks (a stream's name is unique in its round: the ones it has are left as they are).
-    ReviewerStream.objects.bulk_create(
+    # lacks (a stream's name is unique in its round: the ones it has keep their columns, but
+    # their agent, the same). Every stream comes back with its id, for the reviewers' steps.
+    streams = ReviewerStream.objects.bulk_create(
         [
             ReviewerStream(
                 round=review_round,
@@ -147,8 +148,11 @@ def prepare(review_round: ReviewRound) -> None:
             )
             for entry in dict((e.key, e) for e in entries).values()
         ],
-        ignore_conflicts=True,
+        update_conflicts=True,
+        unique_fields=["round", "name"],
+        update_fields=["agent"],
     )
+    round_reads.keep_prepared(review_round, streams)
 
 
 def _dimension(value: str) -> t.Dimension:

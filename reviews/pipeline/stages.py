@@ -40,18 +40,19 @@ def round_fail(review_round: ReviewRound, message: str) -> None:
 def _steps_create(
     review_round: ReviewRound, stage: str, wanted: dict[str, dict[str, Any]]
 ) -> list[PipelineStep]:
-    """The steps of `wanted` (key → the step's unit) the stage does not have yet, created in
-    one statement; returns them (a re-run coordinator creates, and so dispatches, none twice).
-    The round's lease makes this coordinator the only one creating its steps."""
-    have = set(
-        PipelineStep.objects.filter(round=review_round, stage=stage).values_list("key", flat=True)
-    )
+    """The steps of `wanted` (key → the step's unit), in one statement that creates the ones
+    the stage does not have yet and leaves the others as they are (a step's key is unique in
+    its stage); returns them all, each with its id. A step a re-run coordinator created before
+    is dispatched again: harmless, a claim takes a step once. The round's lease makes this
+    coordinator the only one creating its steps."""
     return PipelineStep.objects.bulk_create(
         [
             PipelineStep(round=review_round, stage=stage, key=key, **unit)
             for key, unit in wanted.items()
-            if key not in have
-        ]
+        ],
+        update_conflicts=True,
+        unique_fields=["round", "stage", "key"],
+        update_fields=["key"],  # the same: the row stays as it is
     )
 
 
@@ -68,6 +69,10 @@ def _steps_for_streams(review_round: ReviewRound, stage: str, streams) -> list[P
 
 
 def create_reviewer_steps(review_round: ReviewRound) -> list[PipelineStep]:
+    prepared = round_reads.prepared(review_round)
+    if prepared is not None:
+        # The streams prepare just wrote, with their ids: not read again.
+        return _steps_create(review_round, "reviewers", {s.name: {"stream": s} for s in prepared})
     return _steps_for_streams(
         review_round, "reviewers", review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER)
     )
