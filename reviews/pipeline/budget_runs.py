@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from django.db.models import Count, F, IntegerField, Q, Sum
+from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
@@ -64,8 +64,9 @@ class Ledger:
 
 
 def round_ledger(review_round: ReviewRound) -> Ledger:
-    """The round's ledger; read once per coordinator move (reviews/pipeline/round_reads.py),
-    which then adds what its own calls spend (`ledger_spent`)."""
+    """The round's ledger. A coordinator move reads it with the round (`ledger_columns`) and
+    shares it (reviews/pipeline/round_reads.py), adding what its own calls spend
+    (`ledger_spent`); anywhere else it is read here."""
     kept = round_reads.ledger(review_round)
     if kept is not None:
         return cast(Ledger, kept)
@@ -82,6 +83,37 @@ def round_ledger(review_round: ReviewRound) -> Ledger:
     )
     round_reads.keep_ledger(review_round, ledger)
     return ledger
+
+
+def ledger_columns() -> dict[str, Any]:
+    """The round's ledger as columns of a read of its row (the coordinator's, at the start of
+    each move): `ledger_of` makes the `Ledger` of them, and the move reads it no more."""
+    calls = ModelCall.objects.filter(round=OuterRef("pk")).order_by().values("round")
+
+    def total(aggregate: Any) -> Coalesce:
+        return Coalesce(Subquery(calls.annotate(n=aggregate).values("n")[:1]), 0)
+
+    return {
+        "ledger_in": total(Sum("input_tokens")),
+        "ledger_out": total(Sum("output_tokens")),
+        **{
+            f"ledger_{role.value}": total(Count("pk", filter=Q(role=role)))
+            for role, _ in SHAPED_CALL_STAGES
+        },
+    }
+
+
+def ledger_of(review_round: ReviewRound) -> Ledger | None:
+    """The ledger read with the round (`ledger_columns`), if it was."""
+    if not hasattr(review_round, "ledger_in"):
+        return None
+    return Ledger(
+        int(getattr(review_round, "ledger_in")),  # noqa: B009 (annotations)
+        int(getattr(review_round, "ledger_out")),  # noqa: B009
+        frozenset(
+            role for role, _ in SHAPED_CALL_STAGES if getattr(review_round, f"ledger_{role.value}")
+        ),
+    )
 
 
 def ledger_spent(review_round: ReviewRound, calls: Sequence[Spent]) -> None:

@@ -30,7 +30,7 @@ from django.utils import timezone
 from reviews.domain.step_states import StepState, sources_of
 from reviews.events import emit
 from reviews.models import PipelineStep, ReviewRound
-from reviews.pipeline import round_reads, stages
+from reviews.pipeline import budget_runs, round_reads, stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
 from reviews.pipeline.model_runs import ReviewerReads
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
@@ -201,12 +201,14 @@ def _move(round_id: int, dispatch: Dispatch, token: str, seen: list[ReviewRound]
     )
     review_round = (
         ReviewRound.objects.select_related("space__workspace", "space__pull_request__repository")
-        .annotate(steps_open=Exists(open_steps))
+        # With its spend ledger, which the budget decisions of the move's stages share.
+        .annotate(steps_open=Exists(open_steps), **budget_runs.ledger_columns())
         .get(pk=round_id)
     )
     seen.append(review_round)
     # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
     with round_reads.sharing(review_round):
+        round_reads.keep_ledger(review_round, budget_runs.ledger_of(review_round))
         return _move_on(review_round, dispatch, token)
 
 
