@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from guardrails.audit import Actor as AuditActor
@@ -36,7 +36,7 @@ from reviews.domain.nodes import (
 from reviews.domain.threads import Proposal, ProposalKind, proposal_problem
 from reviews.domain.types import NodeStatus
 from reviews.events import emit
-from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode
+from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode, Verdict
 from reviews.selectors import node_view
 from reviews.services.verdicts import verdict_follow
 
@@ -290,14 +290,22 @@ def nodes_transition(
     return moved
 
 
-def _follow(node: ReviewNode, why: str, *, actor: Any = None, request: Any = None) -> None:
+def _follow(
+    node: ReviewNode,
+    why: str,
+    *,
+    actor: Any = None,
+    request: Any = None,
+    decided: bool | None = None,
+) -> None:
     """Decide the verdict of the node's round again after a decision on the node (a priority
-    or type change included), recording who and why."""
+    or type change included), recording who and why. `decided`: as `verdict_follow` takes it."""
     verdict_follow(
         review_round=node.round,
         reason=f"{node.priority} #{node.pk} {node.title[:120]}: {why}",
         actor=actor,
         request=request,
+        decided=decided,
     )
 
 
@@ -481,9 +489,9 @@ def node_panel_apply(
     not put to lens 1, its analyzer rule standing for it (reviews/domain/panel.py).
 
     The group costs the same few statements whatever its size and outcomes: the nodes are
-    locked and read in one, their confirmations in one, every lens's row goes in one, the nodes
-    whose status moves in one (`nodes_transition`), the others in one, and the round's verdict
-    follows once."""
+    locked and read in one (with whether their round has a verdict to follow), their
+    confirmations in one, every lens's row goes in one, the nodes whose status moves in one
+    (`nodes_transition`), the others in one, and the round's verdict follows once."""
     from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 
     outcomes: dict[int, Any] = {}
@@ -493,6 +501,7 @@ def node_panel_apply(
             .select_related("stream")
             .prefetch_related("confirmations")
             .filter(pk__in=[n.pk for n in nodes])
+            .annotate(decided=Exists(Verdict.objects.filter(round=OuterRef("round_id"))))
             .order_by("pk")
         )
         given = {n.pk: n for n in nodes}
@@ -587,7 +596,11 @@ def node_panel_apply(
             ReviewNode.objects.bulk_update(unmoved, fields)
         if moved:
             # One follow-up for the group: the verdict is decided from every node at once.
-            _follow(moved[0], f"verification panel on {len(locked)} finding(s)")
+            _follow(
+                moved[0],
+                f"verification panel on {len(locked)} finding(s)",
+                decided=getattr(moved[0], "decided", None),  # read with the lock
+            )
     return outcomes
 
 

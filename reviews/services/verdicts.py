@@ -191,11 +191,20 @@ def round_finalise(
 
 
 def verdict_follow(
-    *, review_round: ReviewRound, reason: str, actor: Any = None, request: Any = None
+    *,
+    review_round: ReviewRound,
+    reason: str,
+    actor: Any = None,
+    request: Any = None,
+    decided: bool | None = None,
 ) -> Verdict | None:
     """Decide the verdict again after a decision, once the round has one. While the pipeline
-    still runs there is nothing to follow: its last stage decides with the same rules."""
-    if not Verdict.objects.filter(round=review_round).exists():
+    still runs there is nothing to follow: its last stage decides with the same rules.
+    `decided`: whether the round has a verdict, when the caller read it in the transaction
+    it is in (not looked for again)."""
+    if decided is None:
+        decided = Verdict.objects.filter(round=review_round).exists()
+    if not decided:
         return None
     if not review_round.fast_exit:
         # The token axes follow the active findings too (a dismissed finding stops failing
