@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, OuterRef
 
 from reviews.domain.panel import PanelMode, conflicting_severity, plan_panel
 from reviews.domain.stream_states import StreamState
@@ -108,7 +108,8 @@ def start_claimed(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]:
     rounds = {s.round_id: s.round for s in steps}
     for stream in streams:
         stream.round = rounds[stream.round_id]
-    stream_transition(streams, StreamState.RUNNING, attempts=F("attempts") + 1)
+    # Each stream's attempts counted from what it was claimed with: nothing read back.
+    stream_transition(streams, StreamState.RUNNING, count_attempt=True)
     started = frozenset(s.pk for s in streams if s.state == ReviewerStream.State.RUNNING)
     reads: dict[int, ReviewerReads] = {}
     spend = SpendBatch()  # the caller records it once they have run (runner.run_inline)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
+from operator import or_
 from typing import Any
 
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Case, Count, IntegerField, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from reviews.domain.stream_states import StreamState, sources_of
@@ -20,6 +22,7 @@ def stream_transition(
     to: StreamState | str,
     *,
     error: str | None = None,
+    count_attempt: bool = False,
     **fields: Any,
 ) -> bool:
     """The only writer of ReviewerStream.state. Moves the stream to `to` if the table in
@@ -32,7 +35,11 @@ def stream_transition(
 
     Several streams (each read with its round) move in one statement, the same columns for
     each; what the expressions became, and the state of any that did not move, are read back in
-    one more. True when every one of them moved."""
+    one more. True when every one of them moved.
+
+    `count_attempt`: each stream's attempts become what it was read with plus one, and it
+    moves only if they are still that (compare-and-set on the count too): when every stream
+    moved, nothing is read back."""
     to = StreamState(to)
     if "state" in fields:
         raise TypeError("the state is the `to` argument")
@@ -53,11 +60,21 @@ def stream_transition(
         counted["accepted"] = Coalesce(
             Subquery(findings.annotate(n=Count("pk")).values("n")[:1]), 0
         )
+    claim = Q()
+    attempts = {s.pk: s.attempts + 1 for s in streams}
+    if count_attempt:
+        values["attempts"] = Case(
+            *(When(pk=pk, then=Value(n)) for pk, n in attempts.items()),
+            output_field=IntegerField(),
+        )
+        claim = reduce(or_, (Q(pk=s.pk, attempts=s.attempts) for s in streams))
     moved = ReviewerStream.objects.filter(
-        pk__in=[s.pk for s in streams], state__in=[s.value for s in sources_of(to)]
+        claim, pk__in=[s.pk for s in streams], state__in=[s.value for s in sources_of(to)]
     ).update(**values, **counted)
     if not moved:
         return False
+    if count_attempt and moved == len(streams):
+        del values["attempts"]  # each is what was written: set below, not read back
     expressions = [name for name, value in values.items() if hasattr(value, "resolve_expression")]
     # What each stream is now: what was written, the expressions and (when not every stream
     # moved) the states read back in one statement; a single stream that moved is `to`.
@@ -78,6 +95,8 @@ def stream_transition(
         for name, value in values.items():
             if name not in expressions:
                 setattr(each, name, value)
+        if count_attempt and "attempts" not in expressions:
+            each.attempts = attempts[each.pk]
         if expressions and len(streams) == 1:
             # An attempt counted in the database: read back what it became.
             each.refresh_from_db(fields=expressions)
