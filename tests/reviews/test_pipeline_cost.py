@@ -37,7 +37,13 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 # are started in one statement and read their settings once, the stages of one coordinator
 # move share their reads of the findings and streams, and an inline stage's stats go with the
 # statement that records it done (the finaliser's with the one that finishes the round).
-MAX_QUERIES_PER_FINDING = 13
+# Then 7.7 (69): a move reads the ledger with the round; a round's move locks its space and
+# reads its status's facts in one statement; a fan-out stage's steps are created (one upsert)
+# before the statement that enters it, which lets go of the lease, as the finaliser's does;
+# run_inline records a batch's step outcomes and its reviewers' spend together; new indexes go
+# in one insert; the finaliser decides the first verdict from the axes it wrote and flags from
+# the space it locked; the panel's lock read says whether a verdict follows.
+MAX_QUERIES_PER_FINDING = 8
 
 
 class Queries:
