@@ -270,16 +270,16 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch, token: str) -> Moved
                 if round_reads.take_unsaved(review_round)
                 else {}
             )
-            if not round_transition(
-                review_round,
-                ReviewRound.State.RUNNING,
-                stage=following.name,
-                done_stages=done_stages,
-                **learned,
-                **let_go,
-            ):
-                return _stopped(review_round)
-            moved = 1
+            moved = int(
+                round_transition(
+                    review_round,
+                    ReviewRound.State.RUNNING,
+                    stage=following.name,
+                    done_stages=done_stages,
+                    **learned,
+                    **let_go,
+                )
+            )
         else:
             # A round already running stays so: the stage's write is conditional on it being
             # open (and, letting go of the lease, on holding it).
@@ -287,13 +287,21 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch, token: str) -> Moved
             if let_go:
                 rows = rows.filter(lease_token=token)
             # With what the stage that just ended learned: both written, or neither.
-            learned = (
-                {"stats": review_round.stats, "facts": review_round.facts}
-                if round_reads.take_unsaved(review_round)
-                else {}
+            learned_now = round_reads.take_unsaved(review_round)
+            moved = rows.update(
+                stage=following.name,
+                done_stages=done_stages,
+                stats=review_round.stats if learned_now else F("stats"),
+                facts=review_round.facts if learned_now else F("facts"),
+                lease_until=None if let_go else F("lease_until"),
+                lease_token="" if let_go else F("lease_token"),
             )
-            moved = rows.update(stage=following.name, done_stages=done_stages, **learned, **let_go)
         if not moved:
+            if created and _round_closed(round_id):
+                # The round ended before it entered the stage: its steps are failed by their
+                # runners, as every step of an ended round is.
+                for step in created:
+                    dispatch("step", step.pk)
             return _stopped(review_round)
         review_round.stage = following.name
         if done is not None:
