@@ -287,3 +287,49 @@ def test_only_rounds_that_nobody_moves_are_stalled(review_factory, settings):
     stalled = set(stalled_rounds())
     assert {never_queued, worker_died, message_lost, all_done_advance_lost} <= stalled
     assert not stalled & {coordinator_alive, steps_alive, finished}
+
+
+def test_a_batch_records_its_steps_outcomes_together_each_on_its_own_claim(review_factory):
+    """run_inline's batch: the steps that ended keep their leases until their outcomes are
+    written, each outcome (with its own result) is written only where the step's claim (its
+    attempt) still holds, and a step another run took over keeps that run's state."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviews.pipeline.runner import _BatchOutcomes
+
+    review_round = review_factory()
+    soon = timezone.now() + timedelta(seconds=5)
+    steps = [
+        PipelineStep.objects.create(
+            round=review_round,
+            stage="reviewers",
+            key=f"s{index}",
+            state="running",
+            attempts=1,
+            lease_until=soon,
+        )
+        for index in range(4)
+    ]
+    taken_over = steps[3]
+    outcomes = _BatchOutcomes()
+    assert outcomes(steps[0], 1, "done", result={"state": "done", "attempt": 1})
+    assert outcomes(steps[1], 1, "done", result={"state": "done", "attempt": 2})
+    assert outcomes(steps[2], 1, "failed", error="the model refused")
+    assert outcomes(taken_over, 1, "done", result={"state": "done"})
+    PipelineStep.objects.filter(pk=taken_over.pk).update(attempts=2)  # a second run's claim
+
+    outcomes.renew()  # the ended steps' leases, kept while the batch's slowest runs
+    kept = PipelineStep.objects.filter(pk__in=[s.pk for s in steps[:3]])
+    assert all(step.lease_until > soon for step in kept)
+    assert PipelineStep.objects.get(pk=taken_over.pk).lease_until == soon
+
+    outcomes.write()
+    after = {s.pk: s for s in PipelineStep.objects.filter(round=review_round)}
+    assert [after[s.pk].state for s in steps] == ["done", "done", "failed", "running"]
+    assert after[steps[0].pk].result == {"state": "done", "attempt": 1}
+    assert after[steps[1].pk].result == {"state": "done", "attempt": 2}
+    assert after[steps[2].pk].error == "the model refused"
+    assert all(after[s.pk].lease_until is None for s in steps[:3])
+    assert after[taken_over.pk].lease_until == soon
