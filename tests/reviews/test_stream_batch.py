@@ -50,3 +50,38 @@ def test_one_stream_moves_as_before(review_factory, stream_factory):
     assert (stream.state, stream.attempts) == ("running", 1)
     assert not stream_transition(stream, StreamState.PENDING)  # not in the table: unchanged
     assert ReviewerStream.objects.get(pk=stream.pk).state == "running"
+
+
+def test_streams_counting_their_attempts_from_their_claim_need_no_read_back(
+    review_factory, stream_factory
+):
+    review_round = review_factory()
+    stream_factory(review_round, "security")
+    retried = stream_factory(review_round, "quality")
+    ReviewerStream.objects.filter(pk=retried.pk).update(state="failed", attempts=1)
+    streams = list(
+        ReviewerStream.objects.select_related("round").filter(round=review_round).order_by("pk")
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        assert stream_transition(streams, StreamState.RUNNING, count_attempt=True)
+
+    assert len(queries) == 1  # every stream moved: what each became is what was written
+    stored = {s.name: (s.state, s.attempts) for s in ReviewerStream.objects.all()}
+    assert stored == {"security": ("running", 1), "quality": ("running", 2)}
+    assert {s.name: (s.state, s.attempts) for s in streams} == stored
+
+    # A stream whose count moved since it was read (another run counted an attempt) does not
+    # move: compare-and-set on the count too, and what it is now is read back.
+    again = list(
+        ReviewerStream.objects.select_related("round").filter(round=review_round).order_by("pk")
+    )
+    ReviewerStream.objects.update(state="failed")
+    ReviewerStream.objects.filter(pk=retried.pk).update(attempts=5)
+    assert not stream_transition(again, StreamState.RUNNING, count_attempt=True)
+    stored = {s.name: (s.state, s.attempts) for s in ReviewerStream.objects.all()}
+    assert stored == {"security": ("running", 2), "quality": ("failed", 5)}
+    assert {s.name: (s.state, s.attempts) for s in again} == {
+        "security": ("running", 2),
+        "quality": ("failed", 2),  # its state as it stands; its count as it was read
+    }
