@@ -94,3 +94,47 @@ def test_a_new_push_starts_a_new_round_and_goes_back_to_requested(review_factory
     assert second.number == 2
     assert first.state == ReviewRound.State.SUPERSEDED
     assert space.status == "requested"
+
+
+@pytest.mark.parametrize("publish", ["none", "pending", "posted"])
+def test_a_rounds_move_leaves_the_status_its_facts_decide(review_factory, alice, publish):
+    """A round's move reads its space's facts with the space's lock, as they stand once the
+    move is written: the status it leaves is the one the facts, read afresh, decide."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from guardrails.models import ApprovalRequest
+    from reviews.domain.space_status import space_status
+    from reviews.models import PublishRecord
+    from reviews.services.rounds import round_transition
+    from reviews.services.spaces import space_facts
+
+    review_round = review_factory()
+    space = review_round.space
+    if publish == "pending":
+        ApprovalRequest.objects.create(
+            workspace=space.workspace,
+            action_class="prPublish",
+            requester=alice,
+            target_type="reviewspace",
+            target_id=str(space.pk),
+            target_label=str(space.pull_request),
+            payload={"space": space.pk},
+            payload_hash="0" * 64,
+            expires_at=timezone.now() + timedelta(hours=1),
+        )
+    elif publish == "posted":
+        PublishRecord.objects.create(
+            space=space,
+            round=review_round,
+            selection="all",
+            head_sha=review_round.head_sha,
+            state=PublishRecord.State.POSTED,
+        )
+    expected = {"none": "reviewed", "pending": "awaiting_approval", "posted": "completed"}
+    for to, status in (("running", "in_progress"), ("finished", expected[publish])):
+        assert round_transition(review_round, to)
+        space.refresh_from_db()
+        assert space.status == status
+        assert space_status(space_facts(space)).value == status
