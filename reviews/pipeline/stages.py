@@ -91,8 +91,8 @@ def run_reviewer_step(step: PipelineStep, reads: ReviewerReads | None = None) ->
 def start_claimed(steps: Sequence[PipelineStep]) -> dict[int, ReviewerReads]:
     """For reviewer steps claimed together, by step, what is done once for all of them rather
     than by each (a statement or two apiece): their streams moved to running with an attempt
-    counted, in one statement and a read back (as each runner would from the row it was
-    claimed with), and the model reviewers' settings and memory hints read once per round;
+    counted, in one statement (each counted from the row it was claimed with, as its runner
+    would), and the model reviewers' settings and memory hints read once per round;
     their spend is collected for the caller to record together (`ReviewerReads.spend`)."""
     streams = [
         s.stream
