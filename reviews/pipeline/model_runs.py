@@ -335,6 +335,21 @@ def run_model_reviewer(
     lost: list[BaseException] = []
     # The stream's tokens are every attempt's: a failed first attempt was paid for too.
     tokens_in = tokens_out = 0
+
+    def charge(usage: RunUsageSummary, *, failed: bool = False) -> None:
+        nonlocal tokens_in, tokens_out
+        spent(
+            review_round,
+            role=role,
+            name=stream.name,
+            model=model,
+            usage=usage,
+            failed=failed,
+            batch=batch,
+        )
+        tokens_in += usage.input_tokens
+        tokens_out += usage.output_tokens
+
     for attempt, narrowed in ((1, False), (2, True)):
         if attempt > 1 or stream.attempts > 1:
             # A first run of the stream (its first attempt counted) has nothing to discard.
@@ -358,33 +373,14 @@ def run_model_reviewer(
                 answer=closing_answer(stream),
             )
         except ModelRunError as exc:
-            spent(
-                review_round,
-                role=role,
-                name=stream.name,
-                model=model,
-                usage=exc.usage,
-                failed=True,
-                batch=batch,
-            )
-            tokens_in += exc.usage.input_tokens
-            tokens_out += exc.usage.output_tokens
+            charge(exc.usage, failed=True)
             if lost:
                 raise lost[0] from exc
             last_error = f"attempt {attempt}: {exc}"
             if exc.kind == "budget":
                 break  # a second attempt would spend what the budget does not have
             continue
-        spent(
-            review_round,
-            role=role,
-            name=stream.name,
-            model=model,
-            usage=outcome.usage,
-            batch=batch,
-        )
-        tokens_in += outcome.usage.input_tokens
-        tokens_out += outcome.usage.output_tokens
+        charge(outcome.usage)
         if lost:  # a finding or note could not be written: this run is not the reviewer's
             raise lost[0]
         closing = stored_closing(outcome.answer, answer_error=outcome.answer_error)
