@@ -200,6 +200,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
             walkthrough_text=page.round.stats.walkthrough or "",
             budget=budget_summary(page.round.stats.budget),
             disabled=disabled,
+            unread=page.round.stats.unread_files or (),
             fast_mode=bool(page.round.facts and page.round.facts.fast_mode),
             cost=cost,
             pr_cost=review_cost.total,

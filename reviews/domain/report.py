@@ -161,6 +161,7 @@ class ReportInput:
     walkthrough: Sequence[ReportStep] = ()  # the lead's steps; else `walkthrough_text`
     walkthrough_text: str = ""  # the deterministic tour, one line per cohort
     disabled: Sequence[str] = ()  # reviewers the round called for that the workspace switched off
+    unread: Sequence[str] = ()  # files whose content the repository did not have
     fast_mode: bool = False  # the workspace's panel mode skipped the panel and the critic
     cost: Spend | None = None  # the round's model calls (None: the caller gave no ledger)
     pr_cost: Totals | None = None  # every round of the pull request
@@ -182,7 +183,7 @@ def render_report(report: ReportInput) -> str:
     parts = [
         verdict_section(report.verdict),
         *([_round(report.round)] if report.round else []),
-        _reviewers(report.reviewers, report.disabled),
+        _reviewers(report.reviewers, report.disabled, report.unread),
         _requirements(report.requirements),
         _walkthrough(report.walkthrough, report.walkthrough_text),
         _issues(issues, report.delta_labels, talk),
@@ -212,12 +213,21 @@ def _section(title: str, lines: list[str]) -> str:
     return f"## {title}\n\n" + ("\n".join(lines) if lines else "None.")
 
 
-def _reviewers(lines: Sequence[ReviewerLine], disabled: Sequence[str] = ()) -> str:
+def _reviewers(
+    lines: Sequence[ReviewerLine], disabled: Sequence[str] = (), unread: Sequence[str] = ()
+) -> str:
     rows = ["| Reviewer | Verdict |", "|---|---|"]
     failures = [
         f"- Not run: the {name} reviewer (disabled by the workspace's settings)."
         for name in disabled
     ]
+    if unread:
+        shown = ", ".join(f"`{path}`" for path in unread[:20])
+        more = f" and {len(unread) - 20} more" if len(unread) > 20 else ""
+        failures.append(
+            f"- Not read: {shown}{more} (the repository does not have their content, "
+            "e.g. a partial clone's missing files)."
+        )
     for line in lines:
         name = line.reviewer.label + (f" ({line.agent})" if line.agent else "")
         rows.append(f"| {name} | {_reviewer_state(line)} |")

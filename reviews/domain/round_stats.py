@@ -247,6 +247,9 @@ class RoundStats(_Record):
     # Reviewers the round's tier or selection called for that the workspace switched off.
     reviewers_disabled: list[str] | None = None
     not_covered_by_model: list[str] | None = None
+    # Files of the head whose content the repository did not have (a partial clone's missing
+    # blobs): listed as not read, never a reason to fail the round.
+    unread_files: list[str] | None = None
     cohorts: list[CohortSummary] | None = None
     files: list[ChangedFileSummary] | None = None
     # panel planning

@@ -22,6 +22,7 @@ from reviews.pipeline.template import (
 )
 from reviews.services import codeindex
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
+from reviews.sources.worktrees import unread_files
 from workspaces.models import Workspace, workspace_model_configured
 from workspaces.rules import base_agent_checks_requirements
 
@@ -109,7 +110,9 @@ def prepare(review_round: ReviewRound) -> None:
     if not facts.fast_exit:
         worktree = inputs.round_worktree_ready(review_round)
         cohorts = codeindex.round_cohorts(review_round, worktree)
-        review_round.stats = review_round.stats.with_(cohorts=codeindex.cohorts_json(cohorts))
+        review_round.stats = review_round.stats.with_(
+            cohorts=codeindex.cohorts_json(cohorts), unread_files=unread_files(worktree) or None
+        )
     # Within the token budgets (round and pull request), with the change map in the briefs.
     entries = budget_runs.plan_reviewers(
         review_round,

@@ -113,11 +113,13 @@ def run_git(
     env: Mapping[str, str] | None = None,
     git: str = "git",
     check: bool = True,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `git <args>` and return the completed process (stdout as bytes).
 
     `env` adds variables (e.g. GIT_CONFIG_* carrying an auth header, so it never appears in the
-    process list or on disk). Raises a GitError subclass on failure when `check` is true.
+    process list or on disk). `input` is written to git's stdin (else stdin is empty). Raises a
+    GitError subclass on failure when `check` is true.
     """
     cmd = [git, *_SAFE_CONFIG, *args]
     shown = " ".join(["git", *args])
@@ -128,7 +130,7 @@ def run_git(
             env=git_env(env),
             capture_output=True,
             timeout=timeout,
-            stdin=subprocess.DEVNULL,
+            input=input if input is not None else b"",
             check=False,
         )
     except subprocess.TimeoutExpired as exc:

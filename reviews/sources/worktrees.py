@@ -2,6 +2,11 @@
 
 Reviewer agents read code only inside these directories, so every path is
 checked to stay under the root, and `safe_join` is what the read-only tools use to open files.
+
+A local repository is never written to: its checkout is a repository of Quorum's own that
+borrows the source's objects (git alternates), so the source's `git worktree list` stays as it
+was, and a file whose content the source does not have (a blob a partial clone left out) is
+listed as unread instead of failing the checkout.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from reviews.sources.gitcmd import GitError, GitNotFound, run_git
 
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+#: Inside a checkout's `.git`: the paths whose content the source repository did not have.
+UNREAD_FILE = "quorum-unread"
 
 
 class UnsafePath(ValueError):
@@ -84,13 +91,68 @@ class WorktreeManager:
                 return path
             self._remove(path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            run_git(
-                ["worktree", "add", "--detach", "--force", str(path), sha],
-                cwd=repo,
-                timeout=self._timeout,
-                git=self._git,
-            )
+            staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+            try:
+                self._borrow_into(staging, Path(repo), sha)
+                os.rename(staging, path)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
             return path
+
+    def _borrow_into(self, target: Path, repo: Path, sha: str) -> None:
+        """Check `sha` out into a new repository at `target` that reads `repo`'s objects.
+
+        Only trees are needed up front: each blob is asked for once (`cat-file --batch-check`
+        in a repository with no promisor remote answers "missing" instead of fetching), the
+        present ones are written by `checkout-index`, the others are listed in UNREAD_FILE.
+        """
+        source = run_git(
+            ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=repo,
+            timeout=self._timeout,
+            git=self._git,
+        )
+        objects = Path(source.stdout.decode("utf-8", "replace").strip()) / "objects"
+        self._git_in(target, "init", "--quiet")
+        (target / ".git" / "objects" / "info" / "alternates").write_text(f"{objects}\n", "utf-8")
+        self._git_in(target, "read-tree", sha)
+        listing = self._git_in(target, "ls-files", "--stage", "-z").stdout
+        blobs: dict[str, list[str]] = {}
+        for entry in listing.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, name = entry.partition(b"\t")
+            mode, oid, _stage = meta.decode("ascii").split(" ")
+            if mode != "160000":  # a submodule is a commit of another repository: no content
+                blobs.setdefault(oid, []).append(name.decode("utf-8", "surrogateescape"))
+        present = self._git_in(
+            target, "cat-file", "--batch-check=%(objectname)", stdin="\n".join(blobs) + "\n"
+        ).stdout.decode("ascii", "replace")
+        missing_oids = {
+            line.split(" ")[0] for line in present.splitlines() if line.endswith(" missing")
+        }
+        unread = sorted(path for oid in missing_oids for path in blobs.get(oid, []))
+        readable = [p for oid, paths in blobs.items() if oid not in missing_oids for p in paths]
+        if readable:
+            self._git_in(
+                target,
+                "checkout-index",
+                "--force",
+                "-z",
+                "--stdin",
+                stdin="\0".join(readable) + "\0",
+                surrogates=True,
+            )
+        (target / ".git" / "HEAD").write_text(f"{sha}\n", "ascii")
+        (target / ".git" / UNREAD_FILE).write_text(
+            "".join(f"{p}\n" for p in unread), "utf-8", errors="surrogateescape"
+        )
+
+    def _git_in(self, target: Path, *args: str, stdin: str | None = None, surrogates: bool = False):
+        data = None
+        if stdin is not None:
+            data = stdin.encode("utf-8", "surrogateescape" if surrogates else "strict")
+        return run_git(list(args), cwd=target, timeout=self._timeout, git=self._git, input=data)
 
     def ensure_remote(
         self,
@@ -272,6 +334,15 @@ class WorktreeManager:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def unread_files(checkout: Path) -> list[str]:
+    """The paths of `checkout` that could not be written because their content was missing."""
+    try:
+        text = (checkout / ".git" / UNREAD_FILE).read_text("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if line]
 
 
 def _detached_head(path: Path) -> str | None:

@@ -8,7 +8,7 @@ import pytest
 
 from reviews.sources.gitcmd import GitError
 from reviews.sources.github_client import GitHubClient, StaticToken
-from reviews.sources.worktrees import UnsafePath, WorktreeManager, safe_join
+from reviews.sources.worktrees import UnsafePath, WorktreeManager, safe_join, unread_files
 
 
 @pytest.fixture
@@ -40,15 +40,31 @@ def test_it_replaces_a_checkout_of_another_commit(tmp_path, repo):
     assert (path / "app.py").read_text() == "print(2)\n"
 
 
-def test_it_cleans_up_the_checkout_and_its_registration(tmp_path, repo):
-    """cleanup removes the directory and the source repository forgets the worktree."""
+def test_it_never_registers_the_checkout_in_the_source_repository(tmp_path, repo):
+    """The source's `git worktree list` and `.git` stay as they were; cleanup removes the
+    directory, and twice is harmless."""
+    before = repo.git("worktree", "list", "--porcelain")
     manager = WorktreeManager(tmp_path / "wt")
     path = manager.ensure_local("space-a", 1, repo=repo.path, sha=repo.sha("feature"))
-    assert str(path) in repo.git("worktree", "list", "--porcelain")
+    assert repo.git("worktree", "list", "--porcelain") == before
+    assert not (repo.path / ".git" / "worktrees").exists()
+    assert repo.git("-C", str(path), "status", "--porcelain") == ""
     manager.cleanup("space-a", 1)
     assert not path.exists()
-    assert str(path) not in repo.git("worktree", "list", "--porcelain")
     manager.cleanup("space-a", 1)  # idempotent
+
+
+def test_a_file_whose_content_is_missing_is_listed_as_unread(tmp_path, repo):
+    """A blob the source lacks leaves the other files checked out and is named in the
+    checkout's unread list, instead of failing the checkout."""
+    sha = repo.sha("feature")
+    blob = repo.git("rev-parse", f"{sha}:lib/util.py").strip()
+    (repo.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # a fresh repo: loose
+    manager = WorktreeManager(tmp_path / "wt")
+    path = manager.ensure_local(2, 1, repo=repo.path, sha=sha)
+    assert (path / "app.py").read_text() == "print(2)\n"
+    assert not (path / "lib" / "util.py").exists()
+    assert unread_files(path) == ["lib/util.py"]
 
 
 def test_it_fetches_a_remote_commit_with_a_header_token_never_saved(tmp_path, repo, fake_github):
