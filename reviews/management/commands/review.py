@@ -4,22 +4,31 @@ SOURCE is a local git repository (with --head, and --base defaulting to the repo
 branch) or a GitHub pull request URL. Progress goes to stderr; the report (or JSON) to stdout.
 
 Exit codes: 0 Ship, 3 Hold, 4 Block; 1 an error (the message says which); 2 bad arguments.
+
+The embedded database is migrated on first use. The round's checkout lives under Quorum's own
+worktree root and is removed when the command ends, however it ends.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
 from pathlib import Path
 
+from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
 
 from reviews.export import review_json, review_sarif
 from reviews.pipeline.runner import run_inline
 from reviews.reporting import report_markdown
 from reviews.selectors import review_page
 from reviews.services.requests import ReviewRequestError, review_request
+from reviews.services.worktrees import worktree_manager
 from workspaces import rules
 from workspaces.models import Membership, Repository, Workspace
 from workspaces.rules import RuleError
@@ -30,8 +39,23 @@ PR_URL = re.compile(r"^https?://[^/]+/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)/pull/
 CLI_EMAIL = "cli@quorum.local"
 
 
+EXAMPLES = """examples:
+  manage.py review ~/src/app --base main --head my-branch
+  manage.py review ~/src/app --head HEAD --tier thorough --format json > review.json
+  manage.py review https://github.com/acme/app/pull/42 --request "Add CSV export"
+
+exit codes: 0 Ship, 3 Hold, 4 Block, 1 error, 2 bad arguments
+"""
+
+
 class Command(BaseCommand):
     help = "Review a local repository (--base/--head) or a GitHub pull request URL."
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(
+            prog_name, subcommand, epilog=EXAMPLES, formatter_class=argparse.RawTextHelpFormatter
+        )
+        return parser
 
     def add_arguments(self, parser):
         parser.add_argument("source", help="a local git repository path, or a GitHub PR URL")
@@ -45,6 +69,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, source, base, head, workspace, tier, format, request, **options):
+        self._migrated()
         ws, actor = self._workspace(workspace)
         repository, number = self._repository(ws, actor, source, head)
         try:
@@ -65,7 +90,11 @@ class Command(BaseCommand):
         def progress(stage: str) -> None:
             sys.stderr.write(f"… {stage or 'queued'}\n")
 
-        review_round = run_inline(review_round.pk, on_progress=progress)
+        try:
+            review_round = run_inline(review_round.pk, on_progress=progress)
+        finally:
+            # Success, failure or Ctrl-C: nothing of this review stays on disk but its rows.
+            worktree_manager().cleanup(review_round.space_id, review_round.number)
         page = review_page(space=review_round.space)
         if format == "json":
             self.stdout.write(json.dumps(review_json(page), indent=2))
@@ -79,6 +108,20 @@ class Command(BaseCommand):
             )
         sys.stderr.write(f"verdict: {page.verdict.level} ({page.verdict.rule})\n")
         sys.exit(EXIT[page.verdict.level])
+
+    def _migrated(self) -> None:
+        """The embedded database is brought up to date on first use; a server's database is
+        the operator's to migrate, so the command says what to run instead of doing it."""
+        connection = connections[DEFAULT_DB_ALIAS]
+        executor = MigrationExecutor(connection)
+        if not executor.migration_plan(executor.loader.graph.leaf_nodes()):
+            return
+        if not settings.EMBEDDED:
+            raise CommandError(
+                "The database has unapplied migrations: run `python manage.py migrate` first."
+            )
+        sys.stderr.write("… preparing the embedded database (first use)\n")
+        call_command("migrate", interactive=False, verbosity=0)
 
     def _workspace(self, slug: str):
         if slug:
