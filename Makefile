@@ -3,6 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PORT ?= 8000
 
 # Django 6 needs Python >= 3.12. Look on PATH first, then in pyenv's versions
 # directory directly: pyenv's python3.X shims only answer when PYENV_VERSION is set.
@@ -20,7 +21,7 @@ export FIND_PYTHON
 .PHONY: help venv demo serve test lint check format bench clean
 
 help:
-	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000"
+	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000 (PORT=...)"
 	@echo "make test   - install and run the test suite (services used when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   - ruff check + format check"
 	@echo "make check  - lint, mypy, migrations in step with the models, check --deploy (CI runs it)"
@@ -42,8 +43,8 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
-	$(PY) manage.py demo_setup
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py demo_setup --port $(PORT)
+	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 # Without DATABASE_URL/REDIS_URL the embedded default is tested and service tests are skipped;
 # .ci/run sets both and passes --require-services so that nothing can be skipped there.

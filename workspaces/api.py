@@ -148,7 +148,9 @@ class RoleIn(Input):
 class RepositoryOut(Schema):
     id: int
     kind: str
+    # `owner/name` on GitHub; a local repository's directory name (its path is `path`).
     name: str
+    path: str | None = None
     base_branch: str
     auto_review: bool
     # Draft pull requests are reviewed automatically too (with auto_review).
@@ -197,6 +199,7 @@ def _repo_out(repo: Repository) -> dict:
         "id": repo.pk,
         "kind": repo.kind,
         "name": str(repo),
+        "path": repo.local_path or None,
         "base_branch": repo.base_branch,
         "auto_review": repo.auto_review,
         "review_drafts": repo.review_drafts,

@@ -3,6 +3,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from pathlib import PurePosixPath
 
 from django.conf import settings
 from django.db import models
@@ -241,12 +242,14 @@ class Repository(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.full_name or self.local_path
+        # People read a repository's name; a local one's server path is settings' business.
+        return self.full_name or PurePosixPath(self.local_path).name or self.local_path
 
     def snapshot(self) -> dict:
         return {
             "kind": self.kind,
             "name": str(self),
+            **({"path": self.local_path} if self.local_path else {}),
             "base_branch": self.base_branch,
             "auto_review": self.auto_review,
             "review_drafts": self.review_drafts,

@@ -28,8 +28,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-review", action="store_true", help="skip the sample repository and its review"
         )
+        parser.add_argument(
+            "--port", type=int, default=8000, help="the port the demo is served on (links)"
+        )
 
-    def handle(self, *args, password: str | None = None, no_review: bool = False, **options):
+    def handle(
+        self,
+        *args,
+        password: str | None = None,
+        no_review: bool = False,
+        port: int = 8000,
+        **options,
+    ):
+        self.site = f"http://127.0.0.1:{port}"
         password = password or secrets.token_urlsafe(9)
         with transaction.atomic():
             users = {}
@@ -44,7 +55,7 @@ class Command(BaseCommand):
                 services.member_add(workspace=workspace, user=users[email], role=role)
         if not no_review:
             self._sample_review(workspace, users["admin@example.com"])
-        self.stdout.write(self.style.SUCCESS("Demo workspace ready: http://127.0.0.1:8000/"))
+        self.stdout.write(self.style.SUCCESS(f"Demo workspace ready: {self.site}/"))
         for email, role in DEMO_USERS:
             self.stdout.write(f"  {email:<24} {role:<9} password: {password}")
 
@@ -69,7 +80,7 @@ class Command(BaseCommand):
             )
         if ReviewSpace.objects.filter(pull_request__repository=repo).exists():
             return
-        self.stdout.write(f"Reviewing {head} against {base} in {path} …")
+        self.stdout.write(f"Reviewing {head[:10]} against {base[:10]} in {repo} …")
         review_round = review_request(
             repository=repo,
             actor=owner,
@@ -82,5 +93,5 @@ class Command(BaseCommand):
         verdict = getattr(review_round, "verdict", None)
         self.stdout.write(
             f"  verdict: {verdict.level if verdict else review_round.state} — "
-            f"http://127.0.0.1:8000/w/{workspace.slug}/reviews/{review_round.space_id}/"
+            f"{self.site}/w/{workspace.slug}/reviews/{review_round.space_id}/"
         )
