@@ -1,8 +1,9 @@
-"""The design in the repository: the README names every setting, and every docs/ link resolves.
+"""The design in the repository: docs/configuration.md names every setting, and every docs/
+link resolves.
 
 Three guards, each shown to catch a planted violation:
 - every environment variable `config/settings.py` (and the config modules it imports) reads is
-  in the README's environment table;
+  in the environment table of docs/configuration.md;
 - every `docs/<file>.md` and `docs/<file>.md#anchor` reference in the project's Python, HTML and
   markdown files names a file that exists and a heading it has (GitHub's anchor rules);
 - no comment or docstring points at design files or sections a clone does not have.
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "config" / "settings.py"
 ENV_MODULE = ROOT / "config" / "env.py"
-README = ROOT / "README.md"
+CONFIGURATION = ROOT / "docs" / "configuration.md"
 
 SKIPPED_DIRS = {".git", ".venv", "node_modules", "var", "__pycache__", ".ruff_cache"}
 SKIPPED_PREFIXES = ("static/vendor/",)
@@ -102,8 +103,8 @@ def settings_sources() -> list[Path]:
 
 
 def readme_environment_table(readme: str) -> set[str]:
-    """Variable names in the first column of the README's environment table."""
-    section = readme.split("### Environment", 1)[1]
+    """Variable names in the first column of the environment table."""
+    section = re.split(r"^#{2,3} Environment\n", readme, maxsplit=1, flags=re.MULTILINE)[1]
     section = re.split(r"^#{1,3} ", section, maxsplit=1, flags=re.MULTILINE)[0]
     names: set[str] = set()
     for line in section.splitlines():
@@ -123,7 +124,7 @@ def test_every_setting_read_from_the_environment_is_in_the_readme_table():
     read = set().union(*(env_vars_read(s) for s in sources))
     # The parser sees the settings at all (a broken parser would make the guard vacuous).
     assert {"DATABASE_URL", "GITHUB_GIT_URL", "SECRET_KEY", "SECRET_KEY_FILE"} <= read
-    assert missing_from_readme(sources, README.read_text(encoding="utf-8")) == set()
+    assert missing_from_readme(sources, CONFIGURATION.read_text(encoding="utf-8")) == set()
 
 
 def test_the_environment_comparison_catches_a_missing_variable():
@@ -136,7 +137,7 @@ def test_the_environment_comparison_catches_a_missing_variable():
         'D = os.getenv("QUORUM_PLANTED_GETENV")\n'
         'E = envstr("DATABASE_URL")\n'
     )
-    readme = README.read_text(encoding="utf-8")
+    readme = CONFIGURATION.read_text(encoding="utf-8")
     assert missing_from_readme([planted], readme) == {
         "QUORUM_PLANTED_SETTING",
         "QUORUM_PLANTED_SECRET",

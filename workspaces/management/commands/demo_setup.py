@@ -80,7 +80,7 @@ class Command(BaseCommand):
             )
         if ReviewSpace.objects.filter(pull_request__repository=repo).exists():
             return
-        self.stdout.write(f"Reviewing {head[:10]} against {base[:10]} in {repo} …")
+        self.stdout.write(f"Reviewing {head} against {base} in {repo} …")
         review_round = review_request(
             repository=repo,
             actor=owner,
