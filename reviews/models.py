@@ -90,6 +90,9 @@ class ReviewSpace(models.Model):
     # The newest round a person had seen when they last cleared the flag: those rounds do not
     # count towards raising it again.
     flag_seen_through = models.PositiveIntegerField(default=0)
+    # The task or issue the change implements, given once (by whoever asked for a review or a
+    # person supplying it) and carried into every round that is not given another.
+    original_request = models.TextField(blank=True)
     # Why the review ended, when it ended by something other than a publish: merged, closed,
     # or done (a person, with `closed_note`).
     closed_reason = models.CharField(max_length=20, blank=True)

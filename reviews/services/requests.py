@@ -122,6 +122,7 @@ def review_request(
         base_sha=pr.base_sha,
         tier=tier or repository.workspace.tier,
         original_request=original_request,
+        by_person=not getattr(actor, "quorum_agent", ""),
     )
     audit_record(
         action="review.requested",

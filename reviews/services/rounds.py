@@ -185,7 +185,8 @@ def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -
 def round_supply_request(
     *, review_round: ReviewRound, text: str, actor: Any, request: Any = None
 ) -> ReviewerStream | None:
-    """Store the original request; a requirements reviewer waiting on it is run again (only it)."""
+    """Store the original request, for this round and the review's later rounds; a
+    requirements reviewer waiting on it is run again (only it)."""
     text = text.strip()
     if not text:
         raise RoundError(
@@ -193,6 +194,7 @@ def round_supply_request(
         )
     with transaction.atomic():
         ReviewRound.objects.filter(pk=review_round.pk).update(original_request=text)
+        ReviewSpace.objects.filter(pk=review_round.space_id).update(original_request=text)
         stream = review_round.streams.filter(
             dimension=t.Dimension.REQUIREMENTS, state=ReviewerStream.State.SKIPPED
         ).first()

@@ -9,6 +9,8 @@ from django.db.models import CharField, Exists, OuterRef, Subquery
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from reviews.domain.errors import ApplicationError
+from reviews.domain.fix_loop import admit_round
 from reviews.domain.space_status import (
     ClosedReason,
     SpaceFacts,
@@ -211,6 +213,13 @@ def space_reopen(*, space: ReviewSpace) -> None:
     )
 
 
+class RoundRefused(ApplicationError):
+    """The fix loop does not admit this round (an agent asking again on a reviewed head)."""
+
+    code = "round_refused"
+    http_status = 409
+
+
 def round_start(
     *,
     space: ReviewSpace,
@@ -218,14 +227,37 @@ def round_start(
     base_sha: str = "",
     tier: str,
     original_request: str = "",
+    by_person: bool = True,
 ) -> ReviewRound:
-    """Open the next round. A round already open for the same head SHA is returned as is."""
+    """Open the next round. A round already open for the same head SHA is returned as is.
+
+    The original request is the space's: a round given none carries the space's, and one given
+    a new text makes it the space's. `by_person=False` (an agent, or the system) is held to the
+    fix loop's admission rule (reviews/domain/fix_loop.py): RoundRefused says why not."""
     with transaction.atomic():
         locked = ReviewSpace.objects.select_for_update().get(pk=space.pk)
         latest = locked.rounds.order_by("-number").first()
         open_states = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
         if latest is not None and latest.head_sha == head_sha and latest.state in open_states:
             return latest
+        given = original_request.strip()
+        if not by_person:
+            admission = admit_round(
+                head_sha=head_sha,
+                reviewed_heads=set(
+                    locked.rounds.filter(state=ReviewRound.State.FINISHED).values_list(
+                        "head_sha", flat=True
+                    )
+                ),
+                flagged=locked.flagged_for_human,
+                by_person=False,
+                request_changed=bool(given) and given != locked.original_request.strip(),
+            )
+            if not admission.allowed:
+                raise RoundRefused(admission.reason)
+        if given and given != locked.original_request:
+            ReviewSpace.objects.filter(pk=locked.pk).update(original_request=given)
+            locked.original_request = given
         superseded = latest if latest is not None and latest.state in open_states else None
         if superseded is not None:
             from reviews.services.rounds import round_transition
@@ -242,7 +274,7 @@ def round_start(
             head_sha=head_sha,
             base_sha=base_sha,
             tier=tier,
-            original_request=original_request,
+            original_request=given or locked.original_request,
         )
         if superseded is not None:
             ReviewRound.objects.filter(pk=superseded.pk).update(superseded_by=review_round)

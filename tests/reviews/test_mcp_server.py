@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from guardrails.models import ApprovalRequest, AuditEvent
-from reviews.models import ReviewNode
+from reviews.models import ReviewNode, ReviewRound
 from tests.fakes.model_server import good_findings
 from tests.fixtures import node_payload
 from tests.reviews import pipeline_scenarios as scenario
@@ -326,17 +326,24 @@ FIXED_SEARCH = (
 )
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_the_fix_loop_two_rounds_then_a_person(
-    shop, tokens, workspace, queue, worker_factory, fake_model, tmp_path
+    transport, request, shop, tokens, workspace, queue, worker_factory, fake_model, tmp_path
 ):
     """Round 1 blocks on the SQL injection; the agent applies the fix, pushes and asks again:
     round 2 reports it fixed. Still not approved after two rounds, the review is flagged for a
-    person and the tool says not to try a third time."""
+    person: next_step says not to try a third time, and a third request on the same head is
+    refused with the reason. The original request given in round 1 carries into round 2."""
     repo, base, head, _ = shop
     worker_factory()
     scenario.install(fake_model)
     env = _stdio_env(tokens["claude"], queue, tmp_path, fake_model)
-    request = {
+    url = (
+        f"{request.getfixturevalue('asgi_server')}/mcp/{workspace.slug}/"
+        if transport == "http"
+        else ""
+    )
+    first_request = {
         "repository": repo.local_path,
         "base": base,
         "head": head,
@@ -344,18 +351,27 @@ def test_the_fix_loop_two_rounds_then_a_person(
         "original_request": scenario.ORIGINAL_REQUEST,
         "wait": True,
     }
+    # Later rounds do not repeat the request: the review keeps it.
+    again = {k: v for k, v in first_request.items() if k != "original_request"}
 
-    async def ask(session):
+    def session():
+        if transport == "http":
+            return http_session(url, tokens["claude"])
+        return stdio_session(workspace.slug, env)
+
+    async def ask(session, arguments):
         return structured(
-            await session.call_tool("request_review", request, read_timeout_seconds=240)
+            await session.call_tool("request_review", arguments, read_timeout_seconds=240)
         )["review"]
 
     async def loop():
-        async with stdio_session(workspace.slug, env) as session:
-            first = await ask(session)
+        async with session() as s:
+            first = await ask(s, first_request)
             await anyio.to_thread.run_sync(apply_fix)
-            second = await ask(session)
-            return first, second
+            second = await ask(s, again)
+            third = await s.call_tool("request_review", {**again, "wait": False})
+            latest = structured(await s.call_tool("get_review", {"space": second["space"]}))
+            return first, second, third, latest
 
     def apply_fix():
         # The agent applies the fix prompt (a scripted patch) and pushes to the head branch;
@@ -381,15 +397,21 @@ def test_the_fix_loop_two_rounds_then_a_person(
             },
         )
 
-    first, second = anyio.run(loop)
+    first, second, third, latest = anyio.run(loop)
     assert first["verdict"]["level"] == "block"
     assert any("SQL" in item for item in first["fix_list"])
     assert second["round"] == 2
     assert any("SQL" in fixed for fixed in second["fixed"]), second
     assert not any("SQL" in item for item in second["fix_list"])
     assert second["verdict"]["level"] in ("block", "hold")
+    carried = ReviewRound.objects.get(space_id=second["space"], number=2).original_request
+    assert carried == scenario.ORIGINAL_REQUEST, "the request carried into round 2"
     assert second["flagged_for_person"] is True
     assert "Do not request another round" in second["next_step"]
+    assert "request_review" not in second["next_step"]
+    assert "flagged for a person" in error_text(third) and "round_refused" in error_text(third)
+    assert latest["round"] == 2, "no third round was started"
+    assert "request_review" not in latest["next_step"]
 
 
 def test_cancelling_a_waiting_request_cancels_its_round(
