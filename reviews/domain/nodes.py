@@ -39,7 +39,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from reviews.agents.redaction import redact, redact_text
@@ -58,6 +66,16 @@ from .types import (
 )
 
 TITLE_MAX = 200
+#: Caps on a finding's free text, in characters: a finding is read by people, and whatever a
+#: client sends is stored and shown, so nothing is unbounded (the API and MCP state them).
+TEXT_CAPS: dict[str, int] = {
+    "body": 20_000,
+    "reasoning": 20_000,
+    "fix.fix_prompt": 10_000,
+    "fix.diff": 50_000,
+    "fix.replacement_lines": 20_000,  # all lines together
+    "map_anchor": 500,
+}
 
 StrictStr = Annotated[str, Field(strict=True)]
 LineNumber = Annotated[int, Field(strict=True)]
@@ -158,6 +176,25 @@ class Fix(_Closed):
         default=None, description="Instructions a coding agent can follow to fix it."
     )
 
+    @field_validator("diff", "fix_prompt")
+    @classmethod
+    def _capped(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return _cap(value, f"fix.{info.field_name}")
+
+    @field_validator("replacement_lines")
+    @classmethod
+    def _capped_lines(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            _cap("\n".join(value), "fix.replacement_lines")
+        return value
+
+
+def _cap(value: str | None, field: str) -> str | None:
+    limit = TEXT_CAPS[field]
+    if value is not None and len(value) > limit:
+        raise _custom("too_long", f"must be at most {limit:,} characters (got {len(value):,})")
+    return value
+
 
 class CrossNote(_Closed):
     """An observation outside the reviewer's own dimension, routed by the lead pass."""
@@ -199,6 +236,11 @@ class NodePayload(_Closed):
         if not (0.0 <= value <= 1.0):  # also rejects NaN
             raise _custom("confidence_range", f"must be between 0 and 1 (got {value})")
         return value
+
+    @field_validator("body", "reasoning", "map_anchor")
+    @classmethod
+    def _capped(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return _cap(value, str(info.field_name))
 
     @field_validator("title")
     @classmethod
