@@ -25,6 +25,9 @@ from django.http import HttpResponse
 
 WEBHOOK_PREFIX = "/webhooks/"
 API_PREFIX = "/api/"
+MCP_PREFIX = "/mcp/"
+# JSON-RPC's "invalid request": an MCP client reads the refusal as an error of its call.
+JSONRPC_INVALID_REQUEST = -32600
 # After a 413 the client may still be sending. Closing at once with unread data makes the
 # kernel reset the connection, and a reset can destroy the 413 before the client reads it; so
 # the rest is read and thrown away for this long, then the connection is closed.
@@ -36,6 +39,7 @@ class BodyCaps:
     webhook: int
     api: int
     form: int
+    mcp: int = 1024 * 1024
 
     @classmethod
     def from_settings(cls) -> BodyCaps:
@@ -45,6 +49,7 @@ class BodyCaps:
             webhook=settings.QUORUM_MAX_WEBHOOK_BODY,
             api=settings.QUORUM_MAX_API_BODY,
             form=settings.QUORUM_MAX_FORM_BODY,
+            mcp=settings.QUORUM_MAX_MCP_BODY,
         )
 
 
@@ -54,6 +59,8 @@ def body_cap(path: str, caps: BodyCaps) -> int:
         return caps.webhook
     if path.startswith(API_PREFIX):
         return caps.api
+    if path.startswith(MCP_PREFIX):
+        return caps.mcp
     return caps.form
 
 
@@ -66,9 +73,13 @@ def declared_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
     return None
 
 
-def refusal_body(cap: int) -> bytes:
-    """JSON like every other API error ({"detail": ...}); readable as text in a browser too."""
+def refusal_body(cap: int, path: str = "") -> bytes:
+    """JSON like every other API error ({"detail": ...}); readable as text in a browser too.
+    Under /mcp/ a JSON-RPC error, which MCP clients show as the failed call's error."""
     detail = f"Request body too large: at most {cap} bytes are accepted here."
+    if path.startswith(MCP_PREFIX):
+        error = {"code": JSONRPC_INVALID_REQUEST, "message": detail}
+        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode() + b"\n"
     return json.dumps({"detail": detail}).encode() + b"\n"
 
 
@@ -95,7 +106,7 @@ class BodyLimitMiddleware:
         cap = body_cap(scope["path"], self.caps or BodyCaps.from_settings())
         length = declared_length(scope.get("headers", ()))
         if length is not None and length > cap:
-            await _send_413(send, cap)
+            await _send_413(send, cap, scope["path"])
             return
         received = 0
         started = False
@@ -118,11 +129,11 @@ class BodyLimitMiddleware:
             await self.app(scope, counted_receive, tracked_send)
         except _BodyTooLarge:
             if not started:
-                await _send_413(send, cap)
+                await _send_413(send, cap, scope["path"])
 
 
-async def _send_413(send: Send, cap: int) -> None:
-    body = refusal_body(cap)
+async def _send_413(send: Send, cap: int, path: str) -> None:
+    body = refusal_body(cap, path)
     await send(
         {
             "type": "http.response.start",
@@ -144,7 +155,9 @@ def body_limit_middleware(get_response):
         cap = body_cap(request.path_info, BodyCaps.from_settings())
         raw = request.META.get("CONTENT_LENGTH", "")
         if raw.strip().isdigit() and int(raw) > cap:
-            return HttpResponse(refusal_body(cap), status=413, content_type="application/json")
+            return HttpResponse(
+                refusal_body(cap, request.path_info), status=413, content_type="application/json"
+            )
         return get_response(request)
 
     return middleware
@@ -165,11 +178,13 @@ def install_daphne_guard() -> None:
         _refused = False
         _seen = 0
         _cap: int | None = None
+        _path = ""
 
         def gotLength(self, length):
             # The request line is parsed by now; Twisted keeps the path on the channel.
             raw_path = getattr(self.channel, "_path", b"") or b""
             path = raw_path.split(b"?", 1)[0].decode("latin-1")
+            self._path = path
             self._cap = body_cap(path, BodyCaps.from_settings())
             if length is not None and length > self._cap:
                 self.content = None
@@ -200,7 +215,7 @@ def install_daphne_guard() -> None:
             self.content = BytesIO()
             # No "100 Continue" after the answer: Twisted sends one only if this header is there.
             self.requestHeaders.removeHeader(b"expect")
-            body = refusal_body(self._cap or 0)
+            body = refusal_body(self._cap or 0, self._path)
             head = (
                 "HTTP/1.1 413 Content Too Large\r\n"
                 "Content-Type: application/json\r\n"
