@@ -104,7 +104,7 @@ def _approval(r: ApprovalRequest) -> dict:
         "id": r.pk,
         "action_class": r.action_class,
         "status": r.status,
-        "requester": r.requester.email,
+        "requester": r.requester_label,
         "target": r.target_label,
         "payload": r.payload,
         "payload_hash": r.payload_hash,

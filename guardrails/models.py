@@ -170,6 +170,9 @@ class ApprovalRequest(models.Model):
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
+    # The agent that asked for its person (an agent's API token), named wherever the requester
+    # is shown; empty when the person asked.
+    requester_agent = models.CharField(max_length=100, blank=True)
     target_type = models.CharField(max_length=50)
     target_id = models.CharField(max_length=64)
     target_label = models.CharField(max_length=300)
@@ -194,6 +197,12 @@ class ApprovalRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action_class} #{self.pk} ({self.status})"
+
+    @property
+    def requester_label(self) -> str:
+        """Who asked, as people read it: "agent claude-code for alice@example.com"."""
+        email = self.requester.email
+        return f"agent {self.requester_agent} for {email}" if self.requester_agent else email
 
 
 class ApprovalDecision(models.Model):

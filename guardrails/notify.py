@@ -114,7 +114,7 @@ def summary_of(request: ApprovalRequest, origin: str) -> notices.Summary:
         action=action_class(request.action_class).description,
         action_class=request.action_class,
         target=request.target_label,
-        requester=request.requester.email,
+        requester=request.requester_label,
         note=_note(request),
         expires_at=request.expires_at,
         link=f"{origin.rstrip('/')}{path}#approval-{request.pk}",

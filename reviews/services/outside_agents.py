@@ -9,8 +9,10 @@ wrote itself; a person's token acts as the person, exactly like the page's butto
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from guardrails.audit import Actor as AuditActor
@@ -37,6 +39,33 @@ def caller_actor(user: Any) -> consensus.Actor:
     if agent := getattr(user, "quorum_agent", ""):
         return consensus.outside_agent(user.pk, agent)
     return consensus.Actor.person(str(user.pk))
+
+
+def reviewer_labels(identities: Iterable[str]) -> dict[str, str]:
+    """Stored reviewer identities as people read them: an outside agent's
+    `agent:<person id>:<name>` is "agent <name> for <their email>", a person's `person:<id>`
+    their email; a pipeline reviewer's name stays as it is. One query for all of them."""
+    parsed: dict[str, tuple[int, str]] = {}
+    for identity in identities:
+        _, _, rest = identity.partition(":")
+        if identity.startswith(consensus.OUTSIDE_AGENT_PREFIX):
+            pid, _, name = rest.partition(":")
+        elif identity.startswith(consensus.PERSON_PREFIX):
+            pid, name = rest, ""
+        else:
+            continue
+        if pid.isdigit():
+            parsed[identity] = (int(pid), name)
+    emails = dict(
+        get_user_model()
+        .objects.filter(pk__in={pid for pid, _ in parsed.values()})
+        .values_list("pk", "email")
+    )
+    labels = {}
+    for identity, (pid, name) in parsed.items():
+        email = emails.get(pid) or "a former member"
+        labels[identity] = f"agent {name} for {email}" if name else email
+    return labels
 
 
 def _stream_for(review_round: ReviewRound, user: Any) -> ReviewerStream:

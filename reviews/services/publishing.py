@@ -39,6 +39,7 @@ from reviews.models import (
 )
 from reviews.selectors import node_view
 from reviews.services.github import github_client
+from reviews.services.outside_agents import reviewer_labels
 from reviews.services.spaces import space_status_refresh
 from reviews.sources.diffs import CommentableLines, parse_unified_diff
 from reviews.sources.github_client import (
@@ -127,9 +128,10 @@ def _node_records(review_round: ReviewRound) -> list[NodeRecord]:
         .prefetch_related("confirmations")
         .order_by("priority", "-confidence", "id")
     )
+    views = [node_view(node, list(node.confirmations.all())) for node in nodes]
+    labels = reviewer_labels({name for view in views for name in view.reviewers})
     records = []
-    for node in nodes:
-        view = node_view(node, list(node.confirmations.all()))
+    for node, view in zip(nodes, views, strict=True):
         records.append(
             NodeRecord(
                 id=node.pk,
@@ -145,7 +147,7 @@ def _node_records(review_round: ReviewRound) -> list[NodeRecord]:
                 replacement_lines=node.replacement_lines,
                 # The publisher checks peer confirmation itself, not the status field.
                 confirmed_by_peer=consensus.is_peer_confirmed(view),
-                reviewers=list(view.reviewers),
+                reviewers=[labels.get(name, name) for name in view.reviewers],
                 author=view.agent,
                 confirmed_by=view.confirmed_by,
             )
