@@ -20,7 +20,7 @@ from reviews.mcp_server.http import McpHttpApp  # noqa: E402
 # Bodies over a path's cap are refused before they are buffered (config/bodylimit.py).
 install_daphne_guard()
 django_http = BodyLimitMiddleware(django_asgi_app)
-mcp_http = McpHttpApp()
+mcp_http = BodyLimitMiddleware(McpHttpApp())
 
 
 async def http_app(scope, receive, send):
