@@ -6,6 +6,7 @@ Rendered on demand rather than stored, so a person's resolve or dismiss is refle
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC
 
 from reviews.domain import types as t
@@ -33,6 +34,7 @@ from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream, ReviewNode, ThreadMessage
 from reviews.selectors import ReviewPage, review_spend, reviewer_notes, thread_rows
+from reviews.services.outside_agents import reviewer_labels
 
 # Offline analyzers report on a dimension too: bandit is a security reviewer.
 _ANALYZER_DIMENSIONS = {
@@ -97,6 +99,22 @@ def _where(node: ReviewNode) -> str:
     return f"{node.path}:{node.start_line}" if node.start_line else node.path
 
 
+def _named(views: list[t.NodeView]) -> list[t.NodeView]:
+    """The views with outside agents' and people's identities as people read them ("agent
+    claude-code for alice@example.com"), for the report's "found by"."""
+    labels = reviewer_labels({name for view in views for name in view.reviewers})
+    if not labels:
+        return views
+    return [
+        replace(
+            view,
+            agent=labels.get(view.agent, view.agent),
+            credited_agents=tuple(labels.get(a, a) for a in view.credited_agents),
+        )
+        for view in views
+    ]
+
+
 def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
     """The round's report; with `discussion`, every thread's messages under what they
     discuss (otherwise a count each)."""
@@ -106,6 +124,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
     cost, review_cost = review_spend(page.space, page.round)
     lines = []
     disabled = list(page.round.stats.reviewers_disabled or [])
+    named = reviewer_labels({stream.agent for stream in page.streams})
     for stream in page.streams:
         if stream.kind == ReviewerStream.Kind.VERIFIER:
             continue
@@ -118,10 +137,16 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
             with_security_check=len(dimensions) > 1 and t.Dimension.SECURITY in dimensions,
         )
         if waiting_for_request(stream):
-            lines.append(ReviewerLine(spec, None, agent=stream.agent, waiting=True))
+            lines.append(
+                ReviewerLine(spec, None, agent=named.get(stream.agent, stream.agent), waiting=True)
+            )
             continue
         if stream.state == ReviewerStream.State.FAILED:
-            lines.append(ReviewerLine(spec, None, failure=stream.error, agent=stream.agent))
+            lines.append(
+                ReviewerLine(
+                    spec, None, failure=stream.error, agent=named.get(stream.agent, stream.agent)
+                )
+            )
             continue
         own = [v for v in views if v.stream == stream.name]
         level = node_verdict(own).level
@@ -130,7 +155,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
             ReviewerLine(
                 spec,
                 t.REVIEW_STATE_FOR_VERDICT[level],
-                agent=stream.agent,
+                agent=named.get(stream.agent, stream.agent),
                 covered=[(c.area, c.reviewed_no_issue) for c in closing.covered]
                 if closing is not None
                 else (),
@@ -157,7 +182,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
         ReportInput(
             verdict=verdict,
             reviewers=lines,
-            nodes=views,
+            nodes=_named(views),
             arbitrations=[(d, arbitrate(d)) for d in page.disagreements],
             positive_notes=notes,
             panel=PanelSummary(**panel.model_dump()) if panel else None,

@@ -29,6 +29,7 @@ from reviews.domain import consensus
 from reviews.domain.errors import ApplicationError
 from reviews.mcp_server import tools
 from reviews.models import ReviewNode
+from tests.fixtures import node_payload
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import ApiToken
 from workspaces.services import api_token_authenticate, api_token_create
@@ -289,3 +290,14 @@ def test_daphne_exits_on_sigterm_with_an_mcp_call_in_flight(
     finally:
         if server.poll() is None:
             server.kill()
+
+
+def test_the_report_names_an_agents_finding_by_agent_and_person(reviewed, agent):
+    added = tools.add_review_node(
+        agent, reviewed.space_id, node_payload(title="Export has no size limit")
+    )
+    report = tools.report(agent, reviewed.space_id, reviewed.number)
+    line = next(line for line in report.splitlines() if "Export has no size limit" in line)
+    assert "agent claude-code for alice@example.com" in line, line
+    assert "agent:" not in report
+    assert added.status == "open"
