@@ -48,9 +48,9 @@ Status = Literal["open", "consensus_ready", "resolved", "dismissed"]
 Priority = Literal["P0", "P1", "P2", "P3"]
 Reason = Annotated[str, Field(max_length=2000, description="Why, in a sentence or two.")]
 
-READ = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
-DECIDE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+DECIDE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
 INSTRUCTIONS = (
     "Quorum reviews code changes with several independent reviewers and decides Ship, Hold or "

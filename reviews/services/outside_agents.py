@@ -62,9 +62,9 @@ def reviewer_labels(identities: Iterable[str]) -> dict[str, str]:
         .values_list("pk", "email")
     )
     labels = {}
-    for identity, (pid, name) in parsed.items():
-        email = emails.get(pid) or "a former member"
-        labels[identity] = f"agent {name} for {email}" if name else email
+    for identity, (person, agent) in parsed.items():
+        email = emails.get(person) or "a former member"
+        labels[identity] = f"agent {agent} for {email}" if agent else email
     return labels
 
 
