@@ -213,6 +213,8 @@ class ReviewNodeOut(Schema):
     confirmations: list[NodeConfirmationOut]
     fingerprint: str
     duplicate_of: int | None
+    # The rows merged into this finding (a canonical's; empty for a merged row).
+    duplicates: list[int] = []
     confidence: float
     title: str
     body: str

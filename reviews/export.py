@@ -14,8 +14,8 @@ Schema `quorum.review/v1`:
 - `cohorts`: [...] (empty until the code index computes them)
 - `nodes`: [{id, stream, reviewers, type, priority, triage {category, severity, effort},
   anchor {path, start_line, end_line, side} | null, status, confirmations [{agent, lens,
-  verdict}], fingerprint, duplicate_of, confidence, title, body, fix {replacement_lines, diff,
-  fix_prompt}, tags}]
+  verdict}], fingerprint, duplicate_of, duplicates, confidence, title, body,
+  fix {replacement_lines, diff, fix_prompt}, tags}]
 - `disagreements`: [{path, first, second, reasons, key, first_reviewers, second_reviewers}]
 - `streams`: [{name, agent, kind, state, accepted, rejected, tokens_in, tokens_out, attempts,
   refused_calls, redactions, error, coverage_note, closing}]
@@ -90,6 +90,7 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
             "confidence": page.verdict.confidence,
             "rule": page.verdict.rule,
         }
+    merged = _merged(page)
     return {
         "schema": SCHEMA,
         "space": {
@@ -139,7 +140,7 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
             for a in page.axes
         ],
         "cohorts": (review_round.stats.to_json().get("cohorts", []) if review_round else []),
-        "nodes": [_node(n, page) for n in page.nodes],
+        "nodes": [_node(n, page, merged.get(n.pk, [])) for n in page.nodes],
         "disagreements": [
             {
                 "path": d.path,
@@ -324,7 +325,16 @@ def rounds_json(page: ReviewPage) -> list[dict[str, Any]]:
     ]
 
 
-def _node(node, page: ReviewPage) -> dict[str, Any]:
+def _merged(page: ReviewPage) -> dict[int, list[int]]:
+    """Each canonical finding's merged rows, by id."""
+    merged: dict[int, list[int]] = {}
+    for node in page.nodes:
+        if node.duplicate_of_id is not None:
+            merged.setdefault(node.duplicate_of_id, []).append(node.pk)
+    return merged
+
+
+def _node(node, page: ReviewPage, duplicates: list[int]) -> dict[str, Any]:
     view = page.views[node.pk]
     return {
         "delta": page.delta_view.label(node.fingerprint) or None,
@@ -349,6 +359,7 @@ def _node(node, page: ReviewPage) -> dict[str, Any]:
         ],
         "fingerprint": node.fingerprint,
         "duplicate_of": node.duplicate_of_id,
+        "duplicates": sorted(duplicates),
         "confidence": node.confidence,
         "title": node.title,
         "body": node.body,
