@@ -713,6 +713,7 @@ def cancel_round(request: HttpRequest, membership: Membership, space_id: int) ->
             ],
             button=f"Cancel round {review_round.number}",
             cancel_url=here,
+            keep="Keep it running",
             context={"workspace": membership.workspace, "membership": membership},
         )
     with errors_as_messages(request):

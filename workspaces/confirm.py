@@ -22,10 +22,13 @@ def confirmation_page(
     consequences: list[str],
     button: str,
     cancel_url: str,
+    keep: str = "Go back, change nothing",
     context: dict | None = None,
-    status: int = 400,
+    status: int = 200,
 ) -> HttpResponse:
-    """Ask again. The original form fields are carried over (except the CSRF token)."""
+    """Ask again. The original form fields are carried over (except the CSRF token). The
+    question is a page like any other (200); `keep` labels the way back, which must never read
+    like the action itself."""
     fields = [
         (name, value)
         for name in request.POST
@@ -37,6 +40,7 @@ def confirmation_page(
         "consequences": consequences,
         "button": button,
         "cancel_url": cancel_url,
+        "keep": keep,
         "fields": fields,
         "action": request.get_full_path(),
         **(context or {}),

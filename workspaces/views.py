@@ -605,7 +605,6 @@ def _disconnect(request: HttpRequest, membership: Membership, repo: Repository) 
             button=f"Disconnect {repo}",
             cancel_url=reverse("workspaces:repositories", args=[ws.slug]),
             context=_ctx(membership),
-            status=400 if request.method == "POST" else 200,
         )
     kept = services.repository_archive(repository=repo, actor=request.user, request=request)
     messages.success(
