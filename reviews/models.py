@@ -152,6 +152,9 @@ class ReviewRound(models.Model):
     # creating a second; its id once GitHub answered.
     check_run_claimed_at = models.DateTimeField(null=True, blank=True)
     check_run_id = models.BigIntegerField(null=True, blank=True)
+    # A digest of what GitHub was last told (check run or commit status): a sync that would
+    # say the same again writes nothing.
+    check_run_posted = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -13,6 +13,8 @@ status carries the same outcome. Local repositories post nothing.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -64,11 +66,18 @@ def check_run_enqueue(review_round: ReviewRound) -> None:
 
 
 def check_run_record(
-    review_round: ReviewRound, *, claim: bool = False, run_id: int | None = None
+    review_round: ReviewRound,
+    *,
+    claim: bool = False,
+    run_id: int | None = None,
+    posted: str | None = None,
 ) -> None:
     """The one writer of the round's check run columns: claim it before creating, then record
-    GitHub's id."""
+    GitHub's id, and the digest of what GitHub was told once it answered."""
     rows = ReviewRound.objects.filter(pk=review_round.pk)
+    if posted is not None:
+        review_round.check_run_posted = posted
+        rows.update(check_run_posted=posted)
     if claim:
         review_round.check_run_claimed_at = timezone.now()
         rows.update(check_run_claimed_at=review_round.check_run_claimed_at)
@@ -171,10 +180,14 @@ def check_run_sync(*, round_id: int, client: GitHubClient | None = None) -> str:
         own_client = client is None
         client = client or github_client()
         try:
+            digest = _digest(client, review_round, wanted)
+            if digest == review_round.check_run_posted:
+                return "unchanged"  # re-decided to the same verdict: GitHub already says it
             done = _post(client, review_round, wanted, owner, name)
         finally:
             if own_client:
                 client.close()
+        check_run_record(review_round, posted=digest)
         _audit(
             review_round,
             "checkRun.executed",
@@ -184,6 +197,17 @@ def check_run_sync(*, round_id: int, client: GitHubClient | None = None) -> str:
             conclusion=wanted.conclusion,
         )
         return done
+
+
+def _digest(client: GitHubClient, review_round: ReviewRound, wanted: checks.CheckState) -> str:
+    """What a sync would tell GitHub, as a digest: the kind of report, its fields, its link."""
+    url = review_url(review_round)
+    if client.app_identity:
+        told: Any = {"check": wanted.fields(url)}
+    else:
+        told = {"status": checks.commit_status(wanted), "url": url}
+    text = json.dumps(told, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _post(

@@ -262,6 +262,28 @@ def test_a_token_only_setup_posts_the_quorum_commit_status(pull, fake_github, se
     assert not fake_github.requests_to("POST", r"/repos/acme/app/check-runs")
 
 
+def test_a_verdict_re_decided_to_the_same_result_writes_its_status_once(
+    pull, fake_github, settings
+):
+    """Four triage decisions that leave the verdict Block: GitHub is told Block once, and
+    the audit trail has one execution per write."""
+    from guardrails.models import AuditEvent
+
+    use_fake_github(settings, fake_github)
+    repository, head, _ = pull
+    review_round = _round(repository, head)
+    assert round_transition(review_round, RoundState.RUNNING)
+    _sync(review_round)
+    _finish(review_round, "P0")
+    assert _sync(review_round) == "status"
+    for _ in range(4):
+        round_finalise(review_round=review_round)
+        assert _sync(review_round) == "unchanged"
+    statuses = fake_github.statuses("acme", "app")
+    assert [s["state"] for s in statuses] == ["pending", "failure"]
+    assert AuditEvent.objects.filter(action="checkRun.executed").count() == 2
+
+
 def test_a_workspace_that_denies_check_runs_posts_nothing(
     pull, fake_github, settings, tmp_path, workspace, alice
 ):
