@@ -33,6 +33,7 @@ from reviews.domain.space_status import (
     LADDER,
     ClosedReason,
     SpaceStatus,
+    stepper,
 )
 from reviews.domain.tickets import TicketStatus
 from reviews.domain.wording import cohort_anchor, cohort_names, disagreement_flash
@@ -277,7 +278,7 @@ def review_context(
         .select_related("requester")
         .prefetch_related("decisions__approver", "notices")
         .first(),
-        "ladder": [(s.value, s.label) for s in LADDER],
+        "ladder": [(s.value, s.label) for s in stepper(SpaceStatus(space.status))],
         "node_actions": actions,
         "finding_groups": page.groups,
         "finding_count": page.finding_count,

@@ -48,6 +48,24 @@ _LABELS = {
 #: The order the list's filter offers them in.
 LADDER = tuple(SpaceStatus)
 
+#: The steps a review goes through when nothing goes wrong.
+HAPPY_PATH = (
+    SpaceStatus.REQUESTED,
+    SpaceStatus.IN_PROGRESS,
+    SpaceStatus.REVIEWED,
+    SpaceStatus.AWAITING_APPROVAL,
+    SpaceStatus.COMPLETED,
+)
+
+
+def stepper(status: SpaceStatus) -> tuple[SpaceStatus, ...]:
+    """The steps the page shows: the happy path, or, when the round failed or was cancelled,
+    the path up to where it stopped with that outcome in place of what would have come next.
+    Outcomes are never shown as steps of their own."""
+    if status in (SpaceStatus.FAILED, SpaceStatus.CANCELLED):
+        return (SpaceStatus.REQUESTED, SpaceStatus.IN_PROGRESS, status)
+    return HAPPY_PATH
+
 
 class ClosedReason(StrEnum):
     MERGED = "merged"

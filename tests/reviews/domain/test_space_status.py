@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reviews.domain.space_status import (
+    HAPPY_PATH,
     SpaceFacts,
     SpaceStatus,
     can_execute_publish,
@@ -14,6 +15,7 @@ from reviews.domain.space_status import (
     publish_facts_matter,
     publish_refusal,
     space_status,
+    stepper,
 )
 
 ROUND_STATES = [None, "pending", "running", "finished", "failed", "cancelled", "superseded"]
@@ -84,3 +86,15 @@ def test_every_status_has_words() -> None:
         SpaceStatus.REVIEWED,
         SpaceStatus.AWAITING_APPROVAL,
     ]
+
+
+@given(st.sampled_from(list(SpaceStatus)))
+def test_the_stepper_shows_the_status_once_and_outcomes_only_when_they_happen(status):
+    steps = stepper(status)
+    assert steps.count(status) == 1
+    outcomes = {SpaceStatus.FAILED, SpaceStatus.CANCELLED}
+    assert set(steps) & outcomes <= {status}
+    if status in outcomes:
+        assert steps[-1] is status and SpaceStatus.COMPLETED not in steps
+    else:
+        assert steps == HAPPY_PATH
