@@ -290,6 +290,13 @@ class ReviewNode(models.Model):
     credited_agents = SchemaJSONField(schema=shapes.AgentNames, default=list, blank=True)
     # Lead-pass links, panel outcome, analyzer evidence, … (reviews/domain/node_tags.py)
     tags = SchemaJSONField(schema=NodeTags, reads="model", default=dict, blank=True)
+    # A person's last resolve or dismiss, shown on the card and in the report (a reopen clears
+    # it); written with the status by reviews/services/nodes.py.
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decision_reason = models.TextField(blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

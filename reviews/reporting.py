@@ -16,6 +16,7 @@ from reviews.domain.report import (
     BudgetSummary,
     PanelSummary,
     ReportComment,
+    ReportDecision,
     ReportInput,
     ReportMessage,
     ReportRound,
@@ -226,6 +227,18 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
             budget=budget_summary(page.round.stats.budget),
             disabled=disabled,
             unread=page.round.stats.unread_files or (),
+            decisions=[
+                ReportDecision(
+                    status=node.status.replace("_", " ").capitalize(),
+                    priority=node.priority,
+                    title=node.title,
+                    location=_where(node),
+                    by=node.decided_by.email if node.decided_by else "a former member",
+                    reason=node.decision_reason,
+                )
+                for node in page.nodes
+                if node.decided_at is not None and node.duplicate_of_id is None
+            ],
             fast_mode=bool(page.round.facts and page.round.facts.fast_mode),
             cost=cost,
             pr_cost=review_cost.total,

@@ -324,7 +324,7 @@ def review_page(*, space: ReviewSpace, round_number: int | None = None) -> Revie
     streams = list(current.streams.all())
     nodes = list(
         ReviewNode.objects.filter(round=current)
-        .select_related("stream")
+        .select_related("stream", "decided_by")
         .prefetch_related(
             Prefetch("confirmations", queryset=NodeConfirmation.objects.order_by("id"))
         )
@@ -489,7 +489,7 @@ def review_page_bounded(
         wanted.add(focus)
     nodes = list(
         ReviewNode.objects.filter(round=current, pk__in=wanted)
-        .select_related("stream")
+        .select_related("stream", "decided_by")
         .prefetch_related(
             Prefetch("confirmations", queryset=NodeConfirmation.objects.order_by("id"))
         )

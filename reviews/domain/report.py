@@ -133,6 +133,18 @@ class ReportTicket:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportDecision:
+    """A person's resolve or dismiss of a finding, as the card shows it."""
+
+    status: str  # in words: "Dismissed", "Resolved"
+    priority: str
+    title: str
+    location: str
+    by: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ReportRound:
     """Which round the report is of, and its delta (the page's words)."""
 
@@ -162,6 +174,7 @@ class ReportInput:
     walkthrough_text: str = ""  # the deterministic tour, one line per cohort
     disabled: Sequence[str] = ()  # reviewers the round called for that the workspace switched off
     unread: Sequence[str] = ()  # files whose content the repository did not have
+    decisions: Sequence[ReportDecision] = ()  # people's resolves and dismissals, with reasons
     fast_mode: bool = False  # the workspace's panel mode skipped the panel and the critic
     cost: Spend | None = None  # the round's model calls (None: the caller gave no ledger)
     pr_cost: Totals | None = None  # every round of the pull request
@@ -187,6 +200,7 @@ def render_report(report: ReportInput) -> str:
         _requirements(report.requirements),
         _walkthrough(report.walkthrough, report.walkthrough_text),
         _issues(issues, report.delta_labels, talk),
+        *([_decisions(report.decisions)] if report.decisions else []),
         _disagreements(report.arbitrations, talk),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
         _reviewer_notes(report.comments, report.tickets, talk),
@@ -194,6 +208,16 @@ def render_report(report: ReportInput) -> str:
         _cost(report.cost, report.pr_cost),
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def _decisions(decisions: Sequence[ReportDecision]) -> str:
+    """People's decisions on findings, each with who and why: a dismissed P0 is never silent."""
+    lines = [
+        f"- {d.status}: {d.priority} {one_line(d.title, 120)} `{d.location}` by {d.by}"
+        + (f": “{one_line(d.reason, 300)}”" if d.reason else "")
+        for d in decisions
+    ]
+    return _section("Decisions", lines)
 
 
 def verdict_section(verdict: Verdict) -> str:

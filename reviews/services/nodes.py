@@ -21,7 +21,7 @@ from django.utils import timezone
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews.agents.redaction import redact_text
-from reviews.domain import consensus
+from reviews.domain import consensus, decisions
 from reviews.domain.errors import ApplicationError
 from reviews.domain.fingerprints import node_fingerprint
 from reviews.domain.node_tags import NodeTags
@@ -34,7 +34,7 @@ from reviews.domain.nodes import (
     parse_node_payload,
 )
 from reviews.domain.threads import Proposal, ProposalKind, proposal_problem
-from reviews.domain.types import NodeStatus
+from reviews.domain.types import NodeStatus, Priority
 from reviews.events import emit
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode, Verdict
 from reviews.selectors import node_view
@@ -359,10 +359,14 @@ def _person_action(
     with transaction.atomic():
         locked = _locked(node)
         before = locked.status
+        if problem := decisions.reason_problem(action, Priority(locked.priority), reason):
+            raise ReasonRequired(problem)
         person = by or consensus.Actor.person(str(user.pk))
         new_status = consensus.apply_action(
             action, status=NodeStatus(before), author_agent=locked.stream.agent, by=person
         )
+        if action in _DECISIONS:
+            _record_decision(locked, action, user, reason)
         if action is consensus.Action.CONFIRM:
             NodeConfirmation.objects.get_or_create(
                 node=locked,
@@ -414,6 +418,25 @@ def _person_action(
         )
         _follow(locked, why, actor=user, request=request)
     return locked
+
+
+class ReasonRequired(ApplicationError):
+    code = "reason_required"
+    http_status = 400
+
+
+#: The person's decisions a finding shows: who, why and when (a reopen clears them).
+_DECISIONS = (consensus.Action.RESOLVE, consensus.Action.DISMISS, consensus.Action.REOPEN)
+
+
+def _record_decision(node: ReviewNode, action: consensus.Action, user: Any, reason: str) -> None:
+    reopened = action is consensus.Action.REOPEN
+    node.decided_by = None if reopened else user
+    node.decision_reason = "" if reopened else reason.strip()
+    node.decided_at = None if reopened else timezone.now()
+    ReviewNode.objects.filter(pk=node.pk).update(
+        decided_by=node.decided_by, decision_reason=node.decision_reason, decided_at=node.decided_at
+    )
 
 
 def node_resolve(

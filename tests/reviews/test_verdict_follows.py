@@ -267,7 +267,7 @@ def test_recomputation_gives_the_finalisers_verdict_for_the_same_nodes(
     }
     for action, index in decisions:
         try:
-            act[action](node=nodes[index % len(nodes)], user=alice)
+            act[action](node=nodes[index % len(nodes)], user=alice, reason="decided in a test")
         except ConsensusError:
             continue
     axis_record(
