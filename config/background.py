@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +20,7 @@ from django.db import close_old_connections, connections, transaction
 log = logging.getLogger(__name__)
 _executor: ThreadPoolExecutor | None = None
 _executor_pid: int | None = None
+_submitted: weakref.WeakSet[Future] = weakref.WeakSet()
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -54,7 +58,22 @@ def submit_now(task: Any, *args: Any, **kwargs: Any) -> Future | None:
         except (BrokerError, RedisError, OSError) as exc:
             raise QueueUnavailable(f"the task queue is unavailable: {exc}") from exc
         return None
-    return _pool().submit(_run_in_thread, task, args, kwargs)
+    future = _pool().submit(_run_in_thread, task, args, kwargs)
+    _submitted.add(future)
+    return future
+
+
+def drain(timeout: float) -> bool:
+    """Wait until the background work started so far in this process (embedded default) has
+    ended, work it started included; False if some is still running after `timeout` seconds.
+    With Celery there is nothing here to wait for."""
+    deadline = time.monotonic() + timeout
+    while pending := [f for f in list(_submitted) if not f.done()]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        futures_wait(pending, timeout=left)
+    return True
 
 
 def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:

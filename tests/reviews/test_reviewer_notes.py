@@ -18,6 +18,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import reverse
 
+from config import background
 from config.asgi import application
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent, Execution
 from guardrails.presence import presence_touch
@@ -175,18 +176,18 @@ def test_the_live_page_shows_a_note_left_after_it_opened(noted, alice, client_fo
         )
         connected, _ = await comm.connect()
         assert connected
-        first = await comm.receive_from(timeout=5)
+        first = await comm.receive_from(timeout=30)
         assert 'id="review-notes"' in first and later_comment not in first
         await database_sync_to_async(note_record)(
             stream=stream,
             kind="comment",
             fields={"body": later_comment, "path": "shop/search.py", "line": 20},
         )
-        comment_update = await comm.receive_from(timeout=5)
+        comment_update = await comm.receive_from(timeout=30)
         await database_sync_to_async(note_record)(
             stream=stream, kind="ticket", fields={"title": later_ticket, "body": "Cover it."}
         )
-        ticket_update = await comm.receive_from(timeout=5)
+        ticket_update = await comm.receive_from(timeout=30)
         await comm.disconnect()
         return comment_update, ticket_update
 
@@ -276,6 +277,7 @@ def test_a_ticket_becomes_one_github_issue_after_someone_else_approves(
     assert request.status == "approved"
     for _ in range(3):  # the worker, a redelivered task, the sweeper
         approval_execute(request_id=request.pk)
+    assert background.drain(60)  # embedded: the approval's own execution, in a server thread
 
     request.refresh_from_db()
     assert request.status == "executed", request.error
@@ -512,7 +514,7 @@ def test_an_open_page_follows_the_issue_request_to_the_filed_issue(
 
     async def receive_until(comm, needle):
         while True:
-            update = await comm.receive_from(timeout=5)
+            update = await comm.receive_from(timeout=30)
             if needle in update:
                 return update
 
@@ -522,7 +524,7 @@ def test_an_open_page_follows_the_issue_request_to_the_filed_issue(
         )
         connected, _ = await comm.connect()
         assert connected
-        await comm.receive_from(timeout=5)
+        await comm.receive_from(timeout=30)
         first = await database_sync_to_async(ask)()
         await receive_until(comm, "waiting for an approver")
         # A denial reaches the page through the approvals' own notification.
