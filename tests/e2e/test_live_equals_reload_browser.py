@@ -18,7 +18,9 @@ from reviews.services.requests import review_request
 from tests.e2e.support import login, screenshot
 from tests.e2e.test_guided_review_browser import reviewed, shop_repo  # noqa: F401 (fixtures)
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# Redis: the review runs in this process and the page is served by another; only a shared
+# channel layer carries the live updates between them.
+pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 # Runs before the page's scripts: counts the socket's messages.
 COUNT_MESSAGES = """

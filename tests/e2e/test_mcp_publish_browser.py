@@ -18,7 +18,9 @@ from tests.e2e.support import login
 from tests.e2e.test_publish_browser import executor  # noqa: F401  (the executing worker)
 from workspaces.services import api_token_create
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# PostgreSQL: `manage.py mcp`, the forked live server and the test write one database at once,
+# which a SQLite file does not support.
+pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 def _publish_as_agent(url: str, secret: str, space: int) -> dict:

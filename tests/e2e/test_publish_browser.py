@@ -12,7 +12,9 @@ from reviews.models import ReviewSpace
 from tests.e2e.support import login, screenshot
 from workspaces.services import api_token_create
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# PostgreSQL: the live server is a forked process, and two processes writing one SQLite file
+# under a browser's concurrent requests lock each other out.
+pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
