@@ -47,9 +47,12 @@ demo: $(STAMP)
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 # Without DATABASE_URL/REDIS_URL the embedded default is tested and service tests are skipped;
-# .ci/run sets both and passes --require-services so that nothing can be skipped there.
+# .ci/run runs it that way, then sets both and passes --require-services so that nothing can be
+# skipped. Tests run in parallel (pytest-xdist): most of their time is spent waiting on servers,
+# subprocesses and a browser, so more workers than cores pays (TEST_WORKERS=0: one process).
+TEST_WORKERS ?= 4
 test: $(STAMP)
-	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) -m pytest $(PYTEST_ARGS)
+	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Benchmarks print JSON figures (ratios and counts); see the docstring of each script.
 bench: $(STAMP)
