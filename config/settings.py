@@ -293,6 +293,15 @@ QUORUM_LLM_PROVIDER = envchoice("QUORUM_LLM_PROVIDER", "", {"", "openai", "anthr
 QUORUM_LLM_BASE_URL = envstr("QUORUM_LLM_BASE_URL")
 QUORUM_LLM_API_KEY = envsecret("QUORUM_LLM_API_KEY")
 QUORUM_LLM_MODEL = envstr("QUORUM_LLM_MODEL")
+# Server variables a reviewer's settings may name for its key: the operator's allow-list
+# (docs/security.md "Model endpoints and keys"). Empty: none; the server's own key variables
+# are refused by name whatever the list says.
+QUORUM_MODEL_KEY_VARIABLES = envlist("QUORUM_MODEL_KEY_VARIABLES")
+# The key that seals the model keys admins enter per reviewer (QUORUM_SECRETS_KEY_FILE works
+# too). Never stored in the database; unset, one derived from SECRET_KEY is used.
+QUORUM_SECRETS_KEY = envsecret("QUORUM_SECRETS_KEY")
+if QUORUM_SECRETS_KEY and len(QUORUM_SECRETS_KEY) < 32:
+    raise ImproperlyConfigured("QUORUM_SECRETS_KEY must be at least 32 characters long.")
 # Pipeline durability: a step whose worker vanished is re-run once its lease
 # lapses; a round still unfinished after the timeout fails with a clear message.
 QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 120, minimum=3)
