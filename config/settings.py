@@ -305,6 +305,10 @@ if QUORUM_SECRETS_KEY and len(QUORUM_SECRETS_KEY) < 32:
 # Pipeline durability: a step whose worker vanished is re-run once its lease
 # lapses; a round still unfinished after the timeout fails with a clear message.
 QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 120, minimum=3)
+# An approved action's execution lease: past it, a request still `executing` (its worker died
+# mid-call) is looked up where it acts and settled by the sweeper. Longer than any GitHub call
+# with its retries (docs/durability.md).
+QUORUM_APPROVAL_LEASE_SECONDS = envint("QUORUM_APPROVAL_LEASE_SECONDS", 600, minimum=3)
 QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
 # How often a worker (or the embedded server) looks for stalled rounds: a lost task, a broker
 # restart, a dead worker. 0 turns the sweeper off. See docs/durability.md.
