@@ -522,6 +522,7 @@ def publish_lookup(payload: dict[str, Any], request_id: int) -> dict[str, Any] |
     Raises GitHubError when GitHub cannot be asked now (the next sweep asks again)."""
     space = ReviewSpace.objects.select_related("pull_request__repository").get(pk=payload["space"])
     pr = space.pull_request
+    assert pr.number is not None  # a published review is a GitHub pull request's
     owner, name = pr.repository.full_name.split("/", 1)
     marker = approval_marker(request_id).strip()
     with github_client() as client:
