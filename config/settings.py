@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",  # request.htmx
     "config.middleware.HtmxLoginRedirectMiddleware",  # expired session: HX-Redirect to sign in
+    "config.inputguard.MalformedInputMiddleware",  # NUL, lone surrogates: 400 with a message
     "workspaces.middleware.ArchivedReviewsReadOnly",
     "config.errors.ApplicationErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -132,7 +133,13 @@ if REDIS_URL:
         }
     }
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        "default": {
+            # Redis, and a local stand-in while it does not answer (config/cache.py): sign-in
+            # keeps its rate limits through a Redis restart instead of failing.
+            "BACKEND": "config.cache.FallbackRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+        }
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

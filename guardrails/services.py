@@ -715,7 +715,13 @@ def policy_update(
 ) -> PolicyUpdate:
     """Tightening applies at once; loosening becomes a policyChange request that another admin or
     owner must approve, so no single person can switch a guardrail off."""
-    spec = action_class(action)
+    try:
+        spec = action_class(action)
+    except ValueError:
+        # A form's hidden field edited, or a stale page: said, not a server error.
+        raise RuleError(
+            "Unknown action class: reload the page and choose one of its policies."
+        ) from None
     if spec.fixed_policy is not None:
         raise RuleError(f"The policy of {action} is fixed and cannot be changed.")
     if policy not in rules.Policy.__members__.values():
