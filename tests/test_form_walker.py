@@ -248,6 +248,7 @@ def test_every_form_and_filter_refuses_malformed_input_without_a_server_error(
                         f"{form.method.upper()} {path} {name}={label}: "
                         f"{response.status_code} in {took:.1f}s"
                     )
+    print(f"walked {len(pages)} pages, {len(walked)} forms, {probes} requests")
     assert probes > 300, probes
     assert not failures, "\n".join(failures)
 
