@@ -94,8 +94,12 @@ TEMPLATES = [
     },
 ]
 
+# The database password apart from the URL (DATABASE_PASSWORD_FILE: a Docker/K8s secret).
+DATABASE_PASSWORD = envsecret("DATABASE_PASSWORD")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    if DATABASE_PASSWORD:
+        DATABASES["default"]["PASSWORD"] = DATABASE_PASSWORD
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
