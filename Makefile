@@ -81,6 +81,8 @@ check: lint
 	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) manage.py makemigrations --check --dry-run
 	env $(DEPLOY_ENV) SECRET_KEY=$(RANDOM_KEY) QUORUM_AUDIT_KEY=$(RANDOM_KEY) \
 	  $(PY) manage.py check --deploy --fail-level WARNING
+	# The same check with exactly the environment docker/compose.yaml gives the web process.
+	$(PY) -m pytest tests/config/test_compose_env.py -q -p no:cacheprovider
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",  # request.htmx
     "config.middleware.HtmxLoginRedirectMiddleware",  # expired session: HX-Redirect to sign in
+    "config.inputguard.MalformedInputMiddleware",  # NUL, lone surrogates: 400 with a message
     "workspaces.middleware.ArchivedReviewsReadOnly",
     "config.errors.ApplicationErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -93,8 +94,12 @@ TEMPLATES = [
     },
 ]
 
+# The database password apart from the URL (DATABASE_PASSWORD_FILE: a Docker/K8s secret).
+DATABASE_PASSWORD = envsecret("DATABASE_PASSWORD")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    if DATABASE_PASSWORD:
+        DATABASES["default"]["PASSWORD"] = DATABASE_PASSWORD
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -132,7 +137,13 @@ if REDIS_URL:
         }
     }
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        "default": {
+            # Redis, and a local stand-in while it does not answer (config/cache.py): sign-in
+            # keeps its rate limits through a Redis restart instead of failing.
+            "BACKEND": "config.cache.FallbackRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+        }
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
@@ -293,9 +304,22 @@ QUORUM_LLM_PROVIDER = envchoice("QUORUM_LLM_PROVIDER", "", {"", "openai", "anthr
 QUORUM_LLM_BASE_URL = envstr("QUORUM_LLM_BASE_URL")
 QUORUM_LLM_API_KEY = envsecret("QUORUM_LLM_API_KEY")
 QUORUM_LLM_MODEL = envstr("QUORUM_LLM_MODEL")
+# Server variables a reviewer's settings may name for its key: the operator's allow-list
+# (docs/security.md "Model endpoints and keys"). Empty: none; the server's own key variables
+# are refused by name whatever the list says.
+QUORUM_MODEL_KEY_VARIABLES = envlist("QUORUM_MODEL_KEY_VARIABLES")
+# The key that seals the model keys admins enter per reviewer (QUORUM_SECRETS_KEY_FILE works
+# too). Never stored in the database; unset, one derived from SECRET_KEY is used.
+QUORUM_SECRETS_KEY = envsecret("QUORUM_SECRETS_KEY")
+if QUORUM_SECRETS_KEY and len(QUORUM_SECRETS_KEY) < 32:
+    raise ImproperlyConfigured("QUORUM_SECRETS_KEY must be at least 32 characters long.")
 # Pipeline durability: a step whose worker vanished is re-run once its lease
 # lapses; a round still unfinished after the timeout fails with a clear message.
 QUORUM_STEP_LEASE_SECONDS = envint("QUORUM_STEP_LEASE_SECONDS", 120, minimum=3)
+# An approved action's execution lease: past it, a request still `executing` (its worker died
+# mid-call) is looked up where it acts and settled by the sweeper. Longer than any GitHub call
+# with its retries (docs/durability.md).
+QUORUM_APPROVAL_LEASE_SECONDS = envint("QUORUM_APPROVAL_LEASE_SECONDS", 600, minimum=3)
 QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
 # How often a worker (or the embedded server) looks for stalled rounds: a lost task, a broker
 # restart, a dead worker. 0 turns the sweeper off. See docs/durability.md.

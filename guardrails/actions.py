@@ -205,6 +205,16 @@ def _policy_change(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
     return {"action_class": payload["action_class"], "policy": payload["after"]}
 
 
+def _policy_lookup(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The policy as it stands: applied if it is the requested setting."""
+    from guardrails.services import policy_digest
+
+    after = PolicySettingModel.model_validate(payload["after"]).model_dump()
+    if _policy_now(payload) != policy_digest(after):
+        return None
+    return {"action_class": payload["action_class"], "policy": payload["after"]}
+
+
 def _policy_scope(payload: dict[str, Any]) -> tuple[int | None, str, str]:
     return payload["workspace"], "actionpolicy", payload["action_class"]
 
@@ -257,6 +267,13 @@ class ActionClass:
     default_policy: str | None = None
     # The policies a workspace may choose.
     policies: tuple[str, ...] = ("allow", "require_approval", "deny")
+    # After an execution's lease ran out (its worker died mid-call): what it did, looked up
+    # where it acts — (payload, request id) → the result if it took effect, None if it did
+    # not; raises if that cannot be told now. None: only a person can tell (they resolve it).
+    lookup: Callable[[dict[str, Any], int], dict[str, Any] | None] | None = None
+    # Told (request id, executed?) when such an execution is settled, by the lookup or by a
+    # person, so what the action keeps of its own (a publication's record) follows.
+    settled: Callable[[int, bool], None] | None = None
 
 
 REGISTRY: dict[str, ActionClass] = {
@@ -268,6 +285,8 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_current_head,
         scope=_publish_scope,
         description="Publish a review to GitHub",
+        lookup=_late("reviews.services.publishing.publish_lookup"),
+        settled=_late("reviews.services.publishing.publish_settled"),
     ),
     # Same approval rules as publishing: a second person, connected, decides.
     "issueCreate": ActionClass(
@@ -291,6 +310,7 @@ REGISTRY: dict[str, ActionClass] = {
         # A settings change can wait in the inbox: nothing is lost while nobody is there.
         needs_presence=False,
         fixed_policy="require_approval",
+        lookup=lambda payload, _request_id: _policy_lookup(payload),
     ),
     # A reviewer's answer to a question asked on GitHub (`@quorum`): posted like a publish.
     # The workspace may allow it without approval (then the app posts it when the reviewer
@@ -318,6 +338,8 @@ REGISTRY: dict[str, ActionClass] = {
         description="Post the Quorum check run (commit status) of each round to GitHub",
         default_policy="allow",
         policies=("allow", "deny"),
+        # It reports the round's state and is posted again on the next update: a lost one fails.
+        lookup=lambda _payload, _request_id: None,
     ),
 }
 

@@ -23,7 +23,7 @@ from config.api_types import (
 from guardrails import rules
 from guardrails.models import ApprovalRequest
 from guardrails.selectors import audit_events
-from guardrails.services import approval_decide, approval_withdraw
+from guardrails.services import approval_decide, approval_resolve, approval_withdraw
 from reviews.selectors import space_get_for_user
 from reviews.services import publishing
 from reviews.sources.publish_plan import Selection
@@ -41,6 +41,13 @@ class PublishIn(Input):
 
 class DecisionIn(Input):
     reason: Text = Field(default="", max_length=2000)
+
+
+class ResolveIn(Input):
+    """What an approver found on GitHub about an execution nobody could confirm."""
+
+    outcome: Literal["executed", "failed"]
+    reason: Text = Field(min_length=1, max_length=rules.RESOLUTION_REASON_MAX)
 
 
 class NoticeOut(Schema):
@@ -176,6 +183,27 @@ def approval_withdraw_route(request, slug: Slug, request_id: Id):
     membership = membership_get(user=request.user, slug=slug)
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
     return _approval(approval_withdraw(request=approval, actor=request.user, http_request=request))
+
+
+@router.post(
+    "/{slug}/approvals/{request_id}/resolve",
+    response=responses({200: ApprovalOut}, 400, 403, 404, 413, 422),
+)
+def approval_resolve_route(request, slug: Slug, request_id: Id, body: ResolveIn):
+    """An approver settles an execution past its lease that GitHub could not confirm."""
+    membership = membership_get(user=request.user, slug=slug)
+    require(
+        membership, Perm.DECIDE_APPROVAL, attempted="resolve approval requests", request=request
+    )
+    approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
+    resolved = approval_resolve(
+        request=approval,
+        actor=request.user,
+        executed=body.outcome == "executed",
+        reason=body.reason,
+        http_request=request,
+    )
+    return _approval(resolved)
 
 
 @router.post(

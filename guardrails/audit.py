@@ -102,9 +102,22 @@ def audit_record(
         # Serialise writers of this chain: two events can never claim the same predecessor.
         head = AuditChainHead.objects.select_for_update().get(chain=chain)
         sealed = head_is_sealed(_head_of(head), key)
+        # Rows beyond the head were not written here (each writer moves both under the lock):
+        # the new entry takes the next free number and still chains from the sealed head, so
+        # an intruder cannot stop audited writes; the verifier keeps reporting it.
+        stored = (
+            AuditEvent.objects.filter(chain=chain, seq__gt=head.seq)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
+        if stored is not None:
+            log.error(
+                "audit chain %s: rows up to #%s lie beyond its head #%s", chain, stored, head.seq
+            )
         event = AuditEvent(
             chain=chain,
-            seq=head.seq + 1,
+            seq=max(head.seq, stored or 0) + 1,
             workspace=workspace,
             actor_kind=actor.kind,
             actor_id=actor.id,

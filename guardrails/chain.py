@@ -128,6 +128,23 @@ def head_is_sealed(head: Head, key: bytes) -> bool:
     return _same(head.mac, expected)
 
 
+def _forged(e: StoredEntry, *, key: bytes, legacy_seq: int, own_id: str) -> str:
+    """Why an entry's hash does not hold ("" when it does): altered, recomputed without the
+    key, or written by someone who does not have it."""
+    if e.key_id == UNKEYED:
+        if e.seq > legacy_seq:
+            return "unkeyed entry after the chain was keyed (hashes recomputed without the key)"
+        if not _same(legacy_hash(e.prev_hash, e.content), e.hash):
+            return "content does not match its hash (altered)"
+        return ""
+    if not _same(entry_hash(e.prev_hash, e.content, key), e.hash):
+        reason = "content does not match its hash under the audit key (altered or recomputed)"
+        if e.key_id != own_id:
+            reason += f"; written under key id {e.key_id}, the configured key is {own_id}"
+        return reason
+    return ""
+
+
 def walk(
     entries: Iterable[StoredEntry],
     *,
@@ -135,33 +152,30 @@ def walk(
     legacy_seq: int = 0,
     start: Checkpoint = Checkpoint(),
 ) -> Walk:
-    """Walk one chain in sequence order from `start`; stop at the first entry that does not
-    hold. Entries must be exactly those after `start.seq`."""
+    """Walk one chain in sequence order from `start`. The first entry that does not hold is
+    the break. An entry whose hash does not hold is also stepped over (its successors may
+    chain from the entry before it: the application writes past a row it did not write, see
+    guardrails/audit.py), so the walk goes on; any other break ends it. Entries must be
+    exactly those after `start.seq`."""
     last, checked, own_id = start, 0, key_id(key)
+    first: ChainBreak | None = None
+    skipped = 0  # entries stepped over since `last`
     for e in entries:
-        expected_seq = last.seq + 1
+        expected_seq = last.seq + 1 + skipped
         if e.seq != expected_seq:
             reason = f"sequence gap: expected #{expected_seq} (entries deleted)"
-            return Walk(checked, last, ChainBreak(e.seq, e.event_id, reason))
-        if e.prev_hash != last.hash:
+            return Walk(checked, last, first or ChainBreak(e.seq, e.event_id, reason))
+        prev_holds = e.prev_hash == last.hash
+        forged = _forged(e, key=key, legacy_seq=legacy_seq, own_id=own_id)
+        if not prev_holds and not forged:
             reason = "previous hash does not match the entry before"
-            return Walk(checked, last, ChainBreak(e.seq, e.event_id, reason))
-        if e.key_id == UNKEYED:
-            if e.seq > legacy_seq:
-                reason = (
-                    "unkeyed entry after the chain was keyed (hashes recomputed without the key)"
-                )
-                return Walk(checked, last, ChainBreak(e.seq, e.event_id, reason))
-            if not _same(legacy_hash(e.prev_hash, e.content), e.hash):
-                reason = "content does not match its hash (altered)"
-                return Walk(checked, last, ChainBreak(e.seq, e.event_id, reason))
-        elif not _same(entry_hash(e.prev_hash, e.content, key), e.hash):
-            reason = "content does not match its hash under the audit key (altered or recomputed)"
-            if e.key_id != own_id:
-                reason += f"; written under key id {e.key_id}, the configured key is {own_id}"
-            return Walk(checked, last, ChainBreak(e.seq, e.event_id, reason))
-        last, checked = Checkpoint(e.seq, e.hash), checked + 1
-    return Walk(checked, last, None)
+            return Walk(checked, last, first or ChainBreak(e.seq, e.event_id, reason))
+        if forged:
+            first = first or ChainBreak(e.seq, e.event_id, forged)
+            skipped += 1
+            continue
+        last, checked, skipped = Checkpoint(e.seq, e.hash), checked + 1, 0
+    return Walk(checked, last, first)
 
 
 def compare_with_head(

@@ -60,21 +60,28 @@ def _page(events: QuerySet, after: int) -> list[dict[str, Any]]:
     return list(events.filter(seq__gt=after).order_by("seq").values(*FIELDS)[:PAGE_SIZE])
 
 
-def chunks(events: QuerySet, fmt: str) -> Iterator[str]:
+def first_page(events: QuerySet) -> list[dict[str, Any]]:
+    """The first page, read by the view before the response starts: a filter the database
+    refuses fails the request with a proper answer, never a download cut off after its
+    headers."""
+    return _page(events, 0)
+
+
+def chunks(events: QuerySet, fmt: str, first: list[dict[str, Any]]) -> Iterator[str]:
     """For WSGI (and the test client): a plain generator, one query per page."""
     if header := render_header(fmt):
         yield header
-    after = 0
-    while rows := _page(events, after):
+    rows = first
+    while rows:
         yield render_rows(rows, fmt)
-        after = rows[-1]["seq"]
+        rows = _page(events, rows[-1]["seq"])
 
 
-async def achunks(events: QuerySet, fmt: str) -> AsyncIterator[str]:
+async def achunks(events: QuerySet, fmt: str, first: list[dict[str, Any]]) -> AsyncIterator[str]:
     """For ASGI: the same pages, each fetched in the request's database thread."""
     if header := render_header(fmt):
         yield header
-    after = 0
-    while rows := await sync_to_async(_page)(events, after):
+    rows = first
+    while rows:
         yield render_rows(rows, fmt)
-        after = rows[-1]["seq"]
+        rows = await sync_to_async(_page)(events, rows[-1]["seq"])

@@ -107,32 +107,103 @@ def retry_after(attempt: int, status_code: int | None) -> bool:
     return not refused or status_code in (408, 429)
 
 
-def _private(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries, the way the network would reach it: mapped
+    (::ffff:a.b.c.d), compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d), 6to4, Teredo."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    value = int(ip)
+    if ip in _NAT64 or (value >> 32 == 0 and value > 1):
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    return None
+
+
+def address_private(ip: IPAddress) -> bool:
+    """Not an address on the public internet: loopback, private, link-local, reserved,
+    multicast, or an IPv6 form of such an IPv4 address."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _NAT64_LOCAL:
+            return True
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None and address_private(embedded):
+            return True
     return not ip.is_global or ip.is_multicast
+
+
+def _inet_aton_part(text: str) -> int | None:
+    try:
+        if text[:2].lower() == "0x":
+            return int(text[2:], 16) if text[2:] else None
+        if len(text) > 1 and text.startswith("0"):
+            return int(text[1:], 8)
+        return int(text, 10) if text.isascii() and text.isdigit() else None
+    except ValueError:
+        return None
+
+
+def numeric_host(host: str) -> IPAddress | None:
+    """The address a resolver reads in a host that is a number, or None for a name. Besides
+    the usual forms, the C library's inet_aton reads 127.1, 0x7f000001, 2130706433 and
+    0177.0.0.1 as 127.0.0.1: so does this."""
+    host = host.strip().rstrip(".").lower()
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    values = [_inet_aton_part(p) for p in parts]
+    if any(v is None or v < 0 for v in values):
+        return None
+    numbers = [v for v in values if v is not None]
+    *head, last = numbers
+    if any(v > 255 for v in head) or last >= 256 ** (5 - len(numbers)):
+        return None
+    value = 0
+    for v in head:
+        value = value << 8 | v
+    value = value << (8 * (5 - len(numbers))) | last
+    return ipaddress.IPv4Address(value)
+
+
+def host_problem(host: str) -> str | None:
+    """Why a URL's host is not a public one as a resolver would read it, or None for a name
+    that must be resolved to tell."""
+    name = host.strip().rstrip(".").lower()
+    if name in LOOPBACK_NAMES or name == "localhost" or name.endswith(".localhost"):
+        return "the URL points into a private network; use a public https address"
+    address = numeric_host(name)
+    if address is not None and address_private(address):
+        return "the URL points into a private network; use a public https address"
+    return None
 
 
 def webhook_url_problem(url: str, *, debug: bool) -> str | None:
     """Why URL cannot be a workspace's webhook, or None. HTTPS to a public host; with DEBUG on
     (development, tests) plain HTTP and loopback or private addresses are allowed too. A host
-    name is checked again, resolved, at each delivery (`address_problem`)."""
+    name is resolved when it is saved and again at each delivery (`address_problem`)."""
     problem = web_url_problem(url)
     if problem:
         return problem
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    host = parts.hostname or ""
     if parts.username or parts.password:
         return "the URL carries credentials; the signing secret is what authenticates Quorum"
     if debug:
         return None
     if parts.scheme.lower() != "https":
         return "only https URLs are accepted"
-    if host in LOOPBACK_NAMES or host.endswith(".localhost") or _private(host):
-        return "the URL points into a private network; use a public https address"
-    return None
+    return host_problem(host)
 
 
 def address_problem(addresses: list[str], *, debug: bool) -> str | None:
@@ -141,8 +212,13 @@ def address_problem(addresses: list[str], *, debug: bool) -> str | None:
         return None
     if not addresses:
         return "the host name does not resolve"
-    if any(_private(a) for a in addresses):
-        return "the host name resolves into a private network"
+    for address in addresses:
+        try:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
+        except ValueError:
+            return "the host name resolves to something that is not an address"
+        if address_private(ip):
+            return "the host name resolves into a private network"
     return None
 
 

@@ -7,12 +7,13 @@ told at most once per request (an `ApprovalNotice` row each), whatever the retri
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import socket
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
@@ -31,6 +32,7 @@ from guardrails.models import (
     AuditEvent,
     WebhookDelivery,
 )
+from guardrails.notices import numeric_host
 from workspaces.models import Membership, Workspace
 from workspaces.rules import Perm, RuleError, role_allows
 
@@ -186,6 +188,24 @@ def _resolved(host: str) -> list[str]:
         return []
 
 
+def _pinned(url: str, address: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The request for `url` sent to the checked `address`, not to whatever a second look-up
+    would answer: the URL names the address, the Host header and the TLS server name (which
+    the certificate is verified against) keep the host's name."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    literal = f"[{ip}]" if ip.version == 6 else str(ip)
+    netloc = f"{literal}:{parts.port}" if parts.port else literal
+    pinned = urlunsplit(parts._replace(netloc=netloc))
+    shown_host = f"[{host}]" if ":" in host else host
+    headers = {"Host": f"{shown_host}:{parts.port}" if parts.port else shown_host}
+    extensions: dict[str, Any] = {}
+    if parts.scheme.lower() == "https" and numeric_host(host) is None:
+        extensions["sni_hostname"] = host
+    return pinned, headers, extensions
+
+
 def webhook_deliver(*, request_id: int, origin: str, attempt: int) -> bool:
     """One attempt to deliver the notice of REQUEST_ID to its workspace's webhook, logged as a
     WebhookDelivery. Returns whether another attempt should follow."""
@@ -203,7 +223,12 @@ def webhook_deliver(*, request_id: int, origin: str, attempt: int) -> bool:
         return notices.retry_after(attempt, earlier.status_code)
     host = urlsplit(hook.url).hostname or ""
     status_code: int | None = None
-    error = notices.address_problem(_resolved(host), debug=settings.DEBUG)
+    # Checked as the resolver reads it, resolved once, and connected to the address checked.
+    addresses = _resolved(host)
+    error = notices.host_problem(host) if not settings.DEBUG else None
+    error = error or notices.address_problem(addresses, debug=settings.DEBUG)
+    if error is None and not addresses:
+        error = "the host name does not resolve"
     if error is None:
         body = json.dumps(notices.payload(summary_of(request, origin))).encode()
         stamp = str(int(time.time()))
@@ -214,8 +239,15 @@ def webhook_deliver(*, request_id: int, origin: str, attempt: int) -> bool:
             notices.TIMESTAMP_HEADER: stamp,
             notices.SIGNATURE_HEADER: notices.signature(hook.secret, stamp, body),
         }
+        pinned, host_headers, extensions = _pinned(hook.url, addresses[0])
         try:
-            response = httpx.post(hook.url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT)
+            with httpx.Client(timeout=WEBHOOK_TIMEOUT, follow_redirects=False) as client:
+                response = client.post(
+                    pinned,
+                    content=body,
+                    headers={**headers, **host_headers},
+                    extensions=extensions,
+                )
             status_code = response.status_code
             if not notices.accepted(status_code):
                 error = f"the receiver answered {status_code}"
@@ -268,6 +300,11 @@ def approval_webhook_set(
     current = ApprovalWebhook.objects.filter(workspace=workspace).first()
     url = url.strip() or (current.url if current else "")
     problem = notices.webhook_url_problem(url, debug=settings.DEBUG)
+    addresses = _resolved(urlsplit(url).hostname or "") if not problem else []
+    if not problem and addresses:
+        # Resolved now as well: a name that points into a private network is refused at once
+        # (one that does not resolve yet is checked at each delivery).
+        problem = notices.address_problem(addresses, debug=settings.DEBUG)
     if problem:
         raise RuleError(f"The webhook URL cannot be used: {problem}. Nothing was saved.")
     if not secret and current is None:

@@ -206,6 +206,44 @@ def start_execution(approval: Approval) -> Approval:
     return replace(approval, status=Status.EXECUTING)
 
 
+def lease_over(started_at: datetime, *, now: datetime, lease_seconds: int) -> bool:
+    """Whether an execution has run past its lease: its worker is presumed gone, and what it
+    did is looked up (or decided by a person) rather than waited for."""
+    return (now - started_at).total_seconds() >= lease_seconds
+
+
+RESOLUTION_REASON_MAX = 500
+
+
+def resolve(
+    approval: Approval,
+    *,
+    resolver_id: int,
+    resolver_role: str | None,
+    executed: bool,
+    reason: str,
+    lease_is_over: bool,
+    required_perm: Perm = Perm.DECIDE_APPROVAL,
+) -> Approval:
+    """A person settles an execution nobody could confirm: executing → executed | failed.
+    Only once its lease is over (its worker may still be running before), only by someone
+    who could have approved it and did not ask for it, and always with a reason."""
+    if approval.status is not Status.EXECUTING:
+        raise ApprovalError(f"The request is {approval.status.value}: nothing to resolve.")
+    if not lease_is_over:
+        raise ApprovalError("The request is still running within its lease: wait for it to finish.")
+    if resolver_id == approval.requester_id:
+        raise ApprovalError("You asked for this: someone else has to resolve it.")
+    if not role_allows(resolver_role, required_perm):
+        raise ApprovalError("Resolving needs the role that approves this request.")
+    reason = reason.strip()
+    if not reason:
+        raise ApprovalError("Say what you found: a reason is required.")
+    if len(reason) > RESOLUTION_REASON_MAX:
+        raise ApprovalError(f"A reason has at most {RESOLUTION_REASON_MAX} characters.")
+    return replace(approval, status=Status.EXECUTED if executed else Status.FAILED)
+
+
 # Policies ordered from the strictest: a change towards `allow` loosens.
 _POLICY_STRENGTH = {Policy.DENY: 2, Policy.REQUIRE_APPROVAL: 1, Policy.ALLOW: 0}
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import ValidationError
@@ -412,6 +413,128 @@ def approvals_resume(*, older_than_seconds: int = 30) -> int:
     return len(waiting)
 
 
+def approvals_settle_stuck() -> int:
+    """Settle the requests left `executing` past their lease (a worker died during the call):
+    called by the pipeline sweeper. Each is looked up where it acts; one that cannot be looked
+    up waits for a person (approval_resolve)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.QUORUM_APPROVAL_LEASE_SECONDS)
+    stuck = list(
+        ApprovalRequest.objects.filter(
+            status=rules.Status.EXECUTING, execution__started_at__lte=cutoff
+        ).values_list("pk", flat=True)
+    )
+    for request_id in stuck:
+        approval_settle(request_id=request_id)
+    return len(stuck)
+
+
+def approval_settle(*, request_id: int) -> ApprovalRequest:
+    """executing → executed when the action is found to have taken effect (the review with our
+    marker is on GitHub), → failed when it did not (a new request may be made); left executing
+    with a reason when nobody can tell now, for the next sweep or a person."""
+    request = ApprovalRequest.objects.select_related("workspace", "requester").get(pk=request_id)
+    spec = action_class(request.action_class)
+    if spec.lookup is None:
+        _uncertain(
+            request,
+            "Its worker stopped during the call and what it did cannot be "
+            "looked up: an approver checks and resolves it.",
+        )
+        return request
+    try:
+        result = spec.lookup(request.payload, request.pk)
+    except Exception as exc:
+        log.warning("approval %s: its outcome could not be looked up: %s", request_id, exc)
+        _uncertain(request, f"Its worker stopped during the call; looking it up failed: {exc}")
+        return request
+    with transaction.atomic():
+        locked = (
+            ApprovalRequest.objects.select_for_update(of=("self",))
+            .select_related("workspace", "requester")
+            .get(pk=request_id)
+        )
+        if locked.status != rules.Status.EXECUTING:
+            return locked  # settled meanwhile (its worker finished after all, or a person)
+        locked.executed_at = timezone.now()
+        if result is not None:
+            locked.result, locked.error = result, ""
+            approval_transition(
+                locked,
+                rules.Status.EXECUTED,
+                f"{locked.action_class}.executed",
+                APP,
+                result=result,
+                settled="found after its worker stopped",
+            )
+        else:
+            locked.error = (
+                "Its worker stopped during the call and it did not take effect: request it again."
+            )
+            approval_transition(
+                locked, rules.Status.FAILED, "approval.failed", SYSTEM, reason=locked.error
+            )
+        if spec.settled is not None:
+            spec.settled(locked.pk, result is not None)
+    return locked
+
+
+def _uncertain(request: ApprovalRequest, why: str) -> None:
+    # Not a move: the request stays executing, and says why on its page.
+    ApprovalRequest.objects.filter(pk=request.pk, status=rules.Status.EXECUTING).update(
+        error=why[:2000]
+    )
+
+
+def approval_resolve(
+    *, request: ApprovalRequest, actor: Any, executed: bool, reason: str, http_request: Any = None
+) -> ApprovalRequest:
+    """A person settles an execution past its lease that could not be looked up: they checked
+    (on GitHub) and say whether it took effect, with a reason; audited as approval.resolved."""
+    now = timezone.now()
+    with transaction.atomic(durable=True):
+        locked = (
+            ApprovalRequest.objects.select_for_update(of=("self",))
+            .select_related("workspace", "requester")
+            .get(pk=request.pk)
+        )
+        spec = action_class(locked.action_class)
+        role = (
+            Membership.objects.filter(workspace=locked.workspace, user=actor)
+            .values_list("role", flat=True)
+            .first()
+        )
+        started = Execution.objects.filter(request=locked).values_list("started_at", flat=True)
+        try:
+            rules.resolve(
+                _machine(locked),
+                resolver_id=actor.pk,
+                resolver_role=role,
+                executed=executed,
+                reason=reason,
+                lease_is_over=bool(started)
+                and rules.lease_over(
+                    started[0], now=now, lease_seconds=settings.QUORUM_APPROVAL_LEASE_SECONDS
+                ),
+                required_perm=Perm(spec.decide_perm),
+            )
+        except rules.ApprovalError as exc:
+            raise RuleError(str(exc)) from exc
+        locked.executed_at = now
+        locked.error = "" if executed else f"Resolved as not done: {reason.strip()}"[:2000]
+        approval_transition(
+            locked,
+            rules.Status.EXECUTED if executed else rules.Status.FAILED,
+            "approval.resolved",
+            Actor.of(actor),
+            http_request,
+            outcome="executed" if executed else "failed",
+            reason=reason.strip(),
+        )
+        if spec.settled is not None:
+            spec.settled(locked.pk, executed)
+    return locked
+
+
 def _binding_error(request: ApprovalRequest, spec: Any) -> str | None:
     """Why the stored request no longer binds what was approved, or None."""
     if payload_hash(request.action_class, request.payload) != request.payload_hash:
@@ -593,7 +716,13 @@ def policy_update(
 ) -> PolicyUpdate:
     """Tightening applies at once; loosening becomes a policyChange request that another admin or
     owner must approve, so no single person can switch a guardrail off."""
-    spec = action_class(action)
+    try:
+        spec = action_class(action)
+    except ValueError:
+        # A form's hidden field edited, or a stale page: said, not a server error.
+        raise RuleError(
+            "Unknown action class: reload the page and choose one of its policies."
+        ) from None
     if spec.fixed_policy is not None:
         raise RuleError(f"The policy of {action} is fixed and cannot be changed.")
     if policy not in rules.Policy.__members__.values():

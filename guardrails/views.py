@@ -265,10 +265,11 @@ def audit_export(request: HttpRequest, membership: Membership, fmt: str) -> Stre
         raise Http404("Export as .csv or .jsonl.")
     # The chain filter lets the keyset pages walk the (chain, seq) unique index.
     events = _audit_filtered(request, membership).filter(chain=chain_name(membership.workspace))
+    first = exports.first_page(events)
     body = (
-        exports.achunks(events, fmt)
+        exports.achunks(events, fmt, first)
         if isinstance(request, ASGIRequest)
-        else exports.chunks(events, fmt)
+        else exports.chunks(events, fmt, first)
     )
     content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson"
     response = StreamingHttpResponse(body, content_type=content_type)

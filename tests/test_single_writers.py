@@ -55,8 +55,9 @@ WRITERS = (
     Writer("reviews.services.notes", "ticket_transition", ("ReviewerTicket.status",)),
     # reviews/domain/step_states.py
     Writer("reviews.pipeline.runner", "step_transition", ("PipelineStep.state",)),
-    # claimed → posted | failed | uncertain, all in the one function that posts to GitHub
-    Writer("reviews.services.publishing", "publish_review", ("PublishRecord.state",)),
+    # claimed → posted | failed | uncertain where it posts to GitHub; claimed | uncertain →
+    # posted | failed where an execution whose worker died is settled
+    Writer("reviews.services.publishing", "publication_move", ("PublishRecord.state",)),
 )
 
 #: Sites that write something named `state`/`status` that is no model's state, or copy

@@ -90,8 +90,10 @@ class ReviewerOut(Schema):
     calibrated_model: str
     calibration_stale: bool
     base_url: str
-    # The name of the environment variable holding the key; the key itself is never stored.
+    # The name of an allow-listed server variable holding the key.
     api_key_env: str
+    # Whether the reviewer has a key of its own (entered sealed; never returned).
+    api_key_set: bool
     tiers: ReviewerTiers
 
 
@@ -114,6 +116,9 @@ class ReviewerPatch(Input):
     # environment variable NAME ending in _API_KEY; a value that looks like a key is refused.
     base_url: Text | None = Field(default=None, max_length=300)
     api_key_env: Text | None = Field(default=None, max_length=100)
+    # Write-only: the reviewer's own model key, stored sealed ("" removes it). Checked by the
+    # service, whose refusals never quote it.
+    api_key: str | None = Field(default=None, max_length=1000)
     tiers: ReviewerTiers | None = None
 
 
@@ -190,8 +195,13 @@ def _member(request, slug: str) -> Membership:
 
 
 def _reviewer_out(cfg: ReviewerConfig) -> dict:
-    out = {f: getattr(cfg, f) for f in ReviewerOut.model_fields if f != "calibration_stale"}
-    return {**out, "calibration_stale": cfg.calibration_stale}
+    computed = ("calibration_stale", "api_key_set")
+    out = {f: getattr(cfg, f) for f in ReviewerOut.model_fields if f not in computed}
+    return {
+        **out,
+        "calibration_stale": cfg.calibration_stale,
+        "api_key_set": bool(cfg.api_key_sealed),
+    }
 
 
 def _repo_out(repo: Repository) -> dict:

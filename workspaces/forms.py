@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.http import QueryDict
 from pydantic import ValidationError
 
@@ -108,13 +109,23 @@ class ReviewerConfigForm(forms.Form):
         help_text="The model server's endpoint, e.g. https://api.openai.com/v1; empty: the "
         "server's default.",
     )
+    api_key = forms.CharField(
+        max_length=rules.MODEL_KEY_MAX,
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        label="Model key",
+        help_text="This reviewer's own key for its endpoint: stored sealed, never shown again. "
+        "Empty: keep the stored one.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored model key")
     api_key_env = forms.CharField(
         max_length=100,
         required=False,
         label="Key variable",
-        help_text="The NAME of the server's environment variable holding this reviewer's key "
-        "(ending in _API_KEY, e.g. OPENAI_API_KEY), never the key itself. Empty: the server's "
-        "key, sent only to the server's own endpoint.",
+        help_text="Or the NAME of a server variable holding the key, if the operator allows it "
+        "(QUORUM_MODEL_KEY_VARIABLES). Neither: the server's key, sent only to the server's "
+        "own endpoint.",
     )
     tiers = forms.MultipleChoiceField(
         choices=[(t, t.capitalize()) for t in rules.REVIEWER_TIERS],
@@ -152,10 +163,26 @@ class ReviewerConfigForm(forms.Form):
         except rules.RuleError as exc:
             raise forms.ValidationError(str(exc)) from exc
 
+    def clean_api_key(self) -> str:
+        try:
+            return rules.clean_model_key(self.cleaned_data["api_key"])
+        except rules.RuleError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        # The service's "api_key": absent keeps the stored key, "" removes it.
+        clear = data.pop("clear_api_key", False)
+        if clear:
+            data["api_key"] = ""
+        elif not data.get("api_key"):
+            data.pop("api_key", None)
+        return data
+
     def clean_api_key_env(self) -> str:
         value = self.cleaned_data["api_key_env"]
         try:
-            return rules.clean_api_key_env(value)
+            return rules.clean_api_key_env(value, settings.QUORUM_MODEL_KEY_VARIABLES)
         except rules.RuleError as exc:
             if rules.looks_like_a_key(value):  # not shown again in the re-rendered form
                 data = QueryDict(mutable=True)

@@ -123,8 +123,11 @@ class ReviewerConfig(models.Model):
     model_provider = models.CharField(max_length=20, choices=Provider.choices, blank=True)
     model_name = models.CharField(max_length=200, blank=True)
     base_url = models.URLField(max_length=300, blank=True)
-    # The NAME of the environment variable holding the key: keys never enter the database.
+    # The NAME of an allow-listed server variable holding the key (docs/security.md).
     api_key_env = models.CharField(max_length=100, blank=True)
+    # The key an admin entered for this reviewer, sealed (workspaces/sealing.py) with a key
+    # outside the database; never rendered, never in an API answer or an audit payload.
+    api_key_sealed = models.TextField(blank=True, default="")
     instructions = models.TextField(blank=True)
     # The shapes the settings form, the API and the service share (workspaces/rules.py).
     anti_patterns = SchemaJSONField(schema=rules.AntiPatterns, default=list, blank=True)
@@ -192,6 +195,7 @@ def reviewer_model(config: ReviewerConfig | None) -> rules.ModelChoice | None:
         name=config.model_name,
         base_url=config.base_url,
         api_key_env=config.api_key_env,
+        sealed_key=config.api_key_sealed,
         default=server_model(),
     )
 

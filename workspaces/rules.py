@@ -6,6 +6,7 @@ No Django here, so the rules can be read and property-tested on their own.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
@@ -273,25 +274,74 @@ def looks_like_a_key(value: str) -> bool:
     return bool(_KEY_LOOKALIKE.search(value))
 
 
-def clean_api_key_env(value: str) -> str:
+#: Server variables never read for a reviewer, whatever the operator's allow-list says: the
+#: server's own model key and its other secrets. Anything QUORUM_* is the server's too.
+SERVER_VARIABLES = frozenset(
+    {
+        "QUORUM_LLM_API_KEY",
+        "SECRET_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "GITHUB_TOKEN",
+        "GITHUB_WEBHOOK_SECRET",
+        "GITHUB_CLIENT_SECRET",
+    }
+)
+
+
+def key_variable_problem(name: str, allowed: Collection[str]) -> str:
+    """Why a reviewer may not read the server variable `name` for its key ("" when it may):
+    only a name the operator allow-listed (QUORUM_MODEL_KEY_VARIABLES), never the server's own.
+    Checked when the setting is saved and again before every call."""
+    if name in SERVER_VARIABLES or name.startswith("QUORUM_") or name.endswith("_FILE"):
+        return (
+            f"{name} is one of the server's own variables: a reviewer's settings never send the "
+            "server's key or secrets to an endpoint. Enter the reviewer's own key instead."
+        )
+    if name not in allowed:
+        return (
+            f"{name} is not on the server's allow-list of key variables "
+            "(QUORUM_MODEL_KEY_VARIABLES, kept by the operator): enter the reviewer's own key "
+            "instead, or ask the operator to allow the variable."
+        )
+    return ""
+
+
+def clean_api_key_env(value: str, allowed: Collection[str] = ()) -> str:
     value = value.strip()
     if not value:
         return ""
     if looks_like_a_key(value):
         raise RuleError(
-            "That looks like an API key, not the name of an environment variable: keys never "
-            "go into settings. Put the key in the server's environment and enter its variable "
-            "name here (e.g. OPENAI_API_KEY). Nothing was saved."
+            "That looks like an API key, not the name of an environment variable: enter a key "
+            "in the reviewer's key field (stored sealed, never shown again), not here. Nothing "
+            "was saved."
         )
     if len(value) > 100 or not _ENV_NAME.match(value):
         raise RuleError(
             f"{value!r} is not an environment variable name: use capital letters, digits and "
             "underscores, not starting with a digit (e.g. OPENAI_API_KEY)."
         )
-    if not value.endswith(API_KEY_ENV_SUFFIX):
+    problem = key_variable_problem(value, allowed)
+    if problem:
+        raise RuleError(problem)
+    return value
+
+
+#: The longest model key an admin may enter (real ones are well under 300 characters).
+MODEL_KEY_MAX = 1000
+
+
+def clean_model_key(value: str) -> str:
+    """A model key an admin enters for a reviewer: printable, one line, not absurdly long.
+    Errors never quote it."""
+    value = value.strip()
+    if len(value) > MODEL_KEY_MAX:
+        raise RuleError(f"A model key has at most {MODEL_KEY_MAX} characters. Nothing was saved.")
+    if any(not c.isprintable() or c.isspace() for c in value):
         raise RuleError(
-            f"{value!r} does not end in {API_KEY_ENV_SUFFIX}: a reviewer may only read a variable "
-            "meant for a model key, so no other server secret can be sent to a model endpoint."
+            "A model key is one word of printable characters (no spaces, line breaks or "
+            "control characters). Nothing was saved."
         )
     return value
 
@@ -470,16 +520,16 @@ def model_label(provider: str, name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ModelChoice:
-    """The model a reviewer runs on. `api_key_env` names the environment variable holding its
-    key ("": the server's own key); `base_url` "" is the provider's default endpoint."""
+    """The model a reviewer runs on. Its key (model_key_source): the key an admin entered for
+    it (`sealed_key`, encrypted), else the server variable `api_key_env` names, else the
+    server's own key, which only the server's own endpoint receives. `base_url` "" is the
+    provider's default endpoint."""
 
     provider: str
     name: str
     base_url: str = ""
     api_key_env: str = ""
-    # The server's own key (QUORUM_LLM_API_KEY) goes only to the server's own endpoint: a
-    # reviewer that names its own base URL gets the key its api_key_env names, or none.
-    server_key: bool = True
+    sealed_key: str = ""
 
     @property
     def label(self) -> str:
@@ -493,6 +543,7 @@ def model_choice(
     base_url: str,
     api_key_env: str,
     default: ModelChoice | None,
+    sealed_key: str = "",
 ) -> ModelChoice | None:
     """A reviewer's own model settings over the server's defaults, field by field (a reviewer
     may name only a model and keep the server's provider). None when no provider and model
@@ -506,8 +557,48 @@ def model_choice(
         name=name,
         base_url=base_url or (default.base_url if default else ""),
         api_key_env=api_key_env,
-        server_key=not api_key_env
-        and (default is None or not base_url or base_url == default.base_url),
+        sealed_key=sealed_key,
+    )
+
+
+def _endpoint(choice: ModelChoice) -> tuple[str, str]:
+    return choice.provider, choice.base_url.strip().rstrip("/").lower()
+
+
+def is_server_endpoint(choice: ModelChoice, server: ModelChoice | None) -> bool:
+    """Whether a call with `choice` goes where the server's own model calls go: the same
+    provider at the same base URL (both "" is the provider's default endpoint)."""
+    return server is not None and _endpoint(choice) == _endpoint(server)
+
+
+@dataclass(frozen=True, slots=True)
+class KeySource:
+    """Where a reviewer's key comes from: "sealed" (its own, entered by an admin),
+    "variable" (`variable`, an allow-listed server variable), "server" (the server's key, to
+    the server's endpoint), or "none" (`reason` says why, in the failed stream's words)."""
+
+    kind: Literal["sealed", "variable", "server", "none"]
+    variable: str = ""
+    reason: str = ""
+
+
+def model_key_source(
+    choice: ModelChoice, *, server: ModelChoice | None, allowed: Collection[str]
+) -> KeySource:
+    """The one rule for which key a call may carry, applied before every call."""
+    if choice.sealed_key:
+        return KeySource("sealed")
+    if choice.api_key_env:
+        problem = key_variable_problem(choice.api_key_env, allowed)
+        if problem:
+            return KeySource("none", reason=problem)
+        return KeySource("variable", variable=choice.api_key_env)
+    if is_server_endpoint(choice, server):
+        return KeySource("server")
+    return KeySource(
+        "none",
+        reason="this reviewer calls its own endpoint but has no key of its own: the server's "
+        "key is only sent to the server's own endpoint (an admin enters the reviewer's key)",
     )
 
 

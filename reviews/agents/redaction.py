@@ -61,6 +61,10 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 
+# An AWS secret access key needs no context: 40 characters of the base64 alphabet standing
+# alone, mixed-case with digits and of high entropy (a git SHA is 40 lower-case hex digits).
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
 # scheme://user:password@host — the password goes, the rest of the URL stays readable.
 _URL_CREDENTIALS = re.compile(
     r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@'\"]{1,200}:)(?P<secret>[^\s/@'\"]{1,300})(?P<at>@)"
@@ -90,8 +94,11 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def redact(text: str) -> tuple[str, int]:
-    """`text` with every secret replaced by a marker, and the number of replacements."""
+def redact(text: str, *, prose: bool = False) -> tuple[str, int]:
+    """`text` with every secret replaced by a marker, and the number of replacements.
+    `prose`: text a person wrote (a question), not code: a credential's name given a bare value
+    (`password=hunter2`) is a credential whatever the value looks like, since no code runs
+    there to make it an expression."""
     if not text:
         return text, 0
     counts: Counter[str] = Counter()
@@ -107,6 +114,18 @@ def redact(text: str) -> tuple[str, int]:
 
         text = sub(pattern, whole, text)
 
+    def aws_secret(match: re.Match[str]) -> str:
+        value = match.group(0)
+        # A long CamelCase name has a digit or two at most; a random key has about six, or a
+        # slash or plus (fewer than 3 in 100 keys have neither).
+        random_like = "/" in value or "+" in value or sum(c.isdigit() for c in value) >= 3
+        if not random_like or not _high_entropy(value):
+            return value
+        counts["aws_secret_key"] += 1
+        return _marker("aws_secret_key")
+
+    text = sub(_AWS_SECRET, aws_secret, text)
+
     def url(match: re.Match[str]) -> str:
         if _MARKER_RE.fullmatch(match["secret"]):
             return match.group(0)
@@ -120,7 +139,8 @@ def redact(text: str) -> tuple[str, int]:
         value = quoted if quoted is not None else bare
         if _MARKER_RE.search(value) or _PLACEHOLDER.match(value.strip()):
             return match.group(0)
-        if quoted is None and not _looks_like_bare_secret(bare, env_style=_env_style(match)):
+        literal = prose or _looks_like_bare_secret(bare or "", env_style=_env_style(match))
+        if quoted is None and not literal:
             return match.group(0)  # an expression (`token = get_token()`), not a literal
         counts["assignment"] += 1
         q = match["q"] or ""
@@ -141,6 +161,12 @@ def redact(text: str) -> tuple[str, int]:
 
 def redact_text(text: str) -> str:
     return redact(text)[0]
+
+
+def redact_prose(text: str) -> str:
+    """What a person wrote, before it joins a prompt: the code rules and then some (`redact`
+    with `prose`); the runtime redacts the whole prompt again as it does every prompt."""
+    return redact(text, prose=True)[0]
 
 
 def matched_values(text: str, kind: str) -> list[str]:

@@ -4,9 +4,11 @@ Who may do what:
 - an *agent* may only `confirm`, and only a node written by another agent. Identity is the agent
   behind a stream, never the stream's name: the same agent writing under a second stream name is
   still the author ("an agent can never confirm its own node").
-- a *person* may `resolve`, `dismiss` and `reopen`, and may `confirm` as a peer: a person is
-  never the author of an agent's node, so a person's confirmation is always someone else's.
-  It is recorded under the identity `person:<user id>`, which no agent can carry.
+- a *person* may `resolve`, `dismiss` and `reopen`, and may `confirm` as a peer. It is
+  recorded under the identity `person:<user id>`, which no agent can carry.
+- peers are people: a person and every agent acting for them (`agent:<person id>:<name>`) are
+  one voice (`voice`). Nobody confirms a finding of their own voice (a person their agent's,
+  an agent its person's or its sibling's), and confirmations are counted once per voice.
 
 The service layer calls `apply_action` under its row lock; the finaliser and the publisher
 re-check with `peer_confirmers`: the rule is enforced in three independent places
@@ -91,9 +93,21 @@ def check_transition(current: NodeStatus, target: NodeStatus) -> None:
         )
 
 
+def voice(identity: str) -> str:
+    """Whose say an identity is: a person and all their agents speak as `person:<id>`; a
+    pipeline reviewer (or a verifier lens) speaks for itself. "" for nobody."""
+    identity = identity.strip()
+    if identity.startswith(OUTSIDE_AGENT_PREFIX):
+        person, sep, name = identity.removeprefix(OUTSIDE_AGENT_PREFIX).partition(":")
+        if sep and name and person.isascii() and person.isdigit():
+            return f"{PERSON_PREFIX}{int(person)}"
+    return identity
+
+
 def is_peer(*, author_agent: str, confirmer_agent: str) -> bool:
-    """True when the confirmer is a different, identifiable agent."""
-    author, confirmer = author_agent.strip(), confirmer_agent.strip()
+    """True when the confirmer is an identifiable voice other than the author's: not the same
+    agent, not the author's person, not another agent of that person."""
+    author, confirmer = voice(author_agent), voice(confirmer_agent)
     # An empty identity would make every comparison "different": treat it as nobody.
     return bool(author) and bool(confirmer) and author != confirmer
 
@@ -104,7 +118,14 @@ def confirm(*, status: NodeStatus, author_agent: str, by: Actor) -> NodeStatus:
     Confirming a node that is already consensus_ready is a no-op for a second peer (the service
     still records the confirmation); the self-confirmation check runs first regardless.
     """
-    if not is_peer(author_agent=author_agent, confirmer_agent=person_identity(by)):
+    confirmer = person_identity(by)
+    if not is_peer(author_agent=author_agent, confirmer_agent=confirmer):
+        if confirmer and confirmer.strip() != author_agent.strip():
+            raise SelfConfirmationError(
+                f"{confirmer_label(confirmer)} cannot confirm a finding by "
+                f"{confirmer_label(author_agent)}: a person and their agents are one voice, "
+                "and confirmation must come from a peer"
+            )
         raise SelfConfirmationError(
             f"agent {by.identity!r} cannot confirm a node written by agent {author_agent!r}: "
             "confirmation must come from a peer"
@@ -164,16 +185,18 @@ def apply_action(action: Action, *, status: NodeStatus, author_agent: str, by: A
 
 
 def peer_confirmers(node: NodeView) -> tuple[str, ...]:
-    """The confirmations that count: distinct agents other than the author, sorted.
+    """The confirmations that count, one per voice other than the author's, sorted (a voice
+    with several confirmations is named by its first identity in sort order).
 
     The finaliser and publisher call this instead of trusting `status` alone, so a row written
-    around the service (or by an older bug) cannot smuggle in a self-confirmation.
+    around the service (or by an older bug) cannot smuggle in a self-confirmation, and one
+    person's agents cannot add up to a consensus.
     """
-    return tuple(
-        sorted(
-            {c for c in node.confirmed_by if is_peer(author_agent=node.agent, confirmer_agent=c)}
-        )
-    )
+    by_voice: dict[str, str] = {}
+    for c in sorted({c.strip() for c in node.confirmed_by}):
+        if is_peer(author_agent=node.agent, confirmer_agent=c):
+            by_voice.setdefault(voice(c), c)
+    return tuple(sorted(by_voice.values()))
 
 
 def is_peer_confirmed(node: NodeView) -> bool:

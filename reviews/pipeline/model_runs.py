@@ -44,24 +44,24 @@ from reviews.services.spend import Spent, model_calls_record
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
-from workspaces.models import ReviewerConfig, Workspace, reviewer_model
-from workspaces.rules import ModelChoice, base_agent_dimension
+from workspaces.models import ReviewerConfig, Workspace, reviewer_model, server_model
+from workspaces.rules import (
+    ModelChoice,
+    base_agent_dimension,
+    is_server_endpoint,
+    model_key_source,
+)
+from workspaces.sealing import UnsealError, unseal
 
 
 def runtime_model(
     choice: ModelChoice | None, workspace: Workspace, *, budget: int
 ) -> tuple[ModelConfig, str] | None:
-    """The runtime's settings for the chosen model, and its API key (read from the
-    environment here, never stored)."""
+    """The runtime's settings for the chosen model, and its API key ("" when it has none:
+    _missing_key says why). The key is resolved here, before every call, never cached."""
     provider = provider_name(choice.provider) if choice is not None else None
     if choice is None or provider is None:
         return None
-    key_env = choice.api_key_env
-    if key_env:
-        api_key = os.environ.get(key_env, "")
-    else:
-        # The server's key never goes to an endpoint a reviewer's settings chose.
-        api_key = settings.QUORUM_LLM_API_KEY if choice.server_key else ""
     return (
         ModelConfig(
             provider=provider,
@@ -70,8 +70,41 @@ def runtime_model(
             timeout=float(workspace.call_timeout_seconds),
             total_tokens_limit=budget,
         ),
-        api_key,
+        model_key(choice)[0],
     )
+
+
+def model_key(choice: ModelChoice) -> tuple[str, str]:
+    """The key a call with `choice` may carry, and why it has none ("" when it has one).
+    The rule (workspaces/rules.py model_key_source) decides the source; the value is checked
+    too: whatever its source, the server's own key never leaves for another endpoint."""
+    server = server_model()
+    source = model_key_source(choice, server=server, allowed=settings.QUORUM_MODEL_KEY_VARIABLES)
+    if source.kind == "none":
+        return "", source.reason
+    if source.kind == "sealed":
+        try:
+            key = unseal(choice.sealed_key)
+        except UnsealError as exc:
+            return "", str(exc)
+    elif source.kind == "variable":
+        key = os.environ.get(source.variable, "")
+        if not key:
+            return "", (
+                f"the environment variable {source.variable}, which this reviewer's settings "
+                "name for its key, is not set on the server"
+            )
+    else:
+        key = settings.QUORUM_LLM_API_KEY
+        if not key:
+            return "", ""  # the server has none: the runtime reports it
+    server_key = settings.QUORUM_LLM_API_KEY
+    if server_key and key == server_key and not is_server_endpoint(choice, server):
+        return "", (
+            "the key this reviewer's settings lead to is the server's own key, which is only "
+            "sent to the server's own endpoint"
+        )
+    return key, ""
 
 
 def closing_answer(stream: ReviewerStream) -> Answer:
@@ -188,17 +221,7 @@ def _missing_key(choice: ModelChoice | None) -> str:
     settings: the server has none, which the runtime reports)."""
     if choice is None:
         return ""
-    if choice.api_key_env:
-        return (
-            f"the environment variable {choice.api_key_env}, which this reviewer's settings "
-            "name for its key, is not set on the server"
-        )
-    if not choice.server_key:
-        return (
-            "this reviewer calls its own endpoint but names no key variable: the server's key "
-            "is only sent to the server's own endpoint (set the reviewer's key variable)"
-        )
-    return ""
+    return model_key(choice)[1]
 
 
 def config_key(stream: ReviewerStream) -> str:

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import CODE_TOOLS, ReviewMode
-from reviews.agents.redaction import redact_text
+from reviews.agents.redaction import redact_prose, redact_text
 from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools
 from reviews.domain import asking as rules
 from reviews.domain.errors import ApplicationError
@@ -198,14 +198,16 @@ def ask_reviewer(*, thread: threads.Thread, question: ThreadMessage, user: Any) 
     assert resolved is not None  # ask_ability said the model resolves
     model, api_key = resolved
     model = replace(model, request_limit=rules.ASK_REQUEST_LIMIT)
+    # What people wrote is redacted as prose (`password=hunter2` is a credential there), then
+    # the whole prompt again by the runtime, as every prompt is.
     earlier = [
-        rules.ThreadLine(author=m.author_label, source=m.source, body=m.body)
+        rules.ThreadLine(author=m.author_label, source=m.source, body=redact_prose(m.body))
         for m in threads.thread_messages(space=space, key=thread.key).filter(pk__lt=question.pk)
     ]
     prompt = rules.ask_prompt(
         finding=_finding(node),
         thread=earlier,
-        question=question.body,
+        question=redact_prose(question.body),
         pr_title=space.pull_request.title,
         pr_description=space.pull_request.body,
     )

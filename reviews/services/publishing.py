@@ -20,7 +20,6 @@ from django.utils import timezone
 
 from config.safeurl import web_url_or_blank
 from guardrails.audit import APP, Target, audit_record
-from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
 from reviews.domain.errors import ApplicationError
 from reviews.domain.space_status import (
@@ -40,7 +39,7 @@ from reviews.models import (
 from reviews.selectors import node_view
 from reviews.services.github import github_client
 from reviews.services.outside_agents import reviewer_labels
-from reviews.services.spaces import space_status_refresh
+from reviews.services.spaces import publish_requests_open, space_status_refresh
 from reviews.sources.diffs import CommentableLines, parse_unified_diff
 from reviews.sources.github_client import (
     DiffTooLarge,
@@ -320,12 +319,8 @@ def publish_request(
         record = published_record(_newest(locked))
         if record is not None:
             raise AlreadyPublished(already_published_message(record))
-        if ApprovalRequest.objects.filter(
-            action_class="prPublish",
-            target_type="reviewspace",
-            target_id=str(space.pk),
-            status__in=(rules.Status.PENDING, rules.Status.APPROVED, rules.Status.EXECUTING),
-        ).exists():
+        newest = _newest(locked)
+        if publish_requests_open(str(space.pk), newest.number if newest else None).exists():
             raise PublishError(publish_refusal(SpaceStatus.AWAITING_APPROVAL))
         return ask()
 
@@ -460,36 +455,43 @@ def publish_review(
         path = PublishRecord.Path.INLINE
         commit = review_round.head_sha
         post = partial(client.create_review, owner, name, number, commit_id=commit)
+        # An approved publication carries its request's marker: if the answer is lost with
+        # the worker, the sweeper finds the review by it (publish_lookup).
+        marker = approval_marker(approval_request.pk) if approval_request is not None else ""
         try:
-            response = post(body=plan.body, event=plan.event, comments=plan.api_comments())
+            response = post(body=plan.body + marker, event=plan.event, comments=plan.api_comments())
         except GitHubValidationError:
             if not plan.comments:
                 raise
             log.warning("GitHub refused an inline anchor on %s; resubmitting folded", pr)
             plan = fold_everything(plan)
             path = PublishRecord.Path.FOLDED_FALLBACK
-            response = post(body=plan.body, event=plan.event, comments=[])
+            response = post(body=plan.body + marker, event=plan.event, comments=[])
         numbered = _numbered_comments(client, owner, name, number, response, plan)
     except GitHubError as exc:
         uncertain = getattr(exc, "maybe_applied", False)
-        record.state = PublishRecord.State.UNCERTAIN if uncertain else PublishRecord.State.FAILED
-        record.error = str(exc)
-        record.save(update_fields=["state", "error"])
+        publication_move(
+            record,
+            PublishRecord.State.UNCERTAIN if uncertain else PublishRecord.State.FAILED,
+            error=str(exc),
+        )
         _audit(record, actor, request, "publish.failed", error=str(exc))
         return record
     finally:
         if own_client:
             client.close()
 
-    record.state = PublishRecord.State.POSTED
-    record.path = path
-    record.event = plan.event
-    record.github_review_id = response.get("id")
-    # GitHub's answer is still input: the URL becomes a link on our pages.
-    record.html_url = web_url_or_blank(response.get("html_url", ""))
-    record.plan = _plan_summary(plan)
-    record.posted_at = timezone.now()
-    record.save()
+    publication_move(
+        record,
+        PublishRecord.State.POSTED,
+        path=path,
+        event=plan.event,
+        github_review_id=response.get("id"),
+        # GitHub's answer is still input: the URL becomes a link on our pages.
+        html_url=web_url_or_blank(response.get("html_url", "")),
+        plan=_plan_summary(plan),
+        posted_at=timezone.now(),
+    )
     PublishedComment.objects.bulk_create(
         [
             PublishedComment(
@@ -509,6 +511,77 @@ def publish_review(
     space_status_refresh(space=space.pk)
     emit(space.pk, "review.published", url=record.html_url)
     return record
+
+
+def approval_marker(request_id: int) -> str:
+    """An invisible line at the end of an approved review's body naming its request."""
+    return f"\n\n<!-- quorum:approval-request:{int(request_id)} -->"
+
+
+def publish_lookup(payload: dict[str, Any], request_id: int) -> dict[str, Any] | None:
+    """After the worker executing approval `request_id` stopped during the call: the review
+    carrying its marker on the pull request (its result), or None when GitHub has none.
+    Raises GitHubError when GitHub cannot be asked now (the next sweep asks again)."""
+    space = ReviewSpace.objects.select_related("pull_request__repository").get(pk=payload["space"])
+    pr = space.pull_request
+    assert pr.number is not None  # a published review is a GitHub pull request's
+    owner, name = pr.repository.full_name.split("/", 1)
+    marker = approval_marker(request_id).strip()
+    with github_client() as client:
+        reviews = client.list_reviews(owner, name, pr.number)
+    found = next(
+        (r for r in reviews if isinstance(r.get("body"), str) and marker in r["body"]), None
+    )
+    if found is None:
+        return None
+    review_id = found.get("id") if isinstance(found.get("id"), int) else None
+    url = web_url_or_blank(found.get("html_url", "") if isinstance(found, dict) else "")
+    for record in _unsettled(request_id):
+        publication_move(
+            record,
+            PublishRecord.State.POSTED,
+            github_review_id=review_id,
+            html_url=url,
+            posted_at=timezone.now(),
+            error="",
+        )
+    return {"github_review_id": review_id, "url": url, "round": payload["round"]}
+
+
+def _unsettled(request_id: int) -> list[PublishRecord]:
+    return list(
+        PublishRecord.objects.filter(approval_request_id=request_id).exclude(
+            state__in=(PublishRecord.State.FAILED, PublishRecord.State.POSTED)
+        )
+    )
+
+
+def publication_move(record: PublishRecord, state: str, **fields: Any) -> None:
+    """The only writer of PublishRecord.state: claimed → posted | failed | uncertain where
+    publish_review posts, and claimed | uncertain → posted | failed where an execution whose
+    worker died is settled (publish_lookup, publish_settled). `fields` go with it."""
+    record.state = state
+    for name, value in fields.items():
+        setattr(record, name, value)
+    record.save(update_fields=["state", *fields])
+
+
+def publish_settled(request_id: int, executed: bool) -> None:
+    """An execution settled after its worker stopped: its round's record follows. Not done,
+    the claim is released (failed), so the round can be requested again; done (a person saw
+    it on GitHub), it counts as posted."""
+    records = _unsettled(request_id)
+    for record in records:
+        if executed:
+            publication_move(record, PublishRecord.State.POSTED, posted_at=timezone.now())
+        else:
+            publication_move(
+                record,
+                PublishRecord.State.FAILED,
+                error="its worker stopped during the call and the review is not on GitHub",
+            )
+    for space_id in {r.space_id for r in records}:
+        transaction.on_commit(partial(space_status_refresh, space=space_id))
 
 
 def _numbered_comments(

@@ -140,6 +140,21 @@ def sarif_ingest(
             code="round_not_finished",
             http_status=409,
         )
+    newest = (
+        ReviewRound.objects.filter(space_id=review_round.space_id)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    if newest is not None and newest != review_round.number:
+        # An older round's verdict no longer decides anything: its findings would be judged
+        # against a diff that moved on.
+        raise ApplicationError(
+            f"Round {review_round.number} is not the newest (round {newest} is): upload the "
+            "SARIF log of the current head for that round. Nothing was recorded.",
+            code="round_superseded",
+            http_status=409,
+        )
     runs = sarif.read_runs(document)
     total = sum(len(r.results) for r in runs)
     if total > MAX_RESULTS:

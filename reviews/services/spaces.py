@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import CharField, Exists, OuterRef, Subquery
+from django.db.models import CharField, Exists, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -83,23 +85,36 @@ def space_get_or_create(*, pull_request: PullRequest) -> ReviewSpace:
 _PUBLISH_OPEN = ("pending", "approved", "executing")
 
 
-def space_facts(space: ReviewSpace) -> SpaceFacts:
+def publish_requests_open(space_id: Any, round_number: Any) -> QuerySet:
+    """The space's publish requests still on their way for its round `round_number` (values
+    or outer references). One for an older round never holds the newest one back: it cannot
+    post any more (its round is not current), even while stuck executing until the sweeper
+    settles it."""
     from guardrails.models import ApprovalRequest
+
+    return (
+        ApprovalRequest.objects.filter(
+            action_class="prPublish",
+            target_type="reviewspace",
+            target_id=space_id,
+            status__in=_PUBLISH_OPEN,
+        )
+        .annotate(for_round=Cast(KT("payload__round"), IntegerField()))
+        .filter(for_round=round_number)
+    )
+
+
+def space_facts(space: ReviewSpace) -> SpaceFacts:
     from reviews.models import PublishRecord
 
-    # The newest round's id and state only (not its diff).
-    newest = space.rounds.order_by("-number").values_list("pk", "state").first()
-    newest_id, state = newest if newest else (None, None)
+    # The newest round's id, number and state only (not its diff).
+    newest = space.rounds.order_by("-number").values_list("pk", "number", "state").first()
+    newest_id, number, state = newest if newest else (None, None, None)
     if not publish_facts_matter(newest_round=state, closed_reason=space.closed_reason):
         return SpaceFacts(newest_round=state, closed_reason=space.closed_reason)
     return SpaceFacts(
         newest_round=state,
-        publish_pending=ApprovalRequest.objects.filter(
-            action_class="prPublish",
-            target_type="reviewspace",
-            target_id=str(space.pk),
-            status__in=_PUBLISH_OPEN,
-        ).exists(),
+        publish_pending=publish_requests_open(str(space.pk), number).exists(),
         newest_published=newest_id is not None
         and PublishRecord.objects.filter(
             round_id=newest_id, state=PublishRecord.State.POSTED, legacy_duplicate=False
@@ -116,7 +131,6 @@ def space_lock_for_move(
     written (under this lock no other round of the space moves): one statement where the
     lock and `space_facts` take two to four. The facts are None when a fact it did not read
     matters (the newest round is another, ended one): `space_facts` reads them then."""
-    from guardrails.models import ApprovalRequest
     from reviews.models import PublishRecord
 
     newest = ReviewRound.objects.filter(space=OuterRef("pk")).order_by("-number")
@@ -126,18 +140,14 @@ def space_lock_for_move(
         .annotate(
             newest_id=Subquery(newest.values("pk")[:1]),
             newest_state=Subquery(newest.values("state")[:1]),
+            newest_number=Subquery(newest.values("number")[:1]),
         )
     )
     publish = publish_facts_matter(newest_round=to, closed_reason="")
     if publish:
         rows = rows.annotate(
             publish_pending=Exists(
-                ApprovalRequest.objects.filter(
-                    action_class="prPublish",
-                    target_type="reviewspace",
-                    target_id=Cast(OuterRef("pk"), CharField()),
-                    status__in=_PUBLISH_OPEN,
-                )
+                publish_requests_open(Cast(OuterRef("pk"), CharField()), OuterRef("newest_number"))
             ),
             newest_published=Exists(
                 PublishRecord.objects.filter(

@@ -278,6 +278,26 @@ class GitHubClient:
                 break
         return files
 
+    def list_reviews(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
+        """The PR's reviews, oldest first, following `Link: rel="next"` 100 at a time: how a
+        publication whose answer was lost is looked for afterwards."""
+        path = f"/pulls/{_number(number)}/reviews"
+        reviews: list[dict[str, Any]] = []
+        url: str | None = None
+        for _ in range(MAX_FILE_PAGES):
+            if url is None:
+                resp = self._repo_call("GET", owner, repo, path, params={"per_page": 100})
+            else:
+                resp = self._repo_call("GET", owner, repo, url)
+            page = resp.json()
+            if not isinstance(page, list):
+                raise GitHubError(f"unexpected reviews page: {type(page).__name__}")
+            reviews.extend(page)
+            url = resp.links.get("next", {}).get("url")
+            if not url:
+                break
+        return reviews
+
     def get_pull_diff(self, owner: str, repo: str, number: int) -> str:
         """The PR's unified diff; DiffTooLarge when GitHub will not produce it (406)."""
         resp = self._repo_call("GET", owner, repo, f"/pulls/{_number(number)}", accept=DIFF_MEDIA)

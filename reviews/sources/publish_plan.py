@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from reviews.domain import consensus
 from reviews.sources.diffs import LEFT, RIGHT, CommentableLines
 
 FOOTER = "— Quorum AI review"
@@ -232,7 +233,11 @@ def _skip_reason(node: NodeRecord, selection: Selection) -> SkipReason | None:
 
 def _peer_confirmed(node: NodeRecord) -> bool:
     if node.author is not None and node.confirmed_by:
-        return any(who != node.author for who in node.confirmed_by)
+        # Peers are people: the author's own agents and person do not count.
+        return any(
+            consensus.is_peer(author_agent=node.author, confirmer_agent=who)
+            for who in node.confirmed_by
+        )
     return node.status == "consensus_ready" or node.confirmed_by_peer
 
 

@@ -57,3 +57,25 @@ def test_creating_a_workspace_makes_the_creator_its_owner(alice, client_for, set
     assert alice.memberships.get().role == "owner"
     duplicate = client.post("/new/", {"name": "Rocket science"})
     assert "is taken" in duplicate.content.decode()
+
+
+def test_sign_in_keeps_its_rate_limit_while_redis_is_down(alice, client, settings):
+    """Redis not answering (nothing listens on the port): sign-in works and the failed-login
+    limit still holds, on the process-local stand-in (config/cache.py)."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "config.cache.FallbackRedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # discard port: refused at once
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+    client.raise_request_exception = False
+    signed_in = client.post("/accounts/login/", {"login": alice.email, "password": PASSWORD})
+    assert signed_in.status_code == 302, signed_in.status_code
+    client.logout()
+    refused = "Too many failed login attempts"
+    for _ in range(5):
+        response = client.post("/accounts/login/", {"login": alice.email, "password": "wrong"})
+        assert response.status_code == 200 and refused not in response.content.decode()
+    response = client.post("/accounts/login/", {"login": alice.email, "password": PASSWORD})
+    assert response.status_code == 200 and refused in response.content.decode()

@@ -141,6 +141,18 @@ class _Token:
     installation_id: int | None = None
 
 
+class _Hold:
+    """A request kept waiting by FakeGitHub.hold."""
+
+    def __init__(self, method: str, path: str, apply: bool) -> None:
+        self.method, self.path, self.apply = method, path, apply
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        self.released.set()
+
+
 @dataclass
 class _Fault:
     kind: str
@@ -211,6 +223,7 @@ class FakeGitHub:
         self.repos: dict[tuple[str, str], FakeRepo] = {}
         self._tokens: dict[str, _Token] = {}
         self._faults: list[_Fault] = []
+        self._holds: list[_Hold] = []
         self._app_id: str | None = None
         self._app_public_key: Any = None
         self._app_slug = "quorum"
@@ -312,6 +325,15 @@ class FakeGitHub:
                 _Fault(kind, seconds, method, path, after_apply) for _ in range(count)
             )
 
+    def hold(self, method: str, path: str, *, apply: bool) -> _Hold:
+        """Keep the next request matching `method` and `path` (a regular expression) waiting,
+        as a slow GitHub would, until `release()`; `entered` is set once it arrived. Released,
+        it takes effect (`apply`) or not, and its answer goes to a client that may be gone."""
+        held = _Hold(method, path, apply)
+        with self._lock:
+            self._holds.append(held)
+        return held
+
     def revoke_installation_tokens(self) -> None:
         """Invalidate every issued installation token (as DELETE /installation/token would)."""
         with self._lock:
@@ -390,6 +412,13 @@ class FakeGitHub:
                 if fault.path is not None and re.fullmatch(fault.path, req.path) is None:
                     continue
                 return self._faults.pop(index)
+            return None
+
+    def _take_hold(self, req: RecordedRequest) -> _Hold | None:
+        with self._lock:
+            for index, held in enumerate(self._holds):
+                if held.method == req.method and re.fullmatch(held.path, req.path):
+                    return self._holds.pop(index)
             return None
 
     def _fault_reply(self, fault: _Fault) -> _Reply:
@@ -567,6 +596,28 @@ class FakeGitHub:
                 entry["previous_filename"] = f.previous_filename
             body.append(entry)
         return _Reply(200, body, headers)
+
+    def list_reviews(self, req: RecordedRequest, owner: str, name: str, number: int) -> _Reply:
+        """GET …/pulls/N/reviews: submitted reviews, oldest first, paginated with a Link header
+        (a pending review shows only to its author)."""
+        who = self._identity(req.headers.get("authorization"))
+        repo = self._repo(owner, name, who)
+        pull = self._pull(repo, number)
+        per_page = min(max(int(req.query.get("per_page", ["30"])[0]), 1), 100)
+        page = max(int(req.query.get("page", ["1"])[0]), 1)
+        with self._lock:
+            shown = [
+                {k: v for k, v in r.items() if k != "comments"}
+                for r in pull.reviews
+                if r["state"] != "PENDING" or r["user"]["login"] == who.login
+            ]
+        chunk = shown[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(shown):
+            base = f"{self.base_url}/repos/{owner}/{name}/pulls/{number}/reviews"
+            query = urlencode({"per_page": per_page, "page": page + 1})
+            headers["Link"] = f'<{base}?{query}>; rel="next"'
+        return _Reply(200, chunk, headers)
 
     def create_review(self, req: RecordedRequest, owner: str, name: str, number: int) -> _Reply:
         who = self._identity(req.headers.get("authorization"))
@@ -1289,6 +1340,12 @@ class _Handler(BaseHTTPRequestHandler):
         version = req.headers.get("x-github-api-version")
         if version is not None and version != API_VERSION:
             raise _error(400, f"API version '{version}' is not supported.", status="400")
+        held = fake._take_hold(req)
+        if held is not None:
+            held.entered.set()
+            held.released.wait(timeout=120)
+            if not held.apply:
+                raise _error(502, "Server Error")
         fault = fake._take_fault(req)
         if fault is not None and not fault.after_apply:
             raise fake._fault_reply(fault)
@@ -1296,6 +1353,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)", fake.get_pull),
             ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/files", fake.list_files),
             ("POST", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews", fake.create_review),
+            ("GET", r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews", fake.list_reviews),
             (
                 "GET",
                 r"/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews/(\d+)/comments",

@@ -16,7 +16,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from django.urls import reverse
 
-from guardrails import notices
+from guardrails import notices, notify
 from guardrails.models import (
     ApprovalNotice,
     ApprovalRequest,
@@ -24,9 +24,11 @@ from guardrails.models import (
     AuditEvent,
     WebhookDelivery,
 )
+from guardrails.notify import approval_webhook_set, webhook_deliver
 from guardrails.presence import presence_touch
 from guardrails.tasks import approval_emails_task, approval_webhook_task
 from reviews.services.publishing import publish_request
+from workspaces.rules import RuleError
 
 SECRET = "whsec-" + "k" * 26
 PUBLIC = "https://quorum.example.com"
@@ -429,3 +431,43 @@ def test_mail_that_reaches_nobody_does_not_count_as_telling(publishable, setting
     refused = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
     assert refused.outcome == "refused" and "No approver is connected" in refused.reason
     assert not ApprovalRequest.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_delivery_connects_to_the_address_it_checked_keeping_the_hosts_name(
+    publishable, receiver_factory, settings
+):
+    """Resolved once, checked, and connected to that address: the URL's name travels only in
+    the Host header (and the TLS server name), so a second look-up cannot send it elsewhere."""
+    space, _, bob, vera = publishable
+    settings.DEBUG = True  # a loopback receiver is allowed in development and tests only
+    settings.REDIS_URL = ""
+    receiver = receiver_factory([204])
+    url = receiver.url.replace("127.0.0.1", "localhost")
+    ApprovalWebhook.objects.create(
+        workspace=space.workspace, url=url, secret=SECRET, updated_at="2026-01-01T00:00Z"
+    )
+    presence_touch(channel_name="vera-socket", workspace_id=space.workspace_id, user_id=vera.pk)
+    result = publish_request(space=space, selection="all_open", approve_on_ship=True, actor=bob)
+    webhook_deliver(request_id=result.request.pk, origin=PUBLIC, attempt=1)
+    [(headers, _)] = receiver.received
+    assert headers["host"] == f"localhost:{receiver.server.server_address[1]}"
+    assert WebhookDelivery.objects.get().accepted
+
+
+@pytest.mark.django_db
+def test_a_name_resolving_into_a_private_network_is_refused_at_save(workspace, alice, settings):
+    settings.DEBUG = False
+    with pytest.raises(RuleError, match="private network"):
+        approval_webhook_set(
+            workspace=workspace, url="https://localhost./x", secret=SECRET, actor=alice
+        )
+    # A name, not a literal: only resolving it tells (this machine's own name resolves to
+    # one of its private or loopback addresses).
+    name = socket.gethostname()
+    if not notify._resolved(name):
+        pytest.skip("this machine's name does not resolve here")
+    with pytest.raises(RuleError, match="private network"):
+        approval_webhook_set(
+            workspace=workspace, url=f"https://{name}/x", secret=SECRET, actor=alice
+        )

@@ -233,3 +233,36 @@ def test_a_head_altered_outside_the_app_stays_unsealed_after_the_next_write(trai
     assert AuditChainHead.objects.get(chain=f"ws:{trail.pk}").mac == ""
     assert "not sealed" in caplog.text
     assert "head row does not carry a valid MAC" in verify_fails(trail)
+
+
+def test_a_row_forged_ahead_of_the_head_does_not_stop_audited_writes(trail, alice, client_for):
+    """Inserted with the application's own credentials, one row ahead of the head used to make
+    every audited write of the workspace fail (its number was taken). The writes go on,
+    chained from the sealed head, and the verifier keeps naming the intruder."""
+    last = AuditEvent.objects.get(workspace=trail, seq=8)
+    forged = AuditEvent(
+        chain=last.chain,
+        seq=9,
+        workspace=trail,
+        actor_kind="system",
+        actor_label="system",
+        action="forged",
+        payload={},
+        created_at=last.created_at,
+        prev_hash=last.hash,
+        key_id=key_id(WRONG_KEY),
+    )
+    forged.hash = entry_hash(forged.prev_hash, forged.content(), WRONG_KEY)
+    forged.save()
+    client = client_for(alice)
+    client.raise_request_exception = False
+    saved = client.post(f"/w/{trail.slug}/settings/github-handle/", {"github_handle": "alice-gh"})
+    assert saved.status_code == 302, saved.status_code
+    event = audit_record(action="test.after", actor=SYSTEM, workspace=trail, payload={})
+    written = AuditEvent.objects.filter(workspace=trail, seq__gt=9).order_by("seq")
+    assert [e.seq for e in written] == [10, 11] and event.seq == 11
+    assert written[0].prev_hash == last.hash  # chained from the sealed head, not the intruder
+    out = verify_fails(trail)
+    assert "entry #9" in out and f"key id {key_id(WRONG_KEY)}" in out
+    html = client.get(f"/w/{trail.slug}/audit/").content.decode()
+    assert "Chain broken at entry #9" in html

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
+import socket
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import notices
@@ -98,3 +100,71 @@ def test_a_host_resolving_into_a_private_network_is_refused_outside_debug():
     assert "private" in (notices.address_problem(["93.184.216.34", "10.0.0.2"], debug=False) or "")
     assert "resolve" in (notices.address_problem([], debug=False) or "")
     assert notices.address_problem(["127.0.0.1"], debug=True) is None
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::127.0.0.1]",  # IPv4-compatible
+        "[::ffff:127.0.0.1]",  # IPv4-mapped
+        "[::ffff:a00:1]",  # 10.0.0.1, mapped, in hex
+        "[64:ff9b::7f00:1]",  # NAT64 of 127.0.0.1
+        "[64:ff9b::a9fe:a9fe]",  # NAT64 of the cloud metadata address
+        "[64:ff9b:1::1]",  # local-use NAT64
+        "[2002:7f00:1::]",  # 6to4 of 127.0.0.1
+        "127.1",
+        "0x7f000001",
+        "2130706433",
+        "0177.0.0.1",
+        "0x7f.1",
+        "10.1",
+        "LOCALHOST.",
+        "localhost.",
+        "Api.LocalHost.",
+        "0",
+    ],
+)
+def test_private_addresses_in_every_form_a_resolver_reads_are_refused(host):
+    problem = notices.webhook_url_problem(f"https://{host}/x", debug=False)
+    assert "private network" in (problem or ""), host
+
+
+@pytest.mark.parametrize("host", ["8.8.8.8", "134744072", "[64:ff9b::808:808]", "hooks.example"])
+def test_public_addresses_pass_in_any_form(host):
+    assert notices.webhook_url_problem(f"https://{host}/x", debug=False) is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="0123456789abcdefxX.", min_size=1, max_size=18))
+def test_a_numeric_host_is_read_as_the_c_library_reads_it(text):
+    """The rule and glibc's inet_aton (what getaddrinfo uses for numeric hosts) agree on
+    every string of digits, hex letters, x and dots."""
+    try:
+        expected = ipaddress.IPv4Address(socket.inet_aton(text))
+    except OSError:
+        expected = None
+    found = notices.numeric_host(text)
+    if expected is not None:
+        assert found == expected
+    else:  # stricter only where a trailing dot is dropped (a name's root): never looser
+        assert found is None or text.endswith(".")
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_every_form_of_an_ipv4_address_is_the_same_address(value):
+    ip = ipaddress.IPv4Address(value)
+    a, b, c, d = ip.packed
+    forms = [
+        str(ip),
+        str(value),
+        hex(value),
+        f"{a}.{b}.{c * 256 + d}",
+        f"{a}.{(b << 16) | (c << 8) | d}",
+    ]
+    assert {notices.numeric_host(f) for f in forms} == {ip}
+    assert notices.address_private(
+        ipaddress.IPv6Address(f"::ffff:{ip}")
+    ) == notices.address_private(ip)
+    nat64 = ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::")) | value)
+    if notices.address_private(ip):
+        assert notices.address_private(nat64)

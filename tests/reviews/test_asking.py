@@ -502,3 +502,24 @@ def test_a_proposal_is_decided_from_the_page_by_those_who_may_triage(
     assert "Accepted by alice@example.com" in answered.content.decode()
     node.refresh_from_db()
     assert node.priority == "P3"
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def test_a_question_goes_through_the_same_redaction_as_code_and_then_some(
+    finished, fake_model, alice
+):
+    """An AWS secret access key with no name around it, and a `password=` written in prose,
+    never reach the model (the fake model server records what it was sent)."""
+    _, node = finished
+    fake_model.add_script(_reply(answer(answer="Rotate both.")), marker=ASKED)
+    thread, _ = _ask(node, alice, "Earlier I pasted password=hunter2 by mistake, sorry.")
+    _, question = _ask(
+        node, alice, f"Our staging key is {AWS_SECRET} and password=Summer2024; is the query safe?"
+    )
+    asking.ask_reviewer(thread=thread, question=question, user=alice)
+    sent = fake_model.sent_text()
+    assert "is the query safe?" in sent
+    for secret in (AWS_SECRET, "hunter2", "Summer2024"):
+        assert secret not in sent, secret

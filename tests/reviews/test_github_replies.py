@@ -461,3 +461,22 @@ def test_an_admin_sets_the_handle_that_makes_a_question(
     assert admin.put(api, {"handle": "a--b"}, content_type="application/json").status_code == 400
     put = admin.put(api, {"handle": "Quorum"}, content_type="application/json")
     assert put.status_code == 200 and put.json() == {"handle": "quorum"}
+
+
+def test_a_huge_reply_is_stored_capped_like_a_message(published, fake_github, client):
+    """GitHub takes comments of up to 65,536 characters; a reply is stored as a thread message
+    is, at most BODY_MAX (and a pull request comment that quotes a finding likewise)."""
+    from reviews.domain.threads import BODY_MAX
+
+    space, nodes = published
+    root = _root(nodes["division"])
+    huge = "Not a bug. " + "x" * 200_000
+    reply = fake_github.reply_as("acme", "app", 42, root, huge, login="dev")
+    assert _reply(client, fake_github, reply, delivery="d-huge").startswith("stored in thread")
+    stored = ThreadMessage.objects.get(github_comment_id=reply["id"])
+    assert stored.body.startswith("Not a bug.") and len(stored.body) <= BODY_MAX
+    quoting = fake_github.comment_as(
+        "acme", "app", 42, "> eval runs whatever the user typed\n\n" + "y" * 200_000, login="dev"
+    )
+    _comment(client, fake_github, quoting, delivery="d-huge-quote")
+    assert len(ThreadMessage.objects.get(github_comment_id=quoting["id"]).body) <= BODY_MAX

@@ -203,8 +203,9 @@ def test_a_disabled_custom_reviewer_does_not_run(review, fake_model, workspace, 
 
 
 def test_a_per_reviewer_base_url_is_the_one_called_with_the_key_its_variable_names(
-    review, fake_model, workspace, alice, monkeypatch
+    review, fake_model, workspace, alice, monkeypatch, settings
 ):
+    settings.QUORUM_MODEL_KEY_VARIABLES = ["SECOND_API_KEY"]
     second = FakeModelServer(api_key="sk-second-server-key-0123").start()
     try:
         scenario.install(second)
@@ -238,15 +239,16 @@ def test_the_servers_key_never_goes_to_an_endpoint_a_reviewer_chose(
         review_round = review(tier="light")
         assert not any(fake_model.api_key in r.body + str(r.headers) for r in second.recorded())
         stream = review_round.streams.get(name="implementation")
-        assert stream.state == "failed" and "names no key variable" in stream.error
+        assert stream.state == "failed" and "no key of its own" in stream.error
         assert not _messages(fake_model, "You are the implementation reviewer.")
     finally:
         second.stop()
 
 
 def test_a_key_variable_that_is_not_set_fails_the_reviewer_without_a_request(
-    review, fake_model, workspace, alice, monkeypatch
+    review, fake_model, workspace, alice, monkeypatch, settings
 ):
+    settings.QUORUM_MODEL_KEY_VARIABLES = ["MISSING_API_KEY"]
     monkeypatch.delenv("MISSING_API_KEY", raising=False)
     _set(workspace, alice, "implementation", api_key_env="MISSING_API_KEY")
     review_round = review(tier="light")

@@ -231,3 +231,17 @@ def test_an_uploads_queries_do_not_grow_with_its_results(
         counts.append(len(queries))
     small, large = counts
     assert large <= small + 5, counts
+
+
+def test_an_upload_for_a_round_a_newer_one_superseded_is_refused(
+    finished, workspace, member_factory, client_for
+):
+    from reviews.services.spaces import round_start
+
+    round_start(space=finished.space, head_sha=finished.head_sha, tier="light")
+    ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
+    response = ci.post(_url(workspace, finished), CODEQL, content_type="application/json")
+    assert response.status_code == 409
+    assert response.json()["code"] == "round_superseded"
+    assert "round 2 is" in response.json()["detail"]
+    assert not ReviewerStream.objects.filter(round=finished, name="CodeQL").exists()

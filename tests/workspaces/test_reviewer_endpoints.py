@@ -33,6 +33,12 @@ def _form(**overrides):
     return data
 
 
+@pytest.fixture(autouse=True)
+def allow_listed(settings):
+    """The operator allows these server variables as reviewers' keys."""
+    settings.QUORUM_MODEL_KEY_VARIABLES = ["QUALITY_API_KEY", "PAYMENTS_API_KEY", "OPENAI_API_KEY"]
+
+
 def test_an_admin_sets_a_reviewers_endpoint_on_the_page(workspace, alice, client_for):
     url = f"/w/{workspace.slug}/settings/reviewers/quality/"
     client = client_for(alice)
@@ -73,13 +79,20 @@ def test_a_key_where_its_variables_name_belongs_is_refused(workspace, alice, cli
         ("openai_api_key", "not an environment variable name"),
         ("9_API_KEY", "not an environment variable name"),
         ("OPENAI-API-KEY", "not an environment variable name"),
-        ("SECRET_KEY", "does not end in _API_KEY"),
-        ("DATABASE_URL", "does not end in _API_KEY"),
+        ("SECRET_KEY", "the server's own variables"),
+        ("DATABASE_URL", "the server's own variables"),
+        ("QUORUM_LLM_API_KEY", "the server's own variables"),
+        ("QUORUM_AUDIT_KEY", "the server's own variables"),
+        ("OPENAI_API_KEY_FILE", "the server's own variables"),
+        ("ANTHROPIC_API_KEY", "not on the server's allow-list"),
     ],
 )
-def test_the_key_variable_must_be_a_model_keys_name(value, words):
+def test_the_key_variable_must_be_an_allowed_model_keys_name(value, words):
+    allowed = [value, "OPENAI_API_KEY"]  # even an operator's allow-list cannot free the server's
+    if value == "ANTHROPIC_API_KEY":
+        allowed = ["OPENAI_API_KEY"]
     with pytest.raises(rules.RuleError, match=words):
-        rules.clean_api_key_env(value)
+        rules.clean_api_key_env(value, allowed)
 
 
 @pytest.mark.parametrize(
@@ -97,7 +110,7 @@ def test_the_base_url_is_an_endpoint_without_credentials(value, words):
 
 
 def test_valid_names_and_urls_pass():
-    assert rules.clean_api_key_env(" OPENAI_API_KEY ") == "OPENAI_API_KEY"
+    assert rules.clean_api_key_env(" OPENAI_API_KEY ", ["OPENAI_API_KEY"]) == "OPENAI_API_KEY"
     assert rules.clean_api_key_env("") == ""
     assert rules.clean_base_url("http://127.0.0.1:11434/v1") == "http://127.0.0.1:11434/v1"
 

@@ -156,7 +156,7 @@ def test_the_model_a_reviewer_runs_on_is_decided_in_one_place(workspace, setting
     config.model_provider, config.model_name = "anthropic", "claude-x"
     config.api_key_env = "QUALITY_KEY"
     assert reviewer_model(config) == ModelChoice(
-        "anthropic", "claude-x", "https://llm.example/v1", "QUALITY_KEY", server_key=False
+        "anthropic", "claude-x", "https://llm.example/v1", "QUALITY_KEY"
     )
     assert config.effective_model() == "anthropic:claude-x"
     # A reviewer naming only a model keeps the server's provider, and runs on that pair.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -14,6 +15,7 @@ from workspaces.models import (
     Workspace,
 )
 from workspaces.rules import RuleError
+from workspaces.sealing import seal
 
 _REVIEWER_FIELDS = (
     "name",
@@ -30,6 +32,8 @@ _REVIEWER_FIELDS = (
     "base_url",
     "api_key_env",
     "tiers",
+    # Write-only: the reviewer's own model key, sealed before it is stored ("" clears it).
+    "api_key",
 )
 
 # Stream names the pipeline gives its own runs: a custom reviewer cannot take one.
@@ -59,10 +63,33 @@ def _clean_reviewer_data(data: dict[str, Any]) -> dict[str, Any]:
     if "base_url" in clean:
         clean["base_url"] = rules.clean_base_url(str(clean["base_url"] or ""))
     if "api_key_env" in clean:
-        clean["api_key_env"] = rules.clean_api_key_env(str(clean["api_key_env"] or ""))
+        clean["api_key_env"] = rules.clean_api_key_env(
+            str(clean["api_key_env"] or ""), settings.QUORUM_MODEL_KEY_VARIABLES
+        )
+    if "api_key" in clean:
+        clean["api_key"] = rules.clean_model_key(str(clean["api_key"] or ""))
     if "tiers" in clean:
         clean["tiers"] = rules.clean_reviewer_tiers(clean["tiers"])
     return clean
+
+
+def _model_key_set(cfg: ReviewerConfig, key: str, *, actor: Any, request: Any) -> None:
+    """Seal and store the reviewer's own model key ("" clears it), audited as set, rotated or
+    cleared. Neither the key nor its sealed form goes into the audit payload or a log."""
+    had = bool(cfg.api_key_sealed)
+    if not key and not had:
+        return
+    action = "cleared" if not key else ("rotated" if had else "set")
+    cfg.api_key_sealed = seal(key) if key else ""
+    cfg.save(update_fields=["api_key_sealed", "updated_at"])
+    audit_record(
+        action=f"reviewers.key_{action}",
+        actor=Actor.of(actor),
+        workspace=cfg.workspace,
+        target=Target.of(cfg),
+        payload={"reviewer": cfg.key},
+        request=request,
+    )
 
 
 def reviewer_config_update(
@@ -76,8 +103,11 @@ def reviewer_config_update(
             "A built-in reviewer runs in the tiers the pipeline template gives it; "
             "disable it instead, or add a custom reviewer with the tiers you want."
         )
+    key = clean.pop("api_key", None)
     with transaction.atomic(durable=True):
         cfg = ReviewerConfig.objects.select_for_update().get(pk=config.pk)
+        if key is not None:
+            _model_key_set(cfg, key, actor=actor, request=request)
         before = {f: getattr(cfg, f) for f in clean if getattr(cfg, f) != clean[f]}
         if not before:
             return cfg
@@ -106,10 +136,13 @@ def reviewer_config_create(
     clean = _clean_reviewer_data(data)
     if "base_agent" not in clean or "name" not in clean:
         raise RuleError("A custom reviewer needs a name and a base agent.")
+    model_key = clean.pop("api_key", None)
     with transaction.atomic(durable=True):
         if ReviewerConfig.objects.filter(workspace=workspace, key=key).exists():
             raise RuleError(f"A reviewer with key {key!r} already exists.")
         cfg = ReviewerConfig.objects.create(workspace=workspace, key=key, builtin=False, **clean)
+        if model_key:
+            _model_key_set(cfg, model_key, actor=actor, request=request)
         audit_record(
             action="reviewers.created",
             actor=Actor.of(actor),
@@ -125,7 +158,7 @@ def reviewer_config_delete(*, config: ReviewerConfig, actor: Any, request: Any =
     if config.builtin:
         raise RuleError("Built-in reviewers cannot be deleted; disable them instead.")
     with transaction.atomic(durable=True):
-        snapshot = {f: getattr(config, f) for f in _REVIEWER_FIELDS}
+        snapshot = {f: getattr(config, f) for f in _REVIEWER_FIELDS if f != "api_key"}
         audit_record(
             action="reviewers.deleted",
             actor=Actor.of(actor),

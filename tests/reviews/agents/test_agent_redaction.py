@@ -267,3 +267,17 @@ def test_redacting_a_diff_never_changes_its_line_count(lines: list[str]) -> None
 
     text = "\n".join(lines)
     assert len(redact_diff(text).splitlines()) == len(text.splitlines())
+
+
+def test_an_aws_secret_key_needs_no_context_and_a_sha_or_a_name_stays():
+    from reviews.agents.redaction import redact_prose, redact_text
+
+    key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    assert redact_text(f"use {key} here") == "use [REDACTED:aws_secret_key] here"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert redact_text(f"commit {sha}") == f"commit {sha}"
+    name = "ThisIsAVeryLongCamelCaseIdentifierName12"
+    assert redact_text(name) == name
+    # Code keeps `password=hunter2` (a keyword argument naming a variable); prose does not.
+    assert redact_text("login(password=hunter2)") == "login(password=hunter2)"
+    assert redact_prose("I typed password=hunter2") == "I typed password=[REDACTED:assignment]"

@@ -212,3 +212,73 @@ def test_confirmers_read_as_people_and_agents_never_as_ids(person_id, name):
     # Two agents of one person are two peers; an agent is never its person.
     assert outside_agent(person_id, name + "x").identity != agent.identity
     assert agent.identity != f"person:{person_id}"
+
+
+# -- peers are people ---------------------------------------------------------------------------
+
+PEOPLE = (7, 8, 9)
+PIPELINE = ("implementation", "quality", "lens-1")
+
+
+def _identity(draw_kind: str, person: int, name: str) -> str:
+    if draw_kind == "person":
+        return f"person:{person}"
+    if draw_kind == "agent":
+        return f"agent:{person}:{name}"
+    return name
+
+
+identities = st.builds(
+    _identity,
+    st.sampled_from(["person", "agent", "pipeline"]),
+    st.sampled_from(PEOPLE),
+    st.sampled_from(["claude-code", "opencode", *PIPELINE]),
+)
+
+
+def _owner(identity: str) -> str:
+    """Whose say an identity is, written out independently of `voice`."""
+    if identity.startswith("person:"):
+        return identity
+    if identity.startswith("agent:"):
+        return "person:" + identity.split(":")[1]
+    return identity
+
+
+@settings(max_examples=300, deadline=None)
+@given(identities, st.lists(identities, max_size=8))
+def test_confirmations_count_once_per_person_and_never_the_authors(author, confirmers):
+    node = _node(agent=author, confirmed_by=tuple(confirmers))
+    counted = peer_confirmers(node)
+    expected_voices = {_owner(c) for c in confirmers} - {_owner(author)}
+    assert len(counted) == len(expected_voices)
+    assert {_owner(c) for c in counted} == expected_voices
+    assert is_peer_confirmed(node) == bool(expected_voices)
+    for confirmer in confirmers:
+        by = (
+            Actor.person(confirmer.removeprefix("person:"))
+            if confirmer.startswith("person:")
+            else Actor.agent(confirmer)
+        )
+        if _owner(confirmer) == _owner(author):
+            with pytest.raises(SelfConfirmationError):
+                confirm(status=NodeStatus.OPEN, author_agent=author, by=by)
+        else:
+            assert confirm(status=NodeStatus.OPEN, author_agent=author, by=by) is (
+                NodeStatus.CONSENSUS_READY
+            )
+
+
+def test_one_persons_two_agents_and_the_person_are_not_a_quorum() -> None:
+    author = "agent:7:claude-code"
+    for by in (Actor.agent("agent:7:opencode"), Actor.person("7"), Actor.agent(author)):
+        with pytest.raises(SelfConfirmationError):
+            confirm(status=NodeStatus.OPEN, author_agent=author, by=by)
+    node = _node(agent=author, confirmed_by=("agent:7:opencode", "person:7"))
+    assert peer_confirmers(node) == () and not is_peer_confirmed(node)
+    assert confirm(status=NodeStatus.OPEN, author_agent=author, by=Actor.person("8")) is (
+        NodeStatus.CONSENSUS_READY
+    )
+    # A person's own finding is not confirmed by their agent either.
+    with pytest.raises(SelfConfirmationError, match="one voice"):
+        confirm(status=NodeStatus.OPEN, author_agent="person:7", by=Actor.agent(author))
