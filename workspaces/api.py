@@ -45,11 +45,14 @@ class WorkspaceOut(Schema):
 class RulesOut(Schema):
     tier: Tier
     gated_axes: GatedAxes
+    # apiContract holds a change in a language whose API it cannot read.
+    hold_unreadable_languages: bool = False
 
 
 class RulesIn(Input):
     tier: TierName
     gated_axes: GatedAxes = Field(default_factory=list)
+    hold_unreadable_languages: bool | None = None
 
 
 TokenBudget = body_int(ge=1, le=MAX_TOKEN_BUDGET)
@@ -242,6 +245,7 @@ def rules_put(request, slug: Slug, body: RulesIn):
         actor=request.user,
         tier=body.tier,
         gated_axes=list(body.gated_axes),
+        hold_unreadable_languages=body.hold_unreadable_languages,
         request=request,
     )
 

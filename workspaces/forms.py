@@ -28,6 +28,10 @@ class RulesForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         required=False,
     )
+    hold_unreadable_languages = forms.BooleanField(
+        required=False,
+        label="Hold a change in a language whose API Quorum cannot read (apiContract unavailable)",
+    )
 
 
 class PriceForm(forms.Form):

@@ -23,6 +23,8 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=50, unique=True)
     tier = models.CharField(max_length=16, choices=Tier.choices, default=rules.Tier.BALANCED.value)
     gated_axes = SchemaJSONField(schema=rules.GatedAxes, default=list, blank=True)
+    # apiContract holds a change whose API is in a language it cannot read (off: it notes them).
+    hold_unreadable_languages = models.BooleanField(default=False)
     # Model spending per round and per call; the verification panel's mode
     # (docs/domain-rules.md#the-panel-lenses).
     round_token_budget = models.PositiveIntegerField(default=400_000)

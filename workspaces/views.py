@@ -104,11 +104,19 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "workspaces/invitation.html", context, status=400 if error else 200)
 
 
+def _rules_initial(ws) -> dict:
+    return {
+        "tier": ws.tier,
+        "gated_axes": ws.gated_axes,
+        "hold_unreadable_languages": ws.hold_unreadable_languages,
+    }
+
+
 @member_view
 @require_http_methods(["GET", "POST"])
 def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
     ws = membership.workspace
-    form = RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes})
+    form = RulesForm(initial=_rules_initial(ws))
     saved = False
     status = 200
     if request.method == "POST":
@@ -123,6 +131,7 @@ def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
                     actor=request.user,
                     tier=form.cleaned_data["tier"],
                     gated_axes=form.cleaned_data["gated_axes"],
+                    hold_unreadable_languages=form.cleaned_data["hold_unreadable_languages"],
                     request=request,
                 )
             except RuleError as exc:
@@ -167,7 +176,7 @@ def _general_ctx(membership: Membership, **extra) -> dict:
     return _ctx(
         membership,
         **{
-            "form": RulesForm(initial={"tier": ws.tier, "gated_axes": ws.gated_axes}),
+            "form": RulesForm(initial=_rules_initial(ws)),
             "budget_form": BudgetForm(
                 initial={
                     "round_token_budget": ws.round_token_budget,

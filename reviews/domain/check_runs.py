@@ -95,7 +95,8 @@ def check_state(
             "completed",
             conclusion,
             f"{verdict.value.capitalize()} (round {round_number})",
-            _clip(verdict_section),
+            # GitHub refuses an empty summary: the verdict's own words if the section is blank.
+            _clip(verdict_section.strip() or f"Verdict: {verdict.value.capitalize()}."),
             "failure" if conclusion == "failure" else "success",
         )
     if state is RoundState.SUPERSEDED:

@@ -7,7 +7,8 @@ found by walking both public trees: new public names and new optional parameters
 
 Which packages: top-level directories with an `__init__.py`, at the root or under `src/`, minus
 test, documentation, example and migration trees, which are nobody's API. "Public" is griffe's
-rule: no leading underscore, or listed in `__all__`; a name merely imported is not public.
+rule: no leading underscore, or listed in `__all__`; a name merely imported is not public; and
+nothing under a private module or class (an underscore anywhere in its dotted path) is.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ NOT_API_DIRS = frozenset(
 )
 _SOURCE_ROOTS = ("", "src")
 
-#: Griffe breakages that change a value rather than a signature: worth a warn, not a fail.
-_ADVISORY_BREAKAGES = frozenset({griffe.BreakageKind.ATTRIBUTE_CHANGED_VALUE})
+#: Griffe breakages that change a value rather than a signature: worth a warn, not a fail. A
+#: parameter's default is one of them: every call still works (`context={}` → `context=None`
+#: is the mutable-default fix), only what an omitted argument means may differ.
+_ADVISORY_BREAKAGES = frozenset(
+    {griffe.BreakageKind.ATTRIBUTE_CHANGED_VALUE, griffe.BreakageKind.PARAMETER_CHANGED_DEFAULT}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +133,23 @@ def _load(name: str, search_path: Path) -> griffe.Object | griffe.Alias:
     )
 
 
+def internal_path(dotted: str) -> bool:
+    """A name users cannot be meant to reach: some part of its dotted path starts with an
+    underscore (`pkg._compat.shim`, `pkg.core._helpers`); dunder names (`__init__`) are not
+    private."""
+    return any(
+        part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+        for part in dotted.split(".")
+    )
+
+
 def _breaking(
     old: griffe.Object | griffe.Alias, new: griffe.Object | griffe.Alias
 ) -> list[ApiChange]:
     out = []
     for breakage in griffe.find_breaking_changes(old, new):
+        if internal_path(breakage.obj.path):
+            continue  # private modules and names are nobody's API
         severity = "advisory" if breakage.kind in _ADVISORY_BREAKAGES else "breaking"
         detail = breakage.kind.value
         if breakage.kind.name.startswith("PARAMETER") and breakage.old_value is not None:

@@ -154,6 +154,65 @@ def _text(node: ts.Node | None) -> str:
     return " ".join(node.text.decode("utf-8", "replace").split())
 
 
+_OPENERS = frozenset({"{", "[", "(", "<"})
+_CLOSERS = frozenset({"}", "]", ")", ">"})
+_MEMBER_LISTS = frozenset({"object_type", "interface_body", "enum_body"})
+_SPACED = frozenset({"|", "&", "=>", "=", "extends", "keyof", "typeof", "in", "is", "as"})
+
+
+def _canonical(node: ts.Node | None) -> str:
+    """A type as parsed structure, written one way: comments (doc comments included) and
+    layout dropped, `;` and `,` between members the same separator, none before a closing
+    bracket. Two texts that declare the same type compare equal."""
+    tokens: list[str] = []
+
+    def walk(current: ts.Node) -> None:
+        if current.type == "comment":
+            return
+        if current.type in _MEMBER_LISTS:  # members one per line, or after `;` or `,`
+            tokens.append("{")
+            for member in current.named_children:
+                if member.type != "comment":
+                    walk(member)
+                    tokens.append(",")
+            tokens.append("}")
+            return
+        if current.child_count == 0:
+            tokens.append((current.text or b"").decode("utf-8", "replace"))
+            return
+        for child in current.children:
+            walk(child)
+
+    if node is None:
+        return ""
+    walk(node)
+    kept: list[str] = []
+    for piece in tokens:
+        if piece in (";", ","):
+            if not kept or kept[-1] in _OPENERS or kept[-1] == ",":
+                continue
+            piece = ","
+        if piece in _CLOSERS and kept and kept[-1] == ",":
+            kept.pop()
+        kept.append(piece)
+    while kept and kept[-1] == ",":
+        kept.pop()
+    return _joined(kept)
+
+
+def _joined(tokens: list[str]) -> str:
+    out = ""
+    for token in tokens:
+        word = token[:1].isalnum() or token[:1] in "_$\"'`"
+        previous_word = bool(out) and (out[-1].isalnum() or out[-1] in "_$\"'`")
+        if token in _SPACED or (out and out[-1] in ",:") or (word and previous_word):
+            out += " "
+        out += token
+        if token in _SPACED:
+            out += " "
+    return " ".join(out.split())
+
+
 # -- Go --------------------------------------------------------------------------------------
 
 
@@ -319,9 +378,9 @@ def _js_declaration(node: ts.Node, typed: bool) -> dict[str, Export]:
     if kind == "interface_declaration":
         return {name: Export("interface")}
     if kind == "type_alias_declaration":
-        return {name: Export("type", None, _text(node.child_by_field_name("value")))}
+        return {name: Export("type", None, _canonical(node.child_by_field_name("value")))}
     if kind == "enum_declaration":
-        return {name: Export("enum", None, _text(node.child_by_field_name("body")))}
+        return {name: Export("enum", None, _canonical(node.child_by_field_name("body")))}
     if kind in ("lexical_declaration", "variable_declaration"):
         out: dict[str, Export] = {}
         for declarator in node.named_children:
@@ -398,7 +457,7 @@ def _param_type(annotation: ts.Node | None, typed: bool) -> str:
 
 
 def _annotation(node: ts.Node | None) -> str:
-    text = _text(node)
+    text = _canonical(node)
     return text[1:].strip() if text.startswith(":") else text
 
 

@@ -21,6 +21,7 @@ from reviews.index.api_openapi import (
 )
 from reviews.index.api_python import ApiChange, compare_python_api
 from reviews.index.api_surface import SURFACE_LANGUAGES, compare_exported
+from reviews.index.api_versions import intended_break, is_version_manifest
 from reviews.index.limits import is_test_path, language_for
 
 AxisOutcome = tuple[AxisResult, dict[str, Any]]
@@ -83,6 +84,7 @@ def contract_file(path: str) -> bool:
         path.endswith((".py", ".pyi"))
         or is_openapi_path(path)
         or language_for(path) in SURFACE_LANGUAGES
+        or is_version_manifest(path)
     )
 
 
@@ -105,15 +107,18 @@ def compute_api_contract(
     base_files: Mapping[str, str],
     head_files: Mapping[str, str],
     changed: Iterable[str] | None = None,
+    hold_unreadable: bool = False,
 ) -> AxisOutcome:
     """Public Python API (griffe), exported TS/JS and Go surface, OpenAPI documents: base vs
     head. `changed` is the change's paths (default: the files whose text differs).
 
-    fail: something a client relies on was removed or changed; unavailable: a changed file is
-    in a language the axis cannot read (the details name it), or there is nothing to compare;
-    partial: something could not be read (and nothing broke); warn: only a value changed;
-    pass: every changed file is in a language the axis reads and no public name or signature
-    was removed or changed (additions are listed; they break no caller).
+    fail: something a client relies on was removed or changed; warn: only a value changed, or
+    the breaks are expected (the change's manifest raises the major version, or the minor of a
+    0.x), or changed files are in a language the axis cannot read (named per file; with
+    `hold_unreadable`, the workspace's choice, that is unavailable instead); unavailable:
+    nothing to compare; partial: a changed file could not be read (and nothing broke); pass:
+    every changed file is in a language the axis reads and no public name or signature was
+    removed or changed (additions are listed; they break no caller).
     """
     changes: list[dict[str, str]] = []
     errors: list[str] = []
@@ -125,11 +130,17 @@ def compute_api_contract(
         changes.extend(_tagged("python", c) for c in python.changes)
         errors.extend(python.errors)
 
+    if changed is None:
+        changed = [p for p in {*base_files, *head_files} if base_files.get(p) != head_files.get(p)]
+    changed = set(changed)
+
     surface = compare_exported(base_files, head_files)
     for module in surface.modules:
         checked.append(f"exports: {module}")
     changes.extend(_tagged("exports", c) for c in surface.changes)
-    errors.extend(surface.errors)
+    # A file the change does not touch never decides its verdict: its parse errors are noted.
+    untouched_errors = [e for e in surface.errors if e.partition(":")[0] not in changed]
+    errors.extend(e for e in surface.errors if e not in untouched_errors)
 
     documents = sorted(p for p in {*base_files, *head_files} if is_openapi_path(p))
     for path in documents:
@@ -151,8 +162,6 @@ def compute_api_contract(
             _tagged("openapi", c, document=path) for c in diff_documents(old_doc, new_doc)
         )
 
-    if changed is None:
-        changed = [p for p in {*base_files, *head_files} if base_files.get(p) != head_files.get(p)]
     languages: dict[str, list[str]] = {}
     unchecked: dict[str, list[str]] = {}
     for path in sorted(set(changed)):
@@ -160,15 +169,36 @@ def compute_api_contract(
         if found is not None:
             (languages if found[1] else unchecked).setdefault(found[0], []).append(path)
 
+    expected = intended_break(base_files, head_files)
+    if expected is not None:
+        for change in changes:
+            if change["severity"] == "breaking":
+                change["severity"] = "expected"
+                change["message"] += f" (expected: {expected.reason()})"
     details: dict[str, Any] = {
         "checked": checked,
         "changes": changes,
         "errors": errors,
+        "errors_in_untouched_files": untouched_errors,
         "languages": sorted(languages),
         "unchecked_languages": sorted(unchecked),
         "unchecked_files": {name: paths[:20] for name, paths in sorted(unchecked.items())},
     }
-    result = _contract_result(changes, errors, unchecked, checked, languages)
+    result = _contract_result(
+        changes, errors, unchecked, checked, languages, hold_unreadable=hold_unreadable
+    )
+    if unchecked:
+        details["note"] = (
+            "not compared: the API of changed files in "
+            + ", ".join(sorted(unchecked))
+            + (
+                ""
+                if hold_unreadable
+                else " (the workspace does not hold a change for a language the axis cannot read)"
+            )
+        )
+    if expected is not None:
+        details["expected_breaks"] = expected.reason()
     if result is AxisResult.UNAVAILABLE:
         details["reason"] = (
             "changed files in languages whose API the axis cannot read: "
@@ -195,15 +225,17 @@ def _contract_result(
     unchecked: Mapping[str, list[str]],
     checked: list[str],
     languages: Mapping[str, list[str]],
+    *,
+    hold_unreadable: bool = False,
 ) -> AxisResult:
     severities = {c["severity"] for c in changes}
     if "breaking" in severities:
         return AxisResult.FAIL  # a known break stands whatever else could not be read
-    if unchecked or (not checked and not languages):
+    if (unchecked and hold_unreadable) or (not checked and not languages and not unchecked):
         return AxisResult.UNAVAILABLE
     if errors:
         return AxisResult.PARTIAL
-    if "advisory" in severities:
+    if unchecked or severities & {"advisory", "expected"}:
         return AxisResult.WARN
     return AxisResult.PASS
 

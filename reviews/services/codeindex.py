@@ -136,7 +136,10 @@ def api_contract(review_round: ReviewRound) -> tuple[t.AxisResult, dict[str, Any
             "to_clear": clearing_steps(t.AxisName.API_CONTRACT, t.AxisResult.UNAVAILABLE),
         }
     result, details = compute_api_contract(
-        base_files=base_files, head_files=head_files, changed=changed
+        base_files=base_files,
+        head_files=head_files,
+        changed=changed,
+        hold_unreadable=review_round.space.workspace.hold_unreadable_languages,
     )
     return result, {**details, "base": merge_base, "head": review_round.head_sha}
 

@@ -197,5 +197,7 @@ def embedded_runner(settings):
         background._executor = None
 
 
-def test_webhooks_review_in_the_embedded_runner(embedded_runner, hooked):
+def test_webhooks_review_in_the_embedded_runner(hooked, embedded_runner):
+    # `embedded_runner` after `hooked`: its teardown waits for the server threads while the
+    # fake GitHub they talk to is still up (stopped first, their retries back off for minutes).
     _scenario(hooked)

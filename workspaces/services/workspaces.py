@@ -48,7 +48,13 @@ def workspace_create(*, name: str, owner: Any, slug: str = "", request: Any = No
 
 
 def rules_update(
-    *, workspace: Workspace, actor: Any, tier: str, gated_axes: list[str], request: Any = None
+    *,
+    workspace: Workspace,
+    actor: Any,
+    tier: str,
+    gated_axes: list[str],
+    hold_unreadable_languages: bool | None = None,
+    request: Any = None,
 ) -> Workspace:
     if tier not in rules.Tier.__members__.values():
         allowed = ", ".join(t.value for t in rules.Tier)
@@ -57,8 +63,20 @@ def rules_update(
     with transaction.atomic(durable=True):
         ws = Workspace.objects.select_for_update().get(pk=workspace.pk)
         before = {"tier": ws.tier, "gated_axes": ws.gated_axes}
+        hold_before = ws.hold_unreadable_languages
+        if hold_unreadable_languages is not None:
+            ws.hold_unreadable_languages = hold_unreadable_languages
         ws.tier, ws.gated_axes = tier, gated
-        ws.save(update_fields=["tier", "gated_axes"])
+        ws.save(update_fields=["tier", "gated_axes", "hold_unreadable_languages"])
+        if hold_before != ws.hold_unreadable_languages:
+            audit_record(
+                action="rules.hold_unreadable_changed",
+                actor=Actor.of(actor),
+                workspace=ws,
+                target=Target.of(ws),
+                payload={"before": hold_before, "after": ws.hold_unreadable_languages},
+                request=request,
+            )
         if before["tier"] != tier:
             audit_record(
                 action="rules.tier_changed",

@@ -225,3 +225,56 @@ def test_every_removed_or_changed_export_is_reported_as_breaking_or_an_optional_
                 )
         else:
             assert where not in changes
+
+
+# -- meaning, not text: comments, layout and separators do not change a type -------------------
+
+_MEMBERS = st.lists(
+    st.tuples(
+        st.sampled_from(["url", "retries", "timeout", "headers", "signal"]),
+        st.booleans(),
+        st.sampled_from(["string", "number", "boolean", "Record<string, string>", "string[]"]),
+    ),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda m: m[0],
+)
+
+
+def _render(members, *, separator: str, comments: bool, indent: str) -> str:
+    lines = []
+    for name, optional, typ in members:
+        doc = f"{indent}/** The {name}. **Warning:** read the docs. */\n" if comments else ""
+        lines.append(f"{doc}{indent}{name}{'?' if optional else ''}: {typ}{separator}")
+    return "export type Options = {\n" + "\n".join(lines) + "\n};\n"
+
+
+@given(
+    _MEMBERS,
+    st.sampled_from([";", ",", ""]),
+    st.sampled_from([";", ","]),
+    st.booleans(),
+    st.sampled_from(["  ", "\t", "    "]),
+)
+def test_a_type_written_another_way_is_the_same_type(members, sep_a, sep_b, comments, indent):
+    """Doc comments, `;` or `,` between members and indentation are not part of the type."""
+    base = {"a.ts": _render(members, separator=sep_a, comments=False, indent="  ")}
+    head = {"a.ts": _render(members, separator=sep_b, comments=comments, indent=indent)}
+    assert exported_surface(base)[0] == exported_surface(head)[0]
+
+
+def test_a_doc_comment_only_change_passes_and_a_member_change_fails():
+    base = {
+        "src/a.ts": "export type Options = {\n  /** The URL */\n  url: string;\n  retries?: number;\n};\n"
+    }
+    doc_only = {
+        "src/a.ts": "export type Options = {\n  /** The URL.\n   * **Warning:** absolute only. */\n"
+        "  url: string,\n  retries?: number\n}\n"
+    }
+    required = {"src/a.ts": base["src/a.ts"].replace("retries?: number", "retries: number")}
+    assert compute_api_contract(base_files=base, head_files=doc_only)[0] is AxisResult.PASS
+    result, details = compute_api_contract(base_files=base, head_files=required)
+    assert result is AxisResult.FAIL
+    assert details["changes"][0]["message"] == (
+        "signature changed from {url: string, retries?: number} to {url: string, retries: number}"
+    )

@@ -68,6 +68,31 @@ def test_it_passes_an_added_optional_parameter_and_new_public_name_listing_them(
     assert "2 addition(s)" in details["evidence"] and details["to_clear"] == []
 
 
+def test_a_changed_default_is_a_behaviour_note_not_a_break():
+    """`b=1` → `b=None` keeps every call working (the mutable-default fix is one): warn."""
+    head = {**LIB, "lib/__init__.py": LIB["lib/__init__.py"].replace("b=1", "b=None")}
+    result, details = compute_api_contract(base_files=LIB, head_files=head)
+    assert result is AxisResult.WARN
+    assert [c["severity"] for c in details["changes"]] == ["advisory"]
+
+
+def test_a_private_modules_removal_is_not_a_break():
+    """A shim removed from `lib/_compat.py` (and a private class's method) is nobody's API."""
+    base = {
+        **LIB,
+        "lib/_compat.py": "def old_django_shim(x):\n    return x\n",
+        "lib/core.py": LIB["lib/core.py"]
+        + "\n\nclass _Cache:\n    def get(self, key):\n        return key\n",
+    }
+    head = {
+        **LIB,
+        "lib/core.py": LIB["lib/core.py"]
+        + "\n\nclass _Cache:\n    def get(self):\n        return 1\n",
+    }
+    result, details = compute_api_contract(base_files=base, head_files=head)
+    assert result is AxisResult.PASS, details["changes"]
+
+
 def test_it_passes_an_internal_refactor():
     """Renaming a private helper (and its caller's use of it) and touching tests is not an API
     change."""
@@ -161,10 +186,11 @@ def test_it_judges_openapi_parameters_bodies_and_responses():
     }
 
 
-def test_it_reads_yaml_openapi_when_pyyaml_is_there_and_is_unavailable_without_any_api():
-    """YAML documents are compared like JSON; a change in a language whose API the axis
-    cannot read gets `unavailable` naming the language, never `pass`, and says what would
-    clear the gate."""
+def test_it_reads_yaml_openapi_when_pyyaml_is_there_and_notes_languages_it_cannot_read():
+    """YAML documents are compared like JSON. A change in a language whose API the axis
+    cannot read is never `pass`: by default it is a `warn` naming the language per file (the
+    change is not held for it); a workspace that asks for it gets `unavailable`, which says
+    what would clear the gate."""
     yaml = __import__("yaml")
     head = json.loads(json.dumps(OPENAPI))
     del head["paths"]["/items"]["get"]
@@ -173,8 +199,13 @@ def test_it_reads_yaml_openapi_when_pyyaml_is_there_and_is_unavailable_without_a
         head_files={"openapi.yaml": yaml.safe_dump(head)},
     )
     assert result is AxisResult.FAIL
+    changed = ["src/Main.java", "lib/x.rs", "README.md"]
+    result, details = compute_api_contract(base_files={}, head_files={}, changed=changed)
+    assert result is AxisResult.WARN
+    assert details["unchecked_files"] == {"Java": ["src/Main.java"], "Rust": ["lib/x.rs"]}
+    assert "Java, Rust" in details["note"] and details["to_clear"] == []
     result, details = compute_api_contract(
-        base_files={}, head_files={}, changed=["src/Main.java", "lib/x.rs", "README.md"]
+        base_files={}, head_files={}, changed=changed, hold_unreadable=True
     )
     assert result is AxisResult.UNAVAILABLE
     assert details["unchecked_languages"] == ["Java", "Rust"]
