@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspaces", "0009_github_handle"),
+        ("workspaces", "0010_reviewer_sealed_key"),
     ]
 
     operations = [
