@@ -19,9 +19,12 @@ from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
     IMPLAUSIBLE_CREDENTIAL_PRIORITY,
     TEST_CREDENTIAL_PRIORITY,
+    documentation_context,
     high_precision,
+    inside_triple_quotes,
     is_test_code,
     live_secret,
+    placeholder_value,
     plausible_secret,
 )
 from reviews.domain.severity_floors import classify, floor_for
@@ -38,9 +41,10 @@ def _payload(
     label = kind.replace("_", " ")
     # Every kind is a hard-coded credential in the severity table (docs/analyzer-severities.md).
     priority = floor_for(classify(f"secrets:{kind}")) or Priority.P1
-    body = (
-        "Move the value to the environment or a secret store, and rotate it: it is now in the "
-        "repository's history."
+    body = "Move the value to the environment or a secret store." + (
+        " Rotate it: a credential of this format is now in the repository's history."
+        if live
+        else ""
     )
     if test_code and not live:
         priority = TEST_CREDENTIAL_PRIORITY
@@ -109,6 +113,15 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                 # Kinds judged by a name (assignment, URL, entropy) need a value that could be
                 # a secret; a provider's token format is evidence enough.
                 values = matched_values(text, kind)
+                in_text = (
+                    bool(checkout)
+                    and path.endswith(".py")
+                    and inside_triple_quotes(checkout or [], line.new_line - 1)
+                )
+                if not live and (
+                    documentation_context(path, text, in_text) or placeholder_value(values)
+                ):
+                    continue  # an example in documentation, a CI service's, or a placeholder
                 plausible = not values or any(plausible_secret(v) for v in values)
                 evidence = {
                     "tool": "secrets",
@@ -126,7 +139,8 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                 )
     findings, folded = grouped("secrets", matches)
     notes = [
-        "credential patterns; in test code only live formats stay above P3",
+        "credential patterns; in test code only live formats stay above P3; in documentation, "
+        "comments, docstrings and CI service definitions only live formats count",
         folded,
     ]
     return _validated(

@@ -77,6 +77,22 @@ PRODUCTION_ONLY_RULES = frozenset(
     }
 )
 
+# An `assert` that narrows a type for the checker (after an optional import, for a TypeGuard)
+# states what the code already guarantees; bandit's B101 (asserts vanish under -O) is noise
+# there. Only these shapes: a comparison with None, isinstance/issubclass/callable, and a call
+# of a predicate named like a type guard (`is_x(…)`, `_is_prepared(…)`, `has_x(…)`).
+_NARROWING_ASSERT = re.compile(
+    r"^\s*assert\s+(?:not\s+)?(?:[\w.\[\]'\"]+\s+is\s+(?:not\s+)?None\b|"
+    r"(?:isinstance|issubclass|callable)\(|[\w.]*\b_?(?:is|has)_\w+\()"
+)
+
+
+def narrowing_assert(lines: Sequence[str], start: int, end: int) -> bool:
+    """Whether the assert statement on lines `start`..`end` (1-based) narrows a type."""
+    text = " ".join(lines[start - 1 : end]) if 0 < start <= len(lines) else ""
+    return bool(_NARROWING_ASSERT.match(text))
+
+
 #: Secret scanner kinds with a format a provider issues (prefix or fixed shape): a match is a
 #: real credential wherever it sits. Private keys are not listed: test suites carry test keys.
 LIVE_SECRET_KINDS = frozenset(
@@ -89,6 +105,69 @@ _NOT_LIVE = re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{9}EXAMPLE\b|\b[sr]k_test_")
 def live_secret(kind: str, text: str) -> bool:
     """Whether a secret of scanner `kind` found in line `text` has a live format."""
     return kind in LIVE_SECRET_KINDS and not _NOT_LIVE.search(text)
+
+
+# -- documentation: examples are not credentials ---------------------------------------------
+
+_DOC_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc"})
+_DOC_NAMES = re.compile(r"^(?:change(?:s|log)|history|news|release[-_]?notes|authors)\b", re.I)
+_DOC_DIRS = frozenset({"docs", "doc", "examples", "example", "samples"})
+_CI_FILES = re.compile(
+    r"^(?:\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|"
+    r"azure-pipelines\.ya?ml|\.travis\.ya?ml|bitbucket-pipelines\.ya?ml|tox\.ini|noxfile\.py)$"
+)
+_COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|--|;|>>>|\.\.\.)")
+# Hosts and values that documentation uses precisely because they are not real.
+_EXAMPLE_HOST = re.compile(
+    r"@(?:[\w.-]+\.)?(?:example\.(?:com|org|net)|localhost|127\.0\.0\.1|[\w-]+\.(?:test|invalid|example|local))\b"
+    r"|\b(?:example\.(?:com|org|net))\b",
+    re.I,
+)
+_PLACEHOLDER = re.compile(
+    r"(?:<[^>]+>|\$\{?[A-Z_]+\}?|\{\{[^}]+\}\}|\bx{4,}\b|\*{4,}|\bchangeme\b|\byour[-_]\w+|"
+    r"\b(?:secret|password|passwd|token|dummy|placeholder|redacted)\b)",
+    re.I,
+)
+
+
+def documentation_context(path: str, line: str, inside_string: bool = False) -> str:
+    """Why a credential-like match here is an example, not a committed secret ("" when it is
+    not). Documentation files and folders, changelogs, CI service definitions (a throw-away
+    database's password), comments and doctests, docstrings (`inside_string`: the line sits
+    in a triple-quoted string), example hosts and placeholders."""
+    pure = PurePosixPath(path)
+    if pure.suffix.lower() in _DOC_SUFFIXES or _DOC_NAMES.match(pure.name):
+        return "documentation"
+    if any(part.lower() in _DOC_DIRS for part in pure.parts[:-1]):
+        return "documentation"
+    if _CI_FILES.match(path):
+        return "a CI service definition"
+    if _COMMENT.match(line):
+        return "a comment"
+    if inside_string:
+        return "a docstring or text block"
+    if _EXAMPLE_HOST.search(line):
+        return "an example host"
+    return ""
+
+
+def placeholder_value(values: Iterable[str]) -> bool:
+    """Every value found is an obvious placeholder (`<token>`, `${API_KEY}`, `xxxx`,
+    `changeme`, `your-key`, or the word itself)."""
+    found = [v for v in values if v.strip()]
+    return bool(found) and all(_PLACEHOLDER.search(v) for v in found)
+
+
+def inside_triple_quotes(lines: Sequence[str], index: int) -> bool:
+    """Whether line `index` (0-based) is inside a triple-quoted Python string: an odd number
+    of triple quotes opened before it. Approximate on purpose: a rare miscount costs one
+    finding, never an exception."""
+    count = 0
+    for text in lines[:index]:
+        count += text.count('"""') + text.count("'''")
+    current = lines[index] if index < len(lines) else ""
+    opens_here = current.lstrip().startswith(('"""', "'''", 'r"""', 'f"""'))
+    return count % 2 == 1 or opens_here  # a docstring that opens (or is) this line
 
 
 TEST_CREDENTIAL_PRIORITY = Priority.P3
@@ -323,5 +402,6 @@ __all__ = [
     "is_analyzer_agent",
     "is_test_code",
     "live_secret",
+    "narrowing_assert",
     "unconfirmed_pattern",
 ]
