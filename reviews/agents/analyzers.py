@@ -77,6 +77,7 @@ from reviews.domain.precision import (
     group_hits,
     high_precision,
     is_test_code,
+    narrowing_assert,
     plausible_secret,
 )
 from reviews.domain.severity_floors import (
@@ -517,7 +518,7 @@ def run_bandit(
         if line.kind == "+"
     ]
     sources: dict[str, list[str]] = {}
-    in_tests = silenced = 0
+    in_tests = silenced = narrowing = 0
     matches: list[ToolMatch] = []
     for item in results:
         path = _relative(root, str(item.get("filename", "")))
@@ -536,6 +537,9 @@ def run_bandit(
         test_code = is_test_code(path, "\n".join(lines))
         if test_code and rule in PRODUCTION_ONLY_RULES:
             in_tests += 1
+            continue
+        if rule == "B101" and narrowing_assert(lines, start, end):
+            narrowing += 1
             continue
         defect = classify(rule, _cwe(item))
         taint = None
@@ -569,6 +573,7 @@ def run_bandit(
         if in_tests
         else "",
         f"{_count(silenced, 'match')} silenced by # nosec" if silenced else "",
+        f"{_count(narrowing, 'assert')} narrowing a type not reported (B101)" if narrowing else "",
         folded,
     ]
     return _validated("bandit", dims, findings, root, paths, notes)

@@ -53,7 +53,7 @@ import subprocess
 
 
 def check(value, cmd):
-    assert value is not None
+    assert value, "a value is required"
     if value == None:
         return 1
     subprocess.call(cmd, shell=True)  # nosec B602
@@ -245,3 +245,92 @@ def test_the_secret_scanner_reads_files_too_large_for_models(tmp_path: Path) -> 
     secrets = _review(tmp_path, {"shop/big.py": big})["secrets"]
     assert secrets.files_checked == ("shop/big.py",)
     assert [f.payload["anchor"]["start_line"] for f in secrets.findings] == [3_201]
+
+
+DOCUMENTED = '''\
+"""URL helpers.
+
+    >>> parse("https://jo%40email.com:a%20secret@m\u00fcller.de/path")
+    URL(user='jo@email.com', password='a secret')
+"""
+
+
+def login(password="a secret"):
+    """Log in, e.g. login(password="hunter2-Xq9!"): never hard-code the real one."""
+    return password
+
+# The database in CI: postgres://postgres:postgres@localhost/test
+ADMIN_URL = "postgres://admin:Zk8!vR2#qL5m@db.internal.acme:5432/app"
+API_TOKEN = "<your-token>"
+'''
+
+WORKFLOW = """\
+jobs:
+  test:
+    services:
+      postgres:
+        env:
+          POSTGRES_PASSWORD: postgres
+    env:
+      DATABASE_URL: postgres://postgres:Hy7!kP2wQ9zX@localhost:5432/test
+"""
+
+CHANGELOG = "## 2.1\n\n- `connect(password=...)`: e.g. `https://user:Sx8!pass-Word@example.com`\n"
+
+
+def test_documentation_ci_services_and_placeholders_are_not_credentials(tmp_path: Path) -> None:
+    """Docstring and doctest examples, comments, a CI service's throw-away password, a
+    changelog entry and a placeholder are not findings; a real-looking connection string in
+    code still is, and without the "rotate it" advice a live format would get."""
+    token = "ghp_" + "Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV0b"
+    files = {
+        "shop/urls.py": DOCUMENTED,
+        ".github/workflows/ci.yml": WORKFLOW,
+        "CHANGELOG.md": CHANGELOG,
+        "docs/install.md": f"Set `GITHUB_TOKEN={token}` only in examples you never run.\n",
+    }
+    secrets = _review(tmp_path, files)["secrets"]
+    where = {
+        (f.payload["anchor"]["path"], line): f
+        for f in secrets.findings
+        for line in f.evidence["lines"]
+    }
+    assert set(where) == {
+        ("shop/urls.py", _line(DOCUMENTED, "ADMIN_URL")),
+        ("docs/install.md", 1),  # a live format counts even in documentation
+    }
+    code = where[("shop/urls.py", _line(DOCUMENTED, "ADMIN_URL"))].payload["body"]
+    assert "Rotate" not in code
+    assert "Rotate it" in where[("docs/install.md", 1)].payload["body"]
+
+
+NARROWING = """\
+try:
+    import zstandard
+except ImportError:
+    zstandard = None
+
+
+def _is_prepared(request):
+    return hasattr(request, "prepared")
+
+
+def send(request, level):
+    assert zstandard is not None
+    assert _is_prepared(request)
+    assert isinstance(level, int)
+    assert level > 0, "level must be positive"
+    return zstandard.compress(request.body, level)
+"""
+
+
+def test_an_assert_that_narrows_a_type_is_not_b101_and_b101_swallows_nothing(tmp_path: Path):
+    """Narrowing (`is not None`, a TypeGuard-like call, isinstance) is not reported; an assert
+    that checks a value still is, with no swallowed-exception class."""
+    bandit = _review(tmp_path, {"shop/codec.py": NARROWING})["bandit"]
+    b101 = [f for f in bandit.findings if f.evidence["rule"] == "B101"]
+    assert [f.evidence["lines"] for f in b101] == [[_line(NARROWING, "level > 0")]]
+    assert "swallowed-exception" not in (b101[0].payload.get("tags") or {}).get(
+        "defect_classes", []
+    )
+    assert any("narrowing a type" in note for note in bandit.notes)
