@@ -199,7 +199,7 @@ def approval_resolve_route(request, slug: Slug, request_id: Id, body: ResolveIn)
     resolved = approval_resolve(
         request=approval,
         actor=request.user,
-        executed=body.outcome == "executed",
+        executed=body.outcome == rules.Status.EXECUTED,
         reason=body.reason,
         http_request=request,
     )

@@ -12,7 +12,9 @@ from reviews.services.verdicts import round_finalise
 from tests.e2e.support import login, screenshot
 from tests.fixtures import node_payload
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# PostgreSQL: the live server is a forked process, and two processes writing one SQLite file
+# under a browser's concurrent requests lock each other out (page loads time out under load).
+pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

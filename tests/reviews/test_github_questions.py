@@ -76,6 +76,7 @@ def test_a_question_on_github_is_answered_by_its_reviewer_and_posted_once_after_
     approval_decide(request=request, approver=vera, decision="approve")
     for _ in range(2):  # the worker and a redelivered task
         approval_execute(request_id=request.pk)
+    assert background.drain(60)  # embedded: the approval's own execution, in a server thread
     posted = fake_github.requests_to("POST", REPLIES)
     assert len(posted) == 1
     reply.refresh_from_db()

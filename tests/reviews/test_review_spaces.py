@@ -120,7 +120,7 @@ def test_a_rounds_move_leaves_the_status_its_facts_decide(review_factory, alice,
             target_type="reviewspace",
             target_id=str(space.pk),
             target_label=str(space.pull_request),
-            payload={"space": space.pk},
+            payload={"space": space.pk, "round": review_round.number},
             payload_hash="0" * 64,
             expires_at=timezone.now() + timedelta(hours=1),
         )
