@@ -25,7 +25,7 @@ help:
 	@echo "make test   - install and run the test suite (services used when DATABASE_URL/REDIS_URL are set)"
 	@echo "make lint   - ruff check + format check"
 	@echo "make check  - lint, mypy, migrations in step with the models, check --deploy (CI runs it)"
-	@echo "make bench  - pipeline, code-index, analyzer-precision, review-page, live fan-out and model-cost benchmarks"
+	@echo "make bench  - pipeline, code-index, analyzer-precision, review-page, live fan-out, model-cost and MCP start benchmarks"
 
 $(STAMP): pyproject.toml
 	@base=$$(bash -c "$$FIND_PYTHON") || { \
@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(PY) -m tests.bench.bench_review_page
 	$(PY) -m tests.bench.bench_ws_fanout
 	$(PY) -m tests.bench.bench_cost
+	$(PY) -m tests.bench.bench_mcp_start
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
