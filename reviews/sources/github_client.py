@@ -261,28 +261,16 @@ class GitHubClient:
 
     def list_pull_files(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
         """Every changed file of the PR, following `Link: rel="next"` 100 at a time."""
-        path = f"/pulls/{_number(number)}/files"
-        files: list[dict[str, Any]] = []
-        url: str | None = None
-        for _ in range(MAX_FILE_PAGES):
-            if url is None:
-                resp = self._repo_call("GET", owner, repo, path, params={"per_page": 100})
-            else:
-                resp = self._repo_call("GET", owner, repo, url)
-            page = resp.json()
-            if not isinstance(page, list):
-                raise GitHubError(f"unexpected files page: {type(page).__name__}")
-            files.extend(page)
-            url = resp.links.get("next", {}).get("url")
-            if not url:
-                break
-        return files
+        return self._pages(owner, repo, f"/pulls/{_number(number)}/files", "files")
 
     def list_reviews(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
         """The PR's reviews, oldest first, following `Link: rel="next"` 100 at a time: how a
         publication whose answer was lost is looked for afterwards."""
-        path = f"/pulls/{_number(number)}/reviews"
-        reviews: list[dict[str, Any]] = []
+        return self._pages(owner, repo, f"/pulls/{_number(number)}/reviews", "reviews")
+
+    def _pages(self, owner: str, repo: str, path: str, what: str) -> list[dict[str, Any]]:
+        """A listing's items, page after page (`Link: rel="next"`), at most MAX_FILE_PAGES."""
+        items: list[dict[str, Any]] = []
         url: str | None = None
         for _ in range(MAX_FILE_PAGES):
             if url is None:
@@ -291,12 +279,12 @@ class GitHubClient:
                 resp = self._repo_call("GET", owner, repo, url)
             page = resp.json()
             if not isinstance(page, list):
-                raise GitHubError(f"unexpected reviews page: {type(page).__name__}")
-            reviews.extend(page)
+                raise GitHubError(f"unexpected {what} page: {type(page).__name__}")
+            items.extend(page)
             url = resp.links.get("next", {}).get("url")
             if not url:
                 break
-        return reviews
+        return items
 
     def get_pull_diff(self, owner: str, repo: str, number: int) -> str:
         """The PR's unified diff; DiffTooLarge when GitHub will not produce it (406)."""

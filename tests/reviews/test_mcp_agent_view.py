@@ -31,6 +31,7 @@ from reviews.mcp_server import tools
 from reviews.models import ReviewNode
 from tests.fixtures import node_payload
 from tests.reviews import pipeline_scenarios as scenario
+from tests.reviews.test_mcp_server import http_session
 from workspaces.models import ApiToken
 from workspaces.services import api_token_authenticate, api_token_create
 
@@ -190,13 +191,7 @@ def test_a_2_mib_request_is_a_json_rpc_error_naming_the_limit(asgi_server, works
     assert "at most 1048576 bytes" in error["message"]
 
     async def through_the_sdk():
-        headers = {"Authorization": f"Bearer {secret}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as http,
-            streamable_http_client(url, http_client=http) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with http_session(url, secret) as session:
             try:
                 await session.call_tool(
                     "reply", {"space": 1, "subject": "node:1", "body": "y" * (2 * 1024 * 1024)}
