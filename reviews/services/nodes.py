@@ -486,9 +486,9 @@ def _refuse_duplicate(node: ReviewNode) -> None:
 def node_act(
     *, node: ReviewNode, action: str, user: Any, reason: str = "", request: Any = None
 ) -> ReviewNode:
-    """A person's decision on a finding, the page's buttons and the API alike: an unknown action
-    or a demoted duplicate (decided with its canonical finding) is refused before the status
-    rules are asked."""
+    """A person's decision on a finding, the page's buttons and the API alike (an agent's token
+    acts as its agent): an unknown action or a demoted duplicate (decided with its canonical
+    finding) is refused before the status rules are asked."""
     try:
         act = PERSON_ACTIONS[consensus.Action(action)]
     except (ValueError, KeyError):
@@ -497,6 +497,13 @@ def node_act(
             f"Unknown action {action!r}; use {allowed}.", code="unknown_action"
         ) from None
     _refuse_duplicate(node)
+    if agent := getattr(user, "quorum_agent", ""):
+        # An agent's API token acts as the agent, as over MCP: it may confirm a peer's
+        # finding; resolving, dismissing and reopening are refused (people decide).
+        by = consensus.outside_agent(user.pk, agent)
+        return _person_action(
+            consensus.Action(action), node=node, user=user, reason=reason, request=request, by=by
+        )
     return act(node=node, user=user, reason=reason, request=request)
 
 

@@ -92,3 +92,22 @@ def test_a_row_written_around_the_service_is_still_one_voice(publishable, alice)
     for agent in (f"agent:{bob.pk}:codex", f"person:{bob.pk}"):
         node.confirmations.create(agent=agent, verdict="real")
     assert len(_counted(node)) == 1
+
+
+def test_an_agents_api_token_may_confirm_but_not_decide(publishable, workspace, client):
+    """Over the REST API an agent's token acts as the agent, as over MCP: resolving or
+    dismissing is refused and changes nothing; confirming a peer's finding counts."""
+    space, review_round, bob, _ = publishable
+    node = ReviewNode.objects.get(round=review_round)
+    _, secret = _agent(bob, "codex")
+    base = f"/api/v1/workspaces/{workspace.slug}/reviews/{space.pk}/nodes/{node.pk}"
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    for action in ("resolve", "dismiss"):
+        refused = client.post(f"{base}/{action}", {"reason": "fixed"}, "application/json", **auth)
+        assert refused.status_code in (400, 409), refused.content
+        assert "only a person" in refused.json()["detail"]
+    node.refresh_from_db()
+    assert node.status == "open" and node.decided_by is None
+    confirmed = client.post(f"{base}/confirm", {}, "application/json", **auth)
+    assert confirmed.status_code == 200 and confirmed.json()["status"] == "consensus_ready"
+    assert node.confirmations.get().agent == f"agent:{bob.pk}:codex"
