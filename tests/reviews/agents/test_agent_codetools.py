@@ -157,7 +157,7 @@ def test_it_refuses_patterns_that_can_backtrack_catastrophically(tree: Path, pat
     out = CodeTools(tree).grep(pattern)
     assert out.startswith(ERROR_PREFIX)
     assert "literal" in out
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # a backtracking run would take minutes
     assert regex_problem(pattern) is not None
 
 
@@ -166,7 +166,7 @@ def test_it_runs_ordinary_patterns_on_long_lines_quickly(tree: Path) -> None:
     (tree / "bundle.js").write_text(("x" * 200_000) + "\n")
     started = time.monotonic()
     assert CodeTools(tree).grep(r"x+y") == "No matches."
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10  # uncapped, this line would take minutes
 
 
 def test_it_shows_the_diff_of_one_file_or_all(tree: Path) -> None:

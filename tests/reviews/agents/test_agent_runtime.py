@@ -310,12 +310,12 @@ def test_it_keeps_the_reviewer_inside_the_worktree(
 def test_it_raises_a_retryable_error_when_the_model_is_too_slow(
     fake_model: FakeModelServer, stream: Stream, provider: str
 ) -> None:
-    """A response slower than the per-call timeout is a retryable timeout, tried once only."""
+    """A response slower than the per-call timeout is a retryable timeout, tried once only.
+    The model answers after 3 s: a timeout error (not an answer) shows the call gave up first,
+    whatever the machine's load; no wall-clock bound is asserted."""
     fake_model.add_script(slow(3.0), model="sluggish")
-    started = time.monotonic()
     with pytest.raises(RetryableModelError) as caught:
         _run(fake_model, _runtime(fake_model, provider, "sluggish", timeout=0.3), stream)
-    assert time.monotonic() - started < 2.5
     assert caught.value.kind == "timeout" and caught.value.retryable
     assert len(fake_model.recorded(provider)) == 1  # no hidden SDK retries
 
@@ -486,8 +486,9 @@ def test_it_fences_pr_text_so_smuggled_instructions_stay_data(
 
 
 def test_it_runs_reviewers_concurrently(fake_model: FakeModelServer, tmp_path: Path) -> None:
-    """Three slow reviewers awaited together take about one latency, not three."""
-    fake_model.add_script(slow(0.4), model="reviewer")
+    """Three slow reviewers awaited together take about one latency, not three (2 s each:
+    in series they would take 6 s, so the bound below holds on a loaded machine too)."""
+    fake_model.add_script(slow(2.0), model="reviewer")
     runtime = _runtime(fake_model, "openai", "reviewer")
 
     async def three() -> list[Any]:
@@ -504,7 +505,7 @@ def test_it_runs_reviewers_concurrently(fake_model: FakeModelServer, tmp_path: P
 
     started = time.monotonic()
     outcomes = asyncio.run(three())
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 4.5
     assert [o.usage.requests for o in outcomes] == [1, 1, 1]
 
 
