@@ -274,6 +274,9 @@ class ActionClass:
     # Told (request id, executed?) when such an execution is settled, by the lookup or by a
     # person, so what the action keeps of its own (a publication's record) follows.
     settled: Callable[[int, bool], None] | None = None
+    # It posts on a pull request or a repository for people to read (a review, an issue, a
+    # reply): what "who published what" in the audit trail lists.
+    publishes: bool = False
 
 
 REGISTRY: dict[str, ActionClass] = {
@@ -285,6 +288,7 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_current_head,
         scope=_publish_scope,
         description="Publish a review to GitHub",
+        publishes=True,
         lookup=_late("reviews.services.publishing.publish_lookup"),
         settled=_late("reviews.services.publishing.publish_settled"),
     ),
@@ -297,6 +301,7 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_late("reviews.services.notes.ticket_issue_head"),
         scope=_late("reviews.services.notes.ticket_issue_scope"),
         description="Create a GitHub issue from a reviewer's ticket",
+        publishes=True,
     ),
     "policyChange": ActionClass(
         name="policyChange",
@@ -323,6 +328,7 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_late("reviews.services.github_replies.answer_head"),
         scope=_late("reviews.services.github_replies.answer_scope"),
         description="Post a reviewer's answer to a question asked on GitHub",
+        publishes=True,
         needs_presence=False,
     ),
     # Posted by the app on every round's head commit: it reports the verdict and posts nothing

@@ -32,15 +32,19 @@ def audit_events(
     """A workspace's audit trail, newest first, filtered the same way on the page, its exports
     and the API. Every filter is optional; given together, an event must match all of them:
 
-    - `action`: the action starts with it (`approval.` finds every approval event);
+    - `action`: the action starts with it (`approval.` finds every approval event), or with
+      one of several, comma-separated (`prPublish.executed,issueCreate.executed`);
     - `actor`: the actor's label contains it, any case (an email or part of one);
     - `target`: the target's id is exactly it, or its label contains it, any case;
     - `since` / `until`: the event happened on or after / on or before that day (the server's
       time zone), both days included.
     """
     events = AuditEvent.objects.filter(workspace=workspace)
-    if action:
-        events = events.filter(action__startswith=action)
+    if prefixes := [a.strip() for a in action.split(",") if a.strip()]:
+        matches = Q()
+        for prefix in prefixes:
+            matches |= Q(action__startswith=prefix)
+        events = events.filter(matches)
     if actor:
         events = events.filter(actor_label__icontains=actor)
     if target:

@@ -253,6 +253,10 @@ def audit(request: HttpRequest, membership: Membership) -> HttpResponse:
         "query": query.urlencode(),
         "chain_status": status,
         "chain_broken": status.broken,
+        # Every action class that posts for people to read: reviews, issues, replies.
+        "published_filter": ",".join(
+            f"{spec.name}.executed" for spec in REGISTRY.values() if spec.publishes
+        ),
     }
     return render(request, "guardrails/audit.html", context)
 

@@ -93,3 +93,28 @@ def test_the_api_takes_days_only_as_written_in_its_schema(trail, alice, client, 
     client.force_login(alice)
     response = client.get(f"/api/v1/workspaces/{trail.slug}/audit?until={day}")
     assert response.status_code == 422, response.content
+
+
+def test_who_published_what_lists_every_action_that_posts_on_github(workspace, alice, client):
+    """Reviews, issues and replies posted through approval; not the check run, which posts
+    nothing for people to read, nor anything else."""
+    from guardrails.audit import APP
+
+    for action in (
+        "prPublish.executed",
+        "issueCreate.executed",
+        "threadAnswer.executed",
+        "checkRun.executed",
+        "approval.approved",
+    ):
+        audit_record(
+            action=action, actor=APP, workspace=workspace, target=Target("reviewspace", "7", "x")
+        )
+    client.force_login(alice)
+    page = client.get(f"/w/{workspace.slug}/audit/").content.decode()
+    href = re.search(r'<a href="\?action=([^"]+)">Who published what</a>', page).group(1)
+    listed = client.get(f"/w/{workspace.slug}/audit/?action={href}").content.decode()
+    shown = set(re.findall(r"<code>(\w+\.\w+)</code>", listed))
+    assert shown == {"prPublish.executed", "issueCreate.executed", "threadAnswer.executed"}
+    api = client.get(f"/api/v1/workspaces/{workspace.slug}/audit?action={href}").json()
+    assert {e["action"] for e in api} == shown
