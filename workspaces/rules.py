@@ -430,8 +430,10 @@ class Criterion(BaseModel):
 
 
 #: What `_not_blank` checks, said in the API's schema: no NUL, and something besides whitespace
-#: as Python's str.strip() counts it (the regex reads \s the same way).
-_NOT_BLANK_SCHEMA: dict[str, Any] = {"pattern": r"^[^\x00]*[^\x00\s][^\x00]*$"}
+#: as either reader counts it. JavaScript's \s (what a client's JSON Schema validator uses)
+#: lacks \x1c-\x1f and \x85, which Python's str.strip() removes; Python's lacks U+FEFF. The
+#: class names them, and the check treats U+FEFF as blank, so the two can never disagree.
+_NOT_BLANK_SCHEMA: dict[str, Any] = {"pattern": r"^[^\x00]*[^\x00\s\x1c-\x1f\x85\ufeff][^\x00]*$"}
 
 
 class FewShot(BaseModel):
@@ -450,7 +452,7 @@ class FewShot(BaseModel):
     @field_validator("excerpt", "good")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if not value.replace("\ufeff", "").strip():
             raise ValueError("is required and must be text")
         return value
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from hypothesis import given
+from hypothesis import strategies as st
 
 from workspaces import rules, services
 from workspaces.models import ReviewerConfig
@@ -107,3 +109,20 @@ def test_a_criterion_name_the_schema_allows_is_one_the_validator_accepts():
         except ValidationError:
             accepted = False
         assert accepted == bool(pattern.search(name)), repr(name)
+
+
+@given(st.characters(exclude_characters="\x00"))
+def test_the_schema_and_the_check_agree_on_what_is_blank(char):
+    """A one-character excerpt is text for the API's schema exactly when the server takes it
+    as text: whitespace as JavaScript or Python counts it is blank for both."""
+    import re
+
+    from workspaces.rules import _NOT_BLANK_SCHEMA, FewShot
+
+    schema_text = bool(re.match(_NOT_BLANK_SCHEMA["pattern"], char))
+    try:
+        FewShot.model_validate({"excerpt": char, "good": "a good verdict"})
+        server_text = True
+    except ValueError:
+        server_text = False
+    assert schema_text == server_text, repr(char)
