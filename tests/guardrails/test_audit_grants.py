@@ -128,3 +128,50 @@ def test_it_refuses_roles_that_could_disable_the_triggers(app_role):
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f'REVOKE "{table_owner}" FROM {app_role}')
+
+
+HEAD = "SELECT seq, last_hash FROM guardrails_auditchainhead WHERE chain = %s"
+APPEND = """
+INSERT INTO guardrails_auditevent (chain, seq, actor_kind, actor_label, action, target_type,
+    target_id, target_label, payload, created_at, user_agent, prev_hash, hash, key_id)
+VALUES (%s, %s, 'system', 'system', 'test.grant', '', '', '', '{}', %s, '', %s, %s, '')
+"""
+
+
+def test_the_app_role_moves_a_head_only_as_an_append_does(app_role, workspace):
+    """The role must UPDATE heads (every append does), so the grant cannot stop a rewind: the
+    trigger can. A head moves forward onto an event chained from it, and nowhere else."""
+    from guardrails.audit import SYSTEM, audit_record
+
+    audit_record(action="test.seed", actor=SYSTEM, workspace=workspace, payload={})
+    chain = f"ws:{workspace.pk}"
+    call_command("audit_grants", "--app-role", app_role, stdout=None)
+    with connect_as(app_role) as app:
+        seq, last = app.execute(HEAD, [chain]).fetchone()
+        refused = [
+            ("UPDATE guardrails_auditchainhead SET seq = seq - 1 WHERE chain = %s", [chain]),
+            (
+                "UPDATE guardrails_auditchainhead SET last_hash = %s WHERE chain = %s",
+                ["a" * 64, chain],
+            ),
+            ("UPDATE guardrails_auditchainhead SET legacy_seq = 99 WHERE chain = %s", [chain]),
+            ("UPDATE guardrails_auditchainhead SET chain = 'other' WHERE chain = %s", [chain]),
+            ("UPDATE guardrails_auditchainhead SET seq = seq + 5 WHERE chain = %s", [chain]),
+        ]
+        for sql, params in refused:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                app.execute(sql, params)
+        # An event that does not chain from the head cannot carry it.
+        app.execute(APPEND, [chain, seq + 1, timezone.now(), "b" * 64, "c" * 64])
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            app.execute(
+                "UPDATE guardrails_auditchainhead SET seq = %s, last_hash = %s WHERE chain = %s",
+                [seq + 1, "c" * 64, chain],
+            )
+        # One that does, can: this is the append.
+        app.execute(APPEND, [chain, seq + 2, timezone.now(), last, "d" * 64])
+        app.execute(
+            "UPDATE guardrails_auditchainhead SET seq = %s, last_hash = %s WHERE chain = %s",
+            [seq + 2, "d" * 64, chain],
+        )
+        assert app.execute(HEAD, [chain]).fetchone() == (seq + 2, "d" * 64)

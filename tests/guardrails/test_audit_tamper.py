@@ -38,15 +38,17 @@ def trail(workspace_factory, alice):
 @contextmanager
 def as_owner():
     """Lift the row triggers inside this test's transaction, as the table's owner could."""
+    triggers = [
+        ("guardrails_auditevent", "guardrails_auditevent_append_only"),
+        ("guardrails_auditchainhead", "guardrails_auditchainhead_append_only"),
+    ]
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(
-            "ALTER TABLE guardrails_auditevent DISABLE TRIGGER guardrails_auditevent_append_only"
-        )
+        for table, trigger in triggers:
+            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}")
         yield cursor
-        cursor.execute(
-            "ALTER TABLE guardrails_auditevent ENABLE TRIGGER guardrails_auditevent_append_only"
-        )
+        for table, trigger in triggers:
+            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {trigger}")
 
 
 def verify_fails(ws) -> str:
@@ -102,7 +104,7 @@ def test_a_deleted_tail_with_a_rewound_head_is_reported_without_the_key(trail):
         cursor.execute(
             "DELETE FROM guardrails_auditevent WHERE chain = %s AND seq > 5", [f"ws:{trail.pk}"]
         )
-    AuditChainHead.objects.filter(chain=f"ws:{trail.pk}").update(seq=5, last_hash=last)
+        AuditChainHead.objects.filter(chain=f"ws:{trail.pk}").update(seq=5, last_hash=last)
     assert "head row does not carry a valid MAC" in verify_fails(trail)
 
 
@@ -118,16 +120,17 @@ def test_a_deleted_middle_entry_is_a_gap(trail):
 def test_a_recomputed_chain_is_reported(trail, forged_with):
     last = rewrite(trail, key=forged_with, from_seq=3)
     # The forger also moves the head onto the forged chain, sealing it as best they can.
-    AuditChainHead.objects.filter(chain=f"ws:{trail.pk}").update(
-        last_hash=last,
-        mac=head_mac(
-            forged_with or WRONG_KEY,
-            chain=f"ws:{trail.pk}",
-            seq=8,
+    with as_owner():
+        AuditChainHead.objects.filter(chain=f"ws:{trail.pk}").update(
             last_hash=last,
-            legacy_seq=0,
-        ),
-    )
+            mac=head_mac(
+                forged_with or WRONG_KEY,
+                chain=f"ws:{trail.pk}",
+                seq=8,
+                last_hash=last,
+                legacy_seq=0,
+            ),
+        )
     victim = AuditEvent.objects.get(workspace=trail, seq=3)
     out = verify_fails(trail)
     assert f"entry #3 (event id {victim.pk})" in out
@@ -206,9 +209,10 @@ def test_chains_written_before_the_key_still_verify_after_the_migration(trail):
     """Existing entries are not re-keyed: they stay plain SHA-256 up to the sealed legacy_seq."""
     chain = f"ws:{trail.pk}"
     last = rewrite(trail, key=None)  # the trail as the unkeyed version wrote it
-    AuditChainHead.objects.filter(chain=chain).update(last_hash=last, mac="", legacy_seq=0)
-    migration = importlib.import_module("guardrails.migrations.0005_audit_keyed_chain")
-    migration.seal_heads(apps, SimpleNamespace(connection=connection))
+    with as_owner():  # the head as it stood before migration 0008's trigger
+        AuditChainHead.objects.filter(chain=chain).update(last_hash=last, mac="", legacy_seq=0)
+        migration = importlib.import_module("guardrails.migrations.0005_audit_keyed_chain")
+        migration.seal_heads(apps, SimpleNamespace(connection=connection))
     head = AuditChainHead.objects.get(chain=chain)
     assert (head.legacy_seq, head.seq) == (8, 8)
 
@@ -228,7 +232,8 @@ def test_chains_written_before_the_key_still_verify_after_the_migration(trail):
 
 
 def test_a_head_altered_outside_the_app_stays_unsealed_after_the_next_write(trail, caplog):
-    AuditChainHead.objects.filter(chain=f"ws:{trail.pk}").update(legacy_seq=8)
+    with as_owner():
+        AuditChainHead.objects.filter(chain=f"ws:{trail.pk}").update(legacy_seq=8)
     audit_record(action="test.after", actor=SYSTEM, workspace=trail, payload={})
     assert AuditChainHead.objects.get(chain=f"ws:{trail.pk}").mac == ""
     assert "not sealed" in caplog.text
