@@ -48,7 +48,7 @@ from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import SpaceStatus
 from reviews.export import review_json, review_sarif
-from reviews.models import ReviewerTicket, ReviewNode, Verdict
+from reviews.models import ReviewerTicket, ReviewNode, SarifUpload
 from reviews.selectors import (
     disagreement_round,
     review_page,
@@ -486,34 +486,61 @@ def review_sarif_get(request, slug: Slug, space_id: Id, round: Id | None = None)
     return review_sarif(review_page(space=space, round_number=round))
 
 
+def _sarif_upload_out(request, slug: str, upload: SarifUpload) -> dict:
+    review_round = upload.round
+    return {
+        "upload": upload.pk,
+        "space": review_round.space_id,
+        "round": review_round.number,
+        "state": upload.state,
+        "results": upload.results,
+        "runs": upload.runs,
+        "verdict": upload.verdict or None,
+        "error": upload.error,
+        "status_url": request.build_absolute_uri(
+            f"/api/v1/workspaces/{slug}/reviews/{review_round.space_id}/rounds/"
+            f"{review_round.number}/sarif/{upload.pk}"
+        ),
+    }
+
+
 @router.post(
     "/{slug}/reviews/{space_id}/rounds/{number}/sarif",
-    response=responses({200: SarifUploadOut}, 400, 403, 404, 409, 413, 422),
+    response=responses({202: SarifUploadOut}, 400, 403, 404, 409, 413, 422),
 )
 def sarif_upload(request, slug: Slug, space_id: Id, number: Id, body: SarifLogIn):
-    """Upload a SARIF 2.1.0 log from CI for a finished round: each run becomes a reviewer
-    stream named after its tool; results on lines the change adds become findings, merged with
-    the others by the lead pass, and the verdict is decided again; results outside the change
-    are counted. The same log twice adds nothing. 400 with `path` and `schema_error` for a
-    document the SARIF schema refuses (nothing is recorded); 409 while the round has not finished;
-    413 past the body cap or 5000 results."""
+    """Upload a SARIF 2.1.0 log from CI for a finished round. The log is checked and stored
+    here and recorded by a worker (202, `state` queued; poll `status_url`): each run becomes a
+    reviewer stream named after its tool; results on lines the change adds become findings,
+    merged with the others by the lead pass, and the verdict is decided again; results outside
+    the change are counted. The same log twice adds nothing. 400 with `path` and
+    `schema_error` for a document the SARIF schema refuses (nothing is stored); 409 while the
+    round has not finished or once a newer round exists; 413 past the body cap or 5000
+    results."""
     import json
 
-    from reviews.services.sarif import sarif_ingest
+    from reviews.services.sarif import sarif_accept
 
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "upload SARIF")
     review_round = _round_of(space, number)
-    outcomes = sarif_ingest(
+    upload = sarif_accept(
         review_round=review_round,
         document=json.loads(request.body),
         user=request.user,
         request=request,
     )
-    return {
-        "space": space.pk,
-        "round": review_round.number,
-        "runs": [o.as_dict() for o in outcomes],
-        "verdict": Verdict.objects.filter(round=review_round)
-        .values_list("level", flat=True)
-        .first(),
-    }
+    return Status(202, _sarif_upload_out(request, slug, upload))
+
+
+@router.get(
+    "/{slug}/reviews/{space_id}/rounds/{number}/sarif/{upload_id}",
+    response=responses({200: SarifUploadOut}, 404, 422),
+)
+def sarif_upload_get(request, slug: Slug, space_id: Id, number: Id, upload_id: Id):
+    """One SARIF upload of a round: queued, done (with what each run became and the verdict
+    after it) or failed (with why)."""
+    _, space = _space(request, slug, space_id)
+    review_round = _round_of(space, number)
+    upload = get_object_or_404(SarifUpload, round=review_round, pk=upload_id)
+    upload.round = review_round
+    return _sarif_upload_out(request, slug, upload)

@@ -519,10 +519,19 @@ class SarifRunOut(Schema):
 
 
 class SarifUploadOut(Schema):
+    """An uploaded log and what became of it. `queued` until a worker has recorded it (poll
+    `status_url`); `done` with its runs and the round's verdict after them; `failed` with
+    `error` when the round moved on before it was recorded."""
+
+    upload: int
     space: int
     round: int
+    state: Literal["queued", "done", "failed"]
+    results: int  # results in the log
     runs: list[SarifRunOut]
     verdict: t.VerdictLevel | None
+    error: str
+    status_url: str
 
 
 class SarifLogOut(Schema):

@@ -782,3 +782,38 @@ class ThreadMessageRevision(models.Model):
 
     def __str__(self) -> str:
         return f"revision of message {self.message_id}"
+
+
+class SarifUpload(models.Model):
+    """A SARIF log from CI, accepted by the API and recorded on its round by a task.
+
+    The request only checks the log (schema, round, size) and stores it; matching thousands
+    of results to the diff and merging them runs in the background, so an upload never holds a
+    web worker. `queued` turns into `done` or `failed` in one transaction: a worker that dies
+    half-way leaves it `queued`, and the sweeper queues it again.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        DONE = "done"
+        FAILED = "failed"
+
+    round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="sarif_uploads")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    document = SchemaJSONField(schema=JsonObject)
+    results = models.PositiveIntegerField()
+    runs = SchemaJSONField(schema=list[JsonObject], default=list, blank=True)
+    verdict = models.CharField(max_length=10, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["round", "pk"]
+        indexes = [models.Index(fields=["state", "created_at"], name="sarif_upload_state_idx")]
+
+    def __str__(self) -> str:
+        return f"SARIF upload {self.pk} ({self.state})"

@@ -21,6 +21,7 @@ __all__ = [
     "pipeline_recover_task",
     "pipeline_step_task",
     "requirements_rerun_task",
+    "sarif_process_task",
     "thread_ask_task",
     "thread_mentions_task",
 ]
@@ -40,6 +41,14 @@ def check_run_backoff(retries: int, retry_at: float | None, now: float) -> float
     if retry_at is not None:
         return min(max(retry_at - now, 1.0), CHECK_RUN_MAX_WAIT)
     return min(5.0 * 2**retries, CHECK_RUN_MAX_WAIT)
+
+
+@shared_task(name="reviews.sarif_process", acks_late=True)
+def sarif_process_task(upload_id: int) -> str:
+    """Record an uploaded SARIF log on its round; a redelivery finds it done and does nothing."""
+    from reviews.services.sarif import sarif_process
+
+    return sarif_process(upload_id=upload_id).state
 
 
 @shared_task(name="reviews.check_run_sync", bind=True, acks_late=True)

@@ -58,6 +58,8 @@ WRITERS = (
     # claimed → posted | failed | uncertain where it posts to GitHub; claimed | uncertain →
     # posted | failed where an execution whose worker died is settled
     Writer("reviews.services.publishing", "publication_move", ("PublishRecord.state",)),
+    # queued → done | failed, once (reviews/services/sarif.py)
+    Writer("reviews.services.sarif", "sarif_upload_settle", ("SarifUpload.state",)),
 )
 
 #: Sites that write something named `state`/`status` that is no model's state, or copy

@@ -55,6 +55,10 @@ def sweep_once(*, force: bool = False, interval: float | None = None) -> int | N
     approvals_resume()
     # Approved requests whose worker died during the call: looked up after their lease.
     approvals_settle_stuck()
+    # SARIF uploads whose message was lost or whose worker died while recording them.
+    from reviews.services.sarif import sarif_uploads_resume
+
+    sarif_uploads_resume(older_than=interval)
     if dispatched:
         log.info("sweeper: %s stalled round(s) handed back to a coordinator", dispatched)
     return dispatched

@@ -1,8 +1,9 @@
 """SARIF logs from CI as reviewers of a round (docs/sarif.md).
 
-`sarif_ingest` validates a whole log against the vendored SARIF 2.1.0 schema before anything is
-written (an invalid log changes nothing), then records each run as a reviewer stream of kind
-analyzer named after its tool. Results on lines the change adds become findings, one per rule
+`sarif_accept` (the request) validates a whole log against the vendored SARIF 2.1.0 schema,
+checks the round and the size, and stores it as a queued `SarifUpload`; an invalid log changes
+nothing. `sarif_process` (a task) records each run as a reviewer stream of kind analyzer named
+after its tool. Results on lines the change adds become findings, one per rule
 per file as the built-in analyzers group them, through `node_record_many`: the pipeline's own
 validation, redaction, fingerprints and idempotency (a payload a stream already holds yields
 its node, so the same log twice adds nothing). The rest are counted in the stream's coverage
@@ -12,10 +13,13 @@ Quorum's own by the dedup rule, and the verdict follows.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
@@ -27,7 +31,7 @@ from reviews.domain.errors import ApplicationError
 from reviews.domain.precision import SARIF_AGENT_PREFIX
 from reviews.domain.round_states import RoundState
 from reviews.domain.stream_states import StreamState
-from reviews.models import ReviewerStream, ReviewRound
+from reviews.models import ReviewerStream, ReviewRound, SarifUpload, Verdict
 from reviews.services.consolidation import round_consolidate
 from reviews.services.nodes import Finding, node_record_many
 from reviews.services.streams import stream_transition
@@ -125,11 +129,8 @@ def _note(run: sarif.SarifRun, outcome: RunOutcome) -> str:
     )
 
 
-def sarif_ingest(
-    *, review_round: ReviewRound, document: Any, user: Any, request: Any = None
-) -> list[RunOutcome]:
-    """Record a SARIF log's runs on a finished round; see the module docstring. Raises
-    SarifInvalid (400) for a document the schema refuses, 409 unless the round finished."""
+def _check(review_round: ReviewRound, document: Any) -> int:
+    """The refusals that hold at upload and again when the task runs; the log's results."""
     error = schema.schema_error(document)
     if error is not None:
         raise SarifInvalid(error)
@@ -155,8 +156,7 @@ def sarif_ingest(
             code="round_superseded",
             http_status=409,
         )
-    runs = sarif.read_runs(document)
-    total = sum(len(r.results) for r in runs)
+    total = sum(len(r.results) for r in sarif.read_runs(document))
     if total > MAX_RESULTS:
         raise ApplicationError(
             f"The log has {total} results; at most {MAX_RESULTS} are accepted per upload. "
@@ -164,15 +164,119 @@ def sarif_ingest(
             code="sarif_too_many_results",
             http_status=413,
         )
+    return total
+
+
+def sarif_accept(
+    *, review_round: ReviewRound, document: Any, user: Any, request: Any = None
+) -> SarifUpload:
+    """Store a SARIF log for a finished round and queue its processing. Raises SarifInvalid
+    (400) for a document the schema refuses, 409 unless the round finished and is the newest,
+    413 past MAX_RESULTS; nothing is stored then."""
+    total = _check(review_round, document)
+    upload = SarifUpload.objects.create(
+        round=review_round,
+        uploaded_by=user if getattr(user, "is_authenticated", False) else None,
+        document=document,
+        results=total,
+    )
+    audit_record(
+        action="sarif.received",
+        actor=AuditActor.of(user),
+        workspace=review_round.space.workspace,
+        target=Target("reviewround", str(review_round.pk), f"round {review_round.number}"),
+        payload={"space": review_round.space_id, "round": review_round.number, "upload": upload.pk},
+        request=request,
+    )
+    transaction.on_commit(lambda: _queue(upload.pk))
+    return upload
+
+
+def _queue(upload_id: int) -> None:
+    from config.background import QueueUnavailable, submit_now
+    from reviews.tasks import sarif_process_task
+
+    # Stored and still queued if the broker is down: the sweeper queues it once it is back.
+    with suppress(QueueUnavailable):
+        submit_now(sarif_process_task, upload_id)
+
+
+def sarif_process(*, upload_id: int) -> SarifUpload:
+    """Record a queued upload on its round (see the module docstring). Idempotent: an upload
+    that is no longer queued is left as it is, and the same log twice adds nothing. A round
+    that moved on since the upload fails the upload with the reason."""
+    try:
+        with transaction.atomic():
+            upload = SarifUpload.objects.select_for_update().get(pk=upload_id)
+            if upload.state != SarifUpload.State.QUEUED:
+                return upload
+            # Uploads of one round take turns (two CI jobs, a retry racing the first attempt):
+            # each sees what the other recorded, so none fails on the unique keys.
+            review_round = (
+                ReviewRound.objects.select_for_update(of=("self",))
+                .select_related("space__workspace")
+                .get(pk=upload.round_id)
+            )
+            _check(review_round, upload.document)
+            outcomes = _record(review_round, upload.document, upload.uploaded_by)
+            verdict = Verdict.objects.filter(round=review_round).values_list("level", flat=True)
+            sarif_upload_settle(
+                upload_id=upload_id,
+                state=SarifUpload.State.DONE,
+                runs=[o.as_dict() for o in outcomes],
+                verdict=verdict.first() or "",
+            )
+    except ApplicationError as exc:
+        sarif_upload_settle(
+            upload_id=upload_id, state=SarifUpload.State.FAILED, error=exc.message[:500]
+        )
+    return SarifUpload.objects.get(pk=upload_id)
+
+
+def sarif_upload_settle(
+    *,
+    upload_id: int,
+    state: SarifUpload.State,
+    runs: list[dict[str, Any]] | None = None,
+    verdict: str = "",
+    error: str = "",
+) -> bool:
+    """The one move of an upload's state: queued → done (with what it became) or failed (with
+    why). False when it was no longer queued (another delivery settled it first)."""
+    assert state != SarifUpload.State.QUEUED
+    return bool(
+        SarifUpload.objects.filter(pk=upload_id, state=SarifUpload.State.QUEUED).update(
+            state=state,
+            runs=runs or [],
+            verdict=verdict,
+            error=error,
+            finished_at=timezone.now(),
+        )
+    )
+
+
+def sarif_uploads_resume(*, older_than: float) -> int:
+    """Queue again the uploads still queued `older_than` seconds after they arrived (their
+    message was lost, or the worker died while recording them)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    ids = list(
+        SarifUpload.objects.filter(state=SarifUpload.State.QUEUED, created_at__lt=cutoff)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:100]
+    )
+    for upload_id in ids:
+        _queue(upload_id)
+    return len(ids)
+
+
+def _record(review_round: ReviewRound, document: Any, user: Any) -> list[RunOutcome]:
+    runs = sarif.read_runs(document)
     try:
         changed = added_lines(parse_unified_diff(review_round.diff))
     except DiffParseError:
         changed = {}
     outcomes: list[RunOutcome] = []
     with transaction.atomic():
-        # Uploads of one round take turns (two CI jobs, a retry racing the first attempt):
-        # each sees what the other recorded, so none fails on the unique keys.
-        list(ReviewRound.objects.select_for_update().filter(pk=review_round.pk).values_list("pk"))
         for run in runs:
             stream = _stream_for(review_round, run.tool)
             mapping = TOOL_MAPPINGS.get(run.tool.lower())
@@ -224,7 +328,6 @@ def sarif_ingest(
                 "round": review_round.number,
                 "runs": [o.as_dict() for o in outcomes],
             },
-            request=request,
         )
         if added:
             round_consolidate(review_round=review_round)
@@ -233,6 +336,5 @@ def sarif_ingest(
                 review_round=review_round,
                 reason=f"{added} finding(s) from SARIF ({tools})",
                 actor=user,
-                request=request,
             )
     return outcomes

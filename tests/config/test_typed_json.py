@@ -72,6 +72,8 @@ BAD_VALUES = [
     ("reviews.Verdict", "contributing", {"1": True}),
     ("reviews.PublishRecord", "plan", {"inline": [1], "posted": True}),
     ("reviews.CodeIndexRecord", "data", {"format": 1, "indexed": True}),
+    ("reviews.SarifUpload", "document", ["runs"]),
+    ("reviews.SarifUpload", "runs", [["ruff"]]),
     ("guardrails.AuditEvent", "payload", ["a list"]),
     ("guardrails.ApprovalRequest", "payload", "text"),
     ("guardrails.ApprovalRequest", "result", {"bad\x00key": 1}),

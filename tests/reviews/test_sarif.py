@@ -28,10 +28,17 @@ from reviews.models import ReviewerStream, ReviewNode, Verdict, VerdictChange
 from reviews.pipeline.runner import run_inline
 from reviews.sample_repo import create_sample_repository
 from reviews.services.requests import review_request
+from tests.reviews.sarif_uploads import upload_and_wait
 from workspaces.models import Repository
 from workspaces.services import api_token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _embedded_background(settings):
+    settings.REDIS_URL = ""  # uploads are recorded by a server thread, as in the embedded default
+
 
 # Ruff's port of bandit's SQL rule, a shell rule, and the docstring rule: it fires on functions
 # the change adds and on functions that were already there (outside the change).
@@ -119,10 +126,10 @@ def test_ruffs_sarif_merges_with_quorums_findings_and_is_idempotent(reviewed, wo
     bandit_sql = ReviewNode.objects.get(round=review_round, title__startswith="B608")
     nodes_before = ReviewNode.objects.filter(round=review_round).count()
 
-    response = ci.post(_upload_url(workspace, review_round), log, content_type="application/json")
+    outcome = upload_and_wait(ci, _upload_url(workspace, review_round), log)
 
-    assert response.status_code == 200, response.content
-    (run,) = response.json()["runs"]
+    assert outcome["state"] == "done", outcome
+    (run,) = outcome["runs"]
     # Quorum's own ruff reviewer is the stream "ruff": the upload gets a stream of its own.
     assert (run["tool"], run["stream"]) == ("ruff", "ruff (SARIF)")
     assert run["added"] == run["findings"] > 0 and run["rejected"] == 0
@@ -146,14 +153,13 @@ def test_ruffs_sarif_merges_with_quorums_findings_and_is_idempotent(reviewed, wo
     other_agent = "sarif:ruff" if canonical is bandit_sql else "bandit"
     assert other_agent in canonical.credited_agents
     # The verdict was decided again (here it stays Block: the committed live key).
-    assert response.json()["verdict"] == Verdict.objects.get(round=review_round).level
+    assert outcome["verdict"] == Verdict.objects.get(round=review_round).level
     assert AuditEvent.objects.filter(action="sarif.uploaded").count() == 1
 
     # The same log again adds nothing.
     before = _state(review_round)
-    again = ci.post(_upload_url(workspace, review_round), log, content_type="application/json")
-    assert again.status_code == 200, again.content
-    (rerun,) = again.json()["runs"]
+    again = upload_and_wait(ci, _upload_url(workspace, review_round), log)
+    (rerun,) = again["runs"]
     assert rerun["added"] == 0 and rerun["already"] == run["findings"]
     assert _state(review_round) == before
 

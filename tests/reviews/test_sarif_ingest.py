@@ -8,10 +8,22 @@ import copy
 
 import pytest
 
+from config.background import drain
+from guardrails.models import AuditEvent
 from reviews.domain.types import AxisName, AxisResult
-from reviews.models import ReviewerStream, ReviewNode, Verdict, VerdictChange
+from reviews.models import ReviewerStream, ReviewNode, SarifUpload, Verdict, VerdictChange
+from reviews.services.sarif import sarif_process
 from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import axis_record, round_finalise
+from tests.reviews.sarif_uploads import upload_and_wait
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _embedded_background(settings):
+    settings.REDIS_URL = ""  # uploads are recorded by a server thread, as in the embedded default
+
 
 DIFF = """\
 diff --git a/app/db.py b/app/db.py
@@ -112,10 +124,10 @@ def test_a_codeql_finding_on_the_change_holds_the_change(
     assert Verdict.objects.get(round=finished).level == "ship"
     ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
 
-    response = ci.post(_url(workspace, finished), CODEQL, content_type="application/json")
+    outcome = upload_and_wait(ci, _url(workspace, finished), CODEQL)
 
-    assert response.status_code == 200, response.content
-    (run,) = response.json()["runs"]
+    assert outcome["state"] == "done" and outcome["results"] == 3, outcome
+    (run,) = outcome["runs"]
     assert run | {"stream": "CodeQL"} == {
         "tool": "CodeQL",
         "stream": "CodeQL",
@@ -144,7 +156,7 @@ def test_a_codeql_finding_on_the_change_holds_the_change(
         "(one per rule per file), 2 outside the change (counted, not shown)."
     )
     # The verdict follows, and says why.
-    assert response.json()["verdict"] == "hold"
+    assert outcome["verdict"] == "hold"
     change = VerdictChange.objects.get(round=finished)
     assert (change.old_level, change.new_level) == ("ship", "hold")
     assert change.reason == "1 finding(s) from SARIF (CodeQL)"
@@ -201,6 +213,7 @@ def _log(tool: str, lines: range) -> dict:
     }
 
 
+@pytest.mark.django_db  # on_commit never fires: the test records the upload itself
 def test_an_uploads_queries_do_not_grow_with_its_results(
     review_factory, workspace, member_factory, client_for
 ):
@@ -219,18 +232,68 @@ def test_an_uploads_queries_do_not_grow_with_its_results(
     ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
     counts = []
     for tool, lines in (("small", range(1, 6)), ("large", range(1, 401))):
+        log = _log(tool, lines)
+        with CaptureQueriesContext(connection) as request_queries:
+            response = ci.post(_url(workspace, review_round), log, content_type="application/json")
+        assert response.status_code == 202, response.content
         with CaptureQueriesContext(connection) as queries:
-            response = ci.post(
-                _url(workspace, review_round), _log(tool, lines), content_type="application/json"
-            )
-        assert response.status_code == 200, response.content
-        (run,) = response.json()["runs"]
+            upload = sarif_process(upload_id=response.json()["upload"])
+        assert upload.state == "done", upload.error
+        (run,) = upload.runs
         # One finding per rule per file: R0…R6 in one file, so at most seven findings.
         rules = min(len(lines), 7)
         assert (run["on_change"], run["findings"], run["added"]) == (len(lines), rules, rules)
-        counts.append(len(queries))
-    small, large = counts
+        counts.append((len(request_queries), len(queries)))
+    (small_request, small), (large_request, large) = counts
     assert large <= small + 5, counts
+    assert large_request == small_request, counts  # the request only checks and stores
+
+
+def test_the_request_stores_the_log_and_a_worker_records_it(
+    finished, workspace, member_factory, user_factory, client_for
+):
+    """The request answers before any result is matched; the finding appears once the
+    worker ran, and the status says so."""
+    ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
+    response = ci.post(_url(workspace, finished), CODEQL, content_type="application/json")
+    assert response.status_code == 202, response.content
+    accepted = response.json()
+    assert (accepted["state"], accepted["results"], accepted["verdict"]) == ("queued", 3, None)
+    upload = SarifUpload.objects.get(pk=accepted["upload"])
+    assert upload.state == "queued" and not ReviewNode.objects.filter(round=finished).exists()
+    assert AuditEvent.objects.filter(action="sarif.received").count() == 1
+
+    assert drain(60)
+    status = ci.get(accepted["status_url"]).json()
+    assert status["state"] == "done" and status["runs"][0]["added"] == 1
+    assert ReviewNode.objects.filter(round=finished).count() == 1
+    # A status of another round, or of nothing, is a 404; a non-member sees nothing.
+    assert ci.get(accepted["status_url"].replace("/sarif/", "/sarif/9")).status_code == 404
+    outsider = client_for(user_factory("out@example.com"))
+    assert outsider.get(accepted["status_url"]).status_code == 404
+
+
+@pytest.mark.django_db  # on_commit never fires: the worker runs when the test says
+def test_a_round_superseded_before_the_worker_ran_fails_the_upload_and_says_why(
+    finished, workspace, member_factory, client_for
+):
+    from reviews.services.spaces import round_start
+
+    ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
+    response = ci.post(_url(workspace, finished), CODEQL, content_type="application/json")
+    assert response.status_code == 202, response.content
+    upload_id = response.json()["upload"]
+    assert SarifUpload.objects.get(pk=upload_id).state == "queued"
+
+    round_start(space=finished.space, head_sha=finished.head_sha, tier="light")
+    upload = sarif_process(upload_id=upload_id)
+    assert upload.state == "failed" and "round 2 is" in upload.error
+    assert not ReviewNode.objects.filter(round=finished).exists()
+    status = ci.get(response.json()["status_url"]).json()
+    assert (status["state"], status["runs"]) == ("failed", [])
+    assert "not the newest" in status["error"]
+    # Done or failed is final: a redelivered message changes nothing.
+    assert sarif_process(upload_id=upload_id).error == upload.error
 
 
 def test_an_upload_for_a_round_a_newer_one_superseded_is_refused(
@@ -245,3 +308,24 @@ def test_an_upload_for_a_round_a_newer_one_superseded_is_refused(
     assert response.json()["code"] == "round_superseded"
     assert "round 2 is" in response.json()["detail"]
     assert not ReviewerStream.objects.filter(round=finished, name="CodeQL").exists()
+
+
+def test_an_upload_whose_message_was_lost_is_recorded_by_the_sweeper(finished):
+    """Stored but never handed to a worker (the broker was down, the server restarted): the
+    next sweep after an interval queues it again, and it is recorded once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviews.pipeline.sweeper import sweep_once
+
+    upload = SarifUpload.objects.create(round=finished, document=CODEQL, results=3)
+    assert sweep_once(force=True, interval=60) is not None
+    assert drain(30) and SarifUpload.objects.get(pk=upload.pk).state == "queued"  # too recent
+
+    SarifUpload.objects.filter(pk=upload.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    sweep_once(force=True, interval=60)
+    assert drain(60)
+    upload.refresh_from_db()
+    assert upload.state == "done" and upload.runs[0]["added"] == 1
+    assert ReviewNode.objects.filter(round=finished).count() == 1
