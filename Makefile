@@ -18,7 +18,7 @@ done; exit 1
 endef
 export FIND_PYTHON
 
-.PHONY: help venv demo serve test lint check format bench clean
+.PHONY: help venv demo serve test lint check format bench bench-api clean
 
 help:
 	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000 (PORT=...)"
@@ -26,6 +26,7 @@ help:
 	@echo "make lint   - ruff check + format check"
 	@echo "make check  - lint, mypy, migrations in step with the models, check --deploy (CI runs it)"
 	@echo "make bench  - pipeline, code-index, analyzer-precision, review-page, live fan-out, model-cost and MCP start benchmarks"
+	@echo "make bench-api - the apiContract axis on published PyPI and npm releases (downloads them)"
 
 $(STAMP): pyproject.toml
 	@base=$$(bash -c "$$FIND_PYTHON") || { \
@@ -63,6 +64,10 @@ bench: $(STAMP)
 	$(PY) -m tests.bench.bench_ws_fanout
 	$(PY) -m tests.bench.bench_cost
 	$(PY) -m tests.bench.bench_mcp_start
+
+# Downloads published releases from PyPI and npm (cached under ~/.cache/quorum-bench).
+bench-api: $(STAMP)
+	$(PY) -m tests.bench.bench_api_releases
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -16,6 +16,7 @@ exports and new optional trailing parameters are additions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -23,6 +24,7 @@ from pathlib import PurePosixPath
 import tree_sitter as ts
 
 from reviews.index.api_python import ApiChange
+from reviews.index.js_packages import public_modules, read_packages
 from reviews.index.limits import is_test_path, language_for, skip_reason_for_path
 from reviews.index.treesitter_parse import _parser
 
@@ -39,9 +41,12 @@ class Export:
     kind: str
     params: tuple[str, ...] | None = None
     returns: str = ""
+    overloads: tuple[Export, ...] = ()  # TypeScript overload signatures, in order
 
     @property
     def signature(self) -> str:
+        if self.overloads:
+            return " & ".join(o.signature for o in self.overloads)
         if self.params is None:
             return self.returns
         tail = f" -> {self.returns}" if self.returns else ""
@@ -76,24 +81,97 @@ def compare_surfaces(base: Surface, head: Surface) -> tuple[ApiChange, ...]:
             continue
         if old.kind != new.kind:
             out.append(ApiChange("breaking", where, f"changed from {old.kind} to {new.kind}"))
-        elif _extends(old, new):
-            out.append(ApiChange("additive", where, "optional parameter added"))
+        elif old.kind == "enum" and (added := _enum_added(old.returns, new.returns)):
+            out.append(ApiChange("additive", where, "enum member(s) added: " + ", ".join(added)))
+        elif (shapes := _call_shapes(old)) is not None and shapes <= (
+            wider := _call_shapes(new) or set()
+        ):
+            if wider - shapes:
+                what = "overload added" if new.overloads else "optional parameter added"
+                out.append(ApiChange("additive", where, what))
         else:
             message = f"signature changed from {old.signature} to {new.signature}"
-            out.append(ApiChange("breaking", where, message))
+            if _same_but_foreign_names(old.signature, new.signature):
+                out.append(ApiChange("unknown", where, message + _FOREIGN_NOTE))
+            else:
+                out.append(ApiChange("breaking", where, message))
     return tuple(out)
 
 
-def _extends(old: Export, new: Export) -> bool:
-    if old.params is None or new.params is None or old.returns != new.returns:
-        return False
-    count = len(old.params)
-    extra = new.params[count:]
-    return (
-        len(new.params) > count
-        and new.params[:count] == old.params
-        and all(p.endswith("?") or p.startswith("...") for p in extra)
-    )
+# A name from another package (`flag.ParseErrorsAllowlist`, `React.FC`): its definition is not
+# in the repository, so two of them may be one type under two names (an alias).
+_QUALIFIED = re.compile(r"\b[A-Za-z_]\w*\.[A-Z]\w*")
+_FOREIGN_NOTE = (
+    " (uncertain: only names from another package differ, and they may be aliases of one type)"
+)
+
+
+def _same_but_foreign_names(old: str, new: str) -> bool:
+    return _QUALIFIED.sub("·", old) == _QUALIFIED.sub("·", new) and old != new
+
+
+def _enum_members(body: str) -> list[str]:
+    """The members of a canonical enum body (`{A = 1, B}`), split at top-level commas."""
+    inner = body.strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
+        return []
+    members, depth, current = [], 0, ""
+    for char in inner[1:-1]:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char == "," and depth == 0:
+            members.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        members.append(current.strip())
+    return members
+
+
+def _enum_added(old_body: str, new_body: str) -> list[str]:
+    """New members when every old member stands as it was (name and value): a caller's use of
+    the enum still compiles. Empty when a member was removed or changed."""
+    old, new = _enum_members(old_body), _enum_members(new_body)
+    if not old or not set(old) <= set(new):
+        return []
+    return [m.split("=")[0].strip() for m in new if m not in set(old)]
+
+
+def _call_shapes(export: Export) -> set[tuple[str, ...]] | None:
+    """Every way a caller can call it: for each signature (each overload), the parameter types
+    of each accepted argument count, and the result type. None for what is not callable. A
+    change that keeps every old shape keeps every old call compiling."""
+    signatures = export.overloads or (export,)
+    if any(s.params is None for s in signatures):
+        return None
+    shapes: set[tuple[str, ...]] = set()
+    for signature in signatures:
+        params = signature.params or ()
+        required = 0
+        while (
+            required < len(params)
+            and not params[required].endswith("?")
+            and not params[required].startswith("...")
+        ):
+            required += 1
+        for count in range(required, len(params) + 1):
+            taken = tuple(p.removesuffix("?") for p in params[:count])
+            shapes.add((*taken, "->", signature.returns))
+    return shapes
+
+
+def with_overload(existing: Export | None, new: Export) -> Export:
+    """Two declarations of one callable name are overloads: both are kept."""
+    if (
+        existing is None
+        or (existing.params is None and not existing.overloads)
+        or new.params is None
+    ):
+        return new
+    return Export(new.kind, None, "", (*(existing.overloads or (existing,)), new))
 
 
 # -- reading a surface -----------------------------------------------------------------------
@@ -111,26 +189,41 @@ def surface_file(path: str) -> bool:
 
 
 def exported_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str]]:
-    """(surface, errors) of every TS/JS module and Go package in `files`."""
+    """(surface, errors) of every Go package and every TS/JS module users can reach in
+    `files` (`js_packages.public_modules`: entry points and what they re-export, published
+    packages only)."""
     surface: dict[str, Export] = {}
-    errors: list[str] = []
+    errors: dict[str, str] = {}
+    modules: dict[str, dict[str, Export]] = {}
+    links: dict[str, list[str]] = {}
+    go_surface: dict[str, Export] = {}
+    go_aliases: dict[str, dict[str, str]] = {}  # package → its aliases
     for path in sorted(p for p in files if surface_file(p)):
         language = language_for(path)
         tree = _parser(language).parse(files[path].encode("utf-8", "replace"))
         if tree.root_node.has_error:
-            errors.append(f"{path}: syntax errors, exports may be incomplete")
+            errors[path] = f"{path}: syntax errors, exports may be incomplete"
         if language == "go":
-            found = _go_exports(tree.root_node)
-            if found is None:  # package main: not importable
-                continue
             owner = PurePosixPath(path).parent.as_posix()
             owner = "" if owner == "." else owner
+            found = _go_exports(tree.root_node, go_aliases.setdefault(owner, {}))
+            if found is None:  # package main: not importable
+                continue
+            for name, export in found.items():
+                go_surface[f"{owner}:{name}"] = export
         else:
-            found = _js_exports(tree.root_node, typed=language != "javascript")
-            owner = path
-        for name, export in found.items():
-            surface[f"{owner}:{name}"] = export
-    return surface, errors
+            links[path] = []
+            modules[path] = _js_exports(
+                tree.root_node, typed=language != "javascript", links=links[path]
+            )
+    for where, export in go_surface.items():
+        surface[where] = _go_resolved(export, go_aliases.get(surface_owner(where), {}))
+    public = public_modules(modules, links, read_packages(files))
+    for path in sorted(public):
+        for name, export in modules[path].items():
+            surface[f"{path}:{name}"] = export
+    go_or_public = [e for p, e in errors.items() if language_for(p) == "go" or p in public]
+    return surface, go_or_public
 
 
 def surface_owner(where: str) -> str:
@@ -138,14 +231,29 @@ def surface_owner(where: str) -> str:
 
 
 def compare_exported(base_files: Mapping[str, str], head_files: Mapping[str, str]) -> SurfaceReport:
+    """Both sides' surfaces compared. A module the grammar could not read whole on either side
+    (`errors`) is not trusted to have lost an export: what looks removed or changed there is
+    `unknown` (named, never a break), so one declaration the grammar does not know decides
+    nothing about the rest."""
     base, base_errors = exported_surface(base_files)
     head, head_errors = exported_surface(head_files)
+    errors = tuple(dict.fromkeys([*base_errors, *head_errors]))
+    unreadable = {e.partition(":")[0] for e in errors}
+    changes = []
+    for change in compare_surfaces(base, head):
+        owner = surface_owner(change.where)
+        unsure = owner in unreadable or any(
+            PurePosixPath(p).parent.as_posix() == owner for p in unreadable
+        )
+        if change.severity == "breaking" and unsure:
+            change = ApiChange(
+                "unknown",
+                change.where,
+                change.message + " (uncertain: the grammar could not read all of this file)",
+            )
+        changes.append(change)
     modules = sorted({surface_owner(w) or "." for w in (*base, *head)})
-    return SurfaceReport(
-        modules=tuple(modules),
-        changes=compare_surfaces(base, head),
-        errors=tuple(dict.fromkeys([*base_errors, *head_errors])),
-    )
+    return SurfaceReport(modules=tuple(modules), changes=tuple(changes), errors=errors)
 
 
 def _text(node: ts.Node | None) -> str:
@@ -177,7 +285,7 @@ def _canonical(node: ts.Node | None) -> str:
                     tokens.append(",")
             tokens.append("}")
             return
-        if current.child_count == 0:
+        if current.child_count == 0 or current.type in ("string", "template_string"):
             tokens.append((current.text or b"").decode("utf-8", "replace"))
             return
         for child in current.children:
@@ -220,8 +328,11 @@ def _exported_go(name: str) -> bool:
     return name[:1].isupper()
 
 
-def _go_exports(root: ts.Node) -> dict[str, Export] | None:
+def _go_exports(root: ts.Node, aliases: dict[str, str] | None = None) -> dict[str, Export] | None:
+    """A Go file's exports; `aliases` collects the file's type aliases (`type A = B`) and named
+    function types (`type F func(int) error`) by name, with what they stand for."""
     out: dict[str, Export] = {}
+    aliases = {} if aliases is None else aliases
     for node in root.named_children:
         kind = node.type
         if kind == "package_clause":
@@ -243,10 +354,15 @@ def _go_exports(root: ts.Node) -> dict[str, Export] | None:
             for spec in node.named_children:
                 if spec.type in ("type_spec", "type_alias"):
                     out.update(_go_type(spec))
+                    body = spec.child_by_field_name("type")
+                    if body is not None and (
+                        spec.type == "type_alias" or body.type == "function_type"
+                    ):
+                        aliases[_text(spec.child_by_field_name("name"))] = _go_canon(body)
         elif kind in ("const_declaration", "var_declaration"):
             what = "constant" if kind == "const_declaration" else "variable"
             for spec in node.named_children:
-                typ = _text(spec.child_by_field_name("type"))
+                typ = _go_canon(spec.child_by_field_name("type"))
                 for ident in spec.children_by_field_name("name"):
                     if _exported_go(_text(ident)):
                         out[_text(ident)] = Export(what, None, typ)
@@ -258,21 +374,65 @@ def _go_callable(kind: str, node: ts.Node) -> Export:
     for param in (node.child_by_field_name("parameters") or node).named_children:
         if param.type not in ("parameter_declaration", "variadic_parameter_declaration"):
             continue
-        typ = _text(param.child_by_field_name("type"))
+        typ = _go_canon(param.child_by_field_name("type"))
         if param.type == "variadic_parameter_declaration":
             typ = f"...{typ}"
         params.extend([typ] * max(1, len(param.children_by_field_name("name"))))
     result = node.child_by_field_name("result")
     if result is not None and result.type == "parameter_list":
         types = [
-            _text(p.child_by_field_name("type"))
+            _go_canon(p.child_by_field_name("type"))
             for p in result.named_children
             for _ in range(max(1, len(p.children_by_field_name("name"))))
         ]
         returns = f"({', '.join(types)})" if len(types) > 1 else "".join(types)
     else:
-        returns = _text(result)
+        returns = _go_canon(result)
     return Export(kind, tuple(params), returns)
+
+
+def _go_canon(node: ts.Node | None) -> str:
+    """A Go type written one way: comments and layout dropped, and in function types the
+    parameter and result names too (`func(ctx context.Context) error` is `func(context.Context)
+    error`), since they are not part of the type."""
+    if node is None:
+        return ""
+    if node.type == "function_type":
+        return "func" + _go_callable("function", node).signature.replace(" -> ", " ")
+    if node.type == "comment":
+        return ""
+    if node.child_count == 0:
+        return _text(node)
+    return _joined([piece for child in node.children if (piece := _go_canon(child))])
+
+
+_GO_WORD = r"(?<![\w.]){}(?![\w])"
+
+
+def _go_resolved(export: Export, aliases: Mapping[str, str]) -> Export:
+    """An export's types with the package's aliases and named function types replaced by
+    what they stand for: `[]Completion` with `type Completion = string` is `[]string`, the
+    identical type, and a parameter of named type `F func(int)` accepts every `func(int)` a
+    caller passes."""
+    if not aliases:
+        return export
+
+    def resolve(text: str) -> str:
+        for _ in range(5):  # an alias of an alias
+            before = text
+            for name, target in aliases.items():
+                text = re.sub(_GO_WORD.format(re.escape(name)), target, text)
+            if text == before:
+                break
+        return text
+
+    params = None if export.params is None else tuple(resolve(p) for p in export.params)
+    returns = (
+        export.returns
+        if export.params is None and export.kind == "type"
+        else resolve(export.returns)
+    )
+    return Export(export.kind, params, returns)
 
 
 def _go_type(spec: ts.Node) -> dict[str, Export]:
@@ -285,7 +445,7 @@ def _go_type(spec: ts.Node) -> dict[str, Export]:
         out[name] = Export("struct")
         fields = next((c for c in body.named_children if c.type == "field_declaration_list"), None)
         for decl in fields.named_children if fields is not None else ():
-            typ = _text(decl.child_by_field_name("type"))
+            typ = _go_canon(decl.child_by_field_name("type"))
             for ident in decl.children_by_field_name("name"):
                 if _exported_go(_text(ident)):
                     out[f"{name}.{_text(ident)}"] = Export("field", None, typ)
@@ -297,7 +457,7 @@ def _go_type(spec: ts.Node) -> dict[str, Export]:
                 if _exported_go(method):
                     out[f"{name}.{method}"] = _go_callable("method", member)
     else:
-        out[name] = Export("type", None, _text(body))
+        out[name] = Export("type", None, _go_canon(body))
     return out
 
 
@@ -306,16 +466,32 @@ def _go_type(spec: ts.Node) -> dict[str, Export]:
 _FUNCTION_VALUES = ("arrow_function", "function_expression", "function", "generator_function")
 
 
-def _js_exports(root: ts.Node, *, typed: bool) -> dict[str, Export]:
+def _js_exports(root: ts.Node, *, typed: bool, links: list[str] | None = None) -> dict[str, Export]:
+    """A module's exports; `links` collects the specifiers it re-exports (what makes another
+    module reachable from this one)."""
     local: dict[str, Export] = {}  # top-level declarations, for `export { a }`
+    imported: dict[str, str] = {}  # local name → specifier it was imported from
     out: dict[str, Export] = {}
+    links = [] if links is None else links
     for node in root.named_children:
         if node.type == "export_statement":
             _js_export_statement(node, out, local, typed=typed)
+            source = node.child_by_field_name("source")
+            if source is not None:
+                links.append(_unquoted(source))
+        elif node.type == "import_statement":
+            _js_imports(node, imported)
         elif node.type == "expression_statement":
-            _js_commonjs(node.named_children[0] if node.named_children else None, out, typed)
+            child = node.named_children[0] if node.named_children else None
+            _js_commonjs(child, out, typed)
+            if (required := _required_export(child)) is not None:
+                links.append(required)
         else:
             local.update(_js_declaration(node, typed))
+    # A name imported and exported again (`import { a } from './a'; export { a }`).
+    for export in out.values():
+        if export.kind == "pending" and export.returns in imported:
+            links.append(imported[export.returns])
     # `export { a, b as c }` may come before the declarations it names.
     for name, export in list(out.items()):
         if export.kind != "pending":
@@ -328,6 +504,47 @@ def _js_exports(root: ts.Node, *, typed: bool) -> dict[str, Export]:
         if not members:
             out[name] = Export("binding")
     return out
+
+
+def _unquoted(node: ts.Node) -> str:
+    return _text(node).strip("'\"`")
+
+
+def _js_imports(node: ts.Node, imported: dict[str, str]) -> None:
+    source = node.child_by_field_name("source")
+    if source is None:
+        return
+    specifier = _unquoted(source)
+    for child in node.named_children:
+        if child.type != "import_clause":
+            continue
+        for part in child.named_children:
+            if part.type == "identifier":  # import a from
+                imported[_text(part)] = specifier
+            elif part.type == "namespace_import":  # import * as ns from
+                for ident in part.named_children:
+                    imported[_text(ident)] = specifier
+            elif part.type == "named_imports":
+                for spec in part.named_children:
+                    if spec.type == "import_specifier":
+                        alias = spec.child_by_field_name("alias") or spec.child_by_field_name(
+                            "name"
+                        )
+                        imported[_text(alias)] = specifier
+
+
+def _required_export(node: ts.Node | None) -> str | None:
+    """`module.exports = require('./x')`: the module it hands on."""
+    if node is None or node.type != "assignment_expression":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if _text(left) != "module.exports" or right is None or right.type != "call_expression":
+        return None
+    if _text(right.child_by_field_name("function")) != "require":
+        return None
+    arguments = right.child_by_field_name("arguments")
+    strings = [a for a in arguments.named_children if a.type == "string"] if arguments else []
+    return _unquoted(strings[0]) if strings else None
 
 
 def _js_export_statement(
@@ -356,7 +573,8 @@ def _js_export_statement(
         found = _js_declaration(declaration, typed)
         if is_default:
             found = {"default" + k[len(k.split(".")[0]) :]: v for k, v in found.items()}
-        out.update(found)
+        for key, export in found.items():
+            out[key] = with_overload(out.get(key), export) if export.params is not None else export
         return
     if is_default:
         target = value
@@ -417,7 +635,8 @@ def _js_class(name: str, node: ts.Node, typed: bool) -> dict[str, Export]:
         method = _text(member.child_by_field_name("name"))
         if _text(modifier) in ("private", "protected") or method.startswith("#"):
             continue
-        out[f"{name}.{method}"] = _js_callable("method", member, typed)
+        key = f"{name}.{method}"
+        out[key] = with_overload(out.get(key), _js_callable("method", member, typed))
     return out
 
 

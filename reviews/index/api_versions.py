@@ -4,9 +4,11 @@ Semantic versioning is how every ecosystem the index reads announces a break: a 
 version, or a new minor while the major is 0 (`0.4 → 0.5`). A change that raises its manifest's
 version that way lists its breaks as expected instead of failing on them. The manifests read:
 `pyproject.toml` (`[project] version`), `setup.cfg` (`[metadata] version`), `package.json`,
-`Cargo.toml` (`[package] version`), `pom.xml` (the project's own `<version>`), and `go.mod`,
-whose module path carries the major version (`example.com/lib/v2`). A version the manifest does
-not spell out (dynamic, a variable) says nothing, and nothing is assumed.
+`Cargo.toml` (`[package] version`), `pom.xml` (the project's own `<version>`), `go.mod`,
+whose module path carries the major version (`example.com/lib/v2`), and the `PKG-INFO` of a
+Python source distribution (its `Version:` line: what a build wrote for a dynamic version).
+A version the manifest does not spell out (dynamic, a variable) says nothing, and nothing is
+assumed.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 VERSION_MANIFESTS = frozenset(
-    {"pyproject.toml", "setup.cfg", "package.json", "Cargo.toml", "pom.xml", "go.mod"}
+    {"pyproject.toml", "setup.cfg", "package.json", "Cargo.toml", "pom.xml", "go.mod", "PKG-INFO"}
 )
 
 _SEMVER = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?")
 _PYPROJECT = re.compile(r"^\[project\][^\[]*?^\s*version\s*=\s*[\"']([^\"']+)[\"']", re.M | re.S)
 _SETUP_CFG = re.compile(r"^\[metadata\][^\[]*?^\s*version\s*=\s*([^\s#;]+)", re.M | re.S)
+_PKG_INFO = re.compile(r"^Version:\s*(\S+)", re.M)
 _CARGO = re.compile(r"^\[package\][^\[]*?^\s*version\s*=\s*\"([^\"]+)\"", re.M | re.S)
 _GO_MODULE = re.compile(r"^\s*module\s+\"?(\S+?)\"?\s*$", re.M)
 _GO_MAJOR = re.compile(r"/v(\d+)$")
@@ -60,6 +63,9 @@ def manifest_version(path: str, text: str) -> tuple[int, int] | None:
         raw = found.group(1) if found else None
     elif name == "setup.cfg":
         found = _SETUP_CFG.search(text)
+        raw = found.group(1) if found else None
+    elif name == "PKG-INFO":
+        found = _PKG_INFO.search(text)
         raw = found.group(1) if found else None
     elif name == "Cargo.toml":
         found = _CARGO.search(text)

@@ -138,9 +138,11 @@ def compute_api_contract(
     for module in surface.modules:
         checked.append(f"exports: {module}")
     changes.extend(_tagged("exports", c) for c in surface.changes)
-    # A file the change does not touch never decides its verdict: its parse errors are noted.
+    # A file the grammar cannot read whole is compared declaration by declaration (what it
+    # could not read is `unknown`, see compare_exported): named, never "partial" for the axis.
+    # One the change does not touch never decides its verdict.
     untouched_errors = [e for e in surface.errors if e.partition(":")[0] not in changed]
-    errors.extend(e for e in surface.errors if e not in untouched_errors)
+    unread = [e for e in surface.errors if e not in untouched_errors]
 
     documents = sorted(p for p in {*base_files, *head_files} if is_openapi_path(p))
     for path in documents:
@@ -180,6 +182,7 @@ def compute_api_contract(
         "changes": changes,
         "errors": errors,
         "errors_in_untouched_files": untouched_errors,
+        "unread_declarations": unread,
         "languages": sorted(languages),
         "unchecked_languages": sorted(unchecked),
         "unchecked_files": {name: paths[:20] for name, paths in sorted(unchecked.items())},
@@ -187,6 +190,8 @@ def compute_api_contract(
     result = _contract_result(
         changes, errors, unchecked, checked, languages, hold_unreadable=hold_unreadable
     )
+    if result is AxisResult.PASS and unread:
+        result = AxisResult.WARN  # some declarations of a changed file were not compared
     if unchecked:
         details["note"] = (
             "not compared: the API of changed files in "
@@ -235,7 +240,7 @@ def _contract_result(
         return AxisResult.UNAVAILABLE
     if errors:
         return AxisResult.PARTIAL
-    if unchecked or severities & {"advisory", "expected"}:
+    if unchecked or severities & {"advisory", "expected", "unknown"}:
         return AxisResult.WARN
     return AxisResult.PASS
 
