@@ -148,7 +148,40 @@ def documentation_context(path: str, line: str, inside_string: bool = False) -> 
         return "a docstring or text block"
     if _EXAMPLE_HOST.search(line):
         return "an example host"
+    if pure.name in LOCK_FILES:
+        return "a lock file (checksums a package manager wrote)"
+    if _CONTENT_HASH.search(line):
+        return "a content checksum"
     return ""
+
+
+#: Files package managers write: their long random-looking strings are checksums of packages.
+LOCK_FILES = frozenset(
+    {
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lock",
+        "Cargo.lock",
+        "go.sum",
+        "poetry.lock",
+        "uv.lock",
+        "pdm.lock",
+        "Pipfile.lock",
+        "composer.lock",
+        "Gemfile.lock",
+        "flake.lock",
+        "gradle.lockfile",
+    }
+)
+# Subresource-integrity values (`sha512-…`), Go module sums (`h1:…=`) and checksums under a
+# key that says so (`"integrity": …`, `checksum = …`, `sha256: …`).
+_CONTENT_HASH = re.compile(
+    r"\b(?:sha(?:1|256|384|512)-[A-Za-z0-9+/]{20,}={0,2}|h1:[A-Za-z0-9+/]{20,}=)"
+    r"|[\"']?\b(?:integrity|checksum|shasum|sha(?:1|256|384|512)|digest|hash)\b[\"']?\s*[:=]",
+    re.IGNORECASE,
+)
 
 
 def placeholder_value(values: Iterable[str]) -> bool:

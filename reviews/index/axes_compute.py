@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from reviews.domain.axes import clearing_steps, deterministic_axis_result
 from reviews.domain.types import AxisName, AxisResult, Category, NodeView
+from reviews.index.api_config import CONFIG_PATH, read_api_config
 from reviews.index.api_openapi import (
     UnreadableDocument,
     diff_documents,
@@ -85,6 +86,7 @@ def contract_file(path: str) -> bool:
         or is_openapi_path(path)
         or language_for(path) in SURFACE_LANGUAGES
         or is_version_manifest(path)
+        or path == CONFIG_PATH
     )
 
 
@@ -108,6 +110,8 @@ def compute_api_contract(
     head_files: Mapping[str, str],
     changed: Iterable[str] | None = None,
     hold_unreadable: bool = False,
+    released_files: Mapping[str, str] | None = None,
+    release: str = "",
 ) -> AxisOutcome:
     """Public Python API (griffe), exported TS/JS and Go surface, OpenAPI documents: base vs
     head. `changed` is the change's paths (default: the files whose text differs).
@@ -119,6 +123,10 @@ def compute_api_contract(
     nothing to compare; partial: a changed file could not be read (and nothing broke); pass:
     every changed file is in a language the axis reads and no public name or signature was
     removed or changed (additions are listed; they break no caller).
+
+    `released_files` is the newest release reachable from the base (`release`, its tag): a
+    name the base added since then was never released, so changing or removing it breaks
+    nobody (listed as `unreleased`). Without it every name of the base counts as released.
     """
     changes: list[dict[str, str]] = []
     errors: list[str] = []
@@ -171,6 +179,19 @@ def compute_api_contract(
         if found is not None:
             (languages if found[1] else unchecked).setdefault(found[0], []).append(path)
 
+    # What the repository itself (at the base commit) says is not API: listed, never a break.
+    config = read_api_config(base_files)
+    unreleased = _added_since(released_files, base_files) if released_files is not None else set()
+    for change in changes:
+        if change["severity"] != "breaking":
+            continue
+        if config.is_internal(change["where"]):
+            change["severity"] = "internal"
+            change["message"] += f" (internal by {CONFIG_PATH})"
+        elif _under(change["where"], unreleased):
+            change["severity"] = "unreleased"
+            change["message"] += f" (added after {release or 'the last release'}, never released)"
+
     expected = intended_break(base_files, head_files)
     if expected is not None:
         for change in changes:
@@ -204,6 +225,12 @@ def compute_api_contract(
         )
     if expected is not None:
         details["expected_breaks"] = expected.reason()
+    if released_files is not None:
+        details["release"] = release
+    if config.declared:
+        details["internal_by_repository"] = list(config.internal)
+    if config.problem:
+        details["config_problem"] = config.problem
     if result is AxisResult.UNAVAILABLE:
         details["reason"] = (
             "changed files in languages whose API the axis cannot read: "
@@ -222,6 +249,27 @@ def compute_api_contract(
         )
     details["to_clear"] = clearing_steps(AxisName.API_CONTRACT, result)
     return result, details
+
+
+#: Additions that are whole names (not a parameter, an overload or an enum member).
+_PART_ADDITIONS = ("parameter", "overload", "enum member")
+
+
+def _added_since(released: Mapping[str, str], base: Mapping[str, str]) -> set[str]:
+    """The public names the base has that the release did not."""
+    out: set[str] = set()
+    python = compare_python_api(released, base)
+    found = list(python.changes) if python is not None else []
+    found += compare_exported(released, base).changes
+    for change in found:
+        if change.severity == "additive" and not any(p in change.message for p in _PART_ADDITIONS):
+            out.add(change.where)
+    return out
+
+
+def _under(where: str, names: set[str]) -> bool:
+    """`where` is one of `names`, or a member of one (`pkg.Cls.method` under `pkg.Cls`)."""
+    return any(where == n or where.startswith((n + ".", n + ":")) for n in names)
 
 
 def _contract_result(

@@ -113,6 +113,18 @@ def cohorts_json(cohorts: tuple[Cohort, ...]) -> list[dict[str, Any]]:
     return cohorts_to_json(cohorts)
 
 
+def last_release(source: LocalGitSource, commit: str) -> str:
+    """The newest tag reachable from `commit`, read offline from the repository; "" when it
+    has none (then nothing is known about releases and every name counts as released)."""
+    from reviews.sources.gitcmd import run_git
+
+    try:
+        found = run_git(["describe", "--tags", "--abbrev=0", commit], cwd=source.repo_path)
+    except GitError:
+        return ""
+    return found.stdout.decode("utf-8", "replace").strip()
+
+
 def api_contract(review_round: ReviewRound) -> tuple[t.AxisResult, dict[str, Any]]:
     """Base (the merge base, as the pull request's diff) vs head, for local repositories and
     GitHub pull requests alike; GitHub rounds fetch the base into the round's checkout."""
@@ -129,6 +141,10 @@ def api_contract(review_round: ReviewRound) -> tuple[t.AxisResult, dict[str, Any
             source = LocalGitSource(worktree)
         base_files = files_at_commit(source, merge_base, include=contract_file)
         head_files = files_at_commit(source, review_round.head_sha, include=contract_file)
+        release = last_release(source, merge_base)
+        released_files = (
+            files_at_commit(source, release, include=contract_file) if release else None
+        )
     except (GitError, GitHubError, ImproperlyConfigured, ValueError) as exc:
         reason = f"could not read the base and head commits: {exc}"
         return t.AxisResult.UNAVAILABLE, {
@@ -140,6 +156,8 @@ def api_contract(review_round: ReviewRound) -> tuple[t.AxisResult, dict[str, Any
         head_files=head_files,
         changed=changed,
         hold_unreadable=review_round.space.workspace.hold_unreadable_languages,
+        released_files=released_files,
+        release=release,
     )
     return result, {**details, "base": merge_base, "head": review_round.head_sha}
 

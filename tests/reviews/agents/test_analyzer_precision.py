@@ -334,3 +334,30 @@ def test_an_assert_that_narrows_a_type_is_not_b101_and_b101_swallows_nothing(tmp
         "defect_classes", []
     )
     assert any("narrowing a type" in note for note in bandit.notes)
+
+
+LOCK = """{
+  "packages": {
+    "node_modules/commander": {
+      "version": "14.0.3",
+      "resolved": "https://registry.npmjs.org/commander/-/commander-14.0.3.tgz",
+      "integrity": "sha512-ayVFHdtZ+hsq1t2Dy24wCmGXGe4q9Gu3smhLYALJrr473ZH27MsnSL+LKUlimp4BWJqMDMLmPpx/Q9R3OAlL4g=="
+    }
+  }
+}
+"""
+
+
+def test_checksums_package_managers_write_are_not_credentials(tmp_path: Path) -> None:
+    """A lock file's integrity hashes and a go.sum line held every commander.js release range
+    as a committed credential; checksums anywhere are not one. A live token in a lock file
+    still is."""
+    token = "ghp_" + "Q7wE9rT2yU4iO6pA8sD1fG3hJ5kL7zX9cV0b"
+    files = {
+        "package-lock.json": LOCK,
+        "go.sum": "golang.org/x/text v0.14.0 h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=\n",
+        "vendor.json": '{"checksum": "9f2c1e4b7a3d5f6e8c0b2a4d6f8e0c2b4a6d8f0e2c4b6a8d0f2e4c6b8a0d2f4e"}\n',
+        "yarn.lock": f'  resolved "https://x:{token}@registry.example.org/a.tgz"\n',
+    }
+    secrets = _review(tmp_path, files)["secrets"]
+    assert [f.payload["anchor"]["path"] for f in secrets.findings] == ["yarn.lock"]

@@ -215,3 +215,34 @@ def test_packages_that_re_export_each_other_are_read_together():
     }
     result, details = compute_api_contract(base_files=base, head_files=head)
     assert details["errors"] == [] and result is AxisResult.PASS, details
+
+
+# -- the repository's own word ----------------------------------------------------------------
+
+
+def test_a_repository_declares_what_is_internal_at_its_base_commit():
+    base = {
+        "black/__init__.py": "def format_str(src, mode):\n    return src\n",
+        "black/linegen.py": "def visit_paramspec(node):\n    pass\n",
+        "cmd/tool/main.go": "package tool\nfunc Run(a int) {}\n",
+    }
+    head = {
+        "black/__init__.py": base["black/__init__.py"],
+        "black/linegen.py": "\n",
+        "cmd/tool/main.go": "package tool\nfunc Run(a, b int) {}\n",
+    }
+    assert _breaks(base, head)[0] is AxisResult.FAIL
+    config = '[api]\ninternal = ["black.linegen", "cmd/*"]\n'
+    result, details = compute_api_contract(
+        base_files={**base, ".quorum.toml": config}, head_files={**head, ".quorum.toml": config}
+    )
+    assert result is AxisResult.PASS, details
+    assert {c["severity"] for c in details["changes"]} == {"internal"}
+    assert details["internal_by_repository"] == ["black.linegen", "cmd/*"]
+    # Declared only by the head (the change itself): it does not count.
+    assert _breaks(base, {**head, ".quorum.toml": config})[0] is AxisResult.FAIL
+    # A broken file declares nothing and says so.
+    result, details = compute_api_contract(
+        base_files={**base, ".quorum.toml": "[api\n"}, head_files=head
+    )
+    assert result is AxisResult.FAIL and "does not parse" in details["config_problem"]
