@@ -108,6 +108,18 @@ class FlagClearIn(Input):
     note: Text = Field(default="", max_length=2000)
 
 
+class ApiBreaksAcceptIn(Input):
+    reason: Text = Field(min_length=1, max_length=1000)
+
+
+class ApiBreaksAcceptedOut(Schema):
+    space: int
+    round: int
+    result: str  # the apiContract axis after the acceptance: warn
+    accepted: list[str]  # where each accepted break is
+    verdict: str | None
+
+
 class RequestIn(Input):
     original_request: Text = Field(min_length=1, max_length=20000)
 
@@ -188,6 +200,34 @@ def flag_clear(request, slug: Slug, space_id: Id, body: FlagClearIn):
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "clear the flag for a person")
     space_flag_clear(space=space, actor=request.user, note=body.note, request=request)
     return {"space": space.pk, "flagged_for_human": False}
+
+
+@router.post(
+    "/{slug}/reviews/{space_id}/rounds/{number}/api-breaks/accept",
+    response=responses({200: ApiBreaksAcceptedOut}, 400, 403, 404, 409, 413, 422),
+)
+def api_breaks_accept_api(request, slug: Slug, space_id: Id, number: Id, body: ApiBreaksAcceptIn):
+    """A person (triage role, not an agent's token) accepts the API breaks the round's
+    apiContract axis found, with a reason: audited as `api.break_accepted`, the breaks stay
+    listed as accepted, the axis warns and the verdict is decided again. 409 when the round
+    has no break or is not the newest."""
+    from reviews.services.api_breaks import api_breaks_accept
+
+    _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "accept an API break")
+    review_round = _round_of(space, number)
+    row = api_breaks_accept(
+        review_round=review_round, user=request.user, reason=body.reason, request=request
+    )
+    from reviews.models import Verdict
+
+    level = Verdict.objects.filter(round=review_round).values_list("level", flat=True).first()
+    return {
+        "space": space.pk,
+        "round": review_round.number,
+        "result": row.result,
+        "accepted": row.details["accepted"]["breaks"],
+        "verdict": level,
+    }
 
 
 @router.get(

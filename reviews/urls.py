@@ -25,6 +25,11 @@ urlpatterns = [
     ),
     path("w/<slug:slug>/reviews/<int:space_id>/flag/clear/", views.flag_clear, name="flag_clear"),
     path(
+        "w/<slug:slug>/reviews/<int:space_id>/rounds/<int:number>/api-breaks/accept/",
+        views.api_breaks_accept_view,
+        name="api_breaks_accept",
+    ),
+    path(
         "w/<slug:slug>/reviews/<int:space_id>/nodes/<int:node_id>/",
         views.node_action,
         name="node_action",

@@ -504,6 +504,28 @@ def flag_clear(request: HttpRequest, membership: Membership, space_id: int) -> H
     return redirect("reviews:detail", membership.workspace.slug, space.pk)
 
 
+@member_view
+@require_POST
+def api_breaks_accept_view(
+    request: HttpRequest, membership: Membership, space_id: int, number: int
+) -> HttpResponse:
+    """A person accepts the API breaks of the newest round, with a reason (audited)."""
+    from reviews.services.api_breaks import api_breaks_accept
+
+    space = space_get_for_user(space_id=space_id, workspace_slug=membership.workspace.slug)
+    require(membership, Perm.TRIAGE_NODES, attempted="accept an API break", request=request)
+    review_round = get_object_or_404(space.rounds.all(), number=number)
+    with errors_as_messages(request):
+        api_breaks_accept(
+            review_round=review_round,
+            user=request.user,
+            reason=request.POST.get("reason", ""),
+            request=request,
+        )
+        messages.success(request, "Break accepted: the axis warns and the verdict followed.")
+    return redirect("reviews:detail", membership.workspace.slug, space.pk)
+
+
 def _discussion_param(request: HttpRequest) -> bool:
     """`?discussion=1`: the report quotes every thread's messages, not only their count."""
     return request.GET.get("discussion", "") in ("1", "on", "true")

@@ -182,6 +182,11 @@ def axis_source_words(source: str) -> str:
 
 _SEVERITY_WORDS = {
     "breaking": "breaks callers",
+    "accepted": "a break a person accepted",
+    "expected": "a break the version announces",
+    "unreleased": "changed before any release",
+    "internal": "internal by the repository",
+    "unknown": "uncertain",
     "advisory": "a value changed",
     "additive": "added",
 }
@@ -204,6 +209,7 @@ _CONSUMED = frozenset(
         "caveat",
         "checked",
         "changes",
+        "accepted",
         "errors",
         "languages",
         "unchecked_languages",
@@ -332,9 +338,7 @@ def _api_contract_rows(details: Mapping[str, Any]) -> list[DetailRow]:
         changes = [c for c in _list(details, "changes") if isinstance(c, Mapping)]
         counts = {s: sum(1 for c in changes if c.get("severity") == s) for s in _SEVERITY_WORDS}
         summary = (
-            ", ".join(
-                f"{counts[s]} {'breaking' if s == 'breaking' else s}" for s in counts if counts[s]
-            )
+            ", ".join(f"{counts[s]} {s}" for s in counts if counts[s])
             or "no public name or signature was removed, changed or added"
         )
         rows.append(
@@ -342,6 +346,15 @@ def _api_contract_rows(details: Mapping[str, Any]) -> list[DetailRow]:
                 "What changed",
                 summary,
                 tuple(_change_item(c) for c in changes[:MAX_ITEMS]),
+            )
+        )
+    acceptance = details.get("accepted")
+    if isinstance(acceptance, Mapping):
+        rows.append(
+            DetailRow(
+                "Accepted",
+                f"by {acceptance.get('by', '?')}: {acceptance.get('reason', '')}",
+                _items(_list(acceptance, "breaks")),
             )
         )
     if _list(details, "errors"):

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
+from reviews.domain import api_breaks
 from reviews.domain import types as t
 from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
 from reviews.domain.closings import coverage_statement
@@ -131,6 +132,11 @@ def finalise(review_round: ReviewRound) -> None:
     for axis, result, details in deterministic_axes(submitted=submitted, fast_exit=fast_exit):
         if axis is t.AxisName.API_CONTRACT and not fast_exit:
             result, details = codeindex.api_contract(review_round)
+            # A person's acceptance of these breaks stands while it covers every one of them.
+            previous = review_round.axes.filter(axis=axis.value).values_list("details", flat=True)
+            kept = api_breaks.carried(previous.first(), details)
+            if kept is not None:
+                result, details = kept
         axes.append((axis, result, "deterministic", details))
     axes_record(review_round=review_round, results=axes)
     # The round's axes as they stand now, for its verdict: those it had, with the ones written.
