@@ -195,6 +195,7 @@ PAGE_VOCABULARY = template_enums(
     Lens=t.ConfirmationLens,
     NodeAction=consensus.Action,
     AxisResult=t.AxisResult,
+    AxisName=t.AxisName,
 )
 
 

@@ -23,13 +23,19 @@ from pathlib import PurePosixPath
 
 import tree_sitter as ts
 
+from reviews.index.api_java import exported_packages, java_exports, public_package
+from reviews.index.api_java import package_of as java_package
 from reviews.index.api_python import ApiChange
+from reviews.index.api_rust import rust_surface
 from reviews.index.js_packages import public_modules, read_packages
 from reviews.index.limits import is_test_path, language_for, skip_reason_for_path
 from reviews.index.treesitter_parse import _parser
+from reviews.index.type_text import canonical as _canonical
+from reviews.index.type_text import joined as _joined
+from reviews.index.type_text import text_of as _text
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
-SURFACE_LANGUAGES = JS_LANGUAGES | {"go"}
+SURFACE_LANGUAGES = JS_LANGUAGES | {"go", "rust", "java"}
 _GO_NOT_IMPORTABLE = frozenset({"internal", "testdata"})
 
 
@@ -189,20 +195,43 @@ def surface_file(path: str) -> bool:
 
 
 def exported_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str]]:
-    """(surface, errors) of every Go package and every TS/JS module users can reach in
-    `files` (`js_packages.public_modules`: entry points and what they re-export, published
-    packages only)."""
+    """(surface, errors) of every Go package, every TS/JS module users can reach in `files`
+    (`js_packages.public_modules`: entry points and what they re-export, published packages
+    only), every Rust library crate (`api_rust`) and every Java package (`api_java`)."""
+    surface, errors, _ = _read_surface(files)
+    return surface, errors
+
+
+def _read_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str], set[str]]:
+    """(surface, errors, owners whose files the grammar could not read whole)."""
     surface: dict[str, Export] = {}
+    unsure: set[str] = set()
     errors: dict[str, str] = {}
     modules: dict[str, dict[str, Export]] = {}
     links: dict[str, list[str]] = {}
     go_surface: dict[str, Export] = {}
     go_aliases: dict[str, dict[str, str]] = {}  # package → its aliases
+    java_exported = exported_packages(files)
     for path in sorted(p for p in files if surface_file(p)):
         language = language_for(path)
+        if language == "rust":
+            continue  # read per crate, from its lib.rs, below
         tree = _parser(language).parse(files[path].encode("utf-8", "replace"))
         if tree.root_node.has_error:
             errors[path] = f"{path}: syntax errors, exports may be incomplete"
+        if language == "java":
+            package = java_package(tree.root_node)
+            if not public_package(package, java_exported):
+                continue
+            if path in errors:
+                unsure.add(package)
+            for name, signatures in java_exports(tree.root_node).items():
+                where = f"{package}:{name}"
+                for kind, params, returns in signatures:
+                    surface[where] = with_overload(
+                        surface.get(where), Export(kind, params, returns)
+                    )
+            continue
         if language == "go":
             owner = PurePosixPath(path).parent.as_posix()
             owner = "" if owner == "." else owner
@@ -222,8 +251,17 @@ def exported_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[
     for path in sorted(public):
         for name, export in modules[path].items():
             surface[f"{path}:{name}"] = export
-    go_or_public = [e for p, e in errors.items() if language_for(p) == "go" or p in public]
-    return surface, go_or_public
+    rust, rust_errors = rust_surface(files)
+    for where, signatures in rust.items():
+        for kind, params, returns in signatures:
+            surface[where] = with_overload(surface.get(where), Export(kind, params, returns))
+    if rust_errors:  # a crate read in part: none of its names is trusted to have gone
+        unsure |= {surface_owner(w) for w in rust}
+    read = [e for p, e in errors.items() if language_for(p) in ("go", "java") or p in public]
+    for p in errors:
+        unsure.add(p)
+        unsure.add(PurePosixPath(p).parent.as_posix())
+    return surface, read + rust_errors, unsure
 
 
 def surface_owner(where: str) -> str:
@@ -235,17 +273,13 @@ def compare_exported(base_files: Mapping[str, str], head_files: Mapping[str, str
     (`errors`) is not trusted to have lost an export: what looks removed or changed there is
     `unknown` (named, never a break), so one declaration the grammar does not know decides
     nothing about the rest."""
-    base, base_errors = exported_surface(base_files)
-    head, head_errors = exported_surface(head_files)
+    base, base_errors, base_unsure = _read_surface(base_files)
+    head, head_errors, head_unsure = _read_surface(head_files)
     errors = tuple(dict.fromkeys([*base_errors, *head_errors]))
-    unreadable = {e.partition(":")[0] for e in errors}
+    unreadable = base_unsure | head_unsure
     changes = []
     for change in compare_surfaces(base, head):
-        owner = surface_owner(change.where)
-        unsure = owner in unreadable or any(
-            PurePosixPath(p).parent.as_posix() == owner for p in unreadable
-        )
-        if change.severity == "breaking" and unsure:
+        if change.severity == "breaking" and surface_owner(change.where) in unreadable:
             change = ApiChange(
                 "unknown",
                 change.where,
@@ -254,71 +288,6 @@ def compare_exported(base_files: Mapping[str, str], head_files: Mapping[str, str
         changes.append(change)
     modules = sorted({surface_owner(w) or "." for w in (*base, *head)})
     return SurfaceReport(modules=tuple(modules), changes=tuple(changes), errors=errors)
-
-
-def _text(node: ts.Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    return " ".join(node.text.decode("utf-8", "replace").split())
-
-
-_OPENERS = frozenset({"{", "[", "(", "<"})
-_CLOSERS = frozenset({"}", "]", ")", ">"})
-_MEMBER_LISTS = frozenset({"object_type", "interface_body", "enum_body"})
-_SPACED = frozenset({"|", "&", "=>", "=", "extends", "keyof", "typeof", "in", "is", "as"})
-
-
-def _canonical(node: ts.Node | None) -> str:
-    """A type as parsed structure, written one way: comments (doc comments included) and
-    layout dropped, `;` and `,` between members the same separator, none before a closing
-    bracket. Two texts that declare the same type compare equal."""
-    tokens: list[str] = []
-
-    def walk(current: ts.Node) -> None:
-        if current.type == "comment":
-            return
-        if current.type in _MEMBER_LISTS:  # members one per line, or after `;` or `,`
-            tokens.append("{")
-            for member in current.named_children:
-                if member.type != "comment":
-                    walk(member)
-                    tokens.append(",")
-            tokens.append("}")
-            return
-        if current.child_count == 0 or current.type in ("string", "template_string"):
-            tokens.append((current.text or b"").decode("utf-8", "replace"))
-            return
-        for child in current.children:
-            walk(child)
-
-    if node is None:
-        return ""
-    walk(node)
-    kept: list[str] = []
-    for piece in tokens:
-        if piece in (";", ","):
-            if not kept or kept[-1] in _OPENERS or kept[-1] == ",":
-                continue
-            piece = ","
-        if piece in _CLOSERS and kept and kept[-1] == ",":
-            kept.pop()
-        kept.append(piece)
-    while kept and kept[-1] == ",":
-        kept.pop()
-    return _joined(kept)
-
-
-def _joined(tokens: list[str]) -> str:
-    out = ""
-    for token in tokens:
-        word = token[:1].isalnum() or token[:1] in "_$\"'`"
-        previous_word = bool(out) and (out[-1].isalnum() or out[-1] in "_$\"'`")
-        if token in _SPACED or (out and out[-1] in ",:") or (word and previous_word):
-            out += " "
-        out += token
-        if token in _SPACED:
-            out += " "
-    return " ".join(out.split())
 
 
 # -- Go --------------------------------------------------------------------------------------

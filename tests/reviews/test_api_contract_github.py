@@ -182,28 +182,28 @@ def test_a_go_or_typescript_pr_removing_an_exported_function_fails(github_pr, ba
 def test_a_pr_in_a_language_the_axis_cannot_read_is_not_held_for_it_by_default(
     github_pr, workspace
 ):
-    """A Java change: the axis names the language per file and does not hold the change;
+    """A Kotlin change: the axis names the language per file and does not hold the change;
     a workspace that chooses to hold such changes gets unavailable, which holds the review
     and says what would clear the gate."""
     review_round = github_pr(
-        {"src/Main.java": "class Main {}\n"}, {"src/Main.java": "class Main { int x; }\n"}
+        {"src/Main.kt": "class Main\n"}, {"src/Main.kt": "class Main { val x = 1 }\n"}
     )
     axis = _axis(review_round)
     assert axis.result == "warn"
-    assert axis.details["unchecked_files"] == {"Java": ["src/Main.java"]}
-    assert "Java" in axis.details["note"]
+    assert axis.details["unchecked_files"] == {"Kotlin": ["src/Main.kt"]}
+    assert "Kotlin" in axis.details["note"]
     assert review_round.verdict.level == "ship"
 
     workspace.hold_unreadable_languages = True
     workspace.save(update_fields=["hold_unreadable_languages"])
     review_round = github_pr(
-        {"src/Main.java": "class Main {}\n"},
-        {"src/Main.java": "class Main { int x; }\n"},
+        {"src/Main.kt": "class Main\n"},
+        {"src/Main.kt": "class Main { val x = 1 }\n"},
         number=2,
     )
     axis = _axis(review_round)
     assert axis.result == "unavailable"
-    assert "Java" in axis.details["reason"]
+    assert "Kotlin" in axis.details["reason"]
     assert [s["action"] for s in axis.details["to_clear"]] == ["submit", "ungate"]
     assert review_round.verdict.level == "hold"
     assert "apiContract" in review_round.verdict.rule

@@ -246,3 +246,141 @@ def test_a_repository_declares_what_is_internal_at_its_base_commit():
         base_files={**base, ".quorum.toml": "[api\n"}, head_files=head
     )
     assert result is AxisResult.FAIL and "does not parse" in details["config_problem"]
+
+
+# -- Rust and Java: what their users can reach ------------------------------------------------
+
+CARGO = '[package]\nname = "errs"\nversion = "1.0.3"\n'
+LIB = """//! Errors.
+pub mod fmt;
+mod imp;
+pub use crate::imp::Chain;
+pub(crate) fn helper() {}
+
+/// The error.
+pub struct Error { inner: Box<dyn std::error::Error> }
+
+impl Error {
+    pub fn context<C: Display>(self, context: C) -> Self where C: Send { self }
+    fn private(&self) {}
+}
+
+pub enum Kind { Io, Parse }
+
+#[non_exhaustive]
+pub enum Flavor { Plain }
+
+pub trait Context<T> { fn context(self, c: &str) -> Result<T, Error>; fn note(&self) {} }
+
+#[macro_export]
+macro_rules! bail { () => {} }
+"""
+IMP = "pub struct Chain { pub depth: usize }\nimpl Chain { pub fn next(&mut self) -> Option<u8> { None } }\npub fn unreachable_helper() {}\n"
+FMT = "pub fn render(e: &crate::Error) -> String { String::new() }\n"
+
+
+def _crate(lib: str = LIB, imp: str = IMP, fmt: str = FMT) -> dict[str, str]:
+    return {"Cargo.toml": CARGO, "src/lib.rs": lib, "src/imp.rs": imp, "src/fmt.rs": fmt}
+
+
+def test_a_rust_crate_is_read_from_lib_rs_through_pub_mod_and_pub_use():
+    from reviews.index.api_surface import exported_surface
+
+    surface, errors = exported_surface(_crate())
+    assert errors == []
+    assert set(surface) == {
+        "errs:Error",
+        "errs:Error.context",
+        "errs:Kind",
+        "errs:Flavor",
+        "errs:Flavor.Plain",
+        "errs:Context",
+        "errs:Context.context",
+        "errs:Context.note",
+        "errs:Chain",
+        "errs:Chain.depth",
+        "errs:Chain.next",
+        "errs:bail!",
+        "errs::fmt:render",
+    }
+    # Doc comments, private items and a private module's unexported items change nothing.
+    quiet = _crate(
+        lib=LIB.replace("/// The error.", "/// The error, documented.").replace(
+            "fn private(&self) {}", "fn private(&self, x: u8) {}"
+        ),
+        imp=IMP.replace("pub fn unreachable_helper() {}", ""),
+    )
+    assert _breaks(_crate(), quiet) == (AxisResult.PASS, [])
+
+
+def test_rust_breaks_follow_cargo_semver_checks():
+    base = _crate()
+    cases = {
+        "errs:Kind": LIB.replace("Io, Parse", "Io, Parse, Net"),  # exhaustive enum grew
+        "errs:Context": LIB.replace("fn note(&self) {}", "fn note(&self);"),  # a required method
+        "errs:Error.context": LIB.replace("C: Send", "C: Send + Sync"),  # a tighter bound
+        "errs:bail!": LIB.replace("#[macro_export]\n", ""),
+    }
+    for where, lib in cases.items():
+        result, breaks = _breaks(base, _crate(lib=lib))
+        assert result is AxisResult.FAIL and breaks == [where], (where, breaks)
+    # A variant added to a #[non_exhaustive] enum, and a pub(crate) change, break nobody.
+    grown = LIB.replace("Flavor { Plain }", "Flavor { Plain, Spicy }").replace(
+        "pub(crate) fn helper() {}", "pub(crate) fn helper(x: u8) {}"
+    )
+    assert _breaks(base, _crate(lib=grown)) == (AxisResult.PASS, [])
+    # What a `pub use` brings in keeps its signature under its public name.
+    changed = IMP.replace("Option<u8>", "Option<u16>")
+    assert _breaks(base, _crate(imp=changed)) == (AxisResult.FAIL, ["errs:Chain.next"])
+
+
+GSON = """package com.google.gson;
+
+/** The entry point. */
+public final class Gson {
+  public static final String VERSION = "2";
+  protected int depth;
+  int packagePrivate;
+  public Gson() {}
+  public <T> T fromJson(String json, Class<T> type) { return null; }
+  public <T> T fromJson(java.io.Reader json, Class<T> type) { return null; }
+  private void helper() {}
+  public static class Builder { public Builder lenient() { return this; } }
+}
+"""
+INTERNAL = "package com.google.gson.internal;\npublic class Primitives { public static boolean isPrimitive(Object t) { return false; } }\n"
+
+
+def test_java_public_types_and_members_outside_internal_packages_are_api():
+    base = {
+        "gson/src/main/java/com/google/gson/Gson.java": GSON,
+        "gson/src/main/java/com/google/gson/internal/Primitives.java": INTERNAL,
+    }
+    # An overload added, a private method and an internal package changed: nobody breaks.
+    head = {
+        "gson/src/main/java/com/google/gson/Gson.java": GSON.replace(
+            "private void helper() {}",
+            "private void helper(int x) {}\n  public <T> T fromJson(byte[] json, Class<T> type) { return null; }",
+        ),
+        "gson/src/main/java/com/google/gson/internal/Primitives.java": INTERNAL.replace(
+            "Object t", "Class<?> t"
+        ),
+    }
+    assert _breaks(base, head) == (AxisResult.PASS, [])
+    # One overload removed, a protected field retyped: both break.
+    narrowed = {
+        **base,
+        "gson/src/main/java/com/google/gson/Gson.java": GSON.replace(
+            "  public <T> T fromJson(java.io.Reader json, Class<T> type) { return null; }\n", ""
+        ).replace("protected int depth", "protected long depth"),
+    }
+    assert _breaks(base, narrowed) == (
+        AxisResult.FAIL,
+        ["com.google.gson:Gson.depth", "com.google.gson:Gson.fromJson"],
+    )
+    # With a module descriptor, only the packages it exports are API.
+    module = "module com.google.gson { exports com.google.gson.internal; }\n"
+    described = {k: v for k, v in narrowed.items()}
+    base_described = {**base, "gson/src/main/java/module-info.java": module}
+    described["gson/src/main/java/module-info.java"] = module
+    assert _breaks(base_described, described) == (AxisResult.PASS, [])

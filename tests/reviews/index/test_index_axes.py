@@ -199,17 +199,17 @@ def test_it_reads_yaml_openapi_when_pyyaml_is_there_and_notes_languages_it_canno
         head_files={"openapi.yaml": yaml.safe_dump(head)},
     )
     assert result is AxisResult.FAIL
-    changed = ["src/Main.java", "lib/x.rs", "README.md"]
+    changed = ["src/Main.kt", "lib/X.cs", "README.md"]
     result, details = compute_api_contract(base_files={}, head_files={}, changed=changed)
     assert result is AxisResult.WARN
-    assert details["unchecked_files"] == {"Java": ["src/Main.java"], "Rust": ["lib/x.rs"]}
-    assert "Java, Rust" in details["note"] and details["to_clear"] == []
+    assert details["unchecked_files"] == {"C#": ["lib/X.cs"], "Kotlin": ["src/Main.kt"]}
+    assert "C#, Kotlin" in details["note"] and details["to_clear"] == []
     result, details = compute_api_contract(
         base_files={}, head_files={}, changed=changed, hold_unreadable=True
     )
     assert result is AxisResult.UNAVAILABLE
-    assert details["unchecked_languages"] == ["Java", "Rust"]
-    assert "Java, Rust" in details["reason"]
+    assert details["unchecked_languages"] == ["C#", "Kotlin"]
+    assert "C#, Kotlin" in details["reason"]
     assert [s["action"] for s in details["to_clear"]] == ["submit", "ungate"]
     assert details["to_clear"][1]["label"] == "un-gate apiContract in Settings → Workspace rules"
 
