@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 
 import tree_sitter as ts
 
+from reviews.index import ts_types
 from reviews.index.api_java import exported_packages, java_exports, public_package
 from reviews.index.api_java import package_of as java_package
 from reviews.index.api_python import ApiChange
@@ -97,11 +98,46 @@ def compare_surfaces(base: Surface, head: Surface) -> tuple[ApiChange, ...]:
                 out.append(ApiChange("additive", where, what))
         else:
             message = f"signature changed from {old.signature} to {new.signature}"
-            if _same_but_foreign_names(old.signature, new.signature):
+            typed = _typescript_judgement(where, old, new)
+            if typed in ("same", "compatible"):
+                out.append(ApiChange("additive", where, message + _COMPATIBLE_NOTE))
+            elif typed == "unknown":
+                out.append(ApiChange("unknown", where, message + _UNKNOWN_NOTE))
+            elif _same_but_foreign_names(old.signature, new.signature):
                 out.append(ApiChange("unknown", where, message + _FOREIGN_NOTE))
             else:
                 out.append(ApiChange("breaking", where, message))
     return tuple(out)
+
+
+_TS_MODULES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+_COMPATIBLE_NOTE = " (compatible: every old use still type-checks)"
+_UNKNOWN_NOTE = (
+    " (uncertain: whether users break depends on types the text does not settle;"
+    " a type checker would)"
+)
+
+
+def _typescript_judgement(where: str, old: Export, new: Export) -> str:
+    """ts_types' judgement of a TS/JS export whose types changed, or "" where it does not
+    apply (another language, another kind, another number of parameters)."""
+    if not surface_owner(where).endswith(_TS_MODULES) or old.kind != new.kind:
+        return ""
+    if old.overloads or new.overloads:
+        return ""
+    if old.params is None and new.params is None:
+        if old.kind not in ("type", "variable"):
+            return ""
+        position: ts_types.Position = "output" if old.kind == "variable" else "both"
+        return ts_types.judge(old.returns, new.returns, position)
+    if old.params is None or new.params is None or len(old.params) != len(new.params):
+        return ""
+    found: list[ts_types.Judgement] = [ts_types.judge(old.returns, new.returns, "output")]
+    for before, after in zip(old.params, new.params, strict=True):
+        if before.endswith("?") != after.endswith("?") or before[:3] != after[:3]:
+            return ""  # optionality or rest changed: the call shapes decided that
+        found.append(ts_types.judge(before.rstrip("?"), after.rstrip("?"), "input"))
+    return ts_types.worst(*found)
 
 
 # A name from another package (`flag.ParseErrorsAllowlist`, `React.FC`): its definition is not

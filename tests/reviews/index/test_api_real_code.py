@@ -384,3 +384,47 @@ def test_java_public_types_and_members_outside_internal_packages_are_api():
     base_described = {**base, "gson/src/main/java/module-info.java": module}
     described["gson/src/main/java/module-info.java"] = module
     assert _breaks(base_described, described) == (AxisResult.PASS, [])
+
+
+# -- TypeScript types the text can and cannot settle --------------------------------------------
+
+
+def test_typescript_types_are_judged_by_where_the_value_flows():
+    from reviews.index.ts_types import judge
+
+    assert judge("number", "number | string", "input") == "compatible"
+    assert judge("number | string", "number", "input") == "breaking"
+    assert judge("string | null", "string", "output") == "compatible"
+    assert judge("string", "string | null", "output") == "breaking"
+    assert judge("'get' | 'post'", "'get' | 'post' | 'put'", "both") == "breaking"
+    # A name the text cannot evaluate: neither proved safe nor proved a break.
+    assert judge("'get' | 'post'", "LiteralUnion<Method, string>", "both") == "unknown"
+    assert judge("error is A | B", "error is A | B | C", "output") == "unknown"
+    assert judge("string[]", "Method[]", "input") == "unknown"
+    # Objects member by member.
+    assert judge("{url: string}", "{url: string, retries?: number}", "both") == "compatible"
+    assert judge("{url: string, retries?: number}", "{url: string}", "both") == "breaking"
+    assert judge("{retries?: number}", "{retries: number}", "input") == "breaking"
+    assert judge("{retries?: number}", "{retries: number}", "output") == "compatible"
+    assert judge("{cb: (x: number) => string}", "{cb: (x: number) => string | null}", "both") == (
+        "unknown"
+    )
+
+
+primitives = st.sets(
+    st.sampled_from(["string", "number", "null", "undefined", "'a'", "'b'", "1"]), min_size=1
+)
+
+
+@given(primitives, primitives)
+def test_a_union_of_primitives_is_compatible_exactly_when_the_direction_allows(old, new):
+    from reviews.index.ts_types import judge
+
+    before, after = " | ".join(sorted(old)), " | ".join(sorted(new))
+    as_input, as_output = judge(before, after, "input"), judge(before, after, "output")
+    if old == new:
+        assert as_input == as_output == "same"
+        return
+    assert as_input == ("compatible" if old <= new else "breaking")
+    assert as_output == ("compatible" if new <= old else "breaking")
+    assert judge(before, after, "both") == "breaking"
