@@ -263,6 +263,23 @@ def build_server(caller_source: CallerSource) -> MCPServer:
         confirm)."""
         return await call(ctx, tools.act_on_node, space, node, consensus.Action.DISMISS, reason)
 
+    @server.tool(annotations=DECIDE)
+    async def accept_api_breaks(
+        ctx: Context,
+        space: Space,
+        reason: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=1000,
+                description="Why the break is intended: who relies on it, what they were told.",
+            ),
+        ],
+    ) -> tools.BreaksAccepted:
+        """Accept the API breaks the newest round's apiContract axis found (a person's token:
+        agents are refused). Audited; the axis warns and the verdict is decided again."""
+        return await call(ctx, tools.accept_api_breaks, space, reason)
+
     @server.tool(annotations=WRITE)
     async def publish_review_to_github(
         ctx: Context,

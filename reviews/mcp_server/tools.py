@@ -188,6 +188,13 @@ class NodeResult(BaseModel):
     note: str | None = Field(default=None, description="What was done instead, if anything.")
 
 
+class BreaksAccepted(BaseModel):
+    round: int
+    result: str = Field(description="The apiContract axis after the acceptance: warn.")
+    accepted: list[str] = Field(description="Where each accepted break is.")
+    verdict: str | None
+
+
 ReviewStarted.model_rebuild()
 
 
@@ -462,6 +469,27 @@ def act_on_node(
     except consensus.ConsensusError as exc:
         raise ApplicationError(str(exc), code="refused", http_status=409) from None
     return NodeResult(id=node.pk, status=node.status, note=note)
+
+
+def accept_api_breaks(caller: Caller, space_id: int, reason: str) -> BreaksAccepted:
+    """A person's token accepts the API breaks of the review's newest round (an agent's is
+    refused by the service)."""
+    from reviews.models import Verdict
+    from reviews.services.api_breaks import api_breaks_accept
+
+    _may(caller, Perm.TRIAGE_NODES, "accept an API break")
+    space = _space(caller, space_id)
+    review_round = space.rounds.order_by("-number").first()
+    if review_round is None:
+        raise NotFound(f"Review {space.pk} has no round yet.")
+    row = api_breaks_accept(review_round=review_round, user=caller.user, reason=reason)
+    verdict = Verdict.objects.filter(round=review_round).values_list("level", flat=True)
+    return BreaksAccepted(
+        round=review_round.number,
+        result=row.result,
+        accepted=row.details["accepted"]["breaks"],
+        verdict=verdict.first(),
+    )
 
 
 def publish_review_to_github(

@@ -4,13 +4,18 @@ keeps the acceptance only while it covers every break."""
 
 from __future__ import annotations
 
+import anyio
+import pytest
 from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
 from guardrails.models import AuditEvent
 from reviews.domain import api_breaks
+from reviews.domain.errors import ApplicationError
 from reviews.domain.types import AxisName, AxisResult
+from reviews.mcp_server import tools
+from reviews.mcp_server.server import build_server
 from reviews.models import AxisResult as AxisRow
 from reviews.models import Verdict, VerdictChange
 from reviews.services.spaces import space_status_refresh
@@ -144,3 +149,28 @@ def test_an_acceptance_is_carried_only_while_it_covers_every_break(first, later)
         assert kept is not None and api_breaks.breaking(kept[1]) == []
     else:
         assert kept is None
+
+
+def test_over_mcp_a_persons_token_accepts_and_an_agents_is_refused(
+    review_factory, workspace, member_factory
+):
+    """The tool as the MCP server calls it, with callers loaded from real tokens; and the
+    server lists it with its input schema."""
+    review_round = _blocked(review_factory, workspace)
+    lead = member_factory(workspace, "reviewer", "lead@example.com")
+    agent = tools.caller_for(
+        api_token_create(user=lead, name="a", agent_name="claude-code")[1], workspace.slug
+    )
+    with pytest.raises(ApplicationError) as refused:
+        tools.accept_api_breaks(agent, review_round.space_id, "the agent thinks so")
+    assert refused.value.code == "agent_cannot_accept"
+
+    person = tools.caller_for(api_token_create(user=lead, name="p")[1], workspace.slug)
+    answer = tools.accept_api_breaks(person, review_round.space_id, "documented in 2.0 notes")
+    assert (answer.result, answer.accepted, answer.verdict) == ("warn", ["lib.stop"], "ship")
+    assert AuditEvent.objects.filter(action="api.break_accepted").count() == 1
+
+    server = build_server(lambda ctx: ("unused", workspace.slug))
+    listed = {t.name: t for t in anyio.run(server.list_tools)}
+    schema = listed["accept_api_breaks"].input_schema
+    assert schema["properties"]["reason"]["minLength"] == 1 and "space" in schema["required"]
