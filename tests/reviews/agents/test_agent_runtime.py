@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -486,8 +485,9 @@ def test_it_fences_pr_text_so_smuggled_instructions_stay_data(
 
 
 def test_it_runs_reviewers_concurrently(fake_model: FakeModelServer, tmp_path: Path) -> None:
-    """Three slow reviewers awaited together take about one latency, not three (2 s each:
-    in series they would take 6 s, so the bound below holds on a loaded machine too)."""
+    """Three slow reviewers awaited together are at the model at the same time: the fake
+    server saw all three requests arrive before it answered any (2 s each), which is what
+    "concurrent" means whatever the machine's load."""
     fake_model.add_script(slow(2.0), model="reviewer")
     runtime = _runtime(fake_model, "openai", "reviewer")
 
@@ -503,10 +503,11 @@ def test_it_runs_reviewers_concurrently(fake_model: FakeModelServer, tmp_path: P
         ]
         return await asyncio.gather(*runs)
 
-    started = time.monotonic()
     outcomes = asyncio.run(three())
-    assert time.monotonic() - started < 4.5
     assert [o.usage.requests for o in outcomes] == [1, 1, 1]
+    seen = fake_model.requests
+    assert len(seen) == 3
+    assert max(r.started for r in seen) < min(r.ended for r in seen)
 
 
 def test_it_classifies_errors_outside_http() -> None:
