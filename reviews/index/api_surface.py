@@ -239,7 +239,10 @@ def exported_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[
 
 
 def _read_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str], set[str]]:
-    """(surface, errors, owners whose files the grammar could not read whole)."""
+    """(surface, errors, what the grammar could not read whole). The last holds `owner:Name`
+    for a declaration that did not parse (it and its members are not trusted), and `owner`
+    alone where an unparsed statement may hide declarations (a name missing from it is not
+    trusted to be gone), or where a whole Rust crate or Java package was read in part."""
     surface: dict[str, Export] = {}
     unsure: set[str] = set()
     errors: dict[str, str] = {}
@@ -277,10 +280,13 @@ def _read_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str
             for name, export in found.items():
                 go_surface[f"{owner}:{name}"] = export
         else:
+            owner = path
             links[path] = []
             modules[path] = _js_exports(
                 tree.root_node, typed=language != "javascript", links=links[path]
             )
+        if path in errors:
+            unsure |= _unparsed(tree.root_node, owner, language or "")
     for where, export in go_surface.items():
         surface[where] = _go_resolved(export, go_aliases.get(surface_owner(where), {}))
     public = public_modules(modules, links, read_packages(files))
@@ -294,10 +300,33 @@ def _read_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str
     if rust_errors:  # a crate read in part: none of its names is trusted to have gone
         unsure |= {surface_owner(w) for w in rust}
     read = [e for p, e in errors.items() if language_for(p) in ("go", "java") or p in public]
-    for p in errors:
-        unsure.add(p)
-        unsure.add(PurePosixPath(p).parent.as_posix())
     return surface, read + rust_errors, unsure
+
+
+def _unparsed(root: ts.Node, owner: str, language: str) -> set[str]:
+    """What a file with syntax errors leaves unsure, declaration by declaration: the names an
+    export statement (or Go declaration) with an error declares, and the file's owner when a
+    statement the grammar could not place might hide declarations."""
+    out: set[str] = set()
+    for node in root.named_children:
+        if not node.has_error:
+            continue
+        names: dict[str, Export] = {}
+        if language == "go" and node.type in (
+            "function_declaration",
+            "method_declaration",
+            "type_declaration",
+            "const_declaration",
+            "var_declaration",
+        ):
+            names.update(_go_declarations([node]) or {})
+        elif language != "go" and node.type == "export_statement":
+            _js_export_statement(node, names, {}, typed=language != "javascript")
+        if names:
+            out |= {f"{owner}:{name}" for name in names}
+        else:
+            out.add(owner)
+    return out
 
 
 def surface_owner(where: str) -> str:
@@ -315,7 +344,11 @@ def compare_exported(base_files: Mapping[str, str], head_files: Mapping[str, str
     unreadable = base_unsure | head_unsure
     changes = []
     for change in compare_surfaces(base, head):
-        if change.severity == "breaking" and surface_owner(change.where) in unreadable:
+        where = change.where
+        declaration = any(where == u or where.startswith(u + ".") for u in unreadable)
+        # An owner alone: something unparsed may hide a name, so only a removal is unsure.
+        hidden = surface_owner(where) in unreadable and where not in head
+        if change.severity == "breaking" and (declaration or hidden):
             change = ApiChange(
                 "unknown",
                 change.where,
@@ -336,9 +369,15 @@ def _exported_go(name: str) -> bool:
 def _go_exports(root: ts.Node, aliases: dict[str, str] | None = None) -> dict[str, Export] | None:
     """A Go file's exports; `aliases` collects the file's type aliases (`type A = B`) and named
     function types (`type F func(int) error`) by name, with what they stand for."""
+    return _go_declarations(root.named_children, aliases)
+
+
+def _go_declarations(
+    nodes: list[ts.Node], aliases: dict[str, str] | None = None
+) -> dict[str, Export] | None:
     out: dict[str, Export] = {}
     aliases = {} if aliases is None else aliases
-    for node in root.named_children:
+    for node in nodes:
         kind = node.type
         if kind == "package_clause":
             if _text(node.named_children[0] if node.named_children else None) == "main":

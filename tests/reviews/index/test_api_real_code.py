@@ -428,3 +428,27 @@ def test_a_union_of_primitives_is_compatible_exactly_when_the_direction_allows(o
     assert as_input == ("compatible" if old <= new else "breaking")
     assert as_output == ("compatible" if new <= old else "breaking")
     assert judge(before, after, "both") == "breaking"
+
+
+def test_a_declaration_the_grammar_cannot_read_is_unknown_and_the_rest_of_its_file_is_not():
+    """TS 4.7 variance annotations are beyond the pinned grammar: that declaration is not
+    trusted, but a real break elsewhere in the same file still blocks."""
+    base = {
+        "index.ts": "export interface Box<in T> { put(x: T): void }\n"
+        "export function size(a: number): number { return a }\n"
+        "export function keep(a: number): number { return a }\n"
+    }
+    head = {
+        "index.ts": "export interface Box<in T> { put(x: T, y?: T): void }\n"
+        "export function keep(a: number): number { return a }\n"
+    }
+    result, details = compute_api_contract(base_files=base, head_files=head)
+    severities = {c["where"]: c["severity"] for c in details["changes"]}
+    assert result is AxisResult.FAIL and severities["index.ts:size"] == "breaking"
+    # A statement the grammar could not place may hide a declaration: a name missing from
+    # such a file is unsure, a name changed in a clean declaration is not.
+    hidden_base = {"index.ts": "export const = ;\nexport function go(a: number): void {}\n"}
+    gone = {"index.ts": "export const = ;\n"}
+    assert _breaks(hidden_base, gone)[0] is AxisResult.WARN
+    retyped = {"index.ts": "export const = ;\nexport function go(a: string): void {}\n"}
+    assert _breaks(hidden_base, retyped) == (AxisResult.FAIL, ["index.ts:go"])
