@@ -269,7 +269,10 @@ class FewShotForm(forms.Form):
         return data
 
 
-FewShotFormSet = forms.formset_factory(FewShotForm, extra=1, can_delete=True, max_num=50)
+# absolute_max: a forged TOTAL_FORMS builds at most 50 forms (Django's default is 1,050).
+FewShotFormSet = forms.formset_factory(
+    FewShotForm, extra=1, can_delete=True, max_num=50, absolute_max=50, validate_max=True
+)
 
 
 def few_shots_from(formset) -> list[dict]:

@@ -269,7 +269,9 @@ def test_daphne_exits_on_sigterm_with_an_mcp_call_in_flight(
                     await anyio.sleep(2)  # the call is in flight by now
                     server.send_signal(signal.SIGTERM)
                     began = time.monotonic()
-                    while server.poll() is None and time.monotonic() - began < 10:
+                    # What would fail is a server that waits on the call for ever; how fast
+                    # it exits depends on the machine's load, so the window is generous.
+                    while server.poll() is None and time.monotonic() - began < 20:
                         await anyio.sleep(0.05)
                     stopped_after.append(time.monotonic() - began)
                     group.cancel_scope.cancel()
@@ -281,7 +283,7 @@ def test_daphne_exits_on_sigterm_with_an_mcp_call_in_flight(
         with contextlib.suppress(BaseException):
             anyio.run(agent_waits)
         assert server.poll() is not None, (tmp_path / "daphne.log").read_text()[-2000:]
-        assert stopped_after and stopped_after[0] <= 5
+        assert stopped_after and stopped_after[0] < 20
     finally:
         if server.poll() is None:
             server.kill()
