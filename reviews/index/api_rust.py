@@ -103,14 +103,32 @@ def _load(
     directory = pure.parent if is_owner else pure.parent / pure.stem
     for name, child_pub, inline in read.children:
         child = (*module, name)
+        visible = pub and child_pub
         if inline is not None:
-            _load(files, path, child, modules, public, errors, is_owner=is_owner,
-                  pub=pub and child_pub, node=inline)  # fmt: skip
+            _load(
+                files,
+                path,
+                child,
+                modules,
+                public,
+                errors,
+                is_owner=is_owner,
+                pub=visible,
+                node=inline,
+            )
             continue
         flat, nested = (directory / f"{name}.rs").as_posix(), (directory / name / "mod.rs")
         target = flat if flat in files else nested.as_posix()
-        _load(files, target, child, modules, public, errors,
-              is_owner=target.endswith("/mod.rs"), pub=pub and child_pub)  # fmt: skip
+        _load(
+            files,
+            target,
+            child,
+            modules,
+            public,
+            errors,
+            is_owner=target.endswith("/mod.rs"),
+            pub=visible,
+        )
 
 
 def _read(node: ts.Node, into: _Module) -> None:
