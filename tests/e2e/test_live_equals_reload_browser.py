@@ -109,6 +109,9 @@ def test_a_page_open_before_the_review_runs_ends_equal_to_a_fresh_load(
     finished = _elsewhere(run_inline, review_round.pk)  # every stage's events reach the open page
     assert finished.state == "finished"
     page.wait_for_selector("text=Block", timeout=15000)
+    # The axes arrive in their own message: on a loaded machine it can trail the verdict by
+    # more than the quiet window, so the page is read once they are there too.
+    page.wait_for_selector("#axis-apiContract", state="attached", timeout=15000)
     _settled(page)
     assert page.evaluate("window.__loadedOnce") is True  # updated in place, never reloaded
     assert page.locator("article.cohort").count() >= 1  # sections filled in live
