@@ -78,7 +78,7 @@ def api_breaks_accept(
             action="api.break_accepted",
             actor=AuditActor.of(user),
             workspace=review_round.space.workspace,
-            target=Target("reviewround", str(review_round.pk), f"round {review_round.number}"),
+            target=Target.of(review_round, f"round {review_round.number}"),
             payload={
                 "space": review_round.space_id,
                 "round": review_round.number,

@@ -184,7 +184,7 @@ def sarif_accept(
         action="sarif.received",
         actor=AuditActor.of(user),
         workspace=review_round.space.workspace,
-        target=Target("reviewround", str(review_round.pk), f"round {review_round.number}"),
+        target=Target.of(review_round, f"round {review_round.number}"),
         payload={"space": review_round.space_id, "round": review_round.number, "upload": upload.pk},
         request=request,
     )
@@ -322,7 +322,7 @@ def _record(review_round: ReviewRound, document: Any, user: Any) -> list[RunOutc
             action="sarif.uploaded",
             actor=AuditActor.of(user),
             workspace=review_round.space.workspace,
-            target=Target("reviewround", str(review_round.pk), f"round {review_round.number}"),
+            target=Target.of(review_round, f"round {review_round.number}"),
             payload={
                 "space": review_round.space_id,
                 "round": review_round.number,
