@@ -70,10 +70,12 @@ from reviews.agents.tool_config import (
 from reviews.domain.nodes import Accepted, parse_node_payload
 from reviews.domain.precision import (
     PRODUCTION_ONLY_RULES,
+    TEST_RULE_PRIORITY,
     Defused,
     Hit,
     also_on,
     defusing_context,
+    fails_in_tests,
     group_hits,
     high_precision,
     is_test_code,
@@ -309,7 +311,7 @@ def run_ruff(
     if not targets:
         return AnalyzerResult(reviewer="ruff", dimensions=dims)
     paths = sorted(targets)
-    config = ruff_config(root)
+    config = ruff_config(root, RUFF_RULES)
     found = _ruff_findings(root, paths, config, timeout)
     if isinstance(found, str) and config.path is not None:
         # The repository's configuration made ruff fail (a version pin, an unknown option):
@@ -320,6 +322,8 @@ def run_ruff(
         return AnalyzerResult("ruff", dims, error=found)
 
     matches: list[ToolMatch] = []
+    tests: dict[str, bool] = {}
+    quiet_in_tests = 0
     for item in found:
         path = _relative(root, str(item.get("filename", "")))
         location = item.get("location") or {}
@@ -327,15 +331,33 @@ def run_ruff(
         code = str(item.get("code") or "")
         if path not in targets or not isinstance(row, int) or row not in targets[path]:
             continue
-        if code.startswith("S"):
+        if re.fullmatch(r"S\d*", code):
             continue  # security rules are bandit's, whatever the repository selects
+        if path not in tests:
+            tests[path] = is_test_code(path, "\n".join(_source_lines(root, path)))
+        test_code = tests[path] and not fails_in_tests(code)
+        if test_code and not config.asks_for(code):
+            quiet_in_tests += 1  # bugbear and style in tests: only where the project asked
+            continue
         end_row = max(row, (item.get("end_location") or {}).get("row", row))
-        payload = _ruff_payload(root, path, item, row, end_row)
-        evidence = {"tool": "ruff", "rule": code or "ruff", "high_precision": False}
+        payload = _ruff_payload(root, path, item, row, end_row, test_code=test_code)
+        evidence = {
+            "tool": "ruff",
+            "rule": code or "ruff",
+            "high_precision": False,
+            "test_code": tests[path],
+        }
         matches.append(ToolMatch(code, path, row, end_row, payload, evidence))
     findings, folded = grouped("ruff", matches)
     changed = [f.path for f in changed_files]
-    notes = [config.describe("ruff", changed) + "; # noqa honoured", folded]
+    notes = [
+        config.describe("ruff", changed) + "; # noqa honoured",
+        f"{_count(quiet_in_tests, 'match')} of bugbear or style rules in test code the "
+        "project did not ask for not reported"
+        if quiet_in_tests
+        else "",
+        folded,
+    ]
     return _validated("ruff", dims, findings, root, paths, notes)
 
 
@@ -405,12 +427,18 @@ def ruff_mapping(code: str) -> tuple[NodeType, Priority, Category, float]:
 
 
 def _ruff_payload(
-    root: Path, path: str, item: Mapping[str, Any], row: int, end_row: int
+    root: Path, path: str, item: Mapping[str, Any], row: int, end_row: int, *, test_code: bool
 ) -> dict[str, Any]:
     code = str(item.get("code") or "ruff")
     name = str(item.get("name") or "")
     message = str(item.get("message") or name or code)
     node_type, priority, category, confidence = ruff_mapping(code)
+    in_tests = ""
+    if test_code and priority.rank < TEST_RULE_PRIORITY.rank:
+        # Test code asserts on purpose what production code must not do (a broad
+        # assertRaises, a property read inside pytest.raises): a reminder, not a bug.
+        node_type, priority = NodeType.SUGGESTION, TEST_RULE_PRIORITY
+        in_tests = "; at most P3 in test code"
     fix: dict[str, Any] = {}
     ruff_fix = item.get("fix") or None
     if ruff_fix:
@@ -425,7 +453,7 @@ def _ruff_payload(
     payload: dict[str, Any] = {
         "reasoning": (
             f"ruff rule {code} ({name}) reports this on line {row}, which the change adds; "
-            f"mapped to {priority} {node_type} by the analyzer table."
+            f"mapped to {priority} {node_type} by the analyzer table{in_tests}."
         ),
         "type": str(node_type),
         "priority": str(priority),

@@ -1,7 +1,10 @@
-"""The repository's own ruff and bandit configuration, and bandit's `# nosec` comments.
+"""The repository's own ruff, flake8, pylint and bandit configuration, and bandit's `# nosec`
+comments.
 
 A project that configured its linters told us which rules it follows: its configuration is
-used, and the stream's coverage note names the file. It is still untrusted input, so a file
+used, and the stream's coverage note names the file. Ruff's own file first; else a `[flake8]`
+section mapped onto ruff's rules (reviews/domain/lint_mapping.py), with pylint's `disable`
+list where it names rules ruff has. It is still untrusted input, so a file
 that does not parse, or that `extend`s a file outside the checkout, is refused (Quorum's
 defaults apply and the note says why), and a change that edits the configuration is said to.
 Bandit's findings are filtered here rather than by bandit itself, so a `# nosec` cannot
@@ -12,7 +15,11 @@ ones are counted.
 from __future__ import annotations
 
 import configparser
+import functools
+import json
 import re
+import subprocess
+import sys
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +27,14 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from reviews.domain.lint_mapping import (
+    RuffSelection,
+    RuleTable,
+    flake8_options,
+    flake8_selection,
+    pylint_ignores,
+    split_list,
+)
 from reviews.sources.worktrees import UnsafePath, safe_join
 
 
@@ -33,12 +48,34 @@ class ToolConfig:
     refused: str = ""  # why the repository's file was not used
     skips: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    # A configuration of another tool mapped onto this one (`flake8`, `pylint`): `args` run
+    # with `--isolated`, and `selection` says what the project asked for itself.
+    mapped_from: str = ""
+    selection: RuffSelection | None = None
+    also: str = ""  # a second file read (pylint's disable list beside a flake8 section)
+
+    def asks_for(self, code: str) -> bool:
+        """Whether the project itself asked for this rule (its own ruff configuration asks for
+        everything it selects; Quorum's defaults ask for nothing)."""
+        if self.selection is not None:
+            return self.selection.asks_for(code)
+        return self.path is not None
 
     def describe(self, tool: str, changed: Sequence[str] = ()) -> str:
         if self.path is None:
             note = f"{tool}: Quorum's default rules"
             return note + (f" ({self.refused})" if self.refused else "")
-        note = f"{tool}: the repository's configuration ({self.path}{self.section})"
+        if self.mapped_from:
+            note = (
+                f"{tool}: the repository's {self.mapped_from} configuration "
+                f"({self.path}{self.section}) mapped onto ruff's rules"
+            )
+            if self.also:
+                note += f", with {self.also}"
+            if self.selection is not None and self.selection.dropped:
+                note += " (no ruff rule for " + ", ".join(self.selection.dropped[:8]) + ")"
+        else:
+            note = f"{tool}: the repository's configuration ({self.path}{self.section})"
         if self.skips:
             note += ", skipping " + ", ".join(self.skips)
         if self.path in changed:
@@ -73,9 +110,10 @@ def _extend_escapes(root: Path, config_name: str, table: dict[str, Any]) -> bool
     return not target.is_file()
 
 
-def ruff_config(root: Path) -> ToolConfig:
+def ruff_config(root: Path, quorum_rules: Sequence[str] = ()) -> ToolConfig:
     """The first of `.ruff.toml`, `ruff.toml`, `pyproject.toml` with `[tool.ruff]` (ruff's own
-    order), or the defaults."""
+    order); else a flake8 configuration mapped onto ruff (with `quorum_rules` added) and
+    pylint's disable list; else the defaults."""
     for name, section in ((".ruff.toml", ""), ("ruff.toml", ""), ("pyproject.toml", "tool.ruff")):
         document, problem = _read_toml(root, name)
         if problem:
@@ -90,7 +128,132 @@ def ruff_config(root: Path) -> ToolConfig:
         return ToolConfig(
             path=name, section=f" [{section}]" if section else "", args=("--config", name)
         )
-    return ToolConfig()
+    flake8, problem = _ini_section(root, FLAKE8_FILES, "flake8")
+    disabled, pylint_file = _pylint_disabled(root)
+    table = ruff_rule_table() if flake8 is not None or pylint_file else None
+    if table is not None and not table.codes:
+        return ToolConfig(refused="ruff's rule list could not be read")
+    extra = pylint_ignores(disabled, table) if table is not None else ()
+    also = f"pylint's disable list from {pylint_file}" if pylint_file and extra else ""
+    if flake8 is not None and table is not None:
+        name, values = flake8
+        selection = flake8_selection(flake8_options(values), table, quorum_rules, extra)
+        return ToolConfig(
+            path=name,
+            section=" [flake8]",
+            args=("--isolated", *selection.args),
+            mapped_from="flake8",
+            selection=selection,
+            also=also,
+        )
+    if extra and table is not None and pylint_file:
+        selection = RuffSelection(
+            args=("--select", ",".join(quorum_rules), "--ignore", ",".join(extra))
+        )
+        return ToolConfig(
+            path=pylint_file,
+            args=("--isolated", *selection.args),
+            mapped_from="pylint",
+            selection=selection,
+        )
+    return ToolConfig(refused=problem)
+
+
+#: Where flake8 looks for its options, in its order.
+FLAKE8_FILES = ("setup.cfg", "tox.ini", ".flake8")
+PYLINT_FILES = (".pylintrc", "pylintrc", "setup.cfg", "tox.ini")
+_PYLINT_SECTIONS = ("MESSAGES CONTROL", "messages control", "pylint.messages_control", "pylint")
+
+
+def _read_ini(root: Path, name: str) -> tuple[configparser.ConfigParser | None, str]:
+    try:
+        path = safe_join(root, name)
+    except UnsafePath:
+        return None, f"{name} leads outside the repository"
+    if not path.is_file():
+        return None, ""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, configparser.Error) as exc:
+        return None, f"{name} could not be read: {str(exc)[:120]}"
+    return parser, ""
+
+
+def _ini_section(
+    root: Path, names: Sequence[str], section: str
+) -> tuple[tuple[str, dict[str, str]] | None, str]:
+    """(file name, options) of the first file with the section, and a problem, if any."""
+    problems = []
+    for name in names:
+        parser, problem = _read_ini(root, name)
+        if problem:
+            problems.append(problem)
+        if parser is not None and parser.has_section(section):
+            return (name, dict(parser[section])), ""
+    return None, "; ".join(problems)
+
+
+def _pylint_disabled(root: Path) -> tuple[tuple[str, ...], str]:
+    """pylint's `disable` list and the file it came from (an rc file, setup.cfg, tox.ini or
+    `[tool.pylint]` in pyproject.toml)."""
+    document, _ = _read_toml(root, "pyproject.toml")
+    pylint = (document or {}).get("tool", {}).get("pylint")
+    if isinstance(pylint, dict):
+        for table in (pylint.get("messages_control"), pylint.get("MESSAGES CONTROL"), pylint):
+            if isinstance(table, dict) and "disable" in table:
+                value = table["disable"]
+                names = value if isinstance(value, list) else split_list(str(value))
+                return tuple(str(n) for n in names), "pyproject.toml [tool.pylint]"
+    for name in PYLINT_FILES:
+        parser, _ = _read_ini(root, name)
+        if parser is None:
+            continue
+        for section in _PYLINT_SECTIONS:
+            if parser.has_section(section) and parser.has_option(section, "disable"):
+                return split_list(parser.get(section, "disable")), f"{name} [{section}]"
+    return (), ""
+
+
+@functools.cache
+def ruff_rule_table() -> RuleTable:
+    """Ruff's rules and linter prefixes, as the installed ruff lists them."""
+    ruff = [sys.executable, "-m", "ruff"]
+    try:
+        rules = json.loads(
+            subprocess.run(
+                [*ruff, "rule", "--all", "--output-format", "json"],
+                capture_output=True,
+                timeout=60,
+                check=True,
+            ).stdout
+        )
+        linters = json.loads(
+            subprocess.run(
+                [*ruff, "linter", "--output-format", "json"],
+                capture_output=True,
+                timeout=60,
+                check=True,
+            ).stdout
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return RuleTable(codes=frozenset(), prefixes=frozenset())
+    prefixes = set()
+    for linter in linters:
+        prefix = str(linter.get("prefix") or "")
+        if prefix:
+            prefixes.add(prefix)
+        for category in linter.get("categories") or ():
+            prefixes.add(prefix + str(category.get("prefix") or ""))
+    return RuleTable(
+        codes=frozenset(str(rule["code"]) for rule in rules),
+        prefixes=frozenset(p for p in prefixes if p),
+        pylint_names={
+            str(rule["code"]): str(rule["name"])
+            for rule in rules
+            if str(rule.get("linter")) == "Pylint"
+        },
+    )
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -171,4 +334,11 @@ def nosec_silences(lines: Sequence[str], span: Sequence[int], test_id: str, name
     return False
 
 
-__all__ = ["ToolConfig", "bandit_config", "excluded", "nosec_silences", "ruff_config"]
+__all__ = [
+    "ToolConfig",
+    "bandit_config",
+    "excluded",
+    "nosec_silences",
+    "ruff_config",
+    "ruff_rule_table",
+]

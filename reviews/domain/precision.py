@@ -29,7 +29,7 @@ from .severity_floors import REQUEST_INPUT_P0, DefectClass
 from .types import NodeView, Priority
 
 #: The offline analyzers' agent identities (reviews/pipeline/analyzer_runs.py registers them).
-ANALYZER_AGENTS = frozenset({"ruff", "bandit", "secrets"})
+ANALYZER_AGENTS = frozenset({"ruff", "bandit", "secrets", "oxlint", "ast-grep"})
 #: A tool's run uploaded as SARIF (reviews/services/sarif.py) is `sarif:<tool>`: a pattern
 #: analyzer too, so it neither confirms nor is confirmed by another analyzer.
 SARIF_AGENT_PREFIX = "sarif:"
@@ -58,6 +58,19 @@ def is_test_code(path: str, text: str | None = None) -> bool:
     ):
         return True
     return bool(text) and pure.suffix == ".py" and bool(_DEFINES_TESTS.search(text or ""))
+
+
+#: A ruff finding in test code that is not code failing to run is at most this, and reported
+#: only when the project asked for its rule (reviews/agents/tool_config.py).
+TEST_RULE_PRIORITY = Priority.P3
+_FAILS = re.compile(r"^(?:E9|F63|F7|F82[123]|PLE)")
+
+
+def fails_in_tests(code: str) -> bool:
+    """Ruff rules for code that cannot run (syntax and IO errors, undefined names, pylint
+    errors) and pyflakes' findings: they matter in a test as anywhere; bugbear and style rules
+    judge production habits tests break on purpose."""
+    return bool(_FAILS.match(code)) or bool(re.fullmatch(r"F\d+", code))
 
 
 #: Bandit tests that only make sense for production code: silent in test code.
