@@ -42,6 +42,8 @@ _ANALYZER_DIMENSIONS = {
     "ruff": t.Dimension.QUALITY,
     "bandit": t.Dimension.SECURITY,
     "secrets": t.Dimension.SECURITY,
+    "oxlint": t.Dimension.QUALITY,
+    "ast-grep": t.Dimension.SECURITY,
 }
 
 

@@ -43,6 +43,9 @@ class RoundFacts(_Record):
     model_configured: bool
     python_changed: bool
     panel_mode: PanelModeName
+    # JavaScript/TypeScript (oxlint), and any language Quorum's pattern rules read (ast-grep).
+    js_changed: bool = False
+    patterns_changed: bool = False
     followup: bool = False
     # Adaptive rounds: the reviewers chosen from the change, as (reviewer key, dimension).
     selected: list[tuple[str, str]] | None = None

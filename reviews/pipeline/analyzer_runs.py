@@ -8,6 +8,8 @@ from typing import Any
 from django.db.models import F
 
 from reviews.agents.analyzers import BANDIT, RUFF, RUFF_RULES, AnalyzerReviewer
+from reviews.agents.js_analyzer import OXLINT
+from reviews.agents.pattern_analyzer import PATTERNS
 from reviews.agents.redaction import redact_text
 from reviews.agents.secret_scan import run_secret_scan
 from reviews.domain import types as t
@@ -26,11 +28,19 @@ SECRETS = AnalyzerReviewer(
     axes=frozenset({t.AxisName.SECURITY}),
     run=run_secret_scan,
 )
-ANALYZERS = {"ruff": RUFF, "bandit": BANDIT, "secrets": SECRETS}
+ANALYZERS = {
+    "ruff": RUFF,
+    "bandit": BANDIT,
+    "secrets": SECRETS,
+    "oxlint": OXLINT,
+    "ast-grep": PATTERNS,
+}
 ANALYZER_SCOPES = {
     "ruff": "ruff rules " + ", ".join(RUFF_RULES),
     "bandit": "bandit's security tests",
     "secrets": "credential patterns (the redaction rules)",
+    "oxlint": "oxlint's correctness rules, or the repository's lint configuration",
+    "ast-grep": "Quorum's pattern rules (TLS checks, built SQL and shell commands, likely bugs)",
 }
 
 

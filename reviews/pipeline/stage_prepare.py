@@ -3,8 +3,11 @@ adaptive selection calls for, the worktree and the change map."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
+from reviews.agents.js_analyzer import JS_SUFFIXES
+from reviews.agents.pattern_analyzer import PATTERN_SUFFIXES
 from reviews.agents.redaction import redact_diff
 from reviews.changed_files import file_summaries
 from reviews.domain import types as t
@@ -69,9 +72,9 @@ def prepare(review_round: ReviewRound) -> None:
         tier=review_round.tier,
         fast_exit=classification.fast_exit is not None,
         model_configured=model_ready,
-        python_changed=any(
-            f.path.endswith(".py") and not f.is_binary and f.new_path for f in files
-        ),
+        python_changed=_any_changed(files, (".py",)),
+        js_changed=_any_changed(files, JS_SUFFIXES),
+        patterns_changed=_any_changed(files, PATTERN_SUFFIXES),
         panel_mode=cast(PanelModeName, space.workspace.panel_mode),
         followup=False,
     )
@@ -156,6 +159,10 @@ def prepare(review_round: ReviewRound) -> None:
         update_fields=["agent"],
     )
     round_reads.keep_prepared(review_round, streams)
+
+
+def _any_changed(files: Sequence[ChangedFile], suffixes: tuple[str, ...]) -> bool:
+    return any(f.path.endswith(suffixes) and not f.is_binary and f.new_path for f in files)
 
 
 def _dimension(value: str) -> t.Dimension:

@@ -107,9 +107,11 @@ PR_REVIEW_REVIEWERS: tuple[ReviewerEntry, ...] = (
     ),
     ReviewerEntry("security", "security", {"tier": ["thorough"], "model_configured": True}),
     ReviewerEntry("performance", "performance", {"tier": ["thorough"], "model_configured": True}),
-    # Offline analyzers need no model and run on every Python change.
+    # Offline analyzers need no model and run on every change in their languages.
     ReviewerEntry("ruff", "quality", {"python_changed": True}),
     ReviewerEntry("bandit", "security", {"python_changed": True}),
+    ReviewerEntry("oxlint", "quality", {"js_changed": True}),
+    ReviewerEntry("ast-grep", "security", {"patterns_changed": True}),
     ReviewerEntry("secrets", "security"),
 )
 

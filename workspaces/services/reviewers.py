@@ -37,7 +37,16 @@ _REVIEWER_FIELDS = (
 )
 
 # Stream names the pipeline gives its own runs: a custom reviewer cannot take one.
-_RESERVED_KEYS = ("ruff", "bandit", "secrets", "combined", "security", "performance")
+_RESERVED_KEYS = (
+    "ruff",
+    "bandit",
+    "secrets",
+    "oxlint",
+    "ast-grep",
+    "combined",
+    "security",
+    "performance",
+)
 _RESERVED_PREFIXES = ("followup-", "lens-")
 
 
