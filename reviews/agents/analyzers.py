@@ -103,6 +103,11 @@ from reviews.sources.diffs import ChangedFile
 from reviews.sources.worktrees import UnsafePath, safe_join
 
 RUFF_RULES = ("F", "E9", "E722", "B", "PLE")
+#: Bugbear rules about habits rather than bugs, left out of Quorum's default selection (a
+#: project that selects them gets them): unused loop variables, getattr/setattr with a
+#: constant, lru_cache on methods, abstract classes without abstract methods, warnings without
+#: stacklevel, `raise … from`, zip without strict.
+RUFF_DEFAULT_IGNORE = ("B007", "B009", "B010", "B019", "B024", "B027", "B028", "B904", "B905")
 RUFF_TIMEOUT = 60.0
 BANDIT_TIMEOUT = 120.0
 _CHUNK = 200  # files per process: keeps command lines far below the OS limit
@@ -311,7 +316,7 @@ def run_ruff(
     if not targets:
         return AnalyzerResult(reviewer="ruff", dimensions=dims)
     paths = sorted(targets)
-    config = ruff_config(root, RUFF_RULES)
+    config = ruff_config(root, RUFF_RULES, RUFF_DEFAULT_IGNORE)
     found = _ruff_findings(root, paths, config, timeout)
     if isinstance(found, str) and config.path is not None:
         # The repository's configuration made ruff fail (a version pin, an unknown option):
@@ -369,7 +374,11 @@ def _ruff_findings(
         # --force-exclude: the repository's excludes apply to files named on the command line.
         options = [*config.args, "--force-exclude"]
     else:
-        options = ["--isolated", "--select", ",".join(RUFF_RULES)]
+        options = [
+            "--isolated",
+            *("--select", ",".join(RUFF_RULES)),
+            *("--ignore", ",".join(RUFF_DEFAULT_IGNORE)),
+        ]
     argv = [*_tool_command("ruff"), "check", "--no-cache", "--output-format", "json", *options]
 
     def parse(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]] | str:
@@ -546,7 +555,7 @@ def run_bandit(
         if line.kind == "+"
     ]
     sources: dict[str, list[str]] = {}
-    in_tests = silenced = narrowing = 0
+    in_tests = silenced = narrowing = no_value = 0
     matches: list[ToolMatch] = []
     for item in results:
         path = _relative(root, str(item.get("filename", "")))
@@ -570,6 +579,11 @@ def run_bandit(
             narrowing += 1
             continue
         defect = classify(rule, _cwe(item))
+        if defect is DefectClass.HARDCODED_CREDENTIAL and _NO_VALUE.search(
+            str(item.get("issue_text") or "")
+        ):
+            no_value += 1  # `TOKEN = None`, `password = ""`: a name with nothing in it
+            continue
         taint = None
         if defect is not None:
             taint = request_input(lines, start, end, added=targets[path], change_lines=change_lines)
@@ -602,6 +616,9 @@ def run_bandit(
         else "",
         f"{_count(silenced, 'match')} silenced by # nosec" if silenced else "",
         f"{_count(narrowing, 'assert')} narrowing a type not reported (B101)" if narrowing else "",
+        f"{_count(no_value, 'match')} of credential rules on None or an empty string not reported"
+        if no_value
+        else "",
         folded,
     ]
     return _validated("bandit", dims, findings, root, paths, notes)
@@ -639,6 +656,8 @@ def _source_lines(root: Path, path: str) -> list[str]:
 
 
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+# Bandit quotes the literal it matched: `'None'` for None, `''` for an empty string.
+_NO_VALUE = re.compile(r":\s*(?:'None'|''|\"\")\s*$")
 
 
 def _bandit_payload(

@@ -35,7 +35,8 @@ QUIET_BY_DEFAULT = (
     "no-unused-labels",
     "no-useless-catch",
 )
-DEFAULT_PLUGINS = ("eslint", "typescript", "oxc", "unicorn")
+# unicorn's correctness rules guess at intent (fetch options, thenables): not by default.
+DEFAULT_PLUGINS = ("eslint", "typescript", "oxc")
 ESLINT_FILES = (".eslintrc.json", ".eslintrc")
 FLAT_FILES = (
     "eslint.config.js",
@@ -86,7 +87,20 @@ def default_document() -> dict[str, Any]:
     return {
         "plugins": list(DEFAULT_PLUGINS),
         "categories": {"correctness": "warn"},
-        "rules": dict.fromkeys(QUIET_BY_DEFAULT, "off"),
+        "rules": {
+            **dict.fromkeys(QUIET_BY_DEFAULT, "off"),
+            # `const {a, ...rest} = x` leaves out `a` on purpose (ESLint's XO and Airbnb agree).
+            # A leading underscore says "unused on purpose"; options replace oxlint's defaults.
+            "no-unused-vars": [
+                "warn",
+                {
+                    "ignoreRestSiblings": True,
+                    "argsIgnorePattern": "^_",
+                    "varsIgnorePattern": "^_",
+                    "caughtErrorsIgnorePattern": "^_",
+                },
+            ],
+        },
     }
 
 
@@ -137,22 +151,25 @@ def _level(value: Any) -> str | None:
     return _LEVELS.get(str(value).strip().lower()) if value is not None else None
 
 
-def _with_rules(rules: dict[str, str]) -> dict[str, Any]:
+def _with_rules(rules: dict[str, Any]) -> dict[str, Any]:
     document = default_document()
     document["rules"] = {**document["rules"], **rules}
     return document
 
 
-def eslint_rules(config: Any) -> dict[str, str]:
-    """The rule levels of an ESLint JSON configuration (top level and `overrides`)."""
-    found: dict[str, str] = {}
+def eslint_rules(config: Any) -> dict[str, Any]:
+    """The rule settings of an ESLint JSON configuration (top level and `overrides`): the
+    level, with the rule's options when it has them."""
+    found: dict[str, Any] = {}
     if not isinstance(config, dict):
         return found
     for table in [config, *[o for o in config.get("overrides") or () if isinstance(o, dict)]]:
         for name, value in (table.get("rules") or {}).items():
             level = _level(value)
-            if level is not None:
-                found[oxlint_rule_name(str(name))] = level
+            if level is None:
+                continue
+            options = value[1:] if isinstance(value, list) and level != "off" else []
+            found[oxlint_rule_name(str(name))] = [level, *options] if options else level
     return found
 
 
@@ -234,9 +251,12 @@ def js_lint_config(root: Path) -> JsLintConfig:
                 problems.append(f"{name} is not JSON")
                 continue
             if name == "package.json":
-                if not isinstance(parsed, dict) or "eslintConfig" not in parsed:
+                # ESLint's own key, or XO's (an ESLint wrapper with the same rule format).
+                key = next((k for k in ("eslintConfig", "xo") if k in (parsed or {})), None)
+                if not isinstance(parsed, dict) or key is None:
                     continue
-                parsed = parsed["eslintConfig"]
+                kind = "eslint" if key == "eslintConfig" else "xo"
+                parsed = parsed[key]
             rules = biome_rules(parsed) if kind == "biome" else eslint_rules(parsed)
         return JsLintConfig(_with_rules(rules), source=name, kind=kind, rules_set=tuple(rules))
     return JsLintConfig(default_document(), refused="; ".join(problems))

@@ -11,7 +11,9 @@ Each rule has a positive and a negative case in tests/reviews/agents/test_patter
 A security rule names its CWE (`metadata.cwe`), which gives its defect class and so the class
 floor (reviews/domain/severity_floors.py): at least P1, outside test code. A pattern match is
 evidence for its axis, never on the high-precision list: it can hold a change, and needs a
-model, a verifier or a person to block it. In test code every finding is at most P3.
+model, a verifier or a person to block it. In test code the security rules are silent (a test
+server with a self-signed certificate, a fixture query: the note counts them) and a correctness
+finding is at most P3.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     AnalyzerReviewer,
     ToolMatch,
+    _count,
     _relative,
     _run_chunked,
     _stderr,
@@ -111,6 +114,7 @@ def run_patterns(
         return AnalyzerResult("ast-grep", dims, error=found)
     matches: list[ToolMatch] = []
     tests: dict[str, bool] = {}
+    in_tests = 0
     for item in found:
         path = _relative(root, str(item.get("file", "")))
         span = item.get("range") or {}
@@ -124,6 +128,9 @@ def run_patterns(
         if path not in tests:
             tests[path] = is_test_code(path)
         rule = str(item.get("ruleId") or "ast-grep")
+        if tests[path] and (item.get("metadata") or {}).get("kind") == "security":
+            in_tests += 1
+            continue
         payload = _payload(path, item, rule, start, end, test_code=tests[path])
         evidence = {
             "tool": "ast-grep",
@@ -133,7 +140,13 @@ def run_patterns(
         }
         matches.append(ToolMatch(rule, path, start, end, payload, evidence))
     findings, folded = grouped("ast-grep", matches)
-    notes = ["ast-grep: Quorum's rules for Go, Rust, Java, JavaScript and TypeScript", folded]
+    notes = [
+        "ast-grep: Quorum's rules for Go, Rust, Java, JavaScript and TypeScript",
+        f"{_count(in_tests, 'match')} of security rules in test code not reported"
+        if in_tests
+        else "",
+        folded,
+    ]
     return _validated("ast-grep", dims, findings, root, paths, notes)
 
 

@@ -2,9 +2,10 @@
 
 It reuses the redaction rules (reviews/agents/redaction.py) on the lines the change adds: what
 we would refuse to send to a model provider should not be committed either. The finding names
-the kind of secret, never its value. In test code a credential is a fixture — at most P3 —
-unless it has a live format a provider issues (reviews/domain/precision.py), which stays high
-wherever it is and, outside test code, is on the high-precision list.
+the kind of secret, never its value. In test code a credential-shaped value is a fixture and is
+not reported (the note counts them) unless it has a live format a provider issues
+(reviews/domain/precision.py), which stays high wherever it is and, outside test code, is on
+the high-precision list.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import Any
 from reviews.agents.analyzers import AnalyzerResult, ToolMatch, _validated, added_lines, grouped
 from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
+    BLOCK_COMMENT_SUFFIXES,
     IMPLAUSIBLE_CREDENTIAL_PRIORITY,
-    TEST_CREDENTIAL_PRIORITY,
     documentation_context,
     high_precision,
+    inside_block_comment,
     inside_triple_quotes,
     is_test_code,
     live_secret,
@@ -46,13 +48,7 @@ def _payload(
         if live
         else ""
     )
-    if test_code and not live:
-        priority = TEST_CREDENTIAL_PRIORITY
-        body = (
-            "This is test code, and the value has no live credential format, so it is most "
-            "likely a fixture. If it was ever a real credential, rotate it."
-        )
-    elif test_code:
+    if test_code:
         body += " Test code is no exception: the value has the format of a live credential."
     elif not plausible:
         priority = IMPLAUSIBLE_CREDENTIAL_PRIORITY
@@ -91,6 +87,7 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
     wanted = added_lines(changed_files)
     by_path = {f.path: f for f in changed_files}
     matches: list[ToolMatch] = []
+    fixtures = 0
     for path, lines in sorted(wanted.items()):
         # Large files too: "not for models" keeps them out of prompts, not out of this scan.
         changed = by_path[path]
@@ -113,15 +110,23 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                 # Kinds judged by a name (assignment, URL, entropy) need a value that could be
                 # a secret; a provider's token format is evidence enough.
                 values = matched_values(text, kind)
-                in_text = (
-                    bool(checkout)
-                    and path.endswith(".py")
-                    and inside_triple_quotes(checkout or [], line.new_line - 1)
+                in_text = bool(checkout) and (
+                    (
+                        path.endswith(".py")
+                        and inside_triple_quotes(checkout or [], line.new_line - 1)
+                    )
+                    or (
+                        path.endswith(BLOCK_COMMENT_SUFFIXES)
+                        and inside_block_comment(checkout or [], line.new_line - 1)
+                    )
                 )
                 if not live and (
                     documentation_context(path, text, in_text) or placeholder_value(values)
                 ):
                     continue  # an example in documentation, a CI service's, or a placeholder
+                if not live and test_code:
+                    fixtures += 1  # test data: a URL parser's vectors, a fake API key
+                    continue
                 plausible = not values or any(plausible_secret(v) for v in values)
                 evidence = {
                     "tool": "secrets",
@@ -139,8 +144,11 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                 )
     findings, folded = grouped("secrets", matches)
     notes = [
-        "credential patterns; in test code only live formats stay above P3; in documentation, "
-        "comments, docstrings and CI service definitions only live formats count",
+        "credential patterns; in test code, documentation, comments, docstrings and CI service "
+        "definitions only live formats count",
+        f"{fixtures} credential-shaped value(s) in test code without a live format not reported"
+        if fixtures
+        else "",
         folded,
     ]
     return _validated(

@@ -110,10 +110,13 @@ def _extend_escapes(root: Path, config_name: str, table: dict[str, Any]) -> bool
     return not target.is_file()
 
 
-def ruff_config(root: Path, quorum_rules: Sequence[str] = ()) -> ToolConfig:
+def ruff_config(
+    root: Path, quorum_rules: Sequence[str] = (), quorum_ignore: Sequence[str] = ()
+) -> ToolConfig:
     """The first of `.ruff.toml`, `ruff.toml`, `pyproject.toml` with `[tool.ruff]` (ruff's own
-    order); else a flake8 configuration mapped onto ruff (with `quorum_rules` added) and
-    pylint's disable list; else the defaults."""
+    order); else a flake8 configuration mapped onto ruff (with `quorum_rules` added, less
+    `quorum_ignore` unless the project selects those itself) and pylint's disable list; else
+    the defaults."""
     for name, section in ((".ruff.toml", ""), ("ruff.toml", ""), ("pyproject.toml", "tool.ruff")):
         document, problem = _read_toml(root, name)
         if problem:
@@ -129,6 +132,8 @@ def ruff_config(root: Path, quorum_rules: Sequence[str] = ()) -> ToolConfig:
             path=name, section=f" [{section}]" if section else "", args=("--config", name)
         )
     flake8, problem = _ini_section(root, FLAKE8_FILES, "flake8")
+    if flake8 is None:
+        flake8 = _pyproject_flake8(root)
     disabled, pylint_file = _pylint_disabled(root)
     table = ruff_rule_table() if flake8 is not None or pylint_file else None
     if table is not None and not table.codes:
@@ -137,10 +142,13 @@ def ruff_config(root: Path, quorum_rules: Sequence[str] = ()) -> ToolConfig:
     also = f"pylint's disable list from {pylint_file}" if pylint_file and extra else ""
     if flake8 is not None and table is not None:
         name, values = flake8
-        selection = flake8_selection(flake8_options(values), table, quorum_rules, extra)
+        options = flake8_options(values)
+        explicit = [*(options.select or ()), *options.extend_select]
+        habits = [c for c in quorum_ignore if not any(c.startswith(s) for s in explicit)]
+        selection = flake8_selection(options, table, quorum_rules, [*extra, *habits])
         return ToolConfig(
             path=name,
-            section=" [flake8]",
+            section=" [tool.flake8]" if name == "pyproject.toml" else " [flake8]",
             args=("--isolated", *selection.args),
             mapped_from="flake8",
             selection=selection,
@@ -148,7 +156,12 @@ def ruff_config(root: Path, quorum_rules: Sequence[str] = ()) -> ToolConfig:
         )
     if extra and table is not None and pylint_file:
         selection = RuffSelection(
-            args=("--select", ",".join(quorum_rules), "--ignore", ",".join(extra))
+            args=(
+                "--select",
+                ",".join(quorum_rules),
+                "--ignore",
+                ",".join([*extra, *quorum_ignore]),
+            )
         )
         return ToolConfig(
             path=pylint_file,
@@ -192,6 +205,20 @@ def _ini_section(
         if parser is not None and parser.has_section(section):
             return (name, dict(parser[section])), ""
     return None, "; ".join(problems)
+
+
+def _pyproject_flake8(root: Path) -> tuple[str, dict[str, str]] | None:
+    """`[tool.flake8]` in pyproject.toml (the flake8-pyproject plugin), as INI-style values."""
+    document, _ = _read_toml(root, "pyproject.toml")
+    table = (document or {}).get("tool", {}).get("flake8")
+    if not isinstance(table, dict):
+        return None
+    values = {
+        str(key): ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        for key, value in table.items()
+        if isinstance(value, str | int | list)
+    }
+    return "pyproject.toml", values
 
 
 def _pylint_disabled(root: Path) -> tuple[tuple[str, ...], str]:

@@ -216,7 +216,27 @@ def inside_triple_quotes(lines: Sequence[str], index: int) -> bool:
     return count % 2 == 1 or opens_here  # a docstring that opens (or is) this line
 
 
-TEST_CREDENTIAL_PRIORITY = Priority.P3
+#: Languages whose comments open with `/*` and close with `*/`.
+BLOCK_COMMENT_SUFFIXES = (
+    *(".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"),
+    *(".go", ".rs", ".java", ".kt", ".scala", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs"),
+    *(".swift", ".php", ".css", ".scss"),
+)
+_BLOCK_MARK = re.compile(r"/\*|\*/")
+
+
+def inside_block_comment(lines: Sequence[str], index: int) -> bool:
+    """Whether line `index` (0-based) sits in a `/* … */` comment (a JSDoc example, a Javadoc
+    or rustdoc block): the last comment mark before its end opens one. Approximate like
+    `inside_triple_quotes`: a `/*` inside a string literal can miscount."""
+    opened = False
+    for text in lines[: index + 1]:
+        for mark in _BLOCK_MARK.findall(text):
+            opened = mark == "/*"
+    current = lines[index] if index < len(lines) else ""
+    return opened or current.lstrip().startswith("/*")
+
+
 #: A credential rule whose value is not plausibly a secret (`plausible_secret`) stays here.
 IMPLAUSIBLE_CREDENTIAL_PRIORITY = Priority.P3
 
@@ -436,7 +456,6 @@ __all__ = [
     "PRODUCTION_ONLY_RULES",
     "SARIF_AGENT_PREFIX",
     "SHELL_RULES",
-    "TEST_CREDENTIAL_PRIORITY",
     "WEAK_HASH_RULES",
     "Defused",
     "Group",

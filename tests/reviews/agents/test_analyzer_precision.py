@@ -107,8 +107,9 @@ FORTY_ASSERTS = "def test_totals():\n" + "".join(
 
 
 def test_test_code_is_not_reviewed_like_production_code(tmp_path: Path) -> None:
-    """40 asserts in a test file and a fixture `SECRET_KEY = "dev"`: no assert finding, the key
-    at most P3; the same shape as a live AWS key in settings.py stays P1 and high precision."""
+    """40 asserts in a test file and a fixture `SECRET_KEY = "dev"`: no assert finding, no
+    credential finding for the fixture (the note counts it); the same shape as a live AWS key in
+    settings.py stays P1 and high precision."""
     aws = "AKIA" + "Q7WE9RT2YU4IO6PA"
     results = _review(
         tmp_path,
@@ -122,8 +123,8 @@ def test_test_code_is_not_reviewed_like_production_code(tmp_path: Path) -> None:
     assert "B105" not in _rules(results["bandit"])  # a test password is a fixture
     assert any("production-only rules in test code" in n for n in results["bandit"].notes)
     secrets = {f.payload["anchor"]["path"]: f for f in results["secrets"].findings}
-    fixture = secrets["tests/settings.py"]
-    assert fixture.payload["priority"] == "P3" and fixture.evidence["test_code"] is True
+    assert "tests/settings.py" not in secrets
+    assert any("1 credential-shaped value(s) in test code" in n for n in results["secrets"].notes)
     live = secrets["shop/settings.py"]
     assert live.payload["priority"] in ("P0", "P1") and live.evidence["high_precision"] is True
     assert aws not in str(results["secrets"].payloads)
@@ -361,3 +362,39 @@ def test_checksums_package_managers_write_are_not_credentials(tmp_path: Path) ->
     }
     secrets = _review(tmp_path, files)["secrets"]
     assert [f.payload["anchor"]["path"] for f in secrets.findings] == ["yarn.lock"]
+
+
+def test_a_credential_name_holding_nothing_is_not_a_finding(tmp_path: Path) -> None:
+    settings = (
+        "DEFAULTS = {\n    'UNAUTHENTICATED_USER': 'anon',\n    'UNAUTHENTICATED_TOKEN': None,\n}\n"
+        'password = ""\n'
+    )
+    results = _review(tmp_path, {"api/settings.py": settings})
+    assert not {"B105", "B106", "B107"} & set(_rules(results["bandit"]))
+    assert any("credential rules on None or an empty string" in n for n in results["bandit"].notes)
+
+
+def test_an_example_in_a_block_comment_is_documentation(tmp_path: Path) -> None:
+    """A JSDoc example (no leading `*` on its lines) is documentation; the same assignment in
+    code is a finding."""
+    value = "f3Kq9xLmP2vR8sT1wZ"
+    source = (
+        "/**\nPass data to hooks.\n\n@example\n```\nconst api = ky.create({\n"
+        f"  context: {{token: '{value}'}}\n}});\n```\n*/\n"
+        f"export const client = {{token: '{value}'}};\n"
+    )
+    results = _review(tmp_path, {"source/options.ts": source})
+    lines = [f.payload["anchor"]["start_line"] for f in results["secrets"].findings]
+    assert lines == [_line(source, "export const client")]
+
+
+def test_bugbear_habits_are_left_to_projects_that_ask(tmp_path: Path) -> None:
+    module = "import warnings\n\n\ndef old():\n    warnings.warn('use new()')\n"
+    quiet = _review(tmp_path / "default", {"lib/old.py": module})
+    assert "B028" not in _rules(quiet["ruff"])
+    asked = _review(
+        tmp_path / "asked",
+        {"lib/old.py": module},
+        {"setup.cfg": "[flake8]\nextend-select = B028\n"},
+    )
+    assert "B028" in _rules(asked["ruff"])

@@ -131,3 +131,30 @@ def test_a_change_without_javascript_runs_nothing(tmp_path: Path) -> None:
     head = repo.commit("head", {"main.go": "package main\n"})
     result = run_oxlint(repo.path, parse_unified_diff(repo.git("diff", base, head)))
     assert result.ok and not result.findings and not result.files_checked
+
+
+def test_xo_settings_in_package_json_and_rest_siblings(tmp_path: Path) -> None:
+    """ky's layout: XO's rules in package.json; `const {a, ...rest} = x` leaves `a` out on
+    purpose, which the default does not report either."""
+    omit = "export function strip(o: {a: number; b: number}) {\n  const {a, ...rest} = o;\n  return rest;\n}\n"
+    package = {"name": "ky", "xo": {"rules": {"no-debugger": "off"}}}
+    repo = GitRepo.init(tmp_path / "repo")
+    base = repo.commit("base", {"package.json": json.dumps(package)})
+    head = repo.commit("head", {"src/omit.ts": omit + "debugger;\n"})
+    result = run_oxlint(repo.path, parse_unified_diff(repo.git("diff", base, head)))
+    assert result.ok and not result.findings
+    assert any("xo configuration (package.json)" in n for n in result.notes)
+
+
+def test_a_leading_underscore_marks_unused_on_purpose(tmp_path: Path) -> None:
+    source = (
+        "export const after = (_request: Request, response: Response) => response;\n"
+        "export function unused(x: number) {\n  const y = x * 2;\n  return x;\n}\n"
+    )
+    repo = GitRepo.init(tmp_path / "repo")
+    base = repo.commit("base", {"README.md": "x\n"})
+    head = repo.commit("head", {"src/hooks.ts": source})
+    result = run_oxlint(repo.path, parse_unified_diff(repo.git("diff", base, head)))
+    assert [(f.evidence["rule"], f.payload["anchor"]["start_line"]) for f in result.findings] == [
+        ("no-unused-vars", 3)
+    ]

@@ -75,6 +75,21 @@ def test_a_flake8_section_decides_the_rules_in_each_file_flake8_reads(
     assert "W503" in note  # named as having no ruff rule, not silently lost
 
 
+def test_flake8_pyproject_table_is_read_too(tmp_path: Path) -> None:
+    pyproject = """\
+[project]
+name = "api"
+
+[tool.flake8]
+extend-ignore = ["E501", "W503", "W504", "B"]
+extend-select = ["B006"]
+"""
+    result = _ruff(tmp_path, {"pyproject.toml": pyproject})
+    production = {rule for path, rule in _found(result) if path == "lib/collect.py"}
+    assert production == {"B006", "E711", "F401"}
+    assert any("(pyproject.toml [tool.flake8])" in n for n in result.notes)
+
+
 def test_bugbear_in_test_code_is_p3_when_asked_and_silent_otherwise(tmp_path: Path) -> None:
     asked = _ruff(tmp_path / "asked", {"setup.cfg": DJANGO_STYLE})
     in_tests = [f for f in asked.findings if f.payload["anchor"]["path"].startswith("tests/")]

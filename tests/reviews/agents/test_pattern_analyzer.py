@@ -120,6 +120,7 @@ def results(tmp_path_factory: pytest.TempPathFactory):
         files[f"bad/{path}"] = _wrap(path, bad)
         files[f"good/{path}"] = _wrap(path, good)
     files["tests/run_test.go"] = _wrap("run_test.go", CASES["go-shell-runs-built-command"][1])
+    files["tests/list_test.go"] = _wrap("list_test.go", CASES["go-append-result-dropped"][1])
     head = repo.commit("head", files)
     result = run_patterns(repo.path, parse_unified_diff(repo.git("diff", base, head)))
     assert result.ok, result.error
@@ -149,9 +150,14 @@ def test_security_rules_carry_their_class_floor_and_correctness_is_p2(results) -
         assert isinstance(parse_node_payload(finding.payload), Accepted)
 
 
-def test_in_test_code_a_pattern_finding_is_at_most_p3(results) -> None:
-    (finding,) = [f for f in results.findings if f.payload["anchor"]["path"] == "tests/run_test.go"]
-    assert finding.payload["priority"] == "P3" and finding.evidence["test_code"] is True
+def test_in_test_code_security_rules_are_silent_and_correctness_is_p3(results) -> None:
+    in_tests = {
+        f.evidence["rule"]: f.payload["priority"]
+        for f in results.findings
+        if f.payload["anchor"]["path"].startswith("tests/")
+    }
+    assert in_tests == {"go-append-result-dropped": "P3"}
+    assert any("1 match of security rules in test code" in n for n in results.notes)
 
 
 def test_a_repository_sgconfig_is_never_used(tmp_path: Path) -> None:
