@@ -72,7 +72,7 @@ from django.core.management import call_command  # noqa: E402
 
 from reviews.domain.types import ACTIVE_STATUSES  # noqa: E402
 from reviews.models import ReviewerStream, ReviewNode  # noqa: E402
-from reviews.pipeline import analyzer_runs, inputs, stages  # noqa: E402
+from reviews.pipeline import analyzer_runs, inputs, stage_prepare, stages  # noqa: E402
 from reviews.pipeline.runner import run_inline  # noqa: E402
 from reviews.services import codeindex  # noqa: E402
 from reviews.services.requests import review_request  # noqa: E402
@@ -198,13 +198,16 @@ class Timings:
             )
         for name in ("round_cohorts", "api_contract", "test_gap"):
             setattr(codeindex, name, self.wrap(f"codeindex.{name}", getattr(codeindex, name)))
-        for name in ("round_consolidate", "round_finalise", "redact_diff", "classify_change"):
-            setattr(stages, name, self.wrap(name, getattr(stages, name)))
+        stages.round_consolidate = self.wrap("round_consolidate", stages.round_consolidate)
+        for name in ("redact_diff", "classify_change"):
+            setattr(stage_prepare, name, self.wrap(name, getattr(stage_prepare, name)))
         for name in ("fetch_diff", "round_worktree_ready"):
             setattr(inputs, name, self.wrap(name, getattr(inputs, name)))
         stages.INLINE = {k: self.wrap(f"stage:{k}", v) for k, v in stages.INLINE.items()}
         stages.STEP_RUNNERS = {k: self.wrap(f"step:{k}", v) for k, v in stages.STEP_RUNNERS.items()}
-        analyzer_runs.node_record = self.wrap("node_record", analyzer_runs.node_record)
+        analyzer_runs.node_record_many = self.wrap(
+            "node_record_many", analyzer_runs.node_record_many
+        )
 
     def summary(self) -> dict[str, object]:
         out: dict[str, object] = {}
