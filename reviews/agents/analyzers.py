@@ -76,6 +76,7 @@ from reviews.domain.precision import (
     also_on,
     defusing_context,
     fails_in_tests,
+    generated_code,
     group_hits,
     high_precision,
     is_test_code,
@@ -157,11 +158,17 @@ class AnalyzerReviewer:
 # -- changed lines -----------------------------------------------------------------------------
 
 
-def added_lines(changed_files: Iterable[ChangedFile]) -> dict[str, frozenset[int]]:
-    """Per path, the RIGHT-side line numbers the change adds (context lines excluded)."""
+def added_lines(
+    changed_files: Iterable[ChangedFile], *, generated: bool = False
+) -> dict[str, frozenset[int]]:
+    """Per path, the RIGHT-side line numbers the change adds (context lines excluded); files
+    nobody wrote by hand (`generated_code`: bundles, vendored copies, source maps) only when
+    `generated` is asked for."""
     result: dict[str, frozenset[int]] = {}
     for changed in changed_files:
         if changed.new_path is None or changed.is_binary:
+            continue
+        if not generated and generated_code(changed.path):
             continue
         lines = {
             line.new_line

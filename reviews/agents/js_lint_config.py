@@ -95,6 +95,8 @@ def default_document() -> dict[str, Any]:
                 "warn",
                 {
                     "ignoreRestSiblings": True,
+                    # A handler's signature is its contract (Express counts the arguments).
+                    "args": "none",
                     "argsIgnorePattern": "^_",
                     "varsIgnorePattern": "^_",
                     "caughtErrorsIgnorePattern": "^_",

@@ -19,8 +19,8 @@ from reviews.agents.analyzers import AnalyzerResult, ToolMatch, _validated, adde
 from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
     BLOCK_COMMENT_SUFFIXES,
-    IMPLAUSIBLE_CREDENTIAL_PRIORITY,
     documentation_context,
+    generated_code,
     high_precision,
     inside_block_comment,
     inside_triple_quotes,
@@ -37,9 +37,7 @@ from reviews.sources.worktrees import UnsafePath, safe_join
 _KIND = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 
-def _payload(
-    path: str, line: int, kind: str, *, test_code: bool, live: bool, plausible: bool
-) -> dict[str, Any]:
+def _payload(path: str, line: int, kind: str, *, test_code: bool, live: bool) -> dict[str, Any]:
     label = kind.replace("_", " ")
     # Every kind is a hard-coded credential in the severity table (docs/analyzer-severities.md).
     priority = floor_for(classify(f"secrets:{kind}")) or Priority.P1
@@ -50,12 +48,6 @@ def _payload(
     )
     if test_code:
         body += " Test code is no exception: the value has the format of a live credential."
-    elif not plausible:
-        priority = IMPLAUSIBLE_CREDENTIAL_PRIORITY
-        body = (
-            "The name suggests a credential but the value does not look like one (empty, a "
-            "word, an identifier, a template or a character set). Check it is not a real one."
-        )
     return {
         "reasoning": f"The added line matches the {label} pattern used to keep secrets away "
         "from model providers; a committed credential is readable by everyone with the "
@@ -84,16 +76,20 @@ def _checkout_lines(root: Path, path: str) -> list[str] | None:
 
 def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) -> AnalyzerResult:
     root = Path(worktree)
-    wanted = added_lines(changed_files)
+    # Bundles and vendored copies too: a credential there is shipped all the same.
+    wanted = added_lines(changed_files, generated=True)
     by_path = {f.path: f for f in changed_files}
     matches: list[ToolMatch] = []
-    fixtures = 0
+    fixtures = implausible = 0
     for path, lines in sorted(wanted.items()):
         # Large files too: "not for models" keeps them out of prompts, not out of this scan.
         changed = by_path[path]
         # The stored diff is already redacted: the checkout has the text as committed.
         checkout = _checkout_lines(root, path)
         test_code = is_test_code(path, "\n".join(checkout) if checkout is not None else None)
+        # Built and vendored files: only a live format counts, as in tests (a bundle repeats
+        # its sources' names, and a source map holds them all on one line).
+        fixture_like = test_code or generated_code(path)
         for hunk in changed.hunks:
             for line in hunk.lines:
                 if line.kind != "+" or line.new_line not in lines:
@@ -124,10 +120,13 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                     documentation_context(path, text, in_text) or placeholder_value(values)
                 ):
                     continue  # an example in documentation, a CI service's, or a placeholder
-                if not live and test_code:
-                    fixtures += 1  # test data: a URL parser's vectors, a fake API key
+                if not live and fixture_like:
+                    fixtures += 1  # test data, a URL parser's vectors, a bundle's copy
                     continue
                 plausible = not values or any(plausible_secret(v) for v in values)
+                if not live and not plausible:
+                    implausible += 1  # `isCredentialsSupported = "credentials" in …`
+                    continue
                 evidence = {
                     "tool": "secrets",
                     "rule": f"secrets:{kind}",
@@ -136,9 +135,7 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                     ),
                     "test_code": test_code,
                 }
-                payload = _payload(
-                    path, line.new_line, kind, test_code=test_code, live=live, plausible=plausible
-                )
+                payload = _payload(path, line.new_line, kind, test_code=test_code, live=live)
                 matches.append(
                     ToolMatch(kind, path, line.new_line, line.new_line, payload, evidence)
                 )
@@ -146,8 +143,13 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
     notes = [
         "credential patterns; in test code, documentation, comments, docstrings and CI service "
         "definitions only live formats count",
-        f"{fixtures} credential-shaped value(s) in test code without a live format not reported"
+        f"{fixtures} credential-shaped value(s) in test code or built files without a live "
+        "format not reported"
         if fixtures
+        else "",
+        f"{implausible} name(s) that sound secret with a value that does not look like one "
+        "(a word, an identifier, a template) not reported"
+        if implausible
         else "",
         folded,
     ]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import PurePosixPath
 
-from reviews.index.limits import is_test_path
+from reviews.index.limits import is_test_path, skip_reason_for_path
 
 from .consensus import PERSON_PREFIX, peer_confirmers
 from .severity_floors import REQUEST_INPUT_P0, DefectClass
@@ -71,6 +71,12 @@ def fails_in_tests(code: str) -> bool:
     errors) and pyflakes' findings: they matter in a test as anywhere; bugbear and style rules
     judge production habits tests break on purpose."""
     return bool(_FAILS.match(code)) or bool(re.fullmatch(r"F\d+", code))
+
+
+def generated_code(path: str) -> bool:
+    """Files nobody wrote by hand: built bundles (`dist/`, `build/`), vendored copies, minified
+    scripts and source maps. Linters judge the source they come from, not these."""
+    return skip_reason_for_path(path) is not None or path.lower().endswith(".map")
 
 
 #: Bandit tests that only make sense for production code: silent in test code.
@@ -236,9 +242,6 @@ def inside_block_comment(lines: Sequence[str], index: int) -> bool:
     current = lines[index] if index < len(lines) else ""
     return opened or current.lstrip().startswith("/*")
 
-
-#: A credential rule whose value is not plausibly a secret (`plausible_secret`) stays here.
-IMPLAUSIBLE_CREDENTIAL_PRIORITY = Priority.P3
 
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z_ .:-]*")
 _TEMPLATE = re.compile(r"%\(|%[sd]|\{|\}|\$")

@@ -398,3 +398,35 @@ def test_bugbear_habits_are_left_to_projects_that_ask(tmp_path: Path) -> None:
         {"setup.cfg": "[flake8]\nextend-select = B028\n"},
     )
     assert "B028" in _rules(asked["ruff"])
+
+
+def test_built_files_are_not_linted_and_hold_only_live_secrets(tmp_path: Path) -> None:
+    """A bundle in dist/ and its source map repeat the sources: no lint finding there, and a
+    credential-shaped name only when its value has a live format."""
+    aws = "AKIA" + "Q7WE9RT2YU4IO6PA"
+    bundle = (
+        "import os\n\ndef f(x=[]):\n    return x == None\n"
+        'isCredentialsSupported = "credentials"\n'
+        f'AWS_ACCESS_KEY_ID = "{aws}"\n'
+    )
+    results = _review(
+        tmp_path,
+        {
+            "dist/bundle.py": bundle,
+            "dist/bundle.js.map": '{"sourcesContent": ["password = \\"k9Fq2LmZp8Xr\\""]}',
+        },
+    )
+    assert not results["ruff"].findings and not results["bandit"].findings
+    (secret,) = results["secrets"].findings
+    assert (
+        secret.payload["anchor"]["path"] == "dist/bundle.py" and secret.payload["priority"] == "P1"
+    )
+    assert any("built files" in n for n in results["secrets"].notes)
+
+
+def test_a_name_that_sounds_secret_with_a_word_for_a_value_is_not_reported(tmp_path: Path) -> None:
+    source = 'is_credentials_supported = "credentials"\napi_token = "Zq8Lm2Xr9Kp4Vt7N"\n'
+    results = _review(tmp_path, {"lib/fetch.py": source})
+    lines = [f.payload["anchor"]["start_line"] for f in results["secrets"].findings]
+    assert lines == [2]
+    assert any("does not look like one" in n for n in results["secrets"].notes)

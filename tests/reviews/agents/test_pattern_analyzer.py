@@ -174,3 +174,15 @@ def test_a_repository_sgconfig_is_never_used(tmp_path: Path) -> None:
     head = repo.commit("head", {"main.go": _wrap("main.go", "\tx := 1\n\t_ = x")})
     result = run_patterns(repo.path, parse_unified_diff(repo.git("diff", base, head)))
     assert result.ok and not result.findings and result.files_checked == ("main.go",)
+
+
+def test_a_command_choosing_between_literals_is_not_built_from_a_value(tmp_path: Path) -> None:
+    repo = GitRepo.init(tmp_path / "repo")
+    base = repo.commit("base", {"README.md": "x\n"})
+    script = (
+        "await exec(`echo \"changed=${changed ? 'true' : 'false'}\" >> $GITHUB_OUTPUT`);\n"
+        "await exec(`git checkout ${branch}`);\n"
+    )
+    head = repo.commit("head", {"bin/release.js": script})
+    result = run_patterns(repo.path, parse_unified_diff(repo.git("diff", base, head)))
+    assert [f.payload["anchor"]["start_line"] for f in result.findings] == [2]
