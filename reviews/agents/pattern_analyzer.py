@@ -5,7 +5,8 @@ ast-grep is installed from PyPI with its binary and its grammars built in (nothi
 downloaded). The rules live in `reviews/agents/pattern_rules/rules/`, one file per language,
 written for precision: each matches one shape that is wrong wherever it appears (a TLS check
 switched off with a literal `true`, SQL text assembled from a literal that starts a statement,
-a shell running a built command line, a discarded `append`, a String compared by reference).
+a shell running a built command line, Java deserializing objects, a discarded `append`, a String
+compared by reference).
 Each rule has a positive and a negative case in tests/reviews/agents/test_pattern_analyzer.py.
 
 A security rule names its CWE (`metadata.cwe`), which gives its defect class and so the class

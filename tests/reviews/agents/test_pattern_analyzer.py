@@ -66,6 +66,11 @@ CASES: dict[str, tuple[str, str, str]] = {
         "    conn.setHostnameVerifier((host, session) -> true);",
         "    conn.setHostnameVerifier(verifier);",
     ),
+    "java-unsafe-deserialization": (
+        "src/Load.java",
+        "    Object state = new ObjectInputStream(in).readObject();",
+        "    Object state = mapper.readValue(in, State.class);",
+    ),
     "java-string-compared-by-reference": (
         "src/Role.java",
         '    if (role == "admin") { grant(); }',
