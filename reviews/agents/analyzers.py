@@ -181,12 +181,14 @@ def added_lines(
     return result
 
 
-def _python_targets(
+def source_targets(
     worktree: Path, changed_files: Iterable[ChangedFile], suffixes: tuple[str, ...]
 ) -> dict[str, frozenset[int]]:
+    """Per changed file of these suffixes that is in the checkout, the lines the change adds
+    (type declaration files `.d.ts` describe, they do not run: left out)."""
     targets: dict[str, frozenset[int]] = {}
     for path, lines in added_lines(changed_files).items():
-        if not path.endswith(suffixes):
+        if not path.endswith(suffixes) or path.endswith(".d.ts"):
             continue
         try:
             real = safe_join(worktree, path)
@@ -257,6 +259,11 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" + ("" if number == 1 else ("es" if noun.endswith("h") else "s"))
 
 
+def counted(number: int, noun: str, rest: str) -> str:
+    """A coverage-note line such as "3 matches silenced by # nosec", or "" for none."""
+    return f"{_count(number, noun)} {rest}" if number else ""
+
+
 @dataclass
 class ToolMatch:
     """One tool match before grouping."""
@@ -318,7 +325,7 @@ def run_ruff(
 ) -> AnalyzerResult:
     """Ruff findings on added lines of changed Python files, as node payloads."""
     root = Path(os.path.realpath(worktree))
-    targets = _python_targets(root, changed_files, (".py", ".pyi"))
+    targets = source_targets(root, changed_files, (".py", ".pyi"))
     dims = RUFF.dimensions
     if not targets:
         return AnalyzerResult(reviewer="ruff", dimensions=dims)
@@ -364,10 +371,11 @@ def run_ruff(
     changed = [f.path for f in changed_files]
     notes = [
         config.describe("ruff", changed) + "; # noqa honoured",
-        f"{_count(quiet_in_tests, 'match')} of bugbear or style rules in test code the "
-        "project did not ask for not reported"
-        if quiet_in_tests
-        else "",
+        counted(
+            quiet_in_tests,
+            "match",
+            "of bugbear or style rules in test code the project did not ask for not reported",
+        ),
         folded,
     ]
     return _validated("ruff", dims, findings, root, paths, notes)
@@ -540,7 +548,7 @@ def run_bandit(
 ) -> AnalyzerResult:
     """Bandit findings on added lines of changed Python files, as node payloads."""
     root = Path(os.path.realpath(worktree))
-    targets = _python_targets(root, changed_files, (".py",))
+    targets = source_targets(root, changed_files, (".py",))
     dims = BANDIT.dimensions
     config = bandit_config(root)
     targets = {p: lines for p, lines in targets.items() if not excluded(p, config.exclude)}
@@ -618,14 +626,10 @@ def run_bandit(
     findings, folded = grouped("bandit", matches)
     notes = [
         config.describe("bandit", [f.path for f in changed_files]),
-        f"{_count(in_tests, 'match')} of production-only rules in test code not reported"
-        if in_tests
-        else "",
-        f"{_count(silenced, 'match')} silenced by # nosec" if silenced else "",
-        f"{_count(narrowing, 'assert')} narrowing a type not reported (B101)" if narrowing else "",
-        f"{_count(no_value, 'match')} of credential rules on None or an empty string not reported"
-        if no_value
-        else "",
+        counted(in_tests, "match", "of production-only rules in test code not reported"),
+        counted(silenced, "match", "silenced by # nosec"),
+        counted(narrowing, "assert", "narrowing a type not reported (B101)"),
+        counted(no_value, "match", "of credential rules on None or an empty string not reported"),
         folded,
     ]
     return _validated("bandit", dims, findings, root, paths, notes)
@@ -814,10 +818,12 @@ __all__ = [
     "AnalyzerReviewer",
     "added_lines",
     "bandit_mapping",
+    "counted",
     "dimensions_covered",
     "grouped",
     "ruff_mapping",
     "run_analyzers",
     "run_bandit",
     "run_ruff",
+    "source_targets",
 ]

@@ -30,13 +30,13 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     AnalyzerReviewer,
     ToolMatch,
-    _count,
     _relative,
     _run_chunked,
     _stderr,
     _validated,
-    added_lines,
+    counted,
     grouped,
+    source_targets,
 )
 from reviews.agents.js_lint_config import JsLintConfig, default_document, js_lint_config
 from reviews.domain.precision import TEST_RULE_PRIORITY, is_test_code
@@ -49,7 +49,6 @@ from reviews.domain.types import (
     severity_for_priority,
 )
 from reviews.sources.diffs import ChangedFile
-from reviews.sources.worktrees import UnsafePath, safe_join
 
 JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 OXLINT_TIMEOUT = 120.0
@@ -103,26 +102,13 @@ def oxlint_mapping(rule: str, category: str) -> tuple[NodeType, Priority, Catego
     return NodeType.SUGGESTION, Priority.P3, Category.MAINTAINABILITY, 0.6
 
 
-def _targets(root: Path, changed_files: Sequence[ChangedFile]) -> dict[str, frozenset[int]]:
-    targets = {}
-    for path, lines in added_lines(changed_files).items():
-        if not path.endswith(JS_SUFFIXES) or path.endswith(".d.ts"):
-            continue
-        try:
-            if safe_join(root, path).is_file():
-                targets[path] = lines
-        except UnsafePath:
-            continue
-    return targets
-
-
 def run_oxlint(
     worktree: Path | str, changed_files: Sequence[ChangedFile], *, timeout: float = OXLINT_TIMEOUT
 ) -> AnalyzerResult:
     """Oxlint findings on added lines of changed JavaScript/TypeScript files."""
     root = Path(os.path.realpath(worktree))
     dims = OXLINT.dimensions
-    targets = _targets(root, changed_files)
+    targets = source_targets(root, changed_files, JS_SUFFIXES)
     if not targets:
         return AnalyzerResult(reviewer="oxlint", dimensions=dims)
     paths = sorted(targets)
@@ -168,9 +154,7 @@ def run_oxlint(
     findings, folded = grouped("oxlint", matches)
     notes = [
         config.describe(tuple(f.path for f in changed_files)) + "; disable comments honoured",
-        f"{_count(quiet, 'match')} of rules the project did not ask for in test code not reported"
-        if quiet
-        else "",
+        counted(quiet, "match", "of rules the project did not ask for in test code not reported"),
         folded,
     ]
     return _validated("oxlint", dims, findings, root, paths, notes)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reviews.sources.worktrees import UnsafePath, safe_join
+from reviews.agents.tool_config import config_text
 
 #: Correctness rules that say more about style than behaviour: off in Quorum's default.
 QUIET_BY_DEFAULT = (
@@ -46,7 +46,6 @@ FLAT_FILES = (
     "eslint.config.mts",
 )
 BIOME_FILES = ("biome.json", "biome.jsonc")
-_MAX_CONFIG = 512 * 1024
 
 _LEVELS = {"off": "off", "0": "off", "warn": "warn", "1": "warn", "error": "error", "2": "error"}
 # `"rule-name": "off"`, `'@typescript-eslint/x': ["error", {...}]`, `eqeqeq: 2` in a flat config.
@@ -104,21 +103,6 @@ def default_document() -> dict[str, Any]:
             ],
         },
     }
-
-
-def _read(root: Path, name: str) -> tuple[str | None, str]:
-    try:
-        path = safe_join(root, name)
-    except UnsafePath:
-        return None, f"{name} leads outside the repository"
-    if not path.is_file():
-        return None, ""
-    try:
-        if path.stat().st_size > _MAX_CONFIG:
-            return None, f"{name} is too large to read"
-        return path.read_text(encoding="utf-8"), ""
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"{name} could not be read: {str(exc)[:120]}"
 
 
 def _json(text: str) -> Any:
@@ -211,7 +195,7 @@ def biome_rules(config: Any) -> dict[str, str]:
 
 def _oxlintrc(root: Path) -> JsLintConfig | None:
     for name in (".oxlintrc.json", "oxlintrc.json"):
-        text, problem = _read(root, name)
+        text, problem = config_text(root, name)
         if problem:
             return JsLintConfig(default_document(), refused=problem)
         if text is None:
@@ -240,7 +224,7 @@ def js_lint_config(root: Path) -> JsLintConfig:
     candidates += [(n, "eslint flat config") for n in FLAT_FILES]
     candidates += [(n, "biome") for n in BIOME_FILES]
     for name, kind in candidates:
-        text, problem = _read(root, name)
+        text, problem = config_text(root, name)
         if problem:
             problems.append(problem)
         if text is None:

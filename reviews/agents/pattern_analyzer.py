@@ -30,13 +30,13 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     AnalyzerReviewer,
     ToolMatch,
-    _count,
     _relative,
     _run_chunked,
     _stderr,
     _validated,
-    added_lines,
+    counted,
     grouped,
+    source_targets,
 )
 from reviews.agents.js_analyzer import JS_SUFFIXES, tool_path
 from reviews.domain.precision import TEST_RULE_PRIORITY, is_test_code
@@ -50,26 +50,12 @@ from reviews.domain.types import (
     severity_for_priority,
 )
 from reviews.sources.diffs import ChangedFile
-from reviews.sources.worktrees import UnsafePath, safe_join
 
 RULES_CONFIG = Path(__file__).with_name("pattern_rules") / "sgconfig.yml"
 PATTERN_SUFFIXES = (".go", ".rs", ".java", *JS_SUFFIXES)
 PATTERN_TIMEOUT = 120.0
 SECURITY_CONFIDENCE = 0.7
 CORRECTNESS_CONFIDENCE = 0.8
-
-
-def _targets(root: Path, changed_files: Sequence[ChangedFile]) -> dict[str, frozenset[int]]:
-    targets = {}
-    for path, lines in added_lines(changed_files).items():
-        if not path.endswith(PATTERN_SUFFIXES) or path.endswith(".d.ts"):
-            continue
-        try:
-            if safe_join(root, path).is_file():
-                targets[path] = lines
-        except UnsafePath:
-            continue
-    return targets
 
 
 def run_patterns(
@@ -81,7 +67,7 @@ def run_patterns(
     """Quorum's ast-grep rules on added lines of changed Go, Rust, Java, JS and TS files."""
     root = Path(os.path.realpath(worktree))
     dims = PATTERNS.dimensions
-    targets = _targets(root, changed_files)
+    targets = source_targets(root, changed_files, PATTERN_SUFFIXES)
     if not targets:
         return AnalyzerResult(reviewer="ast-grep", dimensions=dims)
     paths = sorted(targets)
@@ -143,9 +129,7 @@ def run_patterns(
     findings, folded = grouped("ast-grep", matches)
     notes = [
         "ast-grep: Quorum's rules for Go, Rust, Java, JavaScript and TypeScript",
-        f"{_count(in_tests, 'match')} of security rules in test code not reported"
-        if in_tests
-        else "",
+        counted(in_tests, "match", "of security rules in test code not reported"),
         folded,
     ]
     return _validated("ast-grep", dims, findings, root, paths, notes)

@@ -83,8 +83,13 @@ class ToolConfig:
         return note
 
 
-def _read_toml(root: Path, name: str) -> tuple[dict[str, Any] | None, str]:
-    """(document, problem). A missing file is (None, "")."""
+#: A configuration file larger than this is not read (a checkout is untrusted input).
+MAX_CONFIG_BYTES = 512 * 1024
+
+
+def config_text(root: Path, name: str) -> tuple[str | None, str]:
+    """(text, problem) of a configuration file in the checkout. A missing file is (None, "");
+    one outside the checkout, too large or unreadable is (None, why)."""
     try:
         path = safe_join(root, name)
     except UnsafePath:
@@ -92,8 +97,21 @@ def _read_toml(root: Path, name: str) -> tuple[dict[str, Any] | None, str]:
     if not path.is_file():
         return None, ""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), ""
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return None, f"{name} is too large to read"
+        return path.read_text(encoding="utf-8"), ""
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{name} could not be read: {str(exc)[:120]}"
+
+
+def _read_toml(root: Path, name: str) -> tuple[dict[str, Any] | None, str]:
+    """(document, problem). A missing file is (None, "")."""
+    text, problem = config_text(root, name)
+    if text is None:
+        return None, problem
+    try:
+        return tomllib.loads(text), ""
+    except tomllib.TOMLDecodeError as exc:
         return None, f"{name} could not be read: {str(exc)[:120]}"
 
 
@@ -179,16 +197,13 @@ _PYLINT_SECTIONS = ("MESSAGES CONTROL", "messages control", "pylint.messages_con
 
 
 def _read_ini(root: Path, name: str) -> tuple[configparser.ConfigParser | None, str]:
-    try:
-        path = safe_join(root, name)
-    except UnsafePath:
-        return None, f"{name} leads outside the repository"
-    if not path.is_file():
-        return None, ""
+    text, problem = config_text(root, name)
+    if text is None:
+        return None, problem
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
-        parser.read_string(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, configparser.Error) as exc:
+        parser.read_string(text)
+    except configparser.Error as exc:
         return None, f"{name} could not be read: {str(exc)[:120]}"
     return parser, ""
 
@@ -305,19 +320,9 @@ def bandit_config(root: Path) -> ToolConfig:
             skips=_names(table.get("skips")),
             exclude=_names(table.get("exclude_dirs")),
         )
-    try:
-        ini = safe_join(root, ".bandit")
-    except UnsafePath:
-        return ToolConfig(refused=".bandit leads outside the repository")
-    if not ini.is_file():
-        return ToolConfig()
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(ini.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, configparser.Error) as exc:
-        return ToolConfig(refused=f".bandit could not be read: {str(exc)[:120]}")
-    if not parser.has_section("bandit"):
-        return ToolConfig()
+    parser, problem = _read_ini(root, ".bandit")
+    if parser is None or not parser.has_section("bandit"):
+        return ToolConfig(refused=problem)
     section = parser["bandit"]
     return ToolConfig(
         path=".bandit",
@@ -364,6 +369,7 @@ def nosec_silences(lines: Sequence[str], span: Sequence[int], test_id: str, name
 __all__ = [
     "ToolConfig",
     "bandit_config",
+    "config_text",
     "excluded",
     "nosec_silences",
     "ruff_config",
