@@ -143,8 +143,14 @@ def check_role_change(
 
 TIER_HELP = {
     Tier.LIGHT: "Implementation reviewer only; the main list shows P0–P1, the rest grouped below.",
-    Tier.BALANCED: "Implementation, quality and architecture reviewers; the main list shows P0–P2.",
-    Tier.THOROUGH: "All five: adds the security and performance briefs; everything is shown.",
+    Tier.BALANCED: (
+        "Implementation, quality, architecture and requirements reviewers (the requirements "
+        "check waits for the original request); the main list shows P0–P2."
+    ),
+    Tier.THOROUGH: (
+        "All six: implementation, quality, architecture, requirements, security and "
+        "performance reviewers; everything is shown."
+    ),
     Tier.ADAPTIVE: "Reviewers chosen from the change itself: size, risk patterns, what it touches.",
 }
 

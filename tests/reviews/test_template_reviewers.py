@@ -112,3 +112,14 @@ def test_the_template_view_shows_custom_reviewers_and_those_switched_off():
     assert "enabled" not in reviewers["implementation"]
     assert reviewers["payments"]["runWhen"]["tier"] == ["light"]
     assert reviewers["payments"]["requirementsCheck"] is True
+
+
+def test_each_tiers_help_names_the_model_reviewers_it_runs():
+    from workspaces.rules import TIER_HELP, Tier
+
+    for tier in ("light", "balanced", "thorough"):
+        runs = [r.key for r in PR_REVIEW_REVIEWERS if tier in r.run_when.get("tier", ())]
+        help_text = TIER_HELP[Tier(tier)].lower()
+        assert all(key in help_text for key in runs), (tier, runs, help_text)
+        others = {r.key for r in PR_REVIEW_REVIEWERS if "tier" in r.run_when} - set(runs)
+        assert not any(f"{key} reviewer" in help_text for key in others), tier
