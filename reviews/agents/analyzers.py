@@ -67,6 +67,7 @@ from reviews.agents.tool_config import (
     nosec_silences,
     ruff_config,
 )
+from reviews.domain.analyzer_fixes import bandit_fix
 from reviews.domain.nodes import Accepted, parse_node_payload
 from reviews.domain.precision import (
     PRODUCTION_ONLY_RULES,
@@ -754,7 +755,10 @@ def _bandit_payload(
         "confidence": confidence,
         "title": f"{test_id}: {text}"[:200],
         "body": body,
-        "fix": {"fix_prompt": f"In {path} lines {start}-{end}: {text} See {more or test_id}."},
+        "fix": {
+            "fix_prompt": f"In {path} lines {start}-{end}: "
+            + bandit_fix(test_id, defect, str(more or ""))
+        },
     }
 
 

@@ -430,3 +430,18 @@ def test_a_name_that_sounds_secret_with_a_word_for_a_value_is_not_reported(tmp_p
     lines = [f.payload["anchor"]["start_line"] for f in results["secrets"].findings]
     assert lines == [2]
     assert any("does not look like one" in n for n in results["secrets"].notes)
+
+
+def test_a_bandit_fix_says_what_to_change_not_what_was_matched(tmp_path: Path) -> None:
+    source = (
+        "import subprocess\n\n\ndef search(cursor, name):\n"
+        "    cursor.execute(\"SELECT * FROM users WHERE name = '%s'\" % name)\n"
+        "    try:\n        return 1\n    except Exception:\n        pass\n"
+    )
+    results = _review(tmp_path, {"shop/search.py": source})
+    fixes = {f.evidence["rule"]: f.payload["fix"]["fix_prompt"] for f in results["bandit"].findings}
+    assert "query parameters" in fixes["B608"]  # the SQL class's advice
+    assert "log it" in fixes["B110"]  # the test's own entry
+    for finding in results["bandit"].findings:
+        message = finding.payload["title"].split(": ", 1)[1]
+        assert message not in finding.payload["fix"]["fix_prompt"]
