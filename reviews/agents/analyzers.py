@@ -793,27 +793,7 @@ BANDIT = AnalyzerReviewer(
     axes=frozenset({AxisName.SECURITY}),
     run=run_bandit,
 )
-ANALYZERS: tuple[AnalyzerReviewer, ...] = (RUFF, BANDIT)
-
-
-def run_analyzers(
-    worktree: Path | str, changed_files: Sequence[ChangedFile]
-) -> list[AnalyzerResult]:
-    """Every analyzer reviewer over the change; one failing analyzer never hides the other."""
-    return [analyzer.run(worktree, changed_files) for analyzer in ANALYZERS]
-
-
-def dimensions_covered(results: Iterable[AnalyzerResult]) -> frozenset[Dimension]:
-    """Dimensions an analyzer actually ran for (a failed run covers nothing)."""
-    covered: set[Dimension] = set()
-    for result in results:
-        if result.ok:
-            covered |= result.dimensions
-    return frozenset(covered)
-
-
 __all__ = [
-    "ANALYZERS",
     "BANDIT",
     "RUFF",
     "RUFF_RULES",
@@ -823,10 +803,8 @@ __all__ = [
     "added_lines",
     "bandit_mapping",
     "counted",
-    "dimensions_covered",
     "grouped",
     "ruff_mapping",
-    "run_analyzers",
     "run_bandit",
     "run_ruff",
     "source_targets",

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reviews.agents.analyzers import AnalyzerResult, ToolMatch, _validated, added_lines, grouped
+from reviews.agents.analyzers import (
+    AnalyzerResult,
+    AnalyzerReviewer,
+    ToolMatch,
+    _validated,
+    added_lines,
+    grouped,
+)
 from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
     BLOCK_COMMENT_SUFFIXES,
@@ -30,7 +37,7 @@ from reviews.domain.precision import (
     plausible_secret,
 )
 from reviews.domain.severity_floors import classify, floor_for
-from reviews.domain.types import Dimension, Priority, severity_for_priority
+from reviews.domain.types import AxisName, Dimension, Priority, severity_for_priority
 from reviews.sources.diffs import ChangedFile
 from reviews.sources.worktrees import UnsafePath, safe_join
 
@@ -156,3 +163,11 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
     return _validated(
         "secrets", frozenset({Dimension.SECURITY}), findings, root, sorted(wanted), notes
     )
+
+
+SECRETS = AnalyzerReviewer(
+    name="secrets",
+    dimensions=frozenset({Dimension.SECURITY}),
+    axes=frozenset({AxisName.SECURITY}),
+    run=run_secret_scan,
+)

@@ -7,12 +7,8 @@ from typing import Any
 
 from django.db.models import F
 
-from reviews.agents.analyzers import BANDIT, RUFF, RUFF_RULES, AnalyzerReviewer
-from reviews.agents.js_analyzer import OXLINT
-from reviews.agents.pattern_analyzer import PATTERNS
+from reviews.agents.offline import ANALYZER_SCOPES, ANALYZERS
 from reviews.agents.redaction import redact_text
-from reviews.agents.secret_scan import run_secret_scan
-from reviews.domain import types as t
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.attempts import reset_stream
@@ -22,26 +18,7 @@ from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff
 
-SECRETS = AnalyzerReviewer(
-    name="secrets",
-    dimensions=frozenset({t.Dimension.SECURITY}),
-    axes=frozenset({t.AxisName.SECURITY}),
-    run=run_secret_scan,
-)
-ANALYZERS = {
-    "ruff": RUFF,
-    "bandit": BANDIT,
-    "secrets": SECRETS,
-    "oxlint": OXLINT,
-    "ast-grep": PATTERNS,
-}
-ANALYZER_SCOPES = {
-    "ruff": "ruff rules " + ", ".join(RUFF_RULES),
-    "bandit": "bandit's security tests",
-    "secrets": "credential patterns (the redaction rules)",
-    "oxlint": "oxlint's correctness rules, or the repository's lint configuration",
-    "ast-grep": "Quorum's pattern rules (TLS checks, built SQL and shell commands, likely bugs)",
-}
+__all__ = ["ANALYZERS", "ANALYZER_SCOPES", "run_analyzer"]
 
 
 def run_analyzer(stream: ReviewerStream) -> dict[str, Any]:

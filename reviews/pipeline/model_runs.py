@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
+from reviews.agents.offline import ANALYZERS
 from reviews.agents.prompts import (
     REVIEWER_SYSTEM_PROMPT,
     ReviewerProfile,
@@ -35,7 +36,6 @@ from reviews.domain.outcomes import DISABLED_BY_WORKSPACE, PROCESS_BLOCK
 from reviews.domain.spend import CallRole
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewRound
-from reviews.pipeline.analyzer_runs import ANALYZERS
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.prompting import memory_hints, shared_brief

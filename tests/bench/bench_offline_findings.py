@@ -34,7 +34,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
 django.setup()
 
-from reviews.pipeline.analyzer_runs import ANALYZERS  # noqa: E402
+from reviews.agents.offline import ANALYZERS  # noqa: E402
 from reviews.sources.diffs import parse_unified_diff  # noqa: E402
 
 CORPUS = Path(__file__).with_name("corpus") / "offline_findings.toml"

@@ -14,12 +14,11 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     added_lines,
     bandit_mapping,
-    dimensions_covered,
     ruff_mapping,
-    run_analyzers,
     run_bandit,
     run_ruff,
 )
+from reviews.agents.offline import dimensions_covered, run_all
 from reviews.domain.nodes import Accepted, parse_node_payload
 from reviews.domain.types import Category, Dimension, NodeType, Priority
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
@@ -81,7 +80,7 @@ def change(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, lis
 @pytest.fixture(scope="module")
 def results(change: tuple[Path, list[ChangedFile]]) -> dict[str, AnalyzerResult]:
     root, files = change
-    return {result.reviewer: result for result in run_analyzers(root, files)}
+    return {result.reviewer: result for result in run_all(root, files)}
 
 
 def _by_line(result: AnalyzerResult) -> dict[int, list[dict[str, Any]]]:
@@ -224,13 +223,15 @@ def results_files(files: list[ChangedFile], root: Path) -> tuple[str, ...]:
 
 
 def test_it_reports_nothing_for_a_change_without_python(tmp_path: Path) -> None:
-    """No Python files changed: both analyzers run cleanly with no findings."""
+    """No code changed: every analyzer runs cleanly with no findings, and only the secret
+    scanner (which reads every file) read the README."""
     repo = GitRepo.init(tmp_path / "docs")
     base = repo.commit("base", {"README.md": "a\n"})
     head = repo.commit("head", {"README.md": "a\nb\n"})
     files = parse_unified_diff(repo.git("diff", base, head))
-    for result in run_analyzers(repo.path, files):
-        assert result.ok and result.payloads == () and result.files_checked == ()
+    for result in run_all(repo.path, files):
+        assert result.ok and result.payloads == ()
+        assert result.files_checked == (("README.md",) if result.reviewer == "secrets" else ())
 
 
 def test_it_reports_an_analyzer_that_cannot_finish(change: tuple[Path, list[ChangedFile]]) -> None:
