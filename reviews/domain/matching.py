@@ -18,6 +18,13 @@ match something it did not match before, or a second pass would merge more (not 
 
 Two findings are the same issue when they share a defect class, or — as before, for defects
 no table knows — have the same category and similar titles (`dedup.similarity`).
+
+A model's terse words ("sql issue", "shell call") name no class, yet beside an analyzer's
+finding on the same lines they speak of the same defect: when one of the two is an analyzer's
+and the other, of the same type, mentions the subject of the analyzer's class (`subject:` in
+the frozen classes: SQL or a query for an injection, a shell or a command, pickle or YAML, a
+password or a token, TLS or a certificate, a hash), they are one finding. Two model findings
+that only mention a subject are not merged by it.
 """
 
 from __future__ import annotations
@@ -96,6 +103,22 @@ _TEXT_CLASSES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 
+# The loose words that name what a class is about; they match only beside an analyzer's class.
+_SUBJECTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), cls)
+    for pattern, cls in (
+        (r"\bsql\b|\bquer(y|ies)\b", SQL_INJECTION),
+        (r"\bshell\b|\bcommand\b|subprocess|os\.system|popen", COMMAND_INJECTION),
+        (r"\beval\b|\bexec\b", CODE_INJECTION),
+        (r"pickle|deserial|\byaml\b|marshal", DESERIALIZATION),
+        (r"password|passwd|secret|\btoken\b|credential|api[ _-]?key", CREDENTIAL),
+        (r"\btls\b|\bssl\b|certificate|\bverify\b", TLS),
+        (r"\bmd5\b|\bsha-?1\b|\bhash", WEAK_CRYPTO),
+        (r"\bexcept|swallow|\bignor", SWALLOWED),
+    )
+)
+SUBJECT = "subject:"
+
 # A rule id at a word boundary: `B608`, `S608`, `E722`, `BLE001`; ruff's `S` family is bandit's.
 _RULE = re.compile(r"\b([A-Z]{1,3}\d{3,4})\b")
 _CWE = re.compile(r"\bCWE[- ]?(\d{1,5})\b", re.IGNORECASE)
@@ -114,7 +137,22 @@ def text_classes(text: str) -> frozenset[str]:
     for number in _CWE.findall(text):
         found.add(CWE_CLASSES.get(int(number), f"cwe:{int(number)}"))
     found.update(cls for pattern, cls in _TEXT_CLASSES if pattern.search(text))
+    found.update(SUBJECT + cls for pattern, cls in _SUBJECTS if pattern.search(text))
     return frozenset(found)
+
+
+def _named(classes: frozenset[str]) -> frozenset[str]:
+    return frozenset(c for c in classes if not c.startswith(SUBJECT))
+
+
+def _subject_beside_analyzer(
+    analyzer: NodeView, its: frozenset[str], other: NodeView, theirs: frozenset[str]
+) -> bool:
+    """The analyzer's class is what the other (a reviewer's finding of the same type) talks
+    about, in whatever words."""
+    if analyzer.analyzer_rule is None or other.analyzer_rule is not None:
+        return False
+    return analyzer.type == other.type and any(SUBJECT + c in theirs for c in _named(its))
 
 
 def defect_classes(node: NodeView) -> frozenset[str]:
@@ -136,8 +174,14 @@ SIMILARITY_THRESHOLD = 0.5
 
 
 def same_issue(a: NodeView, b: NodeView) -> bool:
-    """Same defect class (rule family, CWE, or words), or same category and similar titles."""
-    if defect_classes(a) & defect_classes(b):
+    """Same defect class (rule family, CWE, or words), an analyzer's class and a reviewer's
+    words about its subject, or same category and similar titles."""
+    classes_a, classes_b = defect_classes(a), defect_classes(b)
+    if _named(classes_a) & _named(classes_b):
+        return True
+    if _subject_beside_analyzer(a, classes_a, b, classes_b) or _subject_beside_analyzer(
+        b, classes_b, a, classes_a
+    ):
         return True
     return a.category == b.category and title_similarity(a.title, b.title) >= SIMILARITY_THRESHOLD
 

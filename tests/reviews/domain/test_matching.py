@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +14,7 @@ from reviews.domain.matching import (
     SQL_INJECTION,
     SWALLOWED,
     same_defect,
+    same_issue,
     text_classes,
 )
 from reviews.domain.types import Category, NodeStatus, NodeType, NodeView, Priority, Severity
@@ -64,7 +67,11 @@ def test_rule_families_cwes_and_words_name_the_same_classes() -> None:
     assert SWALLOWED in text_classes("E722: Do not use bare `except`")
     assert SWALLOWED in text_classes("B110: Try, Except, Pass detected.")
     assert SWALLOWED in text_classes("The exception is swallowed")
-    assert text_classes("B404: Consider the subprocess module") == {"rule:B404"}
+    # Named classes, and the subjects a text mentions (matched only beside an analyzer's class).
+    assert text_classes("B404: Consider the subprocess module") == {
+        "rule:B404",
+        "subject:" + COMMAND_INJECTION,
+    }
     assert text_classes("Name the export target explicitly") == frozenset()
 
 
@@ -181,3 +188,25 @@ def test_merge_loses_nothing_and_never_lowers_a_priority(nodes: list[NodeView]) 
         if canonical.active:
             assert canonical.priority.rank <= before[node.id].priority.rank
             assert node.agent in canonical.reviewers
+
+
+def test_a_terse_model_finding_beside_an_analyzers_on_the_same_line_is_one_issue() -> None:
+    """ "sql issue" names no class; beside bandit's B608 on the same line, of the same type, it
+    speaks of that defect. Two reviewers' words about a subject alone are not enough."""
+    analyzer = _node(
+        "b608",
+        agent="bandit",
+        title="B608: Possible SQL injection vector through string-based query construction.",
+        body="bandit `B608` (hardcoded_sql_expressions) (CWE-89)",
+        analyzer_rule="B608",
+    )
+    terse = _node("model", title="sql issue", body="This looks wrong.")
+    assert same_defect(analyzer, terse) and same_defect(terse, analyzer)
+    # A different type is a different statement about the line.
+    advice = replace(terse, type=NodeType.RECOMMENDATION)
+    assert not same_defect(analyzer, advice)
+    # Two model findings that merely mention SQL stay apart (other categories: no title match).
+    other = _node(
+        "model2", agent="security", category=Category.OTHER, title="query helper", body="query"
+    )
+    assert not same_issue(terse, other)
