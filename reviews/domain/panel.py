@@ -39,7 +39,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from .types import Dimension, NodeView, Priority, Severity, priority_for_severity
+from .types import Dimension, NodeType, NodeView, Priority, Severity, priority_for_severity
 
 LENSES = ("reachability", "false_positive", "severity")
 ENTRY_CONFIDENCE = 0.5
@@ -171,6 +171,10 @@ def conflicting_severity(nodes: Iterable[NodeView]) -> frozenset[str]:
     )
 
 
+#: A confirmed finding at this priority or above is a defect, whatever type it was filed as.
+MUST_BE_A_BUG = Priority.P1
+
+
 @dataclass(frozen=True, slots=True)
 class PanelOutcome:
     status: PanelStatus
@@ -178,6 +182,8 @@ class PanelOutcome:
     priority: Priority
     peer_confirmations: int  # lenses that said REAL
     note: str
+    # The node's new type when lens 3's priority would contradict it (a P0 recommendation).
+    node_type: NodeType | None = None
 
 
 def panel_outcome(
@@ -233,7 +239,19 @@ def _survival(
         severity = severity_vote or node.severity
         priority = priority_for_severity(severity_vote) if severity_vote else node.priority
         why = f"lens 3 set severity {severity}" if severity_vote else "lens 3 abstained"
-        return PanelOutcome(PanelStatus.CONFIRMED, severity, priority, real, f"confirmed; {why}")
+        node_type = None
+        if priority.rank <= MUST_BE_A_BUG.rank and priority.rank < node.priority.rank:
+            # A priority and a type that contradict each other are not shown: a lifted
+            # recommendation is a defect; a question or a ticket keeps its priority.
+            if node.type in (NodeType.RECOMMENDATION, NodeType.SUGGESTION):
+                node_type = NodeType.BUG
+                why += f"; a {node.type} at {priority} is a bug"
+            elif node.type is not NodeType.BUG:
+                why += f"; not lifted to {priority}: a {node.type} is not a defect"
+                severity, priority = node.severity, node.priority
+        return PanelOutcome(
+            PanelStatus.CONFIRMED, severity, priority, real, f"confirmed; {why}", node_type
+        )
     abstained = "; ".join(f"{lens}: {why}" for lens, why in (abstentions or {}).items() if why)
     if not votes:
         note = "no lens gave a valid verdict" + (f" ({abstained})" if abstained else "")

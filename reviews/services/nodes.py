@@ -598,6 +598,8 @@ def node_panel_apply(
                 node.tags = node.tags.with_(unverified=True)
             if outcome.status is PanelStatus.CONFIRMED:
                 node.priority, node.severity = outcome.priority.value, outcome.severity.value
+                if outcome.node_type is not None:
+                    node.type = outcome.node_type.value
             if confirmed_by is not None and node.status == NodeStatus.OPEN:
                 moves.append(
                     (
@@ -616,7 +618,7 @@ def node_panel_apply(
                 # not fail its whole group either.
                 moves.append((node, NodeStatus.DISMISSED))
         NodeConfirmation.objects.bulk_create(rows)
-        fields = ["tags", "priority", "severity", "updated_at"]
+        fields = ["tags", "priority", "severity", "type", "updated_at"]
         moved = nodes_transition(moves, also=fields)
         unmoved = [n for n in locked if n not in moved]
         now = timezone.now()

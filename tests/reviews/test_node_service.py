@@ -245,3 +245,24 @@ def test_an_analyzer_finding_without_lens_one_is_confirmed_by_lens_two(streams):
         "lens-false_positive",
         "lens-severity",
     }
+
+
+def test_a_recommendation_the_panel_lifts_to_p1_is_stored_as_a_bug(streams):
+    """Lens 3 rates a P3 recommendation high: the stored finding is a P1 bug, not a P1
+    recommendation, and its note says why."""
+    [node] = [
+        node_record(
+            stream=streams["security"],
+            payload=node_payload(
+                type="recommendation",
+                priority="P3",
+                triage={"category": "security", "severity": "low", "effort": "small"},
+                title="Check the input",
+            ),
+            file_lines=FILES,
+        ).node
+    ]
+    node_panel_apply(nodes=[node], answers=_answers([node], LensVerdict.REAL))
+    node.refresh_from_db()
+    assert (node.priority, node.type) == ("P1", "bug")
+    assert "a recommendation at P1 is a bug" in node.tags.panel_note

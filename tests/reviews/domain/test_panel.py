@@ -139,6 +139,28 @@ def test_it_moves_the_priority_with_lens_three_severity() -> None:
     assert unverified_outcome(_node("b")).status is PanelStatus.UNVERIFIED
 
 
+@pytest.mark.parametrize(
+    ("filed_as", "vote", "priority", "node_type"),
+    [
+        (NodeType.RECOMMENDATION, Severity.CRITICAL, Priority.P0, NodeType.BUG),
+        (NodeType.SUGGESTION, Severity.HIGH, Priority.P1, NodeType.BUG),
+        (NodeType.RECOMMENDATION, Severity.MEDIUM, Priority.P2, None),  # no contradiction
+        (NodeType.QUESTION, Severity.CRITICAL, Priority.P2, None),  # not lifted
+        (NodeType.BUG, Severity.CRITICAL, Priority.P0, None),
+    ],
+)
+def test_a_lifted_priority_never_contradicts_the_type(filed_as, vote, priority, node_type) -> None:
+    """A recommendation lens 3 lifts to P0/P1 becomes a bug; a question keeps its priority."""
+    outcome = panel_outcome(
+        _node("a", type=filed_as), reachability=REAL, false_positive=REAL, severity_vote=vote
+    )
+    assert (outcome.priority, outcome.node_type) == (priority, node_type)
+    if filed_as is NodeType.QUESTION:
+        assert "not lifted to P0: a question is not a defect" in outcome.note
+    if node_type is NodeType.BUG:
+        assert f"a {filed_as} at {priority} is a bug" in outcome.note
+
+
 def test_it_admits_confident_canonical_active_findings_only() -> None:
     """Below 0.5, duplicates and closed nodes do not enter the panel."""
     plan = plan_panel(
