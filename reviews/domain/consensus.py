@@ -17,6 +17,7 @@ re-check with `peer_confirmers`: the rule is enforced in three independent place
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -152,6 +153,20 @@ OUTSIDE_AGENT_PREFIX = "agent:"
 
 def outside_agent(person_id: int, name: str) -> Actor:
     return Actor.agent(f"{OUTSIDE_AGENT_PREFIX}{person_id}:{name}"[:60])
+
+
+#: The verification panel's lenses confirm as `lens-<name>` (reviews/services/nodes.py).
+LENS_PREFIX = "lens-"
+
+
+def confirmers_in_words(identities: Iterable[str]) -> str:
+    """Who confirmed, as a reader says it: the panel's lenses counted as verifiers (their
+    names are internal), everyone else by `confirmer_label`: "2 verifiers, a person, security"."""
+    identities = set(identities)
+    lenses = sum(i.startswith(LENS_PREFIX) for i in identities)
+    others = sorted({confirmer_label(i) for i in identities if not i.startswith(LENS_PREFIX)})
+    counted = [f"{lenses} verifier" + ("s" if lenses > 1 else "")] if lenses else []
+    return ", ".join([*counted, *others])
 
 
 def confirmer_label(identity: str) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from statistics import fmean, pstdev
 
 from .axes import axis_floor
-from .consensus import confirmer_label, peer_confirmers
+from .consensus import confirmers_in_words, peer_confirmers
 from .precision import unconfirmed_pattern
 from .types import AxisName, AxisResult, NodeView, Priority, VerdictLevel
 
@@ -151,10 +151,10 @@ def _decided(level: VerdictLevel, nodes: list[NodeView]) -> Verdict:
         rule = f"unconfirmed analyzer finding ({top.analyzer_rule}) — {rule}"
     if peers := peer_confirmers(top):
         # People and outside agents are named in words, never by id: the rule is posted.
-        names = sorted({confirmer_label(p) for p in peers})
-        rule += f", confirmed by {', '.join(names)}"
+        rule += f", confirmed by {confirmers_in_words(peers)}"
     if len(nodes) > 1:
-        rule += f" (and {len(nodes) - 1} more)"
+        more = len(nodes) - 1
+        rule += f" (and {more} more finding{'s' if more > 1 else ''})"
     return Verdict(
         level=level,
         rule=rule,

@@ -44,7 +44,7 @@ def _node(id: str, priority: Priority, confidence: float = 0.9, **kw: object) ->
                 _node("b", Priority.P0, 0.95, start_line=7, end_line=9),
             ],
             V.BLOCK,
-            "P0 at 0.95: Finding b (reviews/auth.py:7-9) (and 1 more)",
+            "P0 at 0.95: Finding b (reviews/auth.py:7-9) (and 1 more finding)",
         ),
     ],
 )
@@ -215,6 +215,11 @@ def test_it_ignores_a_self_confirmation_and_names_peer_confirmers() -> None:
     assert "confirmed" not in finalise([self_confirmed]).rule
     peer = _node("a", Priority.P0, 0.9, confirmed_by=("impl", "security", "person:7"))
     assert finalise([peer]).rule.endswith(", confirmed by a person, security")
+    # The panel's lenses are counted as verifiers: their names are internal.
+    lenses = ("lens-reachability", "lens-false_positive", "person:7")
+    verified = _node("a", Priority.P0, 0.9, confirmed_by=lenses)
+    assert finalise([verified]).rule.endswith(", confirmed by 2 verifiers, a person")
+    assert "lens" not in finalise([verified]).rule
 
 
 @settings(max_examples=150, deadline=None)
