@@ -55,6 +55,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,6 +210,12 @@ def _tool_command(module: str) -> list[str]:
     return [sys.executable, "-m", module]
 
 
+def tool_path(name: str) -> str:
+    """A binary installed beside Quorum (the virtualenv's scripts, where PyPI wheels such as
+    oxlint and ast-grep-cli put theirs), not whatever PATH offers."""
+    return os.path.join(sysconfig.get_path("scripts"), name)
+
+
 def _run(argv: list[str], *, cwd: Path, timeout: float) -> subprocess.CompletedProcess[bytes]:
     env = {
         key: value
@@ -275,6 +282,44 @@ class ToolMatch:
     end: int
     payload: dict[str, Any]
     evidence: dict[str, Any]
+
+
+def finding_payload(
+    *,
+    reasoning: str,
+    node_type: NodeType,
+    priority: Priority,
+    category: Category,
+    path: str,
+    lines: tuple[int, int],
+    confidence: float,
+    title: str,
+    body: str,
+    fix_prompt: str | None = None,
+    exploitable: bool | None = None,
+) -> dict[str, Any]:
+    """An `add_review_node` payload as every analyzer writes one: reasoning first, triage
+    severity following the priority, small effort, the title cut to 200 characters."""
+    triage: dict[str, Any] = {
+        "category": str(category),
+        "severity": str(severity_for_priority(priority)),
+        "effort": "small",
+    }
+    if exploitable is not None:
+        triage["exploitable_externally"] = exploitable
+    payload: dict[str, Any] = {
+        "reasoning": reasoning,
+        "type": str(node_type),
+        "priority": str(priority),
+        "triage": triage,
+        "anchor": {"path": path, "start_line": lines[0], "end_line": lines[1]},
+        "confidence": confidence,
+        "title": title[:200],
+        "body": body,
+    }
+    if fix_prompt is not None:
+        payload["fix"] = {"fix_prompt": fix_prompt}
+    return payload
 
 
 def grouped(tool: str, matches: Sequence[ToolMatch]) -> tuple[list[AnalyzerFinding], str]:
@@ -475,23 +520,20 @@ def _ruff_payload(
         fix["fix_prompt"] = f"In {path} line {row}: {ruff_fix.get('message') or message}."
     url = item.get("url")
     body = f"ruff `{code}` ({name}): {message}." + (f"\n\nRule: {url}" if url else "")
-    payload: dict[str, Any] = {
-        "reasoning": (
+    payload = finding_payload(
+        reasoning=(
             f"ruff rule {code} ({name}) reports this on line {row}, which the change adds; "
             f"mapped to {priority} {node_type} by the analyzer table{in_tests}."
         ),
-        "type": str(node_type),
-        "priority": str(priority),
-        "triage": {
-            "category": str(category),
-            "severity": str(severity_for_priority(priority)),
-            "effort": "small",
-        },
-        "anchor": {"path": path, "start_line": row, "end_line": end_row},
-        "confidence": confidence,
-        "title": f"{code}: {message}"[:200],
-        "body": body,
-    }
+        node_type=node_type,
+        priority=priority,
+        category=category,
+        path=path,
+        lines=(row, end_row),
+        confidence=confidence,
+        title=f"{code}: {message}",
+        body=body,
+    )
     if fix:
         payload["fix"] = fix
     return payload
@@ -738,28 +780,23 @@ def _bandit_payload(
         why += f"; lowered because {defused.reason}"
     if defect is not None or defused is not None:
         why += f"; priority {priority}"
-    return {
-        "reasoning": (
+    return finding_payload(
+        reasoning=(
             f"bandit {test_id} reports {severity} severity with {confidence_word} confidence on "
             f"lines the change adds ({start}-{end}); {why}."
         ),
-        "type": str(node_type),
-        "priority": str(priority),
-        "triage": {
-            "category": str(Category.SECURITY),
-            "severity": str(severity_for_priority(priority)),
-            "effort": "small",
-            "exploitable_externally": taint is not None,
-        },
-        "anchor": {"path": path, "start_line": start, "end_line": end},
-        "confidence": confidence,
-        "title": f"{test_id}: {text}"[:200],
-        "body": body,
-        "fix": {
-            "fix_prompt": f"In {path} lines {start}-{end}: "
-            + bandit_fix(test_id, defect, str(more or ""))
-        },
-    }
+        node_type=node_type,
+        priority=priority,
+        category=Category.SECURITY,
+        path=path,
+        lines=(start, end),
+        confidence=confidence,
+        title=f"{test_id}: {text}",
+        body=body,
+        fix_prompt=f"In {path} lines {start}-{end}: "
+        + bandit_fix(test_id, defect, str(more or "")),
+        exploitable=taint is not None,
+    )
 
 
 # -- helpers and registry ----------------------------------------------------------------------
@@ -803,9 +840,11 @@ __all__ = [
     "added_lines",
     "bandit_mapping",
     "counted",
+    "finding_payload",
     "grouped",
     "ruff_mapping",
     "run_bandit",
     "run_ruff",
     "source_targets",
+    "tool_path",
 ]

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import subprocess
-import sysconfig
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,8 +34,10 @@ from reviews.agents.analyzers import (
     _stderr,
     _validated,
     counted,
+    finding_payload,
     grouped,
     source_targets,
+    tool_path,
 )
 from reviews.agents.js_lint_config import JsLintConfig, default_document, js_lint_config
 from reviews.domain.precision import TEST_RULE_PRIORITY, is_test_code
@@ -46,18 +47,12 @@ from reviews.domain.types import (
     Dimension,
     NodeType,
     Priority,
-    severity_for_priority,
 )
 from reviews.sources.diffs import ChangedFile
 
 JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 OXLINT_TIMEOUT = 120.0
 _CODE = re.compile(r"^(?:(?P<plugin>[\w-]+)\((?P<rule>[\w/-]+)\)|(?P<bare>[\w/-]+))$")
-
-
-def tool_path(name: str) -> str:
-    """A binary installed beside Quorum (the virtualenv's scripts), not whatever PATH offers."""
-    return os.path.join(sysconfig.get_path("scripts"), name)
 
 
 @functools.cache
@@ -210,24 +205,21 @@ def _payload(
     body = f"oxlint `{rule}`: {message}" + (f"\n\n{help_text}" if help_text else "")
     if url:
         body += f"\n\nRule: {url}"
-    return {
-        "reasoning": (
+    return finding_payload(
+        reasoning=(
             f"oxlint rule {rule} ({category or 'unlisted'}) reports this on line {start}, which "
             f"the change adds; mapped to {priority} {node_type} by the analyzer table{lowered}."
         ),
-        "type": str(node_type),
-        "priority": str(priority),
-        "triage": {
-            "category": str(triage_category),
-            "severity": str(severity_for_priority(priority)),
-            "effort": "small",
-        },
-        "anchor": {"path": path, "start_line": start, "end_line": end},
-        "confidence": confidence,
-        "title": f"{rule}: {message}"[:200],
-        "body": body,
-        "fix": {"fix_prompt": f"In {path} line {start}: {help_text or message}"},
-    }
+        node_type=node_type,
+        priority=priority,
+        category=triage_category,
+        path=path,
+        lines=(start, end),
+        confidence=confidence,
+        title=f"{rule}: {message}",
+        body=body,
+        fix_prompt=f"In {path} line {start}: {help_text or message}",
+    )
 
 
 OXLINT = AnalyzerReviewer(
@@ -237,4 +229,4 @@ OXLINT = AnalyzerReviewer(
     run=run_oxlint,
 )
 
-__all__ = ["JS_SUFFIXES", "OXLINT", "oxlint_mapping", "rule_of", "run_oxlint", "tool_path"]
+__all__ = ["JS_SUFFIXES", "OXLINT", "oxlint_mapping", "rule_of", "run_oxlint"]

@@ -35,10 +35,12 @@ from reviews.agents.analyzers import (
     _stderr,
     _validated,
     counted,
+    finding_payload,
     grouped,
     source_targets,
+    tool_path,
 )
-from reviews.agents.js_analyzer import JS_SUFFIXES, tool_path
+from reviews.agents.js_analyzer import JS_SUFFIXES
 from reviews.domain.precision import TEST_RULE_PRIORITY, is_test_code
 from reviews.domain.severity_floors import classify, floor_for
 from reviews.domain.types import (
@@ -47,7 +49,6 @@ from reviews.domain.types import (
     Dimension,
     NodeType,
     Priority,
-    severity_for_priority,
 )
 from reviews.sources.diffs import ChangedFile
 
@@ -157,25 +158,22 @@ def _payload(
     body = f"ast-grep rule `{rule}`: {message}" + (f"\n\n{note}" if note else "")
     if defect is not None:
         body += f"\n\nClass: {defect.label}."
-    return {
-        "reasoning": (
+    return finding_payload(
+        reasoning=(
             f"Quorum's pattern rule {rule} matches lines {start}-{end}, which the change adds; "
             f"{why}; priority {priority}."
         ),
-        "type": str(node_type),
-        "priority": str(priority),
-        "triage": {
-            "category": str(category),
-            "severity": str(severity_for_priority(priority)),
-            "effort": "small",
-            "exploitable_externally": False,
-        },
-        "anchor": {"path": path, "start_line": start, "end_line": end},
-        "confidence": confidence,
-        "title": f"{rule}: {message}"[:200],
-        "body": body,
-        "fix": {"fix_prompt": f"In {path} lines {start}-{end}: {note or message}"},
-    }
+        node_type=node_type,
+        priority=priority,
+        category=category,
+        path=path,
+        lines=(start, end),
+        confidence=confidence,
+        title=f"{rule}: {message}",
+        body=body,
+        fix_prompt=f"In {path} lines {start}-{end}: {note or message}",
+        exploitable=False,
+    )
 
 
 PATTERNS = AnalyzerReviewer(

@@ -21,6 +21,7 @@ from reviews.agents.analyzers import (
     ToolMatch,
     _validated,
     added_lines,
+    finding_payload,
     grouped,
 )
 from reviews.agents.redaction import matched_values, redact
@@ -37,7 +38,7 @@ from reviews.domain.precision import (
     plausible_secret,
 )
 from reviews.domain.severity_floors import classify, floor_for
-from reviews.domain.types import AxisName, Dimension, Priority, severity_for_priority
+from reviews.domain.types import AxisName, Category, Dimension, NodeType, Priority
 from reviews.sources.diffs import ChangedFile
 from reviews.sources.worktrees import UnsafePath, safe_join
 
@@ -55,23 +56,20 @@ def _payload(path: str, line: int, kind: str, *, test_code: bool, live: bool) ->
     )
     if test_code:
         body += " Test code is no exception: the value has the format of a live credential."
-    return {
-        "reasoning": f"The added line matches the {label} pattern used to keep secrets away "
+    return finding_payload(
+        reasoning=f"The added line matches the {label} pattern used to keep secrets away "
         "from model providers; a committed credential is readable by everyone with the "
         "repository and stays in its history.",
-        "type": "bug" if priority.rank <= 1 else "recommendation",
-        "priority": str(priority),
-        "triage": {
-            "category": "security",
-            "severity": str(severity_for_priority(priority)),
-            "effort": "small",
-            "exploitable_externally": priority.rank <= 1,
-        },
-        "anchor": {"path": path, "start_line": line, "end_line": line},
-        "confidence": 0.8,
-        "title": f"Credential committed in code ({label})",
-        "body": body,
-    }
+        node_type=NodeType.BUG if priority.rank <= 1 else NodeType.RECOMMENDATION,
+        priority=priority,
+        category=Category.SECURITY,
+        path=path,
+        lines=(line, line),
+        confidence=0.8,
+        title=f"Credential committed in code ({label})",
+        body=body,
+        exploitable=priority.rank <= 1,
+    )
 
 
 def _checkout_lines(root: Path, path: str) -> list[str] | None:
