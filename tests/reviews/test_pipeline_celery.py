@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,14 +22,23 @@ from workspaces.models import Repository
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
-def _wait_finished(round_id: int, timeout: float = 180) -> ReviewRound:
+def _wait_finished(round_id: int, timeout: float = 180, logs: Path | None = None) -> ReviewRound:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         review_round = ReviewRound.objects.get(pk=round_id)
         if review_round.state in ("finished", "failed", "cancelled"):
             return review_round
         time.sleep(0.3)
-    raise AssertionError(f"round {round_id} did not finish: stage {review_round.stage}")
+    steps = list(review_round.steps.values_list("key", "state", "attempts", "lease_until"))
+    # The workers' own words are the only account of a stuck round once CI has thrown tmp away.
+    tails = [
+        f"--- {log.name}\n{log.read_text()[-4000:]}"
+        for log in sorted((logs or Path("/nonexistent")).glob("worker-*.log"))
+    ]
+    raise AssertionError(
+        f"round {round_id} did not finish: stage {review_round.stage}, steps {steps}\n"
+        + "\n".join(tails)
+    )
 
 
 def _node_set(review_round: ReviewRound) -> list[tuple]:

@@ -131,7 +131,7 @@ def _second_repository(repo: Repository) -> Repository:
 
 
 def test_a_redis_restart_mid_review_loses_and_duplicates_nothing(
-    shop, fake_model, worker_factory, broker
+    shop, fake_model, worker_factory, broker, tmp_path
 ):
     repo, base, head, alice = shop
     expected = _reference(shop, fake_model)
@@ -156,7 +156,7 @@ def test_a_redis_restart_mid_review_loses_and_duplicates_nothing(
     broker.start()
     back = time.monotonic()
 
-    finished = _wait_finished(review_round.pk, timeout=60)
+    finished = _wait_finished(review_round.pk, timeout=60, logs=tmp_path)
     print(f"finished {time.monotonic() - back:.1f} s after Redis returned")
     assert finished.state == "finished", finished.error
     assert _node_set(finished) == expected
