@@ -14,7 +14,14 @@ from django.http import Http404
 
 from reviews.domain import types as t
 from reviews.domain.disagreements import Disagreement, contested_ids, find_disagreements
-from reviews.domain.finding_groups import CARDS_PER_GROUP, GroupPage, group_keys, group_of
+from reviews.domain.finding_groups import (
+    CARDS_PER_GROUP,
+    FixLine,
+    GroupPage,
+    group_keys,
+    group_of,
+    to_fix,
+)
 from reviews.domain.fingerprints import RoundDelta, round_delta
 from reviews.domain.round_states import RoundRef, delta_base, shown_round, state_label
 from reviews.domain.round_stats import CohortSummary, FilePreview
@@ -206,6 +213,8 @@ class ReviewPage:
     inline_at: set[tuple[str, int]] = field(default_factory=set)
     # Every canonical finding of the round per file, for the file tree (not only the cards').
     findings_per_path: dict[str, int] = field(default_factory=dict)
+    # The active P0/P1 findings, each with the group page holding its card (the bounded page).
+    to_fix: list[tuple[FixLine, ReviewNode]] = field(default_factory=list)
 
     def node(self, node_id: Any) -> ReviewNode:
         return self._by_id[int(node_id)]
@@ -475,7 +484,14 @@ def review_page_bounded(
         if group is None or key == group
     ]
     card_ids = {pk for w in windows for pk in members[w.key][w.offset : w.end]}
-    wanted = set(card_ids)
+    active = {s.value for s in t.ACTIVE_STATUSES}
+    # What to fix before merge is listed under the verdict: those findings are read in full.
+    fix_lines = to_fix(
+        ((row[0], t.Priority(row[5]), row[7] in active) for row in shown if row[13] is None),
+        tier,
+        per_page,
+    )
+    wanted = card_ids | {line.node_id for line in fix_lines}
     cohorts = current.stats.cohort_list
     previewed = (
         [c for c in cohorts if c.key == cohort_key]
@@ -498,7 +514,6 @@ def review_page_bounded(
     by_id = {n.pk: n for n in nodes}
     views = {n.pk: node_view(n, list(n.confirmations.all())) for n in nodes}
     # Only the few findings sharing a location can disagree: only those become node views.
-    active = {s.value for s in t.ACTIVE_STATUSES}
     anchored = [
         row
         for row in shown
@@ -548,6 +563,7 @@ def review_page_bounded(
             for w in windows
         ],
         finding_count=sum(len(ids) for ids in members.values()),
+        to_fix=[(line, by_id[line.node_id]) for line in fix_lines],
         inline_at=inline_at,
         findings_per_path=dict(Counter(row[8] for row in shown if row[13] is None and row[8])),
         flag={

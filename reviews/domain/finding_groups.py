@@ -9,6 +9,7 @@ the next cards both ask this module which group a finding is in and which cards 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .tiers import DISPLAY_THRESHOLD
@@ -91,3 +92,34 @@ class GroupPage:
         """Page 1 always exists (an empty group shows that it is empty); later ones only while
         they hold a card."""
         return self.page == 1 or self.offset < self.total
+
+
+#: The priorities a merge waits for: each active one is listed under the verdict.
+MERGE_BLOCKING = frozenset({Priority.P0, Priority.P1})
+
+
+@dataclass(frozen=True, slots=True)
+class FixLine:
+    """A finding to fix before merge and where its card is: page `page` of group `group`."""
+
+    node_id: int
+    group: str
+    page: int
+
+
+def to_fix(
+    findings: Iterable[tuple[int, Priority, bool]], tier: Tier, per_page: int = CARDS_PER_GROUP
+) -> list[FixLine]:
+    """The active P0/P1 findings, in the order given (the page's: priority, then confidence),
+    each with the group page that holds its card. `findings` are the round's canonical
+    findings as (id, priority, active), in that same order: a card's page is its position
+    among its group's findings, active or not."""
+    seen: dict[str, int] = {}
+    lines = []
+    for node_id, priority, active in findings:
+        group = group_of(priority, tier)
+        position = seen.get(group, 0)
+        seen[group] = position + 1
+        if active and priority in MERGE_BLOCKING:
+            lines.append(FixLine(node_id=node_id, group=group, page=position // per_page + 1))
+    return lines

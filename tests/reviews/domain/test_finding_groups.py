@@ -9,11 +9,13 @@ from hypothesis import strategies as st
 from reviews.domain.finding_groups import (
     BELOW,
     CARDS_PER_GROUP,
+    MERGE_BLOCKING,
     GroupPage,
     PageRequestError,
     group_keys,
     group_of,
     parse_page_request,
+    to_fix,
 )
 from reviews.domain.types import Priority, Tier
 
@@ -77,3 +79,28 @@ def test_the_pages_of_a_group_show_each_card_once(total, per_page):
         assert page.next_count == min(per_page, total - page.end)
         page = GroupPage(key="P0", total=total, page=page.next_page, per_page=per_page)
     assert shown == list(range(total))
+
+
+_findings = st.lists(st.tuples(st.sampled_from(list(Priority)), st.booleans()), max_size=60).map(
+    lambda found: [(i, p, active) for i, (p, active) in enumerate(found)]
+)
+
+
+@given(_findings, st.sampled_from(list(Tier)), st.integers(1, 12))
+def test_to_fix_lists_every_active_p0_p1_once_with_the_page_holding_its_card(
+    findings, tier, per_page
+):
+    lines = to_fix(findings, tier, per_page)
+    wanted = [i for i, p, active in findings if active and p in MERGE_BLOCKING]
+    assert [line.node_id for line in lines] == wanted
+    for line in lines:
+        _, priority, _ = findings[line.node_id]
+        members = [i for i, p, _ in findings if group_of(p, tier) == line.group]
+        assert line.group == group_of(priority, tier)
+        window = GroupPage(key=line.group, total=len(members), page=line.page, per_page=per_page)
+        assert line.node_id in members[window.offset : window.end]
+
+
+def test_a_dismissed_p0_and_an_open_p2_are_not_to_fix():
+    found = [(1, Priority.P0, False), (2, Priority.P2, True), (3, Priority.P1, True)]
+    assert [line.node_id for line in to_fix(found, Tier.BALANCED)] == [3]
