@@ -97,11 +97,17 @@ def diff_surface(
     nodes: Sequence[ReviewNode],
     cohorts: Sequence[CohortSummary],
     findings_per_path: Mapping[str, int],
+    rendered_lines: set[tuple[str, int]],
 ) -> dict[str, Any]:
     """The review page's file tree, inline findings and viewed marks for one person (one
-    query for the marks)."""
+    query for the marks). `rendered_lines` are the lines of the previews this page renders:
+    a finding there has its card in the diff (`inline_node_ids`), any other in the list."""
     facts = round_file_facts(review_round)
-    findings_at = findings_in_previews(nodes, cohorts)
+    findings_at = {
+        at: found
+        for at, found in findings_in_previews(nodes, cohorts).items()
+        if at in rendered_lines
+    }
     anchors: dict[str, str] = {}
     for cohort in cohorts:
         for preview in cohort.previews:

@@ -174,6 +174,7 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         if card is not None and card in views and views[card].duplicate_of is None:
             context["node"] = context["page"].node(card)
             context["oob"] = True
+            context["inline"] = card in context["inline_node_ids"]
             parts.append(render_to_string("reviews/partials/node.html", context))
         return "\n".join(parts)
 

@@ -260,6 +260,7 @@ def review_context(
             nodes=page.nodes,
             cohorts=cohorts,
             findings_per_path=page.findings_per_path,
+            rendered_lines=page.inline_at,
         ),
         "read_keys": read_keys,
         "cohorts_read": sum(1 for c in cohorts if c.key in read_keys),
@@ -440,6 +441,8 @@ def findings_more(request: HtmxHttpRequest, membership: Membership, space_id: in
         raise Http404("This review has no such page of findings.")
     context["group"] = shown[0]
     context["fragment"] = bool(request.htmx)
+    if not request.htmx:  # a page of its own shows no diff: every finding's card is here
+        context["inline_node_ids"] = set()
     template = (
         "reviews/partials/finding_group_page.html" if request.htmx else "reviews/findings_page.html"
     )
@@ -460,6 +463,9 @@ def cohort_previews(
     if cohort is None:
         raise Http404("This review has no such cohort.")
     context["cohort"] = cohort
+    # Opened from the review page, the findings of this cohort already have their card in the
+    # list (only the first cohorts' previews hold cards): the diff links to it instead.
+    context["cards_in_list"] = bool(request.htmx)
     template = (
         "reviews/partials/cohort_previews.html" if request.htmx else "reviews/cohort_page.html"
     )
@@ -598,15 +604,11 @@ def node_action(
 
 
 def _node_cards(request: HtmxHttpRequest, context: dict) -> HttpResponse:
-    """The card that asked (the list's or the copy inline in the diff), then the other copy
-    out of band, so both show the finding's new state at once."""
+    """The finding's one card (in the diff or in the list, wherever it asked from), then its
+    line in the findings index out of band, so both show the finding's new state at once."""
     inline = str(request.htmx.target or "").startswith("diff-")
-    node = context["node"]
-    html = render_to_string("reviews/partials/node.html", {**context, "inline": inline}, request)
-    if not inline or node.pk in context["inline_node_ids"]:
-        twin = {**context, "inline": not inline, "oob": True, "solo": True}
-        html += render_to_string("reviews/partials/node.html", twin, request)
-    return HttpResponse(html)
+    card = {**context, "inline": inline, "index_oob": True}
+    return HttpResponse(render_to_string("reviews/partials/node.html", card, request))
 
 
 @member_view
@@ -868,8 +870,8 @@ def ticket_issue(
 def _thread_answer(
     request: HtmxHttpRequest, membership: Membership, thread: thread_services.Thread
 ) -> HttpResponse:
-    """After a post or an edit: with htmx, the thread that asked (and a finding's other copy,
-    list or diff, out of band); without, back to the thread on the page."""
+    """After a post or an edit: with htmx, the thread that asked (a finding has one card, in
+    the diff or in the list, so one thread); without, back to the thread on the page."""
     space = thread.space
     node = thread.node
     round_number = node.round.number if node is not None else None
@@ -891,10 +893,6 @@ def _thread_answer(
     html = render_to_string(
         "reviews/partials/thread.html", {**base, "pre": "diff-" if inline else ""}, request
     )
-    is_card = thread.subject.kind is thread_rules.SubjectKind.NODE
-    if is_card and (inline or thread.subject.node_id in context["inline_node_ids"]):
-        twin = {**base, "pre": "" if inline else "diff-", "thread_oob": True}
-        html += render_to_string("reviews/partials/thread.html", twin, request)
     return HttpResponse(html)
 
 

@@ -50,9 +50,18 @@ def _code(path: str, text: str) -> str:
     return highlight(text, _lexer(path), _FORMATTER).rstrip("\n")
 
 
+_LIST_LINK = (
+    '<p class="finding-link"><span class="prio {}">{}</span> <a href="#node-{}">{}</a>'
+    ' <span class="muted">(its card is in the findings list)</span></p>'
+)
+
+
 def _inline_card(context: template.Context, node) -> str:
     """A finding's card as it sits in the diff (its own ids, the same actions as the list's):
-    reviews/partials/node.html rendered with `inline`, like an {% include %} would."""
+    reviews/partials/node.html rendered with `inline`, like an {% include %} would. Where the
+    card is in the list already (`cards_in_list`), a link to it: each finding has one card."""
+    if context.get("cards_in_list"):
+        return format_html(_LIST_LINK, node.priority.lower(), node.priority, node.pk, node.title)
     card = context.template.engine.get_template("reviews/partials/node.html")  # type: ignore[union-attr]
     with context.push(node=node, inline=True, oob=False, solo=False):
         return card.render(context)

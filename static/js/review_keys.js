@@ -142,11 +142,12 @@
   document.addEventListener("htmx:afterSettle", afterSwap);
   document.addEventListener("htmx:oobAfterSwap", afterSwap);
 
-  // A link from the file tree opens the preview it points to.
+  // A link from the file tree opens the preview it points to; a link from "To fix before
+  // merge" or the findings index opens the folds around the finding's one card.
   function openTarget() {
     const id = decodeURIComponent(location.hash.slice(1));
     const target = id && document.getElementById(id);
-    if (target && target.matches("details.diff-file")) reveal(target);
+    if (target && target.matches("details.diff-file, article.node")) reveal(target);
   }
   window.addEventListener("hashchange", openTarget);
 

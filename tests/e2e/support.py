@@ -116,3 +116,9 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def card(node_id: int, state: str = "") -> str:
+    """A finding's one card, wherever it is: in the diff (`diff-node-N`) or in the list
+    (`node-N`); `state` a class it must have too (".node-dismissed")."""
+    return f"#node-{node_id}{state}, #diff-node-{node_id}{state}"

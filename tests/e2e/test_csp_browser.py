@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reviews.models import ReviewNode
-from tests.e2e.support import login
+from tests.e2e.support import card, login
 from tests.e2e.test_guided_review_browser import reviewed, shop_repo  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -71,12 +71,13 @@ def test_the_review_page_runs_under_the_csp_and_still_updates_live(
         space=reviewed, priority="P3", status="open", duplicate_of__isnull=True
     ).first()
     alice.locator("details.below-threshold > summary").click()
-    card = alice.locator(f"#node-{target.pk}")
-    card.locator("input[name=reason]").fill("Handled by the ORM")
-    card.locator("button[value=dismiss]").click()  # an htmx POST
-    alice.wait_for_selector(f"#node-{target.pk}.node-dismissed", timeout=5000)
-    bob.wait_for_selector(  # over the socket, into Bob's closed group
-        f"#node-{target.pk}.node-dismissed", state="attached", timeout=5000
+    alice.locator(f"#index-node-{target.pk} a").click()  # to its one card, list or diff
+    found = alice.locator(card(target.pk))
+    found.locator("input[name=reason]").fill("Handled by the ORM")
+    found.locator("button[value=dismiss]").click()  # an htmx POST
+    alice.wait_for_selector(card(target.pk, ".node-dismissed"), timeout=5000)
+    bob.wait_for_selector(  # over the socket, into Bob's page
+        card(target.pk, ".node-dismissed"), state="attached", timeout=5000
     )
     assert bob.evaluate("window.__loadedOnce") is True
     assert _csp_problems(alice, consoles[id(alice)]) == []

@@ -9,7 +9,7 @@ from reviews.models import ReviewNode, ReviewSpace
 from reviews.pipeline.runner import run_inline
 from reviews.sample_repo import create_sample_repository
 from reviews.services.requests import review_request
-from tests.e2e.support import axe_violations, login, screenshot
+from tests.e2e.support import axe_violations, card, login, screenshot
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
 
@@ -59,7 +59,7 @@ def test_reading_a_review_dismissing_and_a_second_browser_seeing_it_live(
 
     below = alice.locator("details.below-threshold")
     below.locator("> summary").click()
-    assert below.locator("article.node").first.is_visible()
+    assert below.locator("li[data-finding]").first.is_visible()
 
     # A finding below the threshold (the sample's P3 import and swallowed-exception notes).
     target = (
@@ -69,27 +69,36 @@ def test_reading_a_review_dismissing_and_a_second_browser_seeing_it_live(
         .order_by("priority", "pk")
         .first()
     )
-    card = alice.locator(f"#node-{target.pk}")
-    card.locator("input[name=reason]").fill("Known and accepted for this script")
-    card.locator("button[value=dismiss]").click()
-    alice.wait_for_selector(f"#node-{target.pk}.node-dismissed", timeout=5000)
+    # Its line in the index leads to its one card, wherever that is, opened and in view.
+    alice.locator(f"#index-node-{target.pk} a").click()
+    found = alice.locator(card(target.pk))
+    assert found.count() == 1
+    found.wait_for(state="visible", timeout=5000)
+    found.locator("input[name=reason]").fill("Known and accepted for this script")
+    found.locator("button[value=dismiss]").click()
+    alice.wait_for_selector(card(target.pk, ".node-dismissed"), timeout=5000)
+    alice.wait_for_selector(f"#index-node-{target.pk}[data-status=dismissed]", timeout=5000)
 
     # Bob's page was never reloaded; the change arrives over the websocket within a second.
-    bob.wait_for_selector(f"#node-{target.pk}.node-dismissed", state="attached", timeout=2000)
+    bob.wait_for_selector(card(target.pk, ".node-dismissed"), state="attached", timeout=2000)
+    bob.wait_for_selector(
+        f"#index-node-{target.pk}[data-status=dismissed]", state="attached", timeout=2000
+    )
     assert bob.evaluate("window.__loadedOnce") is True
     assert ReviewNode.objects.get(pk=target.pk).status == "dismissed"
     screenshot(alice, "review-page")
 
     # A refused action (dismissing it again) shows its message in the page's error region,
     # whatever element asked; the card stays as it is.
+    dom_id = found.get_attribute("id")
     alice.evaluate(
-        """([url, id]) => htmx.ajax("POST", url, {source: "#node-" + id, target: "#node-" + id,
+        """([url, id]) => htmx.ajax("POST", url, {source: "#" + id, target: "#" + id,
             swap: "outerHTML", values: {action: "dismiss", reason: "again"}})""",
-        [f"{url}nodes/{target.pk}/", target.pk],
+        [f"{url}nodes/{target.pk}/", dom_id],
     )
     alice.wait_for_selector("#errors .message-error", timeout=5000)
     assert "cannot become dismissed" in alice.locator("#errors").inner_text()
-    assert alice.locator(f"#node-{target.pk}.node-dismissed").count() == 1
+    assert alice.locator(card(target.pk, ".node-dismissed")).count() == 1
 
 
 def test_the_list_and_the_review_page_have_no_serious_accessibility_violations(

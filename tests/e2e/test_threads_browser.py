@@ -35,44 +35,47 @@ def test_two_reviewers_discuss_a_finding_live_and_a_viewer_cannot_post(
     url = f"{asgi_server}/w/{workspace.slug}/reviews/{reviewed.pk}/"
     alice = _open(browser, asgi_server, "alice@example.com", url)
     bob = _open(browser, asgi_server, "bob@example.com", url)
-    pk = alice.locator("#review-findings article.node").first.get_attribute("data-finding")
-    thread = f"#thread-node-{pk}"
+    # A finding's one card: in the diff where it is anchored (ids prefixed "diff-").
+    first = alice.locator("article.node").first
+    pk = first.get_attribute("data-finding")
+    pre = "diff-" if first.get_attribute("id").startswith("diff-") else ""
+    thread = f"#{pre}thread-node-{pk}"
 
     # Alice starts the discussion under the finding.
     alice.locator(f"{thread} > details > summary").click()
-    alice.fill(f"#reply-node-{pk}", "Is this reachable from **outside**?")
+    alice.fill(f"#{pre}reply-node-{pk}", "Is this reachable from **outside**?")
     alice.locator(f"{thread} form.thread-reply button[type=submit]").click()
     alice.wait_for_selector(f"{thread} .thread-message strong:text('outside')", timeout=5000)
     message = ThreadMessage.objects.get(subject=f"node:{pk}")
     assert message.author.email == "alice@example.com"
 
     # Bob's page, never reloaded, shows it within a few seconds, without Alice's edit form.
-    bob.wait_for_selector(f"{thread} #message-{message.pk}", timeout=5000)
-    assert "alice@example.com" in bob.locator(f"#message-{message.pk}").inner_text()
-    assert bob.locator(f"#edit-{message.pk}").count() == 0
+    bob.wait_for_selector(f"{thread} #{pre}message-{message.pk}", timeout=5000)
+    assert "alice@example.com" in bob.locator(f"#{pre}message-{message.pk}").inner_text()
+    assert bob.locator(f"#{pre}edit-{message.pk}").count() == 0
     assert bob.evaluate("window.__loadedOnce") is True
 
     # Alice corrects it; Bob sees the new text marked as edited.
-    alice.locator(f"#message-{message.pk}-edit > summary").click()
-    alice.fill(f"#edit-{message.pk}", "Is this reachable from **outside** the shop?")
-    alice.locator(f"#message-{message.pk}-edit button[type=submit]").click()
-    alice.wait_for_selector(f"#message-{message.pk} .thread-edited", timeout=5000)
-    bob.wait_for_selector(f"#message-{message.pk} .thread-edited", timeout=5000)
-    assert "the shop?" in bob.locator(f"#message-{message.pk} .thread-body").inner_text()
+    alice.locator(f"#{pre}message-{message.pk}-edit > summary").click()
+    alice.fill(f"#{pre}edit-{message.pk}", "Is this reachable from **outside** the shop?")
+    alice.locator(f"#{pre}message-{message.pk}-edit button[type=submit]").click()
+    alice.wait_for_selector(f"#{pre}message-{message.pk} .thread-edited", timeout=5000)
+    bob.wait_for_selector(f"#{pre}message-{message.pk} .thread-edited", timeout=5000)
+    assert "the shop?" in bob.locator(f"#{pre}message-{message.pk} .thread-body").inner_text()
     assert bob.evaluate("window.__loadedOnce") is True
 
     # A blank reply is refused with the reason, where refusals show.
-    bob.fill(f"#reply-node-{pk}", "   ")
+    bob.fill(f"#{pre}reply-node-{pk}", "   ")
     bob.locator(f"{thread} form.thread-reply button[type=submit]").click()
     bob.wait_for_selector("#errors:has-text('an empty message is not posted')", timeout=5000)
 
     # Bob answers; Alice's page gets it live too.
-    bob.fill(f"#reply-node-{pk}", "Only through the admin page.")
+    bob.fill(f"#{pre}reply-node-{pk}", "Only through the admin page.")
     bob.locator(f"{thread} form.thread-reply button[type=submit]").click()
     alice.wait_for_selector(f"{thread} .thread-message:has-text('admin page')", timeout=5000)
     assert alice.locator(f"{thread} .thread-message").count() == 2
     # Her saved edit's form stayed closed through the live update.
-    assert alice.locator(f"#message-{message.pk}-edit").get_attribute("open") is None
+    assert alice.locator(f"#{pre}message-{message.pk}-edit").get_attribute("open") is None
     assert axe_violations(alice) == []
     screenshot(alice, "thread-discussed")
 

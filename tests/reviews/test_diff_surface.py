@@ -92,13 +92,14 @@ def _ids(html: str) -> list[str]:
     return re.findall(r'\sid="([^"]+)"', html)
 
 
-def test_a_finding_shows_inline_at_its_line_with_its_actions_and_no_id_twice(
+def test_a_finding_has_one_card_in_the_diff_at_its_line_and_a_line_in_the_index(
     surface, workspace, alice, client_for
 ):
     review_round, inline, elsewhere = surface
     html = _page(client_for(alice), workspace, review_round.space_id)
     cohorts = html.split('id="review-cohorts"')[1].split('id="review-findings"')[0]
-    # The inline copy: a card with its own ids and the same buttons as the list's card.
+    findings = html.split('id="review-findings"')[1]
+    # The card sits in the diff, with its own ids and its buttons.
     assert f'id="diff-node-{inline.pk}"' in cohorts
     assert (
         f'for="diff-reason-{inline.pk}"' in cohorts and f'id="diff-reason-{inline.pk}"' in cohorts
@@ -109,39 +110,47 @@ def test_a_finding_shows_inline_at_its_line_with_its_actions_and_no_id_twice(
     # Right under line 4 of shop/cart.py.
     row_4 = cohorts.index('<td class="ln">4</td>')
     assert row_4 < cohorts.index(f'id="diff-node-{inline.pk}"')
-    # A finding on a line no preview shows stays in the list only.
+    # Each finding once: the list holds a line leading to the diff's card, no second card.
+    assert f'id="node-{inline.pk}"' not in html
+    line = findings.split(f'id="index-node-{inline.pk}"')[1].split("</li>")[0]
+    assert f'href="#diff-node-{inline.pk}"' in line and "Tax applied as a total" in line
+    # A finding on a line no preview shows has its card in the list, and its line leads there.
     assert f"diff-node-{elsewhere.pk}" not in html
-    assert f'id="node-{inline.pk}"' in html and f'id="node-{elsewhere.pk}"' in html
+    assert f'id="node-{elsewhere.pk}"' in findings
+    assert f'href="#node-{elsewhere.pk}"' in findings
+    assert html.count('<article class="node ') == 2
     ids = _ids(html)
     assert sorted(i for i in set(ids) if ids.count(i) > 1) == []
 
 
-@pytest.mark.parametrize("asked_from", ["diff", "list"])
-def test_an_action_from_either_copy_updates_both(
-    surface, workspace, member_factory, client_for, asked_from
+@pytest.mark.parametrize("where", ["diff", "list"])
+def test_an_action_updates_the_one_card_and_its_index_line(
+    surface, workspace, member_factory, client_for, where
 ):
-    review_round, inline, _ = surface
+    review_round, inline, elsewhere = surface
     reviewer = member_factory(workspace, "reviewer")
-    target = f"diff-node-{inline.pk}" if asked_from == "diff" else f"node-{inline.pk}"
+    node = inline if where == "diff" else elsewhere
+    target = f"diff-node-{node.pk}" if where == "diff" else f"node-{node.pk}"
     response = client_for(reviewer).post(
-        f"/w/{workspace.slug}/reviews/{review_round.space_id}/nodes/{inline.pk}/",
+        f"/w/{workspace.slug}/reviews/{review_round.space_id}/nodes/{node.pk}/",
         {"action": "dismiss", "reason": "tax is a rate here"},
         HTTP_HX_TARGET=target,
         **HTMX,
     )
     assert response.status_code == 200
     html = response.content.decode()
-    assert ReviewNode.objects.get(pk=inline.pk).status == "dismissed"
+    assert ReviewNode.objects.get(pk=node.pk).status == "dismissed"
     cards = re.findall(r"<article[^>]*>", html)
-    assert len(cards) == 2
-    first, twin = cards
-    assert f'id="{target}"' in first and "hx-swap-oob" not in first
-    assert 'hx-swap-oob="true"' in twin and f'id="{target}"' not in twin
-    assert all("node-dismissed" in c for c in cards)
+    assert len(cards) == 1
+    assert f'id="{target}"' in cards[0] and "hx-swap-oob" not in cards[0]
+    assert "node-dismissed" in cards[0]
+    line = re.search(rf'<li id="index-node-{node.pk}"[^>]*>', html)
+    assert line and 'hx-swap-oob="true"' in line.group(0)
+    assert 'data-status="dismissed"' in line.group(0)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_live_update_of_a_finding_carries_both_copies(surface, alice):
+def test_the_live_update_of_a_finding_carries_its_card_and_index_line(surface, alice):
     from tests.reviews.test_review_socket import ORIGIN, _communicator, _cookie
 
     review_round, inline, _ = surface
@@ -158,22 +167,17 @@ def test_the_live_update_of_a_finding_carries_both_copies(surface, alice):
         return update
 
     update = asyncio.run(scenario())
-    for element_id in (f"node-{inline.pk}", f"diff-node-{inline.pk}"):
-        tag = re.search(rf'<article[^>]*id="{element_id}"[^>]*>', update)
-        assert tag, element_id
-        assert 'hx-swap-oob="true"' in tag.group(0) and "node-dismissed" in tag.group(0)
+    tag = re.search(rf'<article[^>]*id="diff-node-{inline.pk}"[^>]*>', update)
+    assert tag and 'hx-swap-oob="true"' in tag.group(0) and "node-dismissed" in tag.group(0)
+    assert f'id="node-{inline.pk}"' not in update  # no second card
+    line = re.search(rf'<li id="index-node-{inline.pk}"[^>]*>', update)
+    assert line and 'hx-swap-oob="true"' in line.group(0) and "dismissed" in line.group(0)
 
 
-@pytest.mark.parametrize("asked_from", ["diff", "list"])
-def test_a_reply_from_either_copy_shows_in_both(
-    surface, workspace, member_factory, client_for, asked_from
-):
+def test_a_reply_shows_in_the_findings_one_card(surface, workspace, member_factory, client_for):
     review_round, inline, _ = surface
     reviewer = member_factory(workspace, "reviewer")
-    prefix = "diff-" if asked_from == "diff" else ""
-    target, twin_id = f"{prefix}thread-node-{inline.pk}", f"thread-node-{inline.pk}"
-    if asked_from == "list":
-        twin_id = f"diff-{twin_id}"
+    target = f"diff-thread-node-{inline.pk}"
     response = client_for(reviewer).post(
         f"/w/{workspace.slug}/reviews/{review_round.space_id}/threads/node:{inline.pk}/",
         {"body": "Tax is a rate here"},
@@ -182,15 +186,13 @@ def test_a_reply_from_either_copy_shows_in_both(
     )
     assert response.status_code == 200
     threads = re.findall(r'<div class="thread"[^>]*>', response.content.decode())
-    assert len(threads) == 2
-    first, twin = threads
-    assert f'id="{target}"' in first and "hx-swap-oob" not in first
-    assert f'id="{twin_id}"' in twin and 'hx-swap-oob="true"' in twin
-    assert response.content.decode().count("<p>Tax is a rate here</p>") == 2
+    assert len(threads) == 1
+    assert f'id="{target}"' in threads[0] and "hx-swap-oob" not in threads[0]
+    assert response.content.decode().count("<p>Tax is a rate here</p>") == 1
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_live_update_of_a_reply_carries_both_copies_of_the_card(surface, alice):
+def test_the_live_update_of_a_reply_carries_the_card(surface, alice):
     from reviews.services import threads
     from tests.reviews.test_review_socket import ORIGIN, _communicator, _cookie
 
@@ -212,9 +214,8 @@ def test_the_live_update_of_a_reply_carries_both_copies_of_the_card(surface, ali
 
     update = asyncio.run(scenario())
     assert 'id="review-cohorts"' not in update and 'id="review-findings"' not in update
-    for pre in ("", "diff-"):
-        card = update.split(f'id="{pre}node-{inline.pk}"', 1)[1].split("</article>", 1)[0]
-        assert f'id="{pre}thread-node-{inline.pk}"' in card and "Tax is a rate here" in card
+    card = update.split(f'id="diff-node-{inline.pk}"', 1)[1].split("</article>", 1)[0]
+    assert f'id="diff-thread-node-{inline.pk}"' in card and "Tax is a rate here" in card
 
 
 def test_the_file_tree_lists_every_file_with_counts_and_links(

@@ -195,7 +195,7 @@ def test_lenses_answering_garbage_leave_the_findings_unverified_with_the_reason(
     assert panel.unverified >= len(judged)
 
     html = _page(client_for(alice), review_round)
-    card = re.search(rf'<article[^>]*id="node-{sql.pk}".*?</article>', html, flags=re.S)
+    card = re.search(rf'<article[^>]*id="(?:diff-)?node-{sql.pk}".*?</article>', html, flags=re.S)
     assert card and "Verification panel: no lens gave a valid verdict" in card.group(0)
     report = report_markdown(review_page(space=review_round.space))
     assert SQL_TITLE in report.split("## Issues")[1]  # still reported, still counted

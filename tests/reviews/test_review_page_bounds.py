@@ -268,11 +268,16 @@ def test_later_cohorts_load_their_previews_when_opened(
     fourth = cohorts[3]
     fragment = client.get(f"{base}cohorts/{fourth['key']}/previews/", **HTMX).content.decode()
     assert "<html" not in fragment and "Changes in f4.py" in fragment
-    # The finding on a previewed line is shown inline, as on the eager cohorts.
-    assert f'id="diff-node-{finding.pk}"' in fragment and "Reads the environment" in fragment
+    # The finding on a previewed line already has its card in the page's list (each finding
+    # has one card): the diff opened later links to it.
+    assert f'id="node-{finding.pk}"' in html and f"diff-node-{finding.pk}" not in html
+    assert f"diff-node-{finding.pk}" not in fragment
+    assert f'<a href="#node-{finding.pk}">Reads the environment</a>' in fragment
     assert client.get(f"{base}cohorts/{'z' * 64}/previews/", **HTMX).status_code == 404
     page = client.get(f"{base}cohorts/{fourth['key']}/previews/").content.decode()
     assert "<html" in page and "Back to the review" in page and "Changes in f4.py" in page
+    # On the cohort's own page (no list there) the card is in the diff.
+    assert f'id="diff-node-{finding.pk}"' in page
 
 
 def test_the_live_sections_render_from_the_same_bounded_context(
