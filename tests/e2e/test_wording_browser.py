@@ -22,8 +22,12 @@ def test_axis_details_read_as_words_and_a_named_cohort_leads_to_its_card(
     page.goto(f"{asgi_server}/w/{workspace.slug}/reviews/{worded.space_id}/")
     axes = page.locator("#review-axes")
     test_gap = axes.locator("#axis-testGap")
-    # A warning's details are open: the reader sees them without a click.
-    assert test_gap.locator("details.axis-details").get_attribute("open") is not None
+    # One line says what the axis found; its details open from the fold (open at once only
+    # for a gate holding the verdict, which a warning is not).
+    assert "1 cohort that changes non-test code" in test_gap.inner_text()
+    details = test_gap.locator("details.axis-details")
+    assert details.get_attribute("open") is None
+    details.locator("> summary").click()
     text = test_gap.inner_text()
     assert "Cohorts with no test" in text and "Cart in shop/cart.py" in text
     assert KEY not in page.locator("body").inner_text()  # only in form URLs, never read
@@ -31,7 +35,7 @@ def test_axis_details_read_as_words_and_a_named_cohort_leads_to_its_card(
     page.wait_for_function(f"location.hash === '#cohort-{KEY[:12]}'")
     heading = page.locator(f"#cohort-{KEY[:12]}-title").inner_text()
     assert heading == "Cart in shop/cart.py, with 1 more symbol"
-    link = page.locator(f"#review-findings a[href='{URL}']")
+    link = page.locator(f"article.node a[href='{URL}']")
     assert link.get_attribute("rel") == "noopener nofollow"
     screenshot(page, "worded-review")
 

@@ -217,7 +217,8 @@ def test_a_local_review_offers_the_report_download_and_never_github(
     client = client_for(alice)
     html = client.get(f"/w/{workspace.slug}/reviews/{space.pk}/").content.decode()
     assert "Publish to GitHub…" not in html and "Publishing now would post" not in html
-    assert "Download the report (markdown)" in html and "Download the report (JSON)" in html
+    assert "A local repository has no pull request on GitHub: nothing is published." in html
+    assert ">Download markdown</a>" in html and ">Download JSON</a>" in html
     assert f"/w/{workspace.slug}/reviews/{space.pk}/report.json?download=1" in html
 
     refused = client.get(f"/w/{workspace.slug}/reviews/{space.pk}/publish/", follow=True)

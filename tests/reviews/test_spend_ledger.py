@@ -164,7 +164,7 @@ def test_spend_is_on_the_page_in_the_workspace_view_and_in_the_api(
     page = client.get(f"/w/{workspace.slug}/reviews/{review_round.space_id}/")
     html = page.content.decode()
     assert page.status_code == 200
-    assert f"This round: {spent.tokens_in:,} input tokens" in html
+    assert f"this round: {spent.tokens_in:,} input tokens" in html
     shown = expected.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
     assert f"${shown}" in html
     assert "Pull request, all rounds:" in html and "No price set for" not in html
