@@ -721,12 +721,15 @@ def disagreement_decide(
     """A person decides a disagreement of the round, named by its `key`.
 
     `first`/`second`: every node of the location — canonical findings and the duplicates that
-    hold the reviewers' positions — takes that side's priority and type, so the conflict is
-    settled rather than hidden. `dismiss`: the disputed canonical findings are dismissed with
-    the reason (the ordinary dismissal: audited, remembered as a suppression). Either way the
-    decision is audited and the verdict decided again. Returns the nodes changed."""
-    from reviews.domain.disagreements import find_disagreements
-    from reviews.domain.types import NodeType, severity_for_priority
+    hold the reviewers' positions — takes that side's priority and type, and the location keeps
+    one finding: the other canonical findings are folded into the chosen side's as duplicates
+    (reviews/domain/disagreements.py `settle`), it credits their reviewers, and each folded
+    finding's text is posted in the kept finding's thread by its reviewer, so the line has one
+    card and one GitHub comment and nobody's words are lost. `dismiss`: the disputed canonical
+    findings are dismissed with the reason (the ordinary dismissal: audited, remembered as a
+    suppression). Either way the decision is audited and the verdict decided again. Returns the
+    nodes changed."""
+    from reviews.domain.disagreements import find_disagreements, settle
 
     if decision not in DISAGREEMENT_DECISIONS:
         raise DisagreementError(f"Unknown decision {decision!r}.")
@@ -741,12 +744,9 @@ def disagreement_decide(
             .select_for_update(of=("self",))
             .order_by("pk")
         }
+        views = {node_id: node_view(n, []) for node_id, n in nodes.items()}
         found = next(
-            (
-                d
-                for d in find_disagreements(node_view(n, []) for n in nodes.values())
-                if d.key == str(key)
-            ),
+            (d for d in find_disagreements(views.values()) if d.key == str(key)),
             None,
         )
         if found is None:
@@ -792,17 +792,33 @@ def disagreement_decide(
                 )
             return changed
         view, reviewers = sides[decision]
-        for node_id in found.node_ids:
-            node = nodes[node_id]
-            if (node.priority, node.type) == (view.priority.value, view.type.value):
-                continue
-            node.priority, node.type = view.priority.value, NodeType(view.type).value
-            node.severity = severity_for_priority(view.priority).value
+        settled = settle(found, "first" if decision == "first" else "second", views)
+        kept = nodes[settled.kept]
+        for after in settled.nodes:
+            node = nodes[after.id]
+            node.priority, node.type = after.priority.value, after.type.value
+            node.severity = after.severity.value
+            node.duplicate_of_id = int(after.duplicate_of) if after.duplicate_of else None
+            node.credited_agents = list(after.credited_agents)
             node.tags = node.tags.with_(
                 decided={"by": user.pk, "side": list(reviewers), "reason": reason}
             )
-            node.save(update_fields=["priority", "type", "severity", "tags", "updated_at"])
+            if after.folded_into is not None:
+                node.tags = node.tags.with_(folded_into=int(after.folded_into))
+            node.save(
+                update_fields=[
+                    "priority",
+                    "type",
+                    "severity",
+                    "duplicate_of",
+                    "credited_agents",
+                    "tags",
+                    "updated_at",
+                ]
+            )
             changed.append(node)
+        payload["kept"] = kept.pk
+        payload["folded"] = [int(i) for i in settled.folded]
         audit_record(
             action="disagreement.decided",
             actor=AuditActor.of(user),
@@ -811,11 +827,50 @@ def disagreement_decide(
             payload=payload,
             request=request,
         )
-        emit(canonical.space_id, "review.disagreement_decided", node_id=canonical.pk)
+        _fold_notes(
+            kept=kept,
+            folded=[(nodes[i], views[i]) for i in settled.folded],
+            decided=f"{view.priority} {view.type}",
+            reviewers=reviewers,
+            user=user,
+        )
+        emit(canonical.space_id, "review.disagreement_decided", node_id=kept.pk)
         _follow(
-            canonical,
-            f"disagreement decided for {', '.join(reviewers)}: {view.priority} {view.type}",
+            kept,
+            f"disagreement decided for {', '.join(reviewers)}: {view.priority} {view.type}"
+            + (f", #{', #'.join(settled.folded)} folded into it" if settled.folded else ""),
             actor=user,
             request=request,
         )
     return changed
+
+
+def _fold_notes(
+    *,
+    kept: ReviewNode,
+    folded: Sequence[tuple[ReviewNode, Any]],
+    decided: str,
+    reviewers: Sequence[str],
+    user: Any,
+) -> None:
+    """Each folded finding's words, as its reviewer wrote them, in the kept finding's thread:
+    the finding no longer has a card of its own, its text is not lost."""
+    from reviews.domain.threads import Subject
+    from reviews.services.threads import Thread, message_post_reviewer
+
+    thread = Thread(space=kept.space, subject=Subject.node(kept.pk), node=kept, stream=None)
+    who = user.email or user.get_username()
+    for node, before in folded:
+        fix = node.fix_prompt or node.fix_diff or "\n".join(node.replacement_lines or ())
+        parts = [
+            f"Finding #{node.pk} ({before.priority} {before.type}, {before.location}) was folded "
+            f"into this one when {who} decided the disagreement for {', '.join(reviewers)} "
+            f"({decided}). What it said:",
+            f"**{node.title}**",
+            node.body,
+        ]
+        if fix.strip():
+            parts.append(f"Suggested fix:\n\n{fix}")
+        message_post_reviewer(
+            thread=thread, stream=node.stream, body="\n\n".join(p for p in parts if p.strip())
+        )
