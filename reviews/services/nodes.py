@@ -39,6 +39,8 @@ from reviews.events import emit
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode, Verdict
 from reviews.selectors import node_view
 from reviews.services.verdicts import verdict_follow
+from workspaces.models import Membership
+from workspaces.rules import Perm, Role, agent_role, role_allows
 
 #: Reasons kept per stream for the UI; the count is exact, the list is a sample.
 MAX_KEPT_REASONS = 20
@@ -238,7 +240,9 @@ def _initial_tags(p: NodePayload, evidence: Mapping[str, Any] | None) -> NodeTag
 
 def _locked(node: ReviewNode) -> ReviewNode:
     return (
-        ReviewNode.objects.select_for_update(of=("self",)).select_related("stream").get(pk=node.pk)
+        ReviewNode.objects.select_for_update(of=("self",))
+        .select_related("stream", "space__workspace")
+        .get(pk=node.pk)
     )
 
 
@@ -355,16 +359,51 @@ def _person_action(
     by: consensus.Actor | None = None,
 ) -> ReviewNode:
     """`by`: who acts for consensus when it is not the user as a person (an outside agent,
-    reviews/services/outside_agents.py); the audit trail names the user either way."""
+    reviews/services/outside_agents.py); the audit trail names the user either way. A refusal
+    by the workspace's rule on dismissing a P0 is audited once the transaction is undone."""
+    try:
+        return _person_action_locked(
+            action, node=node, user=user, reason=reason, request=request, by=by
+        )
+    except ApproverRequired as refused:
+        audit_record(
+            action="permission.denied",
+            actor=AuditActor.of(user),
+            workspace=refused.node.space.workspace,
+            target=Target(
+                "reviewnode", str(refused.node.pk), f"{refused.node.priority} {refused.node.title}"
+            ),
+            payload={
+                "attempted": f"{action.value} a {refused.node.priority} finding",
+                "role": refused.role or "",
+                "needs": Role.APPROVER.value,
+                "rule": "p0_dismissal_needs_approver",
+            },
+            request=request,
+        )
+        raise
+
+
+def _person_action_locked(
+    action: consensus.Action,
+    *,
+    node: ReviewNode,
+    user: Any,
+    reason: str,
+    request: Any,
+    by: consensus.Actor | None,
+) -> ReviewNode:
     with transaction.atomic():
         locked = _locked(node)
         before = locked.status
-        if problem := decisions.reason_problem(action, Priority(locked.priority), reason):
+        priority = Priority(locked.priority)
+        if problem := decisions.reason_problem(action, priority, reason):
             raise ReasonRequired(problem)
         person = by or consensus.Actor.person(str(user.pk))
         new_status = consensus.apply_action(
             action, status=NodeStatus(before), author_agent=locked.stream.agent, by=person
         )
+        _check_approver_rule(locked, action, priority, user)
         if action in _DECISIONS:
             _record_decision(locked, action, user, reason)
         if action is consensus.Action.CONFIRM:
@@ -423,6 +462,46 @@ def _person_action(
 class ReasonRequired(ApplicationError):
     code = "reason_required"
     http_status = 400
+
+
+class ApproverRequired(ApplicationError):
+    """The workspace keeps this decision for approvers (docs/domain-rules.md#decisions-carry-
+    their-reason); `node` and `role` are for the refusal's audit event."""
+
+    code = "approver_required"
+    http_status = 403
+
+    def __init__(self, message: str, *, node: ReviewNode, role: str | None) -> None:
+        super().__init__(message)
+        self.node, self.role = node, role
+
+
+def _check_approver_rule(
+    node: ReviewNode, action: consensus.Action, priority: Priority, user: Any
+) -> None:
+    """Raise ApproverRequired when the workspace's rule keeps this dismissal for approvers and
+    the user's role (an agent's capped, as everywhere) may not approve a publish."""
+    workspace = node.space.workspace
+    if not decisions.needs_approver(
+        action, priority, approver_rule=workspace.p0_dismissal_needs_approver
+    ):
+        return  # no role to read
+    role = (
+        Membership.objects.filter(workspace=workspace, user=user)
+        .values_list("role", flat=True)
+        .first()
+    )
+    agent: str = getattr(user, "quorum_agent", "")
+    if role is not None and agent:
+        role = agent_role(role)
+    problem = decisions.approver_problem(
+        action,
+        priority,
+        approver_rule=True,
+        is_approver=role_allows(role, Perm.DECIDE_APPROVAL),
+    )
+    if problem:
+        raise ApproverRequired(problem, node=node, role=role)
 
 
 #: The person's decisions a finding shows: who, why and when (a reopen clears them).
