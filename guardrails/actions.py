@@ -274,9 +274,10 @@ class ActionClass:
     # Told (request id, executed?) when such an execution is settled, by the lookup or by a
     # person, so what the action keeps of its own (a publication's record) follows.
     settled: Callable[[int, bool], None] | None = None
-    # It posts on a pull request or a repository for people to read (a review, an issue, a
-    # reply): what "who published what" in the audit trail lists.
-    publishes: bool = False
+    # Its executor writes to GitHub (a review, an issue, a reply, a check run or commit
+    # status): the audit trail's "Who published what" lists its `<name>.executed` events.
+    # tests/guardrails/test_github_writers.py holds every class to it, from the code.
+    writes_to_github: bool = False
 
 
 REGISTRY: dict[str, ActionClass] = {
@@ -288,7 +289,7 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_current_head,
         scope=_publish_scope,
         description="Publish a review to GitHub",
-        publishes=True,
+        writes_to_github=True,
         lookup=_late("reviews.services.publishing.publish_lookup"),
         settled=_late("reviews.services.publishing.publish_settled"),
     ),
@@ -301,7 +302,7 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_late("reviews.services.notes.ticket_issue_head"),
         scope=_late("reviews.services.notes.ticket_issue_scope"),
         description="Create a GitHub issue from a reviewer's ticket",
-        publishes=True,
+        writes_to_github=True,
     ),
     "policyChange": ActionClass(
         name="policyChange",
@@ -328,7 +329,7 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_late("reviews.services.github_replies.answer_head"),
         scope=_late("reviews.services.github_replies.answer_scope"),
         description="Post a reviewer's answer to a question asked on GitHub",
-        publishes=True,
+        writes_to_github=True,
         needs_presence=False,
     ),
     # Posted by the app on every round's head commit: it reports the verdict and posts nothing
@@ -342,6 +343,7 @@ REGISTRY: dict[str, ActionClass] = {
         current_head=_check_run_head,
         scope=_publish_scope,
         description="Post the Quorum check run (commit status) of each round to GitHub",
+        writes_to_github=True,
         default_policy="allow",
         policies=("allow", "deny"),
         # It reports the round's state and is posted again on the next update: a lost one fails.
@@ -355,3 +357,10 @@ def action_class(name: str) -> ActionClass:
         return REGISTRY[name]
     except KeyError:
         raise ValueError(f"Unknown action class {name!r}.") from None
+
+
+def github_write_actions() -> list[str]:
+    """The audit actions of executions that wrote to GitHub — reviews, issues, replies, check
+    runs and commit statuses — read from the registry (`writes_to_github`), so a new class that
+    writes there is listed as soon as it says so: the audit trail's "Who published what"."""
+    return [f"{spec.name}.executed" for spec in REGISTRY.values() if spec.writes_to_github]

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from config.errors import errors_as_messages
 from config.vocabulary import template_enums
 from guardrails import exports, rules
-from guardrails.actions import REGISTRY
+from guardrails.actions import REGISTRY, github_write_actions
 from guardrails.audit import chain_name
 from guardrails.models import ApprovalRequest, ApprovalWebhook, AuditEvent, WebhookDelivery
 from guardrails.notify import approval_webhook_remove, approval_webhook_set, webhook_display
@@ -253,10 +253,8 @@ def audit(request: HttpRequest, membership: Membership) -> HttpResponse:
         "query": query.urlencode(),
         "chain_status": status,
         "chain_broken": status.broken,
-        # Every action class that posts for people to read: reviews, issues, replies.
-        "published_filter": ",".join(
-            f"{spec.name}.executed" for spec in REGISTRY.values() if spec.publishes
-        ),
+        # "Who published what": every execution that wrote to GitHub.
+        "published_filter": ",".join(github_write_actions()),
     }
     return render(request, "guardrails/audit.html", context)
 

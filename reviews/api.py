@@ -301,8 +301,9 @@ def disagreement_decide(
     request, slug: Slug, space_id: Id, node_id: Id, body: DisagreementDecisionIn
 ):
     """Settle the disagreement whose key (its location's first canonical node) is `node_id`:
-    every node there takes the `first` or `second` side's priority and type, or the disputed
-    findings are dismissed with the reason."""
+    every node there takes the `first` or `second` side's priority and type and the other
+    side's findings are folded into the kept one (`duplicate_of`), or the disputed findings are
+    dismissed with the reason."""
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide disagreements")
     review_round = disagreement_round(space=space, key=node_id)
     changed = node_services.disagreement_decide(
@@ -316,7 +317,13 @@ def disagreement_decide(
     return {
         "decision": body.decision,
         "nodes": [
-            {"id": n.pk, "priority": n.priority, "type": n.type, "status": n.status}
+            {
+                "id": n.pk,
+                "priority": n.priority,
+                "type": n.type,
+                "status": n.status,
+                "duplicate_of": n.duplicate_of_id,
+            }
             for n in changed
         ],
     }

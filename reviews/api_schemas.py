@@ -434,6 +434,8 @@ class DecidedNodeOut(Schema):
     priority: t.Priority
     type: t.NodeType
     status: t.NodeStatus
+    # The kept finding a losing side's finding was folded into; null for a canonical finding.
+    duplicate_of: int | None
 
 
 class DisagreementDecidedOut(Schema):

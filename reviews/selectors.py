@@ -74,6 +74,7 @@ def node_view(node: ReviewNode, confirmations: list[NodeConfirmation] | None = N
         fix_prompt=node.fix_prompt or None,
         map_anchor=node.map_anchor or None,
         duplicate_of=str(node.duplicate_of_id) if node.duplicate_of_id else None,
+        folded_into=str(tags.folded_into) if tags.folded_into is not None else None,
         credited_agents=tuple(node.credited_agents or ()),
         confirmed_by=tuple(sorted({c.agent for c in confirmed if c.verdict == "real"})),
         exploitable_externally=flags.get("exploitable_externally", False),

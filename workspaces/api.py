@@ -47,12 +47,15 @@ class RulesOut(Schema):
     gated_axes: GatedAxes
     # apiContract holds a change in a language whose API it cannot read.
     hold_unreadable_languages: bool = False
+    # Dismissing a P0 finding needs the approver role (or admin or owner).
+    p0_dismissal_needs_approver: bool = False
 
 
 class RulesIn(Input):
     tier: TierName
     gated_axes: GatedAxes = Field(default_factory=list)
     hold_unreadable_languages: bool | None = None
+    p0_dismissal_needs_approver: bool | None = None
 
 
 TokenBudget = body_int(ge=1, le=MAX_TOKEN_BUDGET)
@@ -246,6 +249,7 @@ def rules_put(request, slug: Slug, body: RulesIn):
         tier=body.tier,
         gated_axes=list(body.gated_axes),
         hold_unreadable_languages=body.hold_unreadable_languages,
+        p0_dismissal_needs_approver=body.p0_dismissal_needs_approver,
         request=request,
     )
 

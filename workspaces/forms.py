@@ -32,6 +32,10 @@ class RulesForm(forms.Form):
         required=False,
         label="Hold a change in a language whose API Quorum cannot read (apiContract unavailable)",
     )
+    p0_dismissal_needs_approver = forms.BooleanField(
+        required=False,
+        label="Dismissing a P0 finding needs an approver",
+    )
 
 
 class PriceForm(forms.Form):

@@ -25,6 +25,9 @@ class Workspace(models.Model):
     gated_axes = SchemaJSONField(schema=rules.GatedAxes, default=list, blank=True)
     # apiContract holds a change whose API is in a language it cannot read (off: it notes them).
     hold_unreadable_languages = models.BooleanField(default=False)
+    # Dismissing a P0 finding is kept for approvers and above
+    # (docs/domain-rules.md#decisions-carry-their-reason).
+    p0_dismissal_needs_approver = models.BooleanField(default=False)
     # Model spending per round and per call; the verification panel's mode
     # (docs/domain-rules.md#the-panel-lenses).
     round_token_budget = models.PositiveIntegerField(default=400_000)

@@ -109,6 +109,7 @@ def _rules_initial(ws) -> dict:
         "tier": ws.tier,
         "gated_axes": ws.gated_axes,
         "hold_unreadable_languages": ws.hold_unreadable_languages,
+        "p0_dismissal_needs_approver": ws.p0_dismissal_needs_approver,
     }
 
 
@@ -132,6 +133,7 @@ def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
                     tier=form.cleaned_data["tier"],
                     gated_axes=form.cleaned_data["gated_axes"],
                     hold_unreadable_languages=form.cleaned_data["hold_unreadable_languages"],
+                    p0_dismissal_needs_approver=form.cleaned_data["p0_dismissal_needs_approver"],
                     request=request,
                 )
             except RuleError as exc:

@@ -24,6 +24,10 @@ must not come back as a fresh card through its duplicates):
 - same location, different issue → both kept, listed in `co_located`;
 - same issue, different location → both kept, listed in `cross_referenced`.
 
+A node a person folded into another when deciding a disagreement (`folded_into`) is not
+matched again: it stays a duplicate, of its target's canonical node, untouched — the person's
+decision, not the wording of two findings, made it one.
+
 Severity floors (docs/domain-rules.md#severity-floors) run first, from the flags a reviewer sets
 in triage: an externally exploitable security issue is at least P1; a hot-path performance issue
 and a missing test on a critical path are at least P2; a style issue with no functional effect is
@@ -102,8 +106,10 @@ def consolidate(nodes: Iterable[NodeView]) -> Consolidation:
     ]
     closed = {n.id for n in all_nodes if not n.active and n.duplicate_of is None}
     passive = [n for n in all_nodes if not n.active or n.duplicate_of in closed]
+    live = [n for n in all_nodes if n.active and n.duplicate_of not in closed]
+    pins = _fold_targets(live, {n.id for n in all_nodes})
     active = sorted(
-        (apply_severity_floors(n) for n in all_nodes if n.active and n.duplicate_of not in closed),
+        (apply_severity_floors(n) for n in live if n.id not in pins),
         key=lambda n: n.id,
     )
 
@@ -119,6 +125,9 @@ def consolidate(nodes: Iterable[NodeView]) -> Consolidation:
             out.extend(duplicates)
             representatives.append((index, canonical))
         conflicting.extend(_pair(a.id, b.id) for (a, _), (b, _) in combinations(merged, 2))
+    # Folded by a person: a duplicate of whatever its target's canonical node now is.
+    canonical_of = {n.id: n.duplicate_of or n.id for n in out}
+    out.extend(replace(n, duplicate_of=canonical_of[pins[n.id]]) for n in live if n.id in pins)
 
     co_located, cross = [], []
     for (ia, a), (ib, b) in combinations(representatives, 2):
@@ -135,6 +144,26 @@ def consolidate(nodes: Iterable[NodeView]) -> Consolidation:
         cross_referenced=tuple(sorted(cross)),
         conflicting_fixes=tuple(sorted(conflicting)),
     )
+
+
+def _fold_targets(live: list[NodeView], present: set[str]) -> dict[str, str]:
+    """Active nodes a person folded into another → the node their folds end in (a fold of a
+    folded node is followed). Folds that loop back are ignored: those nodes are matched like
+    any other."""
+    asked = {
+        n.id: n.folded_into
+        for n in live
+        if n.folded_into is not None and n.folded_into in present and n.folded_into != n.id
+    }
+    targets: dict[str, str] = {}
+    for node_id, target in asked.items():
+        seen = {node_id}
+        while target in asked and target not in seen:
+            seen.add(target)
+            target = asked[target]
+        if target not in asked:
+            targets[node_id] = target
+    return targets
 
 
 def _components(nodes: list[NodeView]) -> list[list[NodeView]]:

@@ -15,16 +15,22 @@ every node of the location to the chosen position, which is how the entry goes a
 
 They are shown above the findings, where a person's judgement is worth most, so the output order
 is fixed: by path, first line, then node ids — whatever order the nodes arrive in.
+
+Deciding for a side (`settle`) leaves the location one finding: every node of it takes the
+chosen position, the canonical finding of that side is kept, and the location's other canonical
+findings (the losing side's) are folded into it as duplicates, with every node that pointed at
+them; the kept finding credits their reviewers. So the line has one card and one GitHub comment.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import combinations
+from typing import Literal
 
-from .types import NodeType, NodeView, Priority
+from .types import NodeType, NodeView, Priority, severity_for_priority
 
 PRIORITY_GAP = 2
 
@@ -140,6 +146,72 @@ def find_disagreements(nodes: Iterable[NodeView]) -> list[Disagreement]:
         )
     found.sort(key=lambda d: (d.path, d.first.start_line or 0, min(d.ids), max(d.ids)))
     return found
+
+
+DecidedSide = Literal["first", "second"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What deciding a disagreement for one side does to its location."""
+
+    kept: str  # the location's one canonical finding from now on
+    folded: tuple[str, ...]  # the location's other canonical findings, now duplicates of `kept`
+    position: Position  # the chosen side's priority and type, which every node of it takes
+    # Every node that changes, as it becomes (the rest of the round is untouched).
+    nodes: tuple[NodeView, ...]
+
+
+def settle(
+    disagreement: Disagreement, side: DecidedSide, nodes: Mapping[str, NodeView]
+) -> Settlement:
+    """Decide `disagreement` for its `side`, given every node of the round by id.
+
+    - Every node of the location (`node_ids`) takes the side's priority and type, its severity
+      following the priority.
+    - The kept finding is the canonical node holding the side's position, else the canonical
+      node of the duplicate that holds it (`_representative` chose which).
+    - Every other canonical node of the location is folded into the kept one: it becomes its
+      duplicate, marked `folded_into` so a later lead pass does not split it out again, and so
+      does every node that was a duplicate of it (whatever its status).
+    - The kept finding credits every reviewer of what was folded into it.
+    """
+    chosen = disagreement.first if side == "first" else disagreement.second
+    position: Position = (chosen.priority, chosen.type)
+    kept_id = chosen.id if chosen.duplicate_of is None else chosen.duplicate_of
+    if kept_id not in disagreement.canonical_ids:
+        raise ValueError(f"{kept_id} is not a canonical node of the disagreement")
+    folded = tuple(c for c in disagreement.canonical_ids if c != kept_id)
+    folding = set(folded)
+    moved = sorted(
+        (n.id for n in nodes.values() if n.id in folding or n.duplicate_of in folding),
+        key=_id_order,
+    )
+    location = set(disagreement.node_ids)
+    kept = nodes[kept_id]
+    credited = {*kept.credited_agents}
+    for node_id in moved:
+        credited |= {nodes[node_id].agent, *nodes[node_id].credited_agents}
+    credited.discard(kept.agent)
+
+    changed: list[NodeView] = []
+    for node_id in sorted(location | set(moved) | {kept_id}, key=_id_order):
+        before = nodes[node_id]
+        after = before
+        if node_id in location and (before.priority, before.type) != position:
+            after = replace(
+                after,
+                priority=position[0],
+                type=position[1],
+                severity=severity_for_priority(position[0]),
+            )
+        if node_id in moved:
+            after = replace(after, duplicate_of=kept_id, folded_into=kept_id)
+        if node_id == kept_id:
+            after = replace(after, credited_agents=tuple(sorted(credited)))
+        if after != before:
+            changed.append(after)
+    return Settlement(kept=kept_id, folded=folded, position=position, nodes=tuple(changed))
 
 
 def _id_order(node_id: str) -> tuple[int, str]:

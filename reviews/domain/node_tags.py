@@ -11,6 +11,9 @@
 - `panel`, `panel_note`, `panel_lenses`: the verification panel's outcome, and the lenses it
   put the finding to (an analyzer's finding may skip lens 1: reviews/domain/panel.py).
 - `decided`: a person who decided a disagreement about the finding.
+- `folded_into`: the finding this one was folded into when a person decided a disagreement
+  for the other side (reviews/services/nodes.py `disagreement_decide`); the lead pass keeps
+  it a duplicate there.
 
 A key nobody wrote is absent from the stored JSON (and None here).
 """
@@ -63,6 +66,7 @@ class NodeTags(_Record):
     panel_note: str | None = None
     panel_lenses: list[str] | None = None
     decided: Decision | None = None
+    folded_into: int | None = None
     requirement_gap: RequirementGap | None = None
 
     def with_(self, **values: Any) -> NodeTags:

@@ -336,6 +336,9 @@ class NodeView:
     fix_prompt: str | None = None
     map_anchor: str | None = None
     duplicate_of: str | None = None
+    # A person folded this node into another when deciding a disagreement (the other's id):
+    # the lead pass keeps it a duplicate there (reviews/domain/dedup.py).
+    folded_into: str | None = None
     credited_agents: tuple[str, ...] = ()
     confirmed_by: tuple[str, ...] = ()
     exploitable_externally: bool = False

@@ -39,6 +39,8 @@ from reviews.events import emit
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode, Verdict
 from reviews.selectors import node_view
 from reviews.services.verdicts import verdict_follow
+from workspaces.models import Membership
+from workspaces.rules import Perm, Role, agent_role, role_allows
 
 #: Reasons kept per stream for the UI; the count is exact, the list is a sample.
 MAX_KEPT_REASONS = 20
@@ -238,7 +240,9 @@ def _initial_tags(p: NodePayload, evidence: Mapping[str, Any] | None) -> NodeTag
 
 def _locked(node: ReviewNode) -> ReviewNode:
     return (
-        ReviewNode.objects.select_for_update(of=("self",)).select_related("stream").get(pk=node.pk)
+        ReviewNode.objects.select_for_update(of=("self",))
+        .select_related("stream", "space__workspace")
+        .get(pk=node.pk)
     )
 
 
@@ -355,16 +359,51 @@ def _person_action(
     by: consensus.Actor | None = None,
 ) -> ReviewNode:
     """`by`: who acts for consensus when it is not the user as a person (an outside agent,
-    reviews/services/outside_agents.py); the audit trail names the user either way."""
+    reviews/services/outside_agents.py); the audit trail names the user either way. A refusal
+    by the workspace's rule on dismissing a P0 is audited once the transaction is undone."""
+    try:
+        return _person_action_locked(
+            action, node=node, user=user, reason=reason, request=request, by=by
+        )
+    except ApproverRequired as refused:
+        audit_record(
+            action="permission.denied",
+            actor=AuditActor.of(user),
+            workspace=refused.node.space.workspace,
+            target=Target(
+                "reviewnode", str(refused.node.pk), f"{refused.node.priority} {refused.node.title}"
+            ),
+            payload={
+                "attempted": f"{action.value} a {refused.node.priority} finding",
+                "role": refused.role or "",
+                "needs": Role.APPROVER.value,
+                "rule": "p0_dismissal_needs_approver",
+            },
+            request=request,
+        )
+        raise
+
+
+def _person_action_locked(
+    action: consensus.Action,
+    *,
+    node: ReviewNode,
+    user: Any,
+    reason: str,
+    request: Any,
+    by: consensus.Actor | None,
+) -> ReviewNode:
     with transaction.atomic():
         locked = _locked(node)
         before = locked.status
-        if problem := decisions.reason_problem(action, Priority(locked.priority), reason):
+        priority = Priority(locked.priority)
+        if problem := decisions.reason_problem(action, priority, reason):
             raise ReasonRequired(problem)
         person = by or consensus.Actor.person(str(user.pk))
         new_status = consensus.apply_action(
             action, status=NodeStatus(before), author_agent=locked.stream.agent, by=person
         )
+        _check_approver_rule(locked, action, priority, user)
         if action in _DECISIONS:
             _record_decision(locked, action, user, reason)
         if action is consensus.Action.CONFIRM:
@@ -423,6 +462,46 @@ def _person_action(
 class ReasonRequired(ApplicationError):
     code = "reason_required"
     http_status = 400
+
+
+class ApproverRequired(ApplicationError):
+    """The workspace keeps this decision for approvers (docs/domain-rules.md#decisions-carry-
+    their-reason); `node` and `role` are for the refusal's audit event."""
+
+    code = "approver_required"
+    http_status = 403
+
+    def __init__(self, message: str, *, node: ReviewNode, role: str | None) -> None:
+        super().__init__(message)
+        self.node, self.role = node, role
+
+
+def _check_approver_rule(
+    node: ReviewNode, action: consensus.Action, priority: Priority, user: Any
+) -> None:
+    """Raise ApproverRequired when the workspace's rule keeps this dismissal for approvers and
+    the user's role (an agent's capped, as everywhere) may not approve a publish."""
+    workspace = node.space.workspace
+    if not decisions.needs_approver(
+        action, priority, approver_rule=workspace.p0_dismissal_needs_approver
+    ):
+        return  # no role to read
+    role = (
+        Membership.objects.filter(workspace=workspace, user=user)
+        .values_list("role", flat=True)
+        .first()
+    )
+    agent: str = getattr(user, "quorum_agent", "")
+    if role is not None and agent:
+        role = agent_role(role)
+    problem = decisions.approver_problem(
+        action,
+        priority,
+        approver_rule=True,
+        is_approver=role_allows(role, Perm.DECIDE_APPROVAL),
+    )
+    if problem:
+        raise ApproverRequired(problem, node=node, role=role)
 
 
 #: The person's decisions a finding shows: who, why and when (a reopen clears them).
@@ -721,12 +800,15 @@ def disagreement_decide(
     """A person decides a disagreement of the round, named by its `key`.
 
     `first`/`second`: every node of the location — canonical findings and the duplicates that
-    hold the reviewers' positions — takes that side's priority and type, so the conflict is
-    settled rather than hidden. `dismiss`: the disputed canonical findings are dismissed with
-    the reason (the ordinary dismissal: audited, remembered as a suppression). Either way the
-    decision is audited and the verdict decided again. Returns the nodes changed."""
-    from reviews.domain.disagreements import find_disagreements
-    from reviews.domain.types import NodeType, severity_for_priority
+    hold the reviewers' positions — takes that side's priority and type, and the location keeps
+    one finding: the other canonical findings are folded into the chosen side's as duplicates
+    (reviews/domain/disagreements.py `settle`), it credits their reviewers, and each folded
+    finding's text is posted in the kept finding's thread by its reviewer, so the line has one
+    card and one GitHub comment and nobody's words are lost. `dismiss`: the disputed canonical
+    findings are dismissed with the reason (the ordinary dismissal: audited, remembered as a
+    suppression). Either way the decision is audited and the verdict decided again. Returns the
+    nodes changed."""
+    from reviews.domain.disagreements import find_disagreements, settle
 
     if decision not in DISAGREEMENT_DECISIONS:
         raise DisagreementError(f"Unknown decision {decision!r}.")
@@ -741,12 +823,9 @@ def disagreement_decide(
             .select_for_update(of=("self",))
             .order_by("pk")
         }
+        views = {node_id: node_view(n, []) for node_id, n in nodes.items()}
         found = next(
-            (
-                d
-                for d in find_disagreements(node_view(n, []) for n in nodes.values())
-                if d.key == str(key)
-            ),
+            (d for d in find_disagreements(views.values()) if d.key == str(key)),
             None,
         )
         if found is None:
@@ -792,17 +871,33 @@ def disagreement_decide(
                 )
             return changed
         view, reviewers = sides[decision]
-        for node_id in found.node_ids:
-            node = nodes[node_id]
-            if (node.priority, node.type) == (view.priority.value, view.type.value):
-                continue
-            node.priority, node.type = view.priority.value, NodeType(view.type).value
-            node.severity = severity_for_priority(view.priority).value
+        settled = settle(found, "first" if decision == "first" else "second", views)
+        kept = nodes[settled.kept]
+        for after in settled.nodes:
+            node = nodes[after.id]
+            node.priority, node.type = after.priority.value, after.type.value
+            node.severity = after.severity.value
+            node.duplicate_of_id = int(after.duplicate_of) if after.duplicate_of else None
+            node.credited_agents = list(after.credited_agents)
             node.tags = node.tags.with_(
                 decided={"by": user.pk, "side": list(reviewers), "reason": reason}
             )
-            node.save(update_fields=["priority", "type", "severity", "tags", "updated_at"])
+            if after.folded_into is not None:
+                node.tags = node.tags.with_(folded_into=int(after.folded_into))
+            node.save(
+                update_fields=[
+                    "priority",
+                    "type",
+                    "severity",
+                    "duplicate_of",
+                    "credited_agents",
+                    "tags",
+                    "updated_at",
+                ]
+            )
             changed.append(node)
+        payload["kept"] = kept.pk
+        payload["folded"] = [int(i) for i in settled.folded]
         audit_record(
             action="disagreement.decided",
             actor=AuditActor.of(user),
@@ -811,11 +906,50 @@ def disagreement_decide(
             payload=payload,
             request=request,
         )
-        emit(canonical.space_id, "review.disagreement_decided", node_id=canonical.pk)
+        _fold_notes(
+            kept=kept,
+            folded=[(nodes[i], views[i]) for i in settled.folded],
+            decided=f"{view.priority} {view.type}",
+            reviewers=reviewers,
+            user=user,
+        )
+        emit(canonical.space_id, "review.disagreement_decided", node_id=kept.pk)
         _follow(
-            canonical,
-            f"disagreement decided for {', '.join(reviewers)}: {view.priority} {view.type}",
+            kept,
+            f"disagreement decided for {', '.join(reviewers)}: {view.priority} {view.type}"
+            + (f", #{', #'.join(settled.folded)} folded into it" if settled.folded else ""),
             actor=user,
             request=request,
         )
     return changed
+
+
+def _fold_notes(
+    *,
+    kept: ReviewNode,
+    folded: Sequence[tuple[ReviewNode, Any]],
+    decided: str,
+    reviewers: Sequence[str],
+    user: Any,
+) -> None:
+    """Each folded finding's words, as its reviewer wrote them, in the kept finding's thread:
+    the finding no longer has a card of its own, its text is not lost."""
+    from reviews.domain.threads import Subject
+    from reviews.services.threads import Thread, message_post_reviewer
+
+    thread = Thread(space=kept.space, subject=Subject.node(kept.pk), node=kept, stream=None)
+    who = user.email or user.get_username()
+    for node, before in folded:
+        fix = node.fix_prompt or node.fix_diff or "\n".join(node.replacement_lines or ())
+        parts = [
+            f"Finding #{node.pk} ({before.priority} {before.type}, {before.location}) was folded "
+            f"into this one when {who} decided the disagreement for {', '.join(reviewers)} "
+            f"({decided}). What it said:",
+            f"**{node.title}**",
+            node.body,
+        ]
+        if fix.strip():
+            parts.append(f"Suggested fix:\n\n{fix}")
+        message_post_reviewer(
+            thread=thread, stream=node.stream, body="\n\n".join(p for p in parts if p.strip())
+        )

@@ -95,9 +95,10 @@ def test_the_api_takes_days_only_as_written_in_its_schema(trail, alice, client, 
     assert response.status_code == 422, response.content
 
 
-def test_who_published_what_lists_every_action_that_posts_on_github(workspace, alice, client):
-    """Reviews, issues and replies posted through approval; not the check run, which posts
-    nothing for people to read, nor anything else."""
+def test_who_published_what_lists_every_action_that_writes_to_github(workspace, alice, client):
+    """Reviews, issues and replies posted through approval, and the check runs (or commit
+    statuses) the app posts on each round's head: every action class that writes to GitHub
+    (tests/guardrails/test_github_writers.py holds the registry to the code); nothing else."""
     from guardrails.audit import APP
 
     for action in (
@@ -105,6 +106,7 @@ def test_who_published_what_lists_every_action_that_posts_on_github(workspace, a
         "issueCreate.executed",
         "threadAnswer.executed",
         "checkRun.executed",
+        "policyChange.executed",
         "approval.approved",
     ):
         audit_record(
@@ -115,6 +117,11 @@ def test_who_published_what_lists_every_action_that_posts_on_github(workspace, a
     href = re.search(r'<a href="\?action=([^"]+)">Who published what</a>', page).group(1)
     listed = client.get(f"/w/{workspace.slug}/audit/?action={href}").content.decode()
     shown = set(re.findall(r"<code>(\w+\.\w+)</code>", listed))
-    assert shown == {"prPublish.executed", "issueCreate.executed", "threadAnswer.executed"}
+    assert shown == {
+        "prPublish.executed",
+        "issueCreate.executed",
+        "threadAnswer.executed",
+        "checkRun.executed",
+    }
     api = client.get(f"/api/v1/workspaces/{workspace.slug}/audit?action={href}").json()
     assert {e["action"] for e in api} == shown

@@ -236,7 +236,7 @@ def test_dismissing_a_disagreement_dismisses_its_findings_through_the_api(review
     )
     assert response.status_code == 200, response.content
     assert response.json()["nodes"] == [
-        {"id": sql.pk, "priority": "P0", "type": "bug", "status": "dismissed"}
+        {"id": sql.pk, "priority": "P0", "type": "bug", "status": "dismissed", "duplicate_of": None}
     ]
     sql.refresh_from_db()
     assert sql.status == "dismissed"

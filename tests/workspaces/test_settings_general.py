@@ -89,3 +89,65 @@ def test_it_works_without_javascript(workspace, alice, client_for):
     response = client.post(f"/w/{workspace.slug}/settings/", {"tier": "light"}, follow=True)
     assert response.redirect_chain[-1][1] == 302
     assert "Workspace rules saved." in response.content.decode()
+
+
+def test_an_admin_makes_dismissing_a_p0_need_an_approver(workspace, alice, client_for):
+    """The switch sits in the rules card, off by default; saving it on is audited, and the
+    page and the API show it on."""
+    client = client_for(alice)
+    url = f"/w/{workspace.slug}/settings/"
+    page = client.get(url).content.decode()
+    assert "Dismissing a P0 finding needs an approver" in page
+    assert (
+        'name="p0_dismissal_needs_approver"' in page
+        and "checked" not in page.split('name="p0_dismissal_needs_approver"')[1].split(">")[0]
+    )
+
+    response = client.post(
+        url,
+        {
+            "tier": workspace.tier,
+            "gated_axes": ["apiContract"],
+            "p0_dismissal_needs_approver": "on",
+        },
+        **HTMX,
+    )
+    assert response.status_code == 200
+    assert 'name="p0_dismissal_needs_approver" id="id_p0_dismissal_needs_approver" checked' in (
+        response.content.decode()
+    )
+    workspace.refresh_from_db()
+    assert workspace.p0_dismissal_needs_approver is True
+    event = AuditEvent.objects.get(action="rules.p0_dismissal_approver_changed")
+    assert event.payload == {"before": False, "after": True}
+    assert event.actor_label == "alice@example.com"
+    rules = client.get(f"/api/v1/workspaces/{workspace.slug}/rules").json()
+    assert rules["p0_dismissal_needs_approver"] is True
+
+    # The API turns it off again (a PUT without the field leaves it as it is).
+    api = f"/api/v1/workspaces/{workspace.slug}/rules"
+    body = {"tier": workspace.tier, "gated_axes": ["apiContract"]}
+    assert client.put(api, body, content_type="application/json").json()[
+        "p0_dismissal_needs_approver"
+    ]
+    off = client.put(
+        api, {**body, "p0_dismissal_needs_approver": False}, content_type="application/json"
+    )
+    assert off.status_code == 200 and off.json()["p0_dismissal_needs_approver"] is False
+    workspace.refresh_from_db()
+    assert workspace.p0_dismissal_needs_approver is False
+    assert AuditEvent.objects.filter(action="rules.p0_dismissal_approver_changed").count() == 2
+
+
+def test_a_reviewer_cannot_switch_it(workspace, member_factory, client_for):
+    bob = member_factory(workspace, "reviewer", "bob@example.com")
+    page = client_for(bob).get(f"/w/{workspace.slug}/settings/").content.decode()
+    assert "Dismissing a P0 finding needs an approver" in page  # shown, in a disabled fieldset
+    response = client_for(bob).post(
+        f"/w/{workspace.slug}/settings/",
+        {"tier": workspace.tier, "p0_dismissal_needs_approver": "on"},
+        **HTMX,
+    )
+    assert response.status_code == 403
+    workspace.refresh_from_db()
+    assert workspace.p0_dismissal_needs_approver is False

@@ -54,8 +54,10 @@ def rules_update(
     tier: str,
     gated_axes: list[str],
     hold_unreadable_languages: bool | None = None,
+    p0_dismissal_needs_approver: bool | None = None,
     request: Any = None,
 ) -> Workspace:
+    """The workspace's rules; a switch left None keeps its value. Each change is audited."""
     if tier not in rules.Tier.__members__.values():
         allowed = ", ".join(t.value for t in rules.Tier)
         raise RuleError(f"Unknown tier {tier!r}; choose one of: {allowed}.")
@@ -64,10 +66,29 @@ def rules_update(
         ws = Workspace.objects.select_for_update().get(pk=workspace.pk)
         before = {"tier": ws.tier, "gated_axes": ws.gated_axes}
         hold_before = ws.hold_unreadable_languages
+        approver_before = ws.p0_dismissal_needs_approver
         if hold_unreadable_languages is not None:
             ws.hold_unreadable_languages = hold_unreadable_languages
+        if p0_dismissal_needs_approver is not None:
+            ws.p0_dismissal_needs_approver = p0_dismissal_needs_approver
         ws.tier, ws.gated_axes = tier, gated
-        ws.save(update_fields=["tier", "gated_axes", "hold_unreadable_languages"])
+        ws.save(
+            update_fields=[
+                "tier",
+                "gated_axes",
+                "hold_unreadable_languages",
+                "p0_dismissal_needs_approver",
+            ]
+        )
+        if approver_before != ws.p0_dismissal_needs_approver:
+            audit_record(
+                action="rules.p0_dismissal_approver_changed",
+                actor=Actor.of(actor),
+                workspace=ws,
+                target=Target.of(ws),
+                payload={"before": approver_before, "after": ws.p0_dismissal_needs_approver},
+                request=request,
+            )
         if hold_before != ws.hold_unreadable_languages:
             audit_record(
                 action="rules.hold_unreadable_changed",

@@ -1,4 +1,5 @@
-"""A dismissal that changes what the team is told needs a reason."""
+"""A dismissal that changes what the team is told needs a reason, and a workspace may keep
+dismissing a P0 for approvers."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reviews.domain.consensus import Action
-from reviews.domain.decisions import REASON_MAX, REASON_REQUIRED, reason_problem
+from reviews.domain.decisions import (
+    REASON_MAX,
+    REASON_REQUIRED,
+    approver_problem,
+    needs_approver,
+    reason_problem,
+)
 from reviews.domain.types import Priority
 
 blank = st.text(alphabet=" \t\n", max_size=5)
@@ -35,3 +42,17 @@ def test_other_decisions_need_none(action, priority, reason):
 def test_an_over_long_reason_is_refused():
     problem = reason_problem(Action.DISMISS, Priority.P3, "x" * (REASON_MAX + 1))
     assert problem is not None and "at most 2,000 characters" in problem
+
+
+@given(st.sampled_from(list(Action)), st.sampled_from(list(Priority)), st.booleans(), st.booleans())
+def test_the_approver_rule_refuses_only_a_non_approver_dismissing_a_p0(
+    action, priority, rule, approver
+):
+    """The workspace's rule applies to dismissing a P0 and nothing else; an approver (or
+    above) passes, anyone else is refused with words that say who may."""
+    problem = approver_problem(action, priority, approver_rule=rule, is_approver=approver)
+    applies = needs_approver(action, priority, approver_rule=rule)
+    assert applies == (rule and action == Action.DISMISS and priority is Priority.P0)
+    assert (problem is not None) == (applies and not approver)
+    if problem:
+        assert "needs an approver" in problem and priority in problem
