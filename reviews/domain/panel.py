@@ -212,7 +212,7 @@ def panel_outcome(
     return replace(
         outcome,
         peer_confirmations=int(false_positive is LensVerdict.REAL),
-        note=f"{outcome.note}; lens 1 not asked: the analyzer's rule {rule} matched",
+        note=f"{outcome.note}; reachability not asked of a model: the analyzer's rule {rule} matched",
     )
 
 
@@ -233,12 +233,16 @@ def _survival(
             node.severity,
             node.priority,
             0,
-            "lenses 1 and 2 both found a false positive",
+            "the reachability and false-positive checks both found a false positive",
         )
     if len(votes) == 2 and real == 2:
         severity = severity_vote or node.severity
         priority = priority_for_severity(severity_vote) if severity_vote else node.priority
-        why = f"lens 3 set severity {severity}" if severity_vote else "lens 3 abstained"
+        why = (
+            f"the severity check set it {severity}"
+            if severity_vote
+            else "the severity check gave no answer"
+        )
         node_type = None
         if priority.rank <= MUST_BE_A_BUG.rank and priority.rank < node.priority.rank:
             # A priority and a type that contradict each other are not shown: a lifted

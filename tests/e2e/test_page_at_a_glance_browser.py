@@ -13,6 +13,7 @@ import pytest
 from reviews.models import ReviewNode
 from reviews.pipeline.runner import run_inline
 from reviews.sample_repo import create_sample_repository
+from reviews.selectors import node_view
 from reviews.services.requests import review_request
 from tests.e2e.support import axe_violations, login, screenshot
 from tests.reviews import pipeline_scenarios as scenario
@@ -57,6 +58,7 @@ def test_the_page_is_short_leads_with_what_to_fix_and_shows_each_finding_once(
     page.goto(f"{asgi_server}/w/{workspace.slug}/reviews/{reviewed.space_id}/")
 
     height = page.evaluate("document.documentElement.scrollHeight")
+    print(f"page height at 1366 px: {height} px")
     screenshot(page, "review-at-a-glance-1366")
     assert height <= MAX_HEIGHT, f"the page is {height} px tall"
 
@@ -78,6 +80,20 @@ def test_the_page_is_short_leads_with_what_to_fix_and_shows_each_finding_once(
     # The findings list is an index: one line per finding, each a link to its card.
     index = page.locator("#review-findings li[data-finding]")
     assert index.count() == findings.count()
+
+    # The index filters by reviewer (and priority, status): lines and list cards follow.
+    by_bandit = [n for n in findings if "bandit" in node_view(n, []).reviewers]
+    assert 0 < len(by_bandit) < findings.count()
+    page.select_option("#finding-filter select[name=reviewer]", "bandit")
+    assert index.locator("visible=true").count() == len(by_bandit)
+    assert page.locator("#finding-filter-count").inner_text() == (
+        f"{len(by_bandit)} of {findings.count()} shown"
+    )
+    page.select_option("#finding-filter select[name=status]", "dismissed")
+    assert index.locator("visible=true").count() == 0
+    page.select_option("#finding-filter select[name=reviewer]", "")
+    page.select_option("#finding-filter select[name=status]", "")
+    assert index.locator("visible=true").count() == findings.count()
 
     page.evaluate("() => document.querySelectorAll('main details').forEach(d => d.open = true)")
     assert axe_violations(page) == []
