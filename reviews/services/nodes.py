@@ -465,8 +465,8 @@ class ReasonRequired(ApplicationError):
 
 
 class ApproverRequired(ApplicationError):
-    """The workspace keeps this decision for approvers (docs/domain-rules.md#decisions-carry-
-    their-reason); `node` and `role` are for the refusal's audit event."""
+    """The workspace keeps this decision for approvers (docs/domain-rules.md, "Decisions
+    carry their reason"); `node` and `role` are for the refusal's audit event."""
 
     code = "approver_required"
     http_status = 403
