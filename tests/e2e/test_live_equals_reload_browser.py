@@ -15,7 +15,7 @@ from reviews.pipeline.runner import run_inline
 from reviews.services import threads
 from reviews.services.nodes import node_dismiss
 from reviews.services.requests import review_request
-from tests.e2e.support import login, screenshot
+from tests.e2e.support import card, login, screenshot
 from tests.e2e.test_guided_review_browser import reviewed, shop_repo  # noqa: F401 (fixtures)
 
 # Redis: the review runs in this process and the page is served by another; only a shared
@@ -130,10 +130,10 @@ def test_a_page_open_before_the_review_runs_ends_equal_to_a_fresh_load(
     ).first()
     assert node is not None
     _elsewhere(node_dismiss, node=node, user=alice, reason="handled elsewhere")
-    page.wait_for_selector(f"#node-{node.pk}.node-dismissed", state="attached", timeout=5000)
+    page.wait_for_selector(card(node.pk, ".node-dismissed"), state="attached", timeout=5000)
     _settled(page)
     fresh_page.reload()
-    fresh_page.wait_for_selector(f"#node-{node.pk}.node-dismissed", state="attached")
+    fresh_page.wait_for_selector(card(node.pk, ".node-dismissed"), state="attached")
     live, fresh = page.evaluate(NORMALISED), fresh_page.evaluate(NORMALISED)
     assert live == fresh, _diff(live, fresh)
 
@@ -141,14 +141,17 @@ def test_a_page_open_before_the_review_runs_ends_equal_to_a_fresh_load(
     # form included: the page's person wrote the message).
     thread = threads.thread_get(space=node.space, key=f"node:{node.pk}")
     message = _elsewhere(threads.message_post, thread=thread, user=alice, body="Seen **here**?")
-    page.wait_for_selector(f"#message-{message.pk}", state="attached", timeout=5000)
+    # The finding's one card holds the thread: in the diff its ids start with "diff-".
+    shown = f"#message-{message.pk}, #diff-message-{message.pk}"
+    page.wait_for_selector(shown, state="attached", timeout=5000)
     _elsewhere(threads.message_edit, message=message, user=alice, body="Seen **here** before?")
-    page.wait_for_selector(f"#message-{message.pk} .thread-edited", state="attached", timeout=5000)
+    edited = f"#message-{message.pk} .thread-edited, #diff-message-{message.pk} .thread-edited"
+    page.wait_for_selector(edited, state="attached", timeout=5000)
     _settled(page)
     fresh_page.reload()
-    fresh_page.wait_for_selector(f"#message-{message.pk} .thread-edited", state="attached")
+    fresh_page.wait_for_selector(edited, state="attached")
     live, fresh = page.evaluate(NORMALISED), fresh_page.evaluate(NORMALISED)
-    assert f'id="edit-{message.pk}"' in live
+    assert f'edit-{message.pk}"' in live
     assert live == fresh, _diff(live, fresh)
 
 
@@ -176,13 +179,14 @@ def test_live_updates_keep_open_details_drawn_diagrams_and_typed_text(
     kept, changed = ReviewNode.objects.filter(
         space=reviewed, status="open", duplicate_of__isnull=True, priority__in=("P2", "P3")
     ).order_by("pk")[:2]
-    reason = page.locator(f"#node-{kept.pk} input[name=reason]")
+    page.locator(f"#index-node-{kept.pk} a").click()  # to its one card, opened
+    reason = page.locator(card(kept.pk)).locator("input[name=reason]")
     reason.fill("Half-typed reas")
     before = page.evaluate("window.__messages")
 
     # Someone else, elsewhere, dismisses another finding.
     _elsewhere(node_dismiss, node=changed, user=alice, reason="seen elsewhere")
-    page.wait_for_selector(f"#node-{changed.pk}.node-dismissed", state="attached", timeout=5000)
+    page.wait_for_selector(card(changed.pk, ".node-dismissed"), state="attached", timeout=5000)
     _settled(page, quiet_seconds=0.5)
     assert page.evaluate("window.__messages") > before
     # The cohorts and findings sections were replaced ...
