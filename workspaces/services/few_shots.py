@@ -59,26 +59,31 @@ class _Source:
 
 
 class _Code:
-    """The redacted lines of each file a round's diff shows, per side, parsed once per round;
-    a line the diff does not show is read from the round's worktree while it is kept."""
+    """The lines of each file a round's diff shows, per side: each diff parsed once, each file
+    redacted once when a finding needs it; a line the diff does not show is read from the
+    round's worktree while it is kept."""
 
     def __init__(self, sources: Mapping[int, _Source]) -> None:
         self._sources = sources
-        self._diffs: dict[int, dict[tuple[str, str], dict[int, str]]] = {}
+        self._diffs: dict[int, dict[tuple[str, str], list[tuple[int, str]]]] = {}
+        self._redacted: dict[tuple[int, str, str], dict[int, str]] = {}
         self._files: dict[tuple[int, str], dict[int, str]] = {}
 
     def lines(self, round_id: int, path: str, side: str) -> dict[int, str]:
-        from_diff = self._diff(round_id).get((path, side), {})
+        key = (round_id, path, side)
+        if key not in self._redacted:
+            self._redacted[key] = _redacted(self._diff(round_id).get((path, side), []))
+        from_diff = self._redacted[key]
         if side != "RIGHT":
             return from_diff
         return {**self._worktree(round_id, path), **from_diff}
 
-    def _diff(self, round_id: int) -> dict[tuple[str, str], dict[int, str]]:
+    def _diff(self, round_id: int) -> dict[tuple[str, str], list[tuple[int, str]]]:
         if round_id in self._diffs:
             return self._diffs[round_id]
         from reviews.sources.diffs import DiffParseError, parse_unified_diff
 
-        found: dict[tuple[str, str], dict[int, str]] = {}
+        found: dict[tuple[str, str], list[tuple[int, str]]] = {}
         source = self._sources.get(round_id)
         try:
             files = parse_unified_diff(source.diff) if source and source.diff else []
@@ -95,9 +100,9 @@ class _Code:
                         right.append((line.new_line, line.text))
                     if line.old_line is not None:
                         left.append((line.old_line, line.text))
-            found[(changed.path, "RIGHT")] = _redacted(right)
+            found[(changed.path, "RIGHT")] = right
             if changed.old_path:
-                found[(changed.old_path, "LEFT")] = _redacted(left)
+                found[(changed.old_path, "LEFT")] = left
         self._diffs[round_id] = found
         return found
 
