@@ -388,3 +388,24 @@ def test_the_api_lists_accepts_with_an_edit_and_refuses_a_second_decision(
     assert odd.status_code == 400 and "A rejection takes no few_shot" in odd.json()["detail"]
     edit = client.post(f"{api}/{perm['id']}", {"action": "edit"}, "application/json")
     assert edit.status_code == 400 and "needs its excerpt and good verdict" in edit.json()["detail"]
+
+
+def test_deleting_a_repositorys_reviews_for_good_takes_their_proposals(
+    decided, workspace, alice, client_for
+):
+    """A proposal holds code of a review: it goes with the review; an accepted few-shot stays
+    (the admin made it the reviewer's)."""
+    from workspaces import services
+    from workspaces.models import Membership
+
+    client = client_for(alice)
+    client.get(_page(workspace))
+    proposal = _waiting()[decided["token"].pk]
+    client.post(_decide_url(workspace, proposal), _form(proposal, "accept"))
+    repo = decided["token"].space.pull_request.repository
+    services.repository_archive(repository=repo, actor=alice)
+    owner = Membership.objects.get(workspace=workspace, user=alice)
+    services.repository_purge(repository=repo, actor=owner, typed_name=str(repo))
+    assert not FewShotProposal.objects.exists()
+    config = ReviewerConfig.objects.get(workspace=workspace, key="quality")
+    assert config.few_shots == [proposal.shot()]
