@@ -60,6 +60,12 @@ WRITERS = (
     Writer("reviews.services.publishing", "publication_move", ("PublishRecord.state",)),
     # queued → done | failed, once (reviews/services/sarif.py)
     Writer("reviews.services.sarif", "sarif_upload_settle", ("SarifUpload.state",)),
+    # reviews/domain/few_shots.py TRANSITIONS: proposed → accepted | rejected, once
+    Writer(
+        "workspaces.services.few_shots",
+        "few_shot_proposal_transition",
+        ("FewShotProposal.status",),
+    ),
 )
 
 #: Sites that write something named `state`/`status` that is no model's state, or copy

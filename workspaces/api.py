@@ -12,7 +12,7 @@ from pydantic import Strict
 from config.api_types import Id, Input, ReviewerKey, Slug, Text, body_int, responses
 from reviews.domain.types import Tier
 from workspaces import services
-from workspaces.models import Invitation, Membership, Repository, ReviewerConfig
+from workspaces.models import FewShotProposal, Invitation, Membership, Repository, ReviewerConfig
 from workspaces.permissions import membership_get, require
 from workspaces.rules import (
     MAX_TOKEN_BUDGET,
@@ -25,6 +25,7 @@ from workspaces.rules import (
     Perm,
     ReviewerTiers,
     Role,
+    RuleError,
 )
 
 router = Router(tags=["workspaces"])
@@ -134,6 +135,30 @@ class ReviewerCreate(ReviewerPatch):
     base_agent: Literal["implementation", "quality", "architecture", "requirements", "combined"]
 
 
+class FewShotProposalOut(Schema):
+    """A few-shot proposed for a reviewer from a person's decision on one of its findings."""
+
+    id: int
+    reviewer: str
+    # good: the reviewer was right (resolved, confirmed, upheld); bad: a person decided
+    # otherwise (dismissed with a reason, overruled), and the reason is the good verdict.
+    kind: Literal["good", "bad"]
+    outcome: Literal["dismissed", "overruled", "resolved", "confirmed", "sided"]
+    finding: int  # the finding's id
+    review: int  # its review's id (space_id)
+    path: str
+    rule: str
+    few_shot: FewShot  # the code (redacted), the good verdict and the verdict to avoid
+    status: Literal["proposed", "accepted", "rejected"]
+    created_at: datetime
+
+
+class FewShotProposalIn(Input):
+    action: Literal["accept", "edit", "reject"]
+    # accept: the few-shot as accepted (the proposal's own when left out); edit: its new text.
+    few_shot: FewShot | None = None
+
+
 class MemberOut(Schema):
     id: int
     email: str
@@ -207,6 +232,22 @@ def _reviewer_out(cfg: ReviewerConfig) -> dict:
         **out,
         "calibration_stale": cfg.calibration_stale,
         "api_key_set": bool(cfg.api_key_sealed),
+    }
+
+
+def _proposal_out(proposal: FewShotProposal) -> dict:
+    return {
+        "id": proposal.pk,
+        "reviewer": proposal.reviewer.key,
+        "kind": proposal.kind,
+        "outcome": proposal.outcome,
+        "finding": proposal.source_node_id,
+        "review": proposal.source_node.space_id,
+        "path": proposal.path,
+        "rule": proposal.rule,
+        "few_shot": proposal.shot(),
+        "status": proposal.status,
+        "created_at": proposal.created_at,
     }
 
 
@@ -330,6 +371,50 @@ def reviewer_delete(request, slug: Slug, key: ReviewerKey):
     cfg = get_object_or_404(ReviewerConfig, workspace=m.workspace, key=key)
     services.reviewer_config_delete(config=cfg, actor=request.user, request=request)
     return Status(204, None)
+
+
+@router.get(
+    "/{slug}/reviewers/{key}/few-shot-proposals",
+    response=responses({200: list[FewShotProposalOut]}, 403, 404, 422),
+)
+def few_shot_proposal_list(request, slug: Slug, key: ReviewerKey):
+    """The few-shots waiting for an admin, brought up to date with people's decisions."""
+    m = _member(request, slug)
+    require(m, Perm.MANAGE_REVIEWERS, attempted="read proposed few-shots", request=request)
+    cfg = get_object_or_404(ReviewerConfig, workspace=m.workspace, key=key)
+    waiting = services.few_shot_proposals_refresh(config=cfg)
+    rows = FewShotProposal.objects.filter(pk__in=[p.pk for p in waiting]).select_related(
+        "reviewer", "source_node"
+    )
+    return [_proposal_out(p) for p in rows]
+
+
+@router.post(
+    "/{slug}/reviewers/{key}/few-shot-proposals/{proposal_id}",
+    response=responses({200: FewShotProposalOut}, 400, 403, 404, 409, 413, 422),
+)
+def few_shot_proposal_decide(
+    request, slug: Slug, key: ReviewerKey, proposal_id: Id, body: FewShotProposalIn
+):
+    """Accept (as proposed, or with `few_shot` edited), edit or reject a proposal."""
+    m = _member(request, slug)
+    require(m, Perm.MANAGE_REVIEWERS, attempted="decide proposed few-shots", request=request)
+    cfg = get_object_or_404(ReviewerConfig, workspace=m.workspace, key=key)
+    proposal = get_object_or_404(FewShotProposal, pk=proposal_id, reviewer=cfg)
+    shot = body.few_shot.model_dump() if body.few_shot is not None else None
+    if body.action == "reject" and shot is not None:
+        raise RuleError("A rejection takes no few_shot: leave it out.")
+    services.few_shot_proposal_decide(
+        proposal=proposal,
+        config=cfg,
+        action=body.action,
+        actor=request.user,
+        shot=shot,
+        request=request,
+    )
+    return _proposal_out(
+        FewShotProposal.objects.select_related("reviewer", "source_node").get(pk=proposal.pk)
+    )
 
 
 @router.get("/{slug}/members", response=responses({200: list[MemberOut | InvitationOut]}, 404, 422))

@@ -273,6 +273,23 @@ class FewShotForm(forms.Form):
         return data
 
 
+class FewShotProposalForm(FewShotForm):
+    """A proposed few-shot as an admin accepts or edits it: the same fields and checks as a
+    few-shot of the settings form, and the excerpt and the good verdict are required."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not self.errors and not {"excerpt", "good"} <= {
+            f for f in ("excerpt", "good") if (data.get(f) or "").strip()
+        }:
+            raise forms.ValidationError("A few-shot needs both a code excerpt and a good verdict.")
+        return data
+
+    def shot(self) -> dict[str, str]:
+        data = self.cleaned_data
+        return {f: data.get(f) or "" for f in ("excerpt", "good", "bad")}
+
+
 # absolute_max: a forged TOTAL_FORMS builds at most 50 forms (Django's default is 1,050).
 FewShotFormSet = forms.formset_factory(
     FewShotForm, extra=1, can_delete=True, max_num=50, absolute_max=50, validate_max=True

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from config.typed_json import SchemaJSONField
+from reviews.domain import few_shots
 from workspaces import rules
 
 
@@ -203,6 +204,65 @@ def reviewer_model(config: ReviewerConfig | None) -> rules.ModelChoice | None:
         sealed_key=config.api_key_sealed,
         default=server_model(),
     )
+
+
+class FewShotProposal(models.Model):
+    """A few-shot proposed for a reviewer from a person's decision on one of its findings
+    (docs/domain-rules.md#few-shots-from-decisions). Its text is what an admin accepts
+    into `ReviewerConfig.few_shots`, edits first, or rejects; a proposal is decided once."""
+
+    Status = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Status", {s.name: (s.value, s.value) for s in few_shots.ProposalStatus}
+    )
+    Outcome = models.TextChoices(  # type: ignore[call-overload]  # stubs lack TextChoices' mapping form
+        "Outcome", {o.name: (o.value, o.value) for o in few_shots.Outcome}
+    )
+
+    reviewer = models.ForeignKey(
+        ReviewerConfig, on_delete=models.CASCADE, related_name="few_shot_proposals"
+    )
+    # The finding decided; deleting its review (a repository's purge) deletes the proposal.
+    source_node = models.ForeignKey(
+        "reviews.ReviewNode", on_delete=models.CASCADE, related_name="+"
+    )
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    rule = models.CharField(max_length=100, blank=True)
+    path = models.CharField(max_length=1024, blank=True)
+    # The few-shot as proposed (or as an admin edited it): the code is redacted.
+    excerpt = models.TextField()
+    good = models.TextField()
+    bad = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=few_shots.ProposalStatus.PROPOSED.value
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["reviewer", "source_node"], name="few_shot_proposal_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer.key}: {self.outcome} #{self.source_node_id}"
+
+    @property
+    def kind(self) -> str:
+        """ "good" (the reviewer was right) or "bad" (a person decided otherwise)."""
+        return "good" if few_shots.Outcome(self.outcome) in few_shots.GOOD else "bad"
+
+    @property
+    def outcome_words(self) -> str:
+        return few_shots.OUTCOME_WORDS[few_shots.Outcome(self.outcome)]
+
+    def shot(self) -> dict[str, str]:
+        return {"excerpt": self.excerpt, "good": self.good, "bad": self.bad}
 
 
 def workspace_model_configured(workspace: Workspace) -> bool:

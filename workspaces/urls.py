@@ -22,6 +22,11 @@ urlpatterns = [
     path("w/<slug:slug>/settings/reviewers/", views.reviewers, name="reviewers"),
     path("w/<slug:slug>/settings/reviewers/new/", views.reviewer_edit, name="reviewer_new"),
     path("w/<slug:slug>/settings/reviewers/<slug:key>/", views.reviewer_edit, name="reviewer"),
+    path(
+        "w/<slug:slug>/settings/reviewers/<slug:key>/proposals/<int:proposal_id>/",
+        views.reviewer_proposal,
+        name="reviewer_proposal",
+    ),
     path("w/<slug:slug>/settings/repositories/", views.repositories, name="repositories"),
     path(
         "w/<slug:slug>/settings/repositories/<int:repo_id>/",

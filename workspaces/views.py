@@ -20,6 +20,7 @@ from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
     BudgetForm,
     FewShotFormSet,
+    FewShotProposalForm,
     GitHubHandleForm,
     InviteForm,
     PriceForm,
@@ -33,7 +34,14 @@ from workspaces.forms import (
     few_shots_from,
 )
 from workspaces.http import AuthenticatedHttpRequest, HtmxHttpRequest
-from workspaces.models import Invitation, Membership, Repository, ReviewerConfig, Workspace
+from workspaces.models import (
+    FewShotProposal,
+    Invitation,
+    Membership,
+    Repository,
+    ReviewerConfig,
+    Workspace,
+)
 from workspaces.permissions import allows, may_create_workspace, membership_get, require
 from workspaces.rules import Perm, RuleError
 from workspaces.tombstones import tombstone_or_404
@@ -442,7 +450,6 @@ def reviewer_edit(
 ) -> HttpResponse:
     ws = membership.workspace
     config = get_object_or_404(ReviewerConfig, workspace=ws, key=key) if key else None
-    can_edit = allows(membership, Perm.MANAGE_REVIEWERS)
     status = 200
     if request.method == "POST":
         attempted = "change reviewer configs" if config else "add reviewers"
@@ -484,6 +491,36 @@ def reviewer_edit(
         )
         form = ReviewerConfigForm(initial=initial, builtin=bool(config and config.builtin))
         shots = FewShotFormSet(initial=config.few_shots if config else [], prefix="shots")
+    return _reviewer_page(
+        request, membership, config, form=form, shots=shots, status=status, refresh=status == 200
+    )
+
+
+def _reviewer_page(
+    request: HttpRequest,
+    membership: Membership,
+    config: ReviewerConfig | None,
+    *,
+    form: ReviewerConfigForm,
+    shots: Any,
+    status: int = 200,
+    refresh: bool = False,
+    bound: tuple[FewShotProposal, FewShotProposalForm] | None = None,
+) -> HttpResponse:
+    """The reviewer's page. An admin also sees the few-shots proposed from people's decisions,
+    brought up to date as the page opens (`refresh`; see few_shot_proposals_refresh); `bound`
+    is a proposal whose accept or edit did not validate, shown with its errors."""
+    can_edit = allows(membership, Perm.MANAGE_REVIEWERS)
+    proposals: list[tuple[FewShotProposal, FewShotProposalForm]] = []
+    if config and can_edit:
+        waiting = (
+            services.few_shot_proposals_refresh(config=config)
+            if refresh
+            else list(config.few_shot_proposals.filter(status=FewShotProposal.Status.PROPOSED))
+        )
+        proposals = [
+            (p, bound[1] if bound and bound[0].pk == p.pk else proposal_form(p)) for p in waiting
+        ]
     context = _ctx(
         membership,
         config=config,
@@ -491,8 +528,73 @@ def reviewer_edit(
         form=form,
         shots=shots,
         can_edit=can_edit,
+        proposals=_with_sources(proposals),
     )
     return render(request, "workspaces/settings_reviewer.html", context, status=status)
+
+
+def proposal_form(proposal: FewShotProposal, data: Any = None) -> FewShotProposalForm:
+    return FewShotProposalForm(data, initial=proposal.shot(), prefix=f"proposal-{proposal.pk}")
+
+
+def _with_sources(
+    proposals: list[tuple[FewShotProposal, FewShotProposalForm]],
+) -> list[tuple[FewShotProposal, FewShotProposalForm, Any]]:
+    """Each proposal with the finding it comes from (one query), for its link and title."""
+    from reviews.models import ReviewNode
+
+    ids = [p.source_node_id for p, _ in proposals]
+    nodes = ReviewNode.objects.only("pk", "space_id", "title", "priority").in_bulk(ids)
+    return [(p, form, nodes.get(p.source_node_id)) for p, form in proposals]
+
+
+#: What the page says once a proposal is decided.
+_PROPOSAL_DONE = {
+    "accept": "Few-shot accepted: it is in the reviewer's few-shots, and its next request "
+    "carries it.",
+    "edit": "Proposal saved; it still waits to be accepted or rejected.",
+    "reject": "Proposal rejected: the finding it came from is not proposed again.",
+}
+
+
+@member_view
+@require_POST
+def reviewer_proposal(
+    request: HttpRequest, membership: Membership, key: str, proposal_id: int
+) -> HttpResponse:
+    """Accept (as proposed or edited), edit or reject a proposed few-shot (admins only)."""
+    ws = membership.workspace
+    config = get_object_or_404(ReviewerConfig, workspace=ws, key=key)
+    require(
+        membership, Perm.MANAGE_REVIEWERS, attempted="decide proposed few-shots", request=request
+    )
+    proposal = get_object_or_404(FewShotProposal, pk=proposal_id, reviewer=config)
+    action = request.POST.get("action", "")
+    page = reverse("workspaces:reviewer", args=[ws.slug, config.key]) + "#few-shot-proposals"
+    form = proposal_form(proposal, request.POST)
+    if action != "reject" and not form.is_valid():
+        return _reviewer_page(
+            request,
+            membership,
+            config,
+            form=ReviewerConfigForm(
+                initial=ReviewerConfigForm.initial_for(config), builtin=config.builtin
+            ),
+            shots=FewShotFormSet(initial=config.few_shots, prefix="shots"),
+            status=400,
+            bound=(proposal, form),
+        )
+    with errors_as_messages(request):
+        services.few_shot_proposal_decide(
+            proposal=proposal,
+            config=config,
+            action=action,
+            actor=request.user,
+            shot=None if action == "reject" else form.shot(),
+            request=request,
+        )
+        messages.success(request, _PROPOSAL_DONE[action])
+    return redirect(page)
 
 
 @member_view

@@ -16,6 +16,13 @@ from workspaces.services.archive import (
     repository_remove,
     repository_restore,
 )
+from workspaces.services.few_shots import (
+    few_shot_proposal_accept,
+    few_shot_proposal_decide,
+    few_shot_proposal_edit,
+    few_shot_proposal_reject,
+    few_shot_proposals_refresh,
+)
 from workspaces.services.memberships import (
     INVITATION_SALT,
     invitation_accept,
@@ -65,6 +72,11 @@ __all__ = [
     "api_token_revoke",
     "budgets_update",
     "check_github_access",
+    "few_shot_proposal_accept",
+    "few_shot_proposal_decide",
+    "few_shot_proposal_edit",
+    "few_shot_proposal_reject",
+    "few_shot_proposals_refresh",
     "github_handle_update",
     "installation_bind",
     "installation_unbind",
