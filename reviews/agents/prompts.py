@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from reviews.agents.untrusted import untrusted_block
 from reviews.domain.briefs import FOCUS, reviewer_focus
 from reviews.domain.types import Dimension, ReviewerSpec
 
@@ -160,8 +161,11 @@ def reviewer_role_brief(
     if profile.security_check is not None:
         parts.append(security_check_part(profile.security_check))
     for i, shot in enumerate(profile.few_shots, start=1):
+        # The excerpt is code from the repository (a proposal drawn from a pull request, once
+        # an admin accepted it): data to judge, never instructions.
         example = [
-            f"Calibration example {i}:\n```\n{shot['excerpt']}\n```",
+            f"Calibration example {i}:\n"
+            + untrusted_block(shot["excerpt"], label=f"calibration example {i}", notice=False),
             f"A good verdict: {shot['good']}",
         ]
         if shot.get("bad"):

@@ -149,7 +149,10 @@ def test_people_decide_the_admin_accepts_a_proposal_and_the_next_round_carries_i
     roles = _roles(fake_model, "security", since)
     assert roles, "the security reviewer ran again"
     role = roles[0]
-    assert f"Calibration example 1:\n```\n{dismissed.excerpt}\n```" in role
+    # The excerpt is pull-request code: fenced as untrusted data inside the instructions.
+    example = role.split("Calibration example 1:\n", 1)[1]
+    assert example.startswith("<<<UNTRUSTED ") and "source=calibration example 1>>>" in example
+    assert dismissed.excerpt in example.split("A good verdict:")[0]
     assert f"A good verdict: {dismissed.good}" in role
     assert "A verdict to avoid: Hard-coded API key. Move the key to the environment" in role
     # Only that reviewer carries it, and the key never left in any request.
