@@ -212,7 +212,9 @@ def panel_outcome(
     return replace(
         outcome,
         peer_confirmations=int(false_positive is LensVerdict.REAL),
-        note=f"{outcome.note}; reachability not asked of a model: the analyzer's rule {rule} matched",
+        note=(
+            f"{outcome.note}; reachability not asked of a model: the analyzer's rule {rule} matched"
+        ),
     )
 
 

@@ -71,7 +71,10 @@ def test_a_lens_confirmation_turns_the_hold_into_a_block(review, settings, fake_
     # The rule's match stands for lens 1, which was not asked; lens 2 confirmed it.
     assert lenses == {"lens-false_positive", "lens-severity"}
     assert node.tags.panel == "confirmed"
-    assert "reachability not asked of a model: the analyzer's rule B602 matched" in node.tags.panel_note
+    assert (
+        "reachability not asked of a model: the analyzer's rule B602 matched"
+        in node.tags.panel_note
+    )
     reachability = [r for r in fake_model.recorded() if r.script == "lens-reachability"]
     assert all("B602" not in r.body for r in reachability)
     assert node.tags.panel_lenses == ["false_positive", "severity"]

@@ -240,7 +240,9 @@ def test_an_analyzer_finding_without_lens_one_is_confirmed_by_lens_two(streams):
     node.refresh_from_db()
     assert outcome.status.value == "confirmed" and node.status == "consensus_ready"
     assert node.tags.panel_lenses == ["false_positive", "severity"]
-    assert node.tags.panel_note.endswith("reachability not asked of a model: the analyzer's rule B602 matched")
+    assert node.tags.panel_note.endswith(
+        "reachability not asked of a model: the analyzer's rule B602 matched"
+    )
     assert set(node.confirmations.values_list("agent", flat=True)) == {
         "lens-false_positive",
         "lens-severity",

@@ -117,7 +117,10 @@ def test_lenses_answering_json_inside_unusual_prose_confirm_and_filter(shop, fak
     assert {(n.tags.panel, n.status) for n in by_model} == {("filtered", "dismissed")}
     # Lens 1 was not asked about an analyzer's finding: lens 2's word alone contests it.
     assert {(n.tags.panel, n.status) for n in by_rule} == {("contested", "open")}
-    assert all("reachability not asked of a model: the analyzer's rule" in n.tags.panel_note for n in by_rule)
+    assert all(
+        "reachability not asked of a model: the analyzer's rule" in n.tags.panel_note
+        for n in by_rule
+    )
     # Each lens answered its group in one call: prose was read, never sent back for a retry.
     requests = _lens_requests(fake_model)
     assert len(requests) == 3

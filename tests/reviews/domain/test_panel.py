@@ -398,7 +398,9 @@ def test_the_rule_stands_for_lens_one_only_beside_lens_two(
         rule="B602",
     )
     assert (outcome.status, outcome.peer_confirmations) == (status, confirmations)
-    assert outcome.note.endswith("reachability not asked of a model: the analyzer's rule B602 matched")
+    assert outcome.note.endswith(
+        "reachability not asked of a model: the analyzer's rule B602 matched"
+    )
     if lens2 is None:
         assert "false_positive: abstained: timed out" in outcome.note
     if status is PanelStatus.CONFIRMED:
