@@ -16,6 +16,8 @@ import pytest
 from guardrails.models import AuditEvent
 from reviews.models import MemoryFact, ReviewNode
 from reviews.pipeline.runner import run_inline
+from reviews.reporting import report_markdown
+from reviews.selectors import review_page
 from reviews.services.consolidation import round_consolidate
 from reviews.services.nodes import node_dismiss, node_reopen
 from reviews.services.requests import review_request
@@ -155,6 +157,14 @@ def test_dismissals_stick_across_rounds_and_pull_requests(repo, workspace, alice
         "(carried from round 1: the code at its lines has not changed)" in html
     )
     assert f'id="index-node-{carried.pk}" class="finding-line node-dismissed"' in html
+
+    # The report's decisions say where the decision comes from.
+    report = report_markdown(review_page(space=second.space))
+    assert f"- Dismissed: P3 {carried.title}" in report
+    assert (
+        f"by {alice.email}: “Intended: cleanup is best effort” (carried from round 1: the code "
+        "at its lines has not changed)" in report
+    )
 
     node_dismiss(node=random_2, user=alice, reason="Not a bug: jitter for retries")
     assert MemoryFact.objects.filter(source_node__title__startswith="B311").count() == 2
