@@ -157,15 +157,16 @@ def dismissals(draw) -> Dismissal:
 
 @st.composite
 def scenes(draw) -> tuple[Candidate, list[Dismissal]]:
-    """A finding and dismissals that each share some of its traits (its rule, path, kind,
-    fingerprint), so that patterns are both met and missed."""
+    """A finding and dismissals of other findings that each share some of its traits (its rule,
+    path, kind, fingerprint), so that patterns are both met and missed."""
     candidate = draw(candidates())
     remembered = []
-    for d in draw(st.lists(dismissals(), max_size=8)):
+    for number, d in enumerate(draw(st.lists(dismissals(), max_size=8)), start=1):
         like = draw(st.sets(st.sampled_from(["rule", "path", "fingerprint", "priority"])))
         remembered.append(
             replace(
                 d,
+                node_id=str(number),  # a finding's id is unique
                 rule=candidate.rule if "rule" in like else d.rule,
                 path_pattern=path_pattern(candidate.path) if "path" in like else d.path_pattern,
                 fingerprint=candidate.fingerprint if "fingerprint" in like else d.fingerprint,
@@ -300,7 +301,7 @@ occurrences = st.builds(
 )
 
 
-@given(st.lists(occurrences, max_size=10))
+@given(st.lists(occurrences, max_size=10, unique_by=lambda o: o.node_id))
 def test_the_latest_earlier_occurrence_decides_whether_a_dismissal_carries(earlier):
     candidate = _candidate()
     found = carried(candidate, earlier)
@@ -323,7 +324,7 @@ def test_the_latest_earlier_occurrence_decides_whether_a_dismissal_carries(earli
         assert found.round == (source.carried_from or source.round)
 
 
-@given(st.lists(occurrences, max_size=10), st.booleans())
+@given(st.lists(occurrences, max_size=10, unique_by=lambda o: o.node_id), st.booleans())
 def test_only_an_anchored_finding_whose_fingerprint_holds_its_code_carries(earlier, anchored):
     candidate = _candidate(anchored=anchored, holds_code=False)
     assert carried(candidate, earlier) is None
