@@ -35,6 +35,7 @@ from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream, ReviewNode, ThreadMessage
 from reviews.selectors import ReviewPage, review_spend, reviewer_notes, thread_rows
+from reviews.services.memory import remembered_words
 from reviews.services.outside_agents import reviewer_labels
 
 # Offline analyzers report on a dimension too: bandit is a security reviewer.
@@ -237,6 +238,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
                     location=_where(node),
                     by=node.decided_by.email if node.decided_by else "a former member",
                     reason=node.decision_reason,
+                    remembered=remembered_words(node),
                 )
                 for node in page.nodes
                 if node.decided_at is not None and node.duplicate_of_id is None

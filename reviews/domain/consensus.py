@@ -239,7 +239,8 @@ class SuppressionFact:
     """A non-binding memory fact written when a person dismisses a node.
 
     Later reviews see it as a hint ("this was dismissed before, because …"); nothing is ever
-    auto-deleted because of it.
+    auto-deleted because of it. The lead pass reads it back: a finding that repeats it is
+    recorded dismissed, crediting it (reviews/domain/dismissal_memory.py).
     """
 
     workspace_id: str

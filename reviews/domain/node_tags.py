@@ -14,16 +14,21 @@
 - `folded_into`: the finding this one was folded into when a person decided a disagreement
   for the other side (reviews/services/nodes.py `disagreement_decide`); the lead pass keeps
   it a duplicate there.
+- `memory`: the earlier dismissal the lead pass recorded the finding under (dismissal memory,
+  reviews/services/memory.py): carried from an earlier round of the review, or a pattern the
+  workspace dismissed. Kept after a person reopens the finding, so it is not folded again.
 
 A key nobody wrote is absent from the stored JSON (and None here).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reviews.domain.dismissal_memory import MemoryKind
 from reviews.domain.panel import PanelStatus
 from reviews.domain.types import Dimension, RequirementGap
 
@@ -54,6 +59,16 @@ class Decision(_Record):
     reason: str
 
 
+class MemoryTag(_Record):
+    """The earlier decision a finding was recorded dismissed under
+    (reviews/domain/dismissal_memory.py)."""
+
+    kind: MemoryKind
+    nodes: list[int]  # the dismissed findings it rests on
+    round: int | None = None  # carried: the round whose decision it carries
+    decided_at: datetime  # the decision credited: the fold shows while the finding holds it
+
+
 class NodeTags(_Record):
     cross_notes: list[CrossNoteTag] | None = None
     analyzer: AnalyzerEvidence | None = None
@@ -68,6 +83,7 @@ class NodeTags(_Record):
     decided: Decision | None = None
     folded_into: int | None = None
     requirement_gap: RequirementGap | None = None
+    memory: MemoryTag | None = None
 
     def with_(self, **values: Any) -> NodeTags:
         """A copy with these keys written (validated: a wrong shape raises here)."""

@@ -142,6 +142,7 @@ class ReportDecision:
     location: str
     by: str
     reason: str = ""
+    remembered: str = ""  # recorded under an earlier dismissal: where it comes from
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +216,7 @@ def _decisions(decisions: Sequence[ReportDecision]) -> str:
     lines = [
         f"- {d.status}: {d.priority} {one_line(d.title, 120)} `{d.location}` by {d.by}"
         + (f": “{one_line(d.reason, 300)}”" if d.reason else "")
+        + (f" ({d.remembered})" if d.remembered else "")
         for d in decisions
     ]
     return _section("Decisions", lines)

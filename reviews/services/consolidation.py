@@ -13,13 +13,16 @@ from reviews.domain.dedup import consolidate
 from reviews.domain.round_stats import TourStep
 from reviews.models import ReviewNode, ReviewRound
 from reviews.selectors import node_view
+from reviews.services.memory import round_remember
 
 
 def round_consolidate(
     *, review_round: ReviewRound, nodes_out: list[ReviewNode] | None = None
 ) -> dict[str, int]:
     """Merge duplicates into canonical nodes crediting every reviewer; tag co-located,
-    cross-referenced and conflicting findings; apply severity floors. Idempotent.
+    cross-referenced and conflicting findings; apply severity floors; record dismissed the
+    findings a person already dismissed (dismissal memory, reviews/services/memory.py).
+    Idempotent.
 
     Every node of the round takes part, whatever stream recorded it — model reviewers,
     analyzers, the follow-up reviewer, CI — so it runs again before the verdict. `nodes_out`
@@ -80,6 +83,8 @@ def round_consolidate(
             for node in changed:
                 node.updated_at = now
             ReviewNode.objects.bulk_update(changed, [*fields, "updated_at"])
+        # A finding a person already dismissed is recorded dismissed again, crediting them.
+        round_remember(review_round=review_round, nodes=nodes.values())
     if nodes_out is not None:
         nodes_out.extend(nodes.values())
     return {

@@ -314,3 +314,15 @@ def message_source(message) -> str:
 
     words = {Source.REVIEWER: "reviewer", Source.AGENT: "agent", Source.GITHUB: "from GitHub"}
     return words.get(message.source, "person")
+
+
+@register.filter
+def remembered(node) -> str:
+    """`node|remembered`: a finding recorded dismissed by dismissal memory, "Previously
+    dismissed by … because … (where from)"; "" for any other finding."""
+    if getattr(node.tags, "memory", None) is None:
+        return ""
+    from reviews.services.memory import remembered_note
+
+    by = node.decided_by.email if node.decided_by_id and node.decided_by else "a former member"
+    return remembered_note(node, by=by)
