@@ -345,3 +345,35 @@ def test_the_verdicts_views_keep_the_stated_confidence_beside_the_calibrated_one
     first, second = with_calibrated(views, {"implementation": cal, "bandit": calibration([])})
     assert (first.confidence, first.stated_confidence) == (0.5, 0.9)
     assert second == views[1]  # too few decisions: as stated
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+def test_the_reports_reviewers_table_and_issue_lines_show_precision_and_calibration():
+    from reviews.domain.report import ReportInput, ReviewerLine, render_report
+    from reviews.domain.reviewer_precision import Calibrated
+    from reviews.domain.types import Dimension, ReviewerSpec, ReviewState
+    from reviews.domain.verdict import node_verdict
+
+    nodes = [view("1", "implementation", 0.9), view("2", "bandit", 0.8)]
+    report = render_report(
+        ReportInput(
+            verdict=node_verdict(nodes),
+            reviewers=[
+                ReviewerLine(
+                    ReviewerSpec(Dimension.IMPLEMENTATION),
+                    ReviewState.BLOCKED,
+                    precision=Precision(kept=3, dismissed=9),
+                ),
+                ReviewerLine(ReviewerSpec(Dimension.SECURITY), None, failure="timeout"),
+            ],
+            nodes=nodes,
+            calibrated={"1": Calibrated(stated=0.9, value=0.5455, decisions=12)},
+        )
+    )
+    assert "| Reviewer | Verdict | Precision (last 100 decisions) |\n|---|---|---|" in report
+    assert "| implementation | BLOCKED | 0.25 (3 of 12 kept; 95% interval 0.09–0.53) |" in report
+    assert "| security | FAILED | no decisions yet |" in report
+    assert "confidence stated 0.90, calibrated 0.55 from 12 decisions)" in report
+    assert "(P0, other, confidence 0.80)" in report  # not calibrated: as stated
