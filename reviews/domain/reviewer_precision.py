@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache, partial
 from itertools import pairwise
 
 from .fingerprints import title_tokens
@@ -88,8 +89,8 @@ class FindingFacts:
     """One finding of a round (canonical or a demoted duplicate) and what people did with it.
 
     `decided_at`: when a person last resolved or dismissed it; `reason`: whether that decision
-    gave one; `confirmed_at`: a person's first confirmation; `upheld`: a person decided a
-    disagreement for it."""
+    gave one; `confirmed_at`: a person's first confirmation; `upheld_at`: when a person decided
+    a disagreement for it (its last change since)."""
 
     id: int
     round: int
@@ -97,7 +98,6 @@ class FindingFacts:
     rule: str
     confidence: float
     status: NodeStatus
-    at: datetime  # its last change: when a disagreement was decided for it
     canonical: bool = True
     path: str | None = None
     category: str = ""
@@ -106,7 +106,7 @@ class FindingFacts:
     decided_at: datetime | None = None
     reason: bool = False
     confirmed_at: datetime | None = None
-    upheld: bool = False
+    upheld_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +131,13 @@ def sameness_keys(finding: FindingFacts) -> frozenset[str]:
     title words (the fingerprint hashes the anchored code too, so an edited line would make a
     finding reported again look gone)."""
     keys = {f"fp:{finding.fingerprint}"} if finding.fingerprint else set()
-    words = " ".join(sorted(title_tokens(finding.title)))
-    keys.add(f"at:{finding.path or ''}\0{finding.category}\0{words}")
+    keys.add(f"at:{finding.path or ''}\0{finding.category}\0{_words(finding.title)}")
     return frozenset(keys)
+
+
+@lru_cache(maxsize=4096)
+def _words(title: str) -> str:
+    return " ".join(sorted(title_tokens(title)))
 
 
 def successors(rounds: Iterable[RoundFacts]) -> dict[int, RoundFacts]:
@@ -161,15 +165,18 @@ def is_fixed(
     finding: FindingFacts,
     before: RoundFacts,
     after: RoundFacts,
-    seen_after: frozenset[str] | set[str],
+    seen_after: Collection[str] | Callable[[], Collection[str]],
 ) -> bool:
     """Gone after a push because its code changed: anchored in a file whose changed content
-    differs between the two rounds (or left the change), and not found again after it."""
+    differs between the two rounds (or left the change), and not found again after it.
+    `seen_after`: the sameness keys of every finding of `after` (or what computes them, asked
+    only once the file is known to have changed)."""
     if not finding.path or before.files is None or after.files is None:
         return False
     if before.files.get(finding.path) == after.files.get(finding.path):
         return False  # the push left its file as it was: not fixed by a change
-    return not (sameness_keys(finding) & seen_after)
+    seen = seen_after() if callable(seen_after) else seen_after
+    return not any(key in seen for key in sameness_keys(finding))
 
 
 def outcome(finding: FindingFacts, *, fixed: bool = False) -> Outcome | None:
@@ -182,50 +189,60 @@ def outcome(finding: FindingFacts, *, fixed: bool = False) -> Outcome | None:
         return Outcome.RESOLVED if finding.decided_at is not None else None
     if finding.confirmed_at is not None:
         return Outcome.CONFIRMED
-    if finding.upheld:
+    if finding.upheld_at is not None:
         return Outcome.UPHELD
     return Outcome.FIXED if fixed else None
 
 
 def decisions(findings: Iterable[FindingFacts], rounds: Iterable[RoundFacts]) -> list[Decision]:
     """Every labelled example among `findings` (all the findings of `rounds`' spaces that the
-    caller wants counted, duplicates included: a duplicate seen after a push is still seen)."""
+    caller wants counted, duplicates included: a duplicate seen after a push is still seen).
+    What a round saw is worked out only for the rounds that may have fixed something."""
     finding_list = list(findings)
     round_list = list(rounds)
     by_id = {r.id: r for r in round_list}
     after = successors(round_list)
-    seen: dict[int, set[str]] = defaultdict(set)
-    wanted = {r.id for r in after.values()}
+    by_round: dict[int, list[FindingFacts]] = defaultdict(list)
     for f in finding_list:
-        if f.round in wanted:
-            seen[f.round] |= sameness_keys(f)
+        by_round[f.round].append(f)
+    seen: dict[int, set[str]] = {}
+
+    def seen_in(r: RoundFacts) -> set[str]:
+        if r.id not in seen:
+            seen[r.id] = set().union(*(sameness_keys(f) for f in by_round[r.id]))
+        return seen[r.id]
+
     out = []
     for f in finding_list:
+        label = outcome(f)
         successor = after.get(f.round)
         before = by_id.get(f.round)
-        fixed = (
-            successor is not None
-            and before is not None
+        if (
+            label is None
+            and f.canonical
             and f.status not in (NodeStatus.DISMISSED, NodeStatus.RESOLVED)
-            and is_fixed(f, before, successor, seen[successor.id])
-        )
-        label = outcome(f, fixed=fixed)
+            and successor is not None
+            and before is not None
+            and is_fixed(f, before, successor, partial(seen_in, successor))
+        ):
+            label = Outcome.FIXED
         if label is None:
             continue
         at = {
             Outcome.RESOLVED: f.decided_at,
             Outcome.DISMISSED: f.decided_at,
             Outcome.CONFIRMED: f.confirmed_at,
-            Outcome.UPHELD: f.at,
+            Outcome.UPHELD: f.upheld_at,
             Outcome.FIXED: successor.at if successor is not None else None,
         }[label]
+        assert at is not None  # each label has its time (`outcome` reads it)
         out.append(
             Decision(
                 reviewer=f.reviewer,
                 rule=f.rule,
                 confidence=f.confidence,
                 outcome=label,
-                at=at or f.at,
+                at=at,
                 finding=f.id,
                 round=f.round,
             )

@@ -82,7 +82,6 @@ def finding(fid: int = 1, **kw) -> FindingFacts:
         "rule": "security",
         "confidence": 0.9,
         "status": NodeStatus.OPEN,
-        "at": at(0),
         "path": "shop/search.py",
         "category": "security",
         "title": "SQL query built from the search term",
@@ -101,7 +100,7 @@ def finding(fid: int = 1, **kw) -> FindingFacts:
         ({"status": NodeStatus.DISMISSED, "decided_at": at(5)}, False, None),
         ({"status": NodeStatus.DISMISSED, "reason": True}, False, None),
         ({"confirmed_at": at(3)}, False, Outcome.CONFIRMED),
-        ({"status": NodeStatus.CONSENSUS_READY, "upheld": True}, False, Outcome.UPHELD),
+        ({"status": NodeStatus.CONSENSUS_READY, "upheld_at": at(4)}, False, Outcome.UPHELD),
         ({}, True, Outcome.FIXED),
         ({}, False, None),  # nobody decided
         ({"canonical": False, "confirmed_at": at(3)}, False, None),  # decided with its canonical
