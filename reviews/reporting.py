@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC
 
+from reviews import selectors
 from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.outcomes import is_disabled, is_process_block
@@ -35,14 +36,7 @@ from reviews.domain.threads import Proposal, ProposalKind, Source, proposal_word
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream, ReviewNode, ThreadMessage
-from reviews.selectors import (
-    ReviewPage,
-    review_spend,
-    reviewer_calibrations,
-    reviewer_notes,
-    reviewer_precision,
-    thread_rows,
-)
+from reviews.selectors import ReviewPage, review_spend, reviewer_notes, thread_rows
 from reviews.services.outside_agents import reviewer_labels
 
 # Offline analyzers report on a dimension too: bandit is a security reviewer.
@@ -139,7 +133,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
     # Each reviewer's precision over its most recent decisions by people, workspace-wide.
     precision = {
         r.reviewer: r.precision
-        for r in reviewer_precision(page.space.workspace_id, last=RECENT_DECISIONS)
+        for r in selectors.reviewer_precision(page.space.workspace_id, last=RECENT_DECISIONS)
     }
     for stream in page.streams:
         if stream.kind == ReviewerStream.Kind.VERIFIER:
@@ -273,7 +267,9 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
             # What the verdict read: each confidence through its reviewer's calibration.
             calibrated=calibrated(
                 views,
-                reviewer_calibrations(page.space.workspace_id, exclude_round=page.round.pk),
+                selectors.reviewer_calibrations(
+                    page.space.workspace_id, exclude_round=page.round.pk
+                ),
             ),
             delta_labels={
                 str(n.pk): label
