@@ -945,6 +945,8 @@ def reviewer_precision(
     rows = nodes.annotate(
         confirmed_at=Subquery(person_confirmed),
         rule=KT("tags__analyzer__rule"),  # as text: no JSON to decode
+        # The earlier decision dismissal memory credited the finding with, when it did.
+        remembered=KT("tags__memory__decided_at"),
         # Booleans and times only where they say something: fewer values to decode per row.
         has_reason=ExpressionWrapper(~Q(decision_reason=""), output_field=BooleanField()),
         upheld_at=Case(
@@ -966,6 +968,7 @@ def reviewer_precision(
         "fingerprint",
         "decided_at",
         "has_reason",
+        "remembered",
         "confirmed_at",
         "upheld_at",
     )
@@ -984,6 +987,7 @@ def reviewer_precision(
             fingerprint=fingerprint,
             decided_at=decided_at,
             reason=has_reason,
+            credited=_credited(decided_at, remembered),
             confirmed_at=confirmed_at,
             upheld_at=upheld_at,
         )
@@ -1001,6 +1005,7 @@ def reviewer_precision(
             fingerprint,
             decided_at,
             has_reason,
+            remembered,
             confirmed_at,
             upheld_at,
         ) in rows
@@ -1021,6 +1026,17 @@ def reviewer_precision(
     ]
     decided = [d for d in decisions(findings, finished) if d.round != exclude_round]
     return reviewer_figures(decided, last=last)
+
+
+def _credited(decided_at: datetime | None, remembered: str | None) -> bool:
+    """The finding's decision is the one dismissal memory credited it with (`tags.memory`
+    names its time), not a person's decision on this finding."""
+    if remembered is None or decided_at is None:
+        return False
+    try:
+        return datetime.fromisoformat(remembered) == decided_at
+    except ValueError:
+        return True  # a credit it cannot read: not counted as a decision of its own
 
 
 def reviewer_calibrations(

@@ -9,8 +9,9 @@ reviewer got right or wrong (docs/domain-rules.md#reviewer-precision):
   changed content differs between the two rounds);
 - **wrong**: a person dismissed it with a reason;
 - anything else does not count: an open finding nobody decided, a dismissal without a reason,
-  one filtered by the verification panel (no person), a demoted duplicate (decided with its
-  canonical finding). A superseded round never finishes, so its findings count by their
+  one filtered by the verification panel (no person), one dismissal memory folded under an
+  earlier decision (that decision counts once, where it was made), a demoted duplicate (decided
+  with its canonical finding). A superseded round never finishes, so its findings count by their
   decisions only.
 
 Precision is kept / (kept + wrong), per reviewer (its stream's name) and per rule (an
@@ -89,8 +90,10 @@ class FindingFacts:
     """One finding of a round (canonical or a demoted duplicate) and what people did with it.
 
     `decided_at`: when a person last resolved or dismissed it; `reason`: whether that decision
-    gave one; `confirmed_at`: a person's first confirmation; `upheld_at`: when a person decided
-    a disagreement for it (its last change since)."""
+    gave one; `credited`: that dismissal is an earlier decision the lead pass credited it with
+    (dismissal memory folds a finding a person already dismissed: their one decision, already
+    counted where they made it); `confirmed_at`: a person's first confirmation; `upheld_at`:
+    when a person decided a disagreement for it (its last change since)."""
 
     id: int
     round: int
@@ -105,6 +108,7 @@ class FindingFacts:
     fingerprint: str = ""
     decided_at: datetime | None = None
     reason: bool = False
+    credited: bool = False
     confirmed_at: datetime | None = None
     upheld_at: datetime | None = None
 
@@ -184,7 +188,8 @@ def outcome(finding: FindingFacts, *, fixed: bool = False) -> Outcome | None:
     if not finding.canonical:
         return None
     if finding.status is NodeStatus.DISMISSED:
-        return Outcome.DISMISSED if finding.decided_at is not None and finding.reason else None
+        counted = finding.decided_at is not None and finding.reason and not finding.credited
+        return Outcome.DISMISSED if counted else None
     if finding.status is NodeStatus.RESOLVED:
         return Outcome.RESOLVED if finding.decided_at is not None else None
     if finding.confirmed_at is not None:

@@ -311,3 +311,21 @@ def test_the_verdict_reads_calibrated_confidence_only_with_enough_decisions(
     assert "confidence stated 0.90, calibrated 0.55 from 12 decisions" in page
     report = report_markdown(review_page(space=space))
     assert "confidence stated 0.90, calibrated 0.55 from 12 decisions" in report
+
+
+def test_a_dismissal_credited_from_an_earlier_decision_is_not_counted_again():
+    """Dismissal memory (tags.memory) records a finding dismissed under the decision a person
+    made on an earlier one, and names that decision's time as pydantic writes it: that finding
+    is not a second example. A person's own later dismissal (another time) is."""
+    from datetime import UTC, datetime
+
+    from pydantic import TypeAdapter
+
+    from reviews.selectors import _credited
+
+    decided = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    stored = TypeAdapter(datetime).dump_python(decided, mode="json")
+    assert _credited(decided, stored)
+    assert not _credited(datetime(2026, 3, 2, tzinfo=UTC), stored)
+    assert not _credited(decided, None) and not _credited(None, stored)
+    assert _credited(decided, "not a time")  # unreadable: not counted as its own decision

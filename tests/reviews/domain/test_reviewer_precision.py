@@ -99,6 +99,12 @@ def finding(fid: int = 1, **kw) -> FindingFacts:
         # A dismissal without a reason, or the panel's (no person), says nothing.
         ({"status": NodeStatus.DISMISSED, "decided_at": at(5)}, False, None),
         ({"status": NodeStatus.DISMISSED, "reason": True}, False, None),
+        # Dismissal memory folded it under an earlier decision: counted once, where made.
+        (
+            {"status": NodeStatus.DISMISSED, "decided_at": at(5), "reason": True, "credited": True},
+            False,
+            None,
+        ),
         ({"confirmed_at": at(3)}, False, Outcome.CONFIRMED),
         ({"status": NodeStatus.CONSENSUS_READY, "upheld_at": at(4)}, False, Outcome.UPHELD),
         ({}, True, Outcome.FIXED),
