@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC
 
+from reviews import selectors
 from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.outcomes import is_disabled, is_process_block
@@ -28,6 +29,7 @@ from reviews.domain.report import (
     budget_lines,
     render_report,
 )
+from reviews.domain.reviewer_precision import RECENT_DECISIONS, calibrated
 from reviews.domain.round_states import state_label
 from reviews.domain.round_stats import BudgetReport, RoundFacts
 from reviews.domain.threads import Proposal, ProposalKind, Source, proposal_words
@@ -129,6 +131,11 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
     lines = []
     disabled = list(page.round.stats.reviewers_disabled or [])
     named = reviewer_labels({stream.agent for stream in page.streams})
+    # Each reviewer's precision over its most recent decisions by people, workspace-wide.
+    precision = {
+        r.reviewer: r.precision
+        for r in selectors.reviewer_precision(page.space.workspace_id, last=RECENT_DECISIONS)
+    }
     for stream in page.streams:
         if stream.kind == ReviewerStream.Kind.VERIFIER:
             continue
@@ -142,13 +149,23 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
         )
         if waiting_for_request(stream):
             lines.append(
-                ReviewerLine(spec, None, agent=named.get(stream.agent, stream.agent), waiting=True)
+                ReviewerLine(
+                    spec,
+                    None,
+                    agent=named.get(stream.agent, stream.agent),
+                    waiting=True,
+                    precision=precision.get(stream.name),
+                )
             )
             continue
         if stream.state == ReviewerStream.State.FAILED:
             lines.append(
                 ReviewerLine(
-                    spec, None, failure=stream.error, agent=named.get(stream.agent, stream.agent)
+                    spec,
+                    None,
+                    failure=stream.error,
+                    agent=named.get(stream.agent, stream.agent),
+                    precision=precision.get(stream.name),
                 )
             )
             continue
@@ -166,6 +183,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
                 prose_only=stream.kind == ReviewerStream.Kind.MODEL
                 and stream.state == ReviewerStream.State.DONE
                 and (closing is None or not closing.structured),
+                precision=precision.get(stream.name),
             )
         )
     if page.verdict is not None:
@@ -248,6 +266,13 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
             pr_cost=review_cost.total,
             threads=report_threads(thread_rows(space=page.space, round_of=page)),
             discussion=discussion,
+            # What the verdict read: each confidence through its reviewer's calibration.
+            calibrated=calibrated(
+                views,
+                selectors.reviewer_calibrations(
+                    page.space.workspace_id, exclude_round=page.round.pk
+                ),
+            ),
             delta_labels={
                 str(n.pk): label
                 for n in page.nodes

@@ -8,11 +8,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    DateTimeField,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    When,
+)
+from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from reviews.domain import types as t
+from reviews.domain.consensus import PERSON_PREFIX
 from reviews.domain.disagreements import Disagreement, contested_ids, find_disagreements
 from reviews.domain.finding_groups import (
     CARDS_PER_GROUP,
@@ -23,6 +39,15 @@ from reviews.domain.finding_groups import (
     to_fix,
 )
 from reviews.domain.fingerprints import RoundDelta, round_delta
+from reviews.domain.reviewer_precision import (
+    RECENT_DECISIONS,
+    Calibration,
+    FindingFacts,
+    ReviewerPrecision,
+    RoundFacts,
+    decisions,
+    reviewer_figures,
+)
 from reviews.domain.round_states import RoundRef, delta_base, shown_round, state_label
 from reviews.domain.round_stats import CohortSummary, FilePreview
 from reviews.domain.spend import CallRecord, CallRole, Price, Spend, spend
@@ -883,6 +908,147 @@ def workspace_spend(
     if until is not None:
         calls = calls.filter(created_at__lt=until)
     return spend(_call_records(calls), model_prices(workspace_id))
+
+
+def reviewer_precision(
+    workspace: Any,
+    *,
+    repository: Any = None,
+    last: int | None = None,
+    exclude_round: int | None = None,
+) -> list[ReviewerPrecision]:
+    """Each reviewer's precision from people's decisions on its canonical findings, per rule
+    under it, with the calibration of its confidence (reviews/domain/reviewer_precision.py):
+    over the workspace (`workspace`: one or its id), or one repository of it (`repository`: one
+    or its id); each reviewer's `last` most recent decisions (None: all). `exclude_round`: a
+    round whose own findings are left out (a verdict calibrates from other rounds' decisions).
+
+    Two queries whatever the history: every finding of the workspace's rounds (a few columns;
+    duplicates too, a finding seen again after a push is not fixed), and its finished rounds
+    with the content keys of their changed files (what a push changed)."""
+    workspace_id = getattr(workspace, "pk", workspace)
+    repository_id = getattr(repository, "pk", repository)
+    nodes = ReviewNode.objects.filter(space__workspace_id=workspace_id)
+    rounds = ReviewRound.objects.filter(
+        space__workspace_id=workspace_id, state=ReviewRound.State.FINISHED
+    )
+    if repository_id is not None:
+        nodes = nodes.filter(space__pull_request__repository_id=repository_id)
+        rounds = rounds.filter(space__pull_request__repository_id=repository_id)
+    person_confirmed = (
+        NodeConfirmation.objects.filter(
+            node=OuterRef("pk"), agent__startswith=PERSON_PREFIX, verdict="real"
+        )
+        .order_by("created_at")
+        .values("created_at")[:1]
+    )
+    rows = nodes.annotate(
+        confirmed_at=Subquery(person_confirmed),
+        rule=KT("tags__analyzer__rule"),  # as text: no JSON to decode
+        # The earlier decision dismissal memory credited the finding with, when it did.
+        remembered=KT("tags__memory__decided_at"),
+        # Booleans and times only where they say something: fewer values to decode per row.
+        has_reason=ExpressionWrapper(~Q(decision_reason=""), output_field=BooleanField()),
+        upheld_at=Case(
+            When(tags__has_key="decided", then=F("updated_at")),
+            default=None,
+            output_field=DateTimeField(),
+        ),
+    ).values_list(
+        "pk",
+        "round_id",
+        "stream__name",
+        "rule",
+        "category",
+        "confidence",
+        "status",
+        "duplicate_of_id",
+        "path",
+        "title",
+        "fingerprint",
+        "decided_at",
+        "has_reason",
+        "remembered",
+        "confirmed_at",
+        "upheld_at",
+    )
+    findings = [
+        FindingFacts(
+            id=pk,
+            round=round_id,
+            reviewer=reviewer,
+            rule=rule or category,
+            confidence=confidence,
+            status=t.NodeStatus(status),
+            canonical=duplicate_of is None,
+            path=path or None,
+            category=category,
+            title=title,
+            fingerprint=fingerprint,
+            decided_at=decided_at,
+            reason=has_reason,
+            credited=_credited(decided_at, remembered),
+            confirmed_at=confirmed_at,
+            upheld_at=upheld_at,
+        )
+        for (
+            pk,
+            round_id,
+            reviewer,
+            rule,
+            category,
+            confidence,
+            status,
+            duplicate_of,
+            path,
+            title,
+            fingerprint,
+            decided_at,
+            has_reason,
+            remembered,
+            confirmed_at,
+            upheld_at,
+        ) in rows
+    ]
+    finished = [
+        RoundFacts(
+            id=pk,
+            space=space_id,
+            number=number,
+            state=state,
+            head=head,
+            at=created_at,
+            files={f["path"]: f["key"] for f in files} if files is not None else None,
+        )
+        for pk, space_id, number, state, head, created_at, files in rounds.values_list(
+            "pk", "space_id", "number", "state", "head_sha", "created_at", "stats__files"
+        )
+    ]
+    decided = [d for d in decisions(findings, finished) if d.round != exclude_round]
+    return reviewer_figures(decided, last=last)
+
+
+def _credited(decided_at: datetime | None, remembered: str | None) -> bool:
+    """The finding's decision is the one dismissal memory credited it with (`tags.memory`
+    names its time), not a person's decision on this finding."""
+    if remembered is None or decided_at is None:
+        return False
+    try:
+        return datetime.fromisoformat(remembered) == decided_at
+    except ValueError:
+        return True  # a credit it cannot read: not counted as a decision of its own
+
+
+def reviewer_calibrations(
+    workspace: Any, *, exclude_round: int | None = None
+) -> dict[str, Calibration]:
+    """Reviewer → the calibration of its confidence over its RECENT_DECISIONS most recent
+    decisions in the workspace, leaving out `exclude_round`'s own findings: what the verdict,
+    the finding cards and the report read (`reviewer_precision`, two queries)."""
+    return {
+        r.reviewer: r.calibration
+        for r in reviewer_precision(workspace, last=RECENT_DECISIONS, exclude_round=exclude_round)
+    }
 
 
 def thread_rows(

@@ -28,6 +28,7 @@ from reviews.domain.errors import ApplicationError
 from reviews.domain.finding_groups import PageRequestError, parse_page_request
 from reviews.domain.outcomes import is_process_block
 from reviews.domain.report import tokens_line
+from reviews.domain.reviewer_precision import calibrated
 from reviews.domain.round_states import RoundState, can_cancel, can_rerun, state_label
 from reviews.domain.space_status import (
     LADDER,
@@ -56,6 +57,7 @@ from reviews.selectors import (
     review_page,
     review_page_bounded,
     review_spend,
+    reviewer_calibrations,
     reviewer_notes,
     round_newest,
     space_get_for_user,
@@ -282,6 +284,8 @@ def review_context(
         .first(),
         "ladder": [(s.value, s.label) for s in stepper(SpaceStatus(space.status))],
         "node_actions": actions,
+        # The cards' confidence as the verdict read it, beside the stated one.
+        "calibrated": _calibrated(space, page),
         "finding_groups": page.groups,
         "finding_count": page.finding_count,
         "findings_above": sum(g.total for g in page.groups if not g.below),
@@ -307,6 +311,15 @@ def review_context(
         ),
         **PAGE_VOCABULARY,
     }
+
+
+def _calibrated(space: ReviewSpace, page) -> dict:
+    """Node id → its confidence calibrated by its reviewer's decisions on other rounds, for the
+    findings whose reviewer has enough of them (docs/domain-rules.md#calibrated-confidence)."""
+    if page.round is None or not page.views:
+        return {}
+    calibrations = reviewer_calibrations(space.workspace_id, exclude_round=page.round.pk)
+    return {int(k): v for k, v in calibrated(page.views.values(), calibrations).items()}
 
 
 def _threads_context(membership: Membership, threads: dict[str, list[ThreadMessage]]) -> dict:

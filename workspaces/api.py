@@ -9,7 +9,8 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 from pydantic import Strict
 
-from config.api_types import Id, Input, ReviewerKey, Slug, Text, body_int, responses
+from config.api_types import Id, Input, Limit, ReviewerKey, Slug, Text, body_int, responses
+from reviews.domain.reviewer_precision import Precision
 from reviews.domain.types import Tier
 from workspaces import services
 from workspaces.models import FewShotProposal, Invitation, Membership, Repository, ReviewerConfig
@@ -221,6 +222,50 @@ class RepositoryPatch(Input):
     hold_fails_check: bool | None = None
 
 
+class RulePrecisionOut(Schema):
+    # An analyzer's rule id (bandit B608, ruff F401), a model reviewer's defect category.
+    rule: str
+    kept: int
+    dismissed: int
+    decisions: int
+    precision: float | None
+    # The 95% Wilson score interval of the precision.
+    low: float
+    high: float
+
+
+class ReviewerPrecisionOut(Schema):
+    reviewer: str  # its stream's name: implementation, bandit, a custom reviewer's key
+    kept: int
+    dismissed: int
+    decisions: int
+    precision: float | None
+    low: float
+    high: float
+    # How the decisions came: resolved, confirmed, upheld, fixed (kept) and dismissed (wrong).
+    outcomes: dict[str, int]
+    rules: list[RulePrecisionOut]
+    # Whether the reviewer's stated confidence is calibrated from these decisions (enough).
+    calibrated: bool
+
+
+class PrecisionOut(Schema):
+    repository: int | None  # null: the whole workspace
+    last: int | None  # each reviewer's most recent decisions counted; null: all
+    reviewers: list[ReviewerPrecisionOut]
+
+
+def _precision_out(figures: Precision) -> dict:
+    return {
+        "kept": figures.kept,
+        "dismissed": figures.dismissed,
+        "decisions": figures.decisions,
+        "precision": figures.value,
+        "low": figures.low,
+        "high": figures.high,
+    }
+
+
 def _member(request, slug: str) -> Membership:
     return membership_get(user=request.user, slug=slug)
 
@@ -337,6 +382,38 @@ def reviewer_list(request, slug: Slug):
 def reviewer_get(request, slug: Slug, key: ReviewerKey):
     m = _member(request, slug)
     return _reviewer_out(get_object_or_404(ReviewerConfig, workspace=m.workspace, key=key))
+
+
+@router.get("/{slug}/reviewer-precision", response=responses({200: PrecisionOut}, 404, 422))
+def reviewer_precision_get(
+    request, slug: Slug, repository: Id | None = None, last: Limit | None = None
+):
+    """Each reviewer's precision from people's decisions on its findings, per rule under it
+    (docs/domain-rules.md#reviewer-precision): the settings page's figures."""
+    from reviews.selectors import reviewer_precision
+
+    m = _member(request, slug)
+    require(m, Perm.VIEW, attempted="read reviewer precision", request=request)
+    repo = (
+        get_object_or_404(Repository, workspace=m.workspace, pk=repository)
+        if repository is not None
+        else None
+    )
+    figures = reviewer_precision(m.workspace, repository=repo, last=last)
+    return {
+        "repository": repo.pk if repo is not None else None,
+        "last": last,
+        "reviewers": [
+            {
+                "reviewer": r.reviewer,
+                **_precision_out(r.precision),
+                "outcomes": {o.value: n for o, n in r.outcomes.items()},
+                "rules": [{"rule": x.rule, **_precision_out(x.precision)} for x in r.rules],
+                "calibrated": r.calibration.active,
+            }
+            for r in figures
+        ],
+    }
 
 
 @router.post("/{slug}/reviewers", response=responses({201: ReviewerOut}, 400, 403, 404, 413, 422))

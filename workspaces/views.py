@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -440,7 +440,33 @@ def reviewer_runs_in(config: ReviewerConfig) -> str:
 def reviewers(request: HttpRequest, membership: Membership) -> HttpResponse:
     rows = [(c, reviewer_runs_in(c)) for c in membership.workspace.reviewers.all()]
     context = _ctx(membership, rows=rows, can_edit=allows(membership, Perm.MANAGE_REVIEWERS))
+    context.update(_precision_context(request, membership))
     return render(request, "workspaces/settings_reviewers.html", context)
+
+
+def _precision_context(request: HttpRequest, membership: Membership) -> dict:
+    """Each reviewer's precision from people's decisions, per rule under it, over the
+    workspace or the repository picked (`?repository=<id>`), as
+    docs/domain-rules.md#reviewer-precision says."""
+    from reviews.domain.reviewer_precision import MIN_CALIBRATION_DECISIONS, RECENT_DECISIONS
+    from reviews.selectors import reviewer_precision
+
+    repositories = list(membership.workspace.repositories.all())
+    raw = request.GET.get("repository", "")
+    repository = None
+    if raw:
+        if not raw.isdigit() or len(raw) > 9:
+            raise RuleError(f"“{raw[:40]}” is not a repository: pick one from the list.")
+        repository = next((r for r in repositories if r.pk == int(raw)), None)
+        if repository is None:
+            raise Http404("No such repository in this workspace.")
+    return {
+        "precision": reviewer_precision(membership.workspace, repository=repository),
+        "precision_repository": repository,
+        "repositories": repositories,
+        "recent_decisions": RECENT_DECISIONS,
+        "min_calibration_decisions": MIN_CALIBRATION_DECISIONS,
+    }
 
 
 @member_view

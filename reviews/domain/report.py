@@ -1,7 +1,9 @@
 """The consolidated review report, in its fixed markdown format.
 
 Sections, always present and always in this order: title with the review state, Reviewers
-(each with its verdict; failed ones say which angle was not covered; what each said it covered,
+(each with its verdict and its precision over its last RECENT_DECISIONS decisions by people,
+reviews/domain/reviewer_precision.py;
+failed ones say which angle was not covered; what each said it covered,
 with "reviewed, no issue" flags; a reviewer held for the original request says "waiting for the
 original request", never APPROVED), Requirements (the requirements reviewer's table Requirement /
 Covered? / Evidence, its findings by category, an off-target judgement), Walkthrough (the lead's
@@ -30,6 +32,7 @@ from .arbitration import ArbitrationDecision
 from .briefs import fence, one_line
 from .disagreements import Disagreement
 from .panel import FAST_MODE_SKIP
+from .reviewer_precision import RECENT_DECISIONS, Calibrated, Precision
 from .spend import Spend, Totals, money
 from .types import REVIEW_STATE_FOR_VERDICT, Category, NodeView, ReviewerSpec, ReviewState
 from .verdict import Verdict, counted_nodes
@@ -49,6 +52,8 @@ class ReviewerLine:
     waiting: bool = False  # a process block: held until a person supplies the request
     covered: Sequence[tuple[str, bool]] = ()  # (area, reviewed with no issue) from its closing
     prose_only: bool = False  # closed in prose only: it covered nothing it can be held to
+    # Its precision over its last RECENT_DECISIONS decisions by people (None: none yet).
+    precision: Precision | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +187,8 @@ class ReportInput:
     budget: BudgetSummary | None = None  # None: a round planned before budgets were
     threads: Mapping[str, Sequence[ReportMessage]] = field(default_factory=dict)  # by subject
     discussion: bool = False  # every message quoted, rather than a count per thread
+    # node id → its confidence calibrated by its reviewer's decisions (only those calibrated)
+    calibrated: Mapping[str, Calibrated] = field(default_factory=dict)
 
 
 def review_state(verdict: Verdict) -> ReviewState:
@@ -200,7 +207,7 @@ def render_report(report: ReportInput) -> str:
         _reviewers(report.reviewers, report.disabled, report.unread),
         _requirements(report.requirements),
         _walkthrough(report.walkthrough, report.walkthrough_text),
-        _issues(issues, report.delta_labels, talk),
+        _issues(issues, report.delta_labels, talk, report.calibrated),
         *([_decisions(report.decisions)] if report.decisions else []),
         _disagreements(report.arbitrations, talk),
         _section("Positive notes", [f"- {one_line(note, 300)}" for note in report.positive_notes]),
@@ -242,7 +249,10 @@ def _section(title: str, lines: list[str]) -> str:
 def _reviewers(
     lines: Sequence[ReviewerLine], disabled: Sequence[str] = (), unread: Sequence[str] = ()
 ) -> str:
-    rows = ["| Reviewer | Verdict |", "|---|---|"]
+    rows = [
+        f"| Reviewer | Verdict | Precision (last {RECENT_DECISIONS} decisions) |",
+        "|---|---|---|",
+    ]
     failures = [
         f"- Not run: the {name} reviewer (disabled by the workspace's settings)."
         for name in disabled
@@ -256,7 +266,8 @@ def _reviewers(
         )
     for line in lines:
         name = line.reviewer.label + (f" ({line.agent})" if line.agent else "")
-        rows.append(f"| {name} | {_reviewer_state(line)} |")
+        precision = (line.precision or Precision()).words()
+        rows.append(f"| {name} | {_reviewer_state(line)} | {precision} |")
         if line.waiting:
             continue
         if line.state is None:
@@ -384,16 +395,25 @@ def _escaped(text: str) -> str:
 
 
 def _issues(
-    issues: list[NodeView], labels: Mapping[str, str] | None = None, talk: _Talk | None = None
+    issues: list[NodeView],
+    labels: Mapping[str, str] | None = None,
+    talk: _Talk | None = None,
+    calibrated: Mapping[str, Calibrated] | None = None,
 ) -> str:
     labels = labels or {}
+    calibrated = calibrated or {}
     talk = talk or _Talk()
     blocks = []
     for title, ranks in GROUPS:
         group = [n for n in issues if n.priority.rank in ranks]
         body = (
             "\n".join(
-                "\n".join([_issue(n, labels.get(n.id, "")), *talk.lines(f"node:{n.id}")])
+                "\n".join(
+                    [
+                        _issue(n, labels.get(n.id, ""), calibrated.get(n.id)),
+                        *talk.lines(f"node:{n.id}"),
+                    ]
+                )
                 for n in group
             )
             if group
@@ -403,10 +423,13 @@ def _issues(
     return "## Issues\n\n" + "\n\n".join(blocks)
 
 
-def _issue(node: NodeView, delta_label: str = "") -> str:
+def _issue(node: NodeView, delta_label: str = "", calibrated: Calibrated | None = None) -> str:
+    confidence = (
+        f"confidence {calibrated.words()}" if calibrated else f"confidence {node.confidence:.2f}"
+    )
     head = (
         f"- **{one_line(node.title, 200)}** — `{node.location}` "
-        f"({node.priority}, {node.category}, confidence {node.confidence:.2f}"
+        f"({node.priority}, {node.category}, {confidence}"
         + (f", {delta_label}" if delta_label else "")
         + f") — found by {', '.join(node.reviewers)}"
     )

@@ -351,6 +351,9 @@ class NodeView:
     # (reviews/domain/precision.py). None for every other reviewer.
     analyzer_rule: str | None = None
     high_precision: bool = False
+    # The reviewer's own confidence when `confidence` is calibrated by its measured precision
+    # (reviews/domain/reviewer_precision.py, for the verdict only). None: as stated.
+    stated_confidence: float | None = None
 
     @property
     def anchored(self) -> bool:

@@ -11,6 +11,10 @@ gated axes may only make it stricter. An offline analyzer's P0 blocks only when 
 is on the high-precision list or a model reviewer, a verifier lens or a person backs it
 (`precision.unconfirmed_pattern`); until then it holds, and the rule says so.
 
+A node's confidence is what the caller gives: `round_finalise` maps each through its
+reviewer's measured precision first (reviews/domain/reviewer_precision.py), keeping the stated
+one beside it, and the rule of a P0 names both.
+
 Confidence: over the contributing nodes (those matching the deciding rule),
 `mean x (1 - population standard deviation)`. Confidences lie in [0, 1] so the standard
 deviation is at most 0.5: agreement keeps the mean, divergence lowers it. Ship with no
@@ -144,7 +148,10 @@ def _decided(level: VerdictLevel, nodes: list[NodeView]) -> Verdict:
             qualifier = ""
         else:
             qualifier = f" (below {BLOCK_CONFIDENCE})"
-        rule = f"P0 at {top.confidence:.2f}{qualifier}: {_title(top)} ({top.location})"
+        stated = top.stated_confidence
+        # A confidence calibrated by the reviewer's measured precision says what it was.
+        calibrated = f", calibrated from a stated {stated:.2f}" if stated is not None else ""
+        rule = f"P0 at {top.confidence:.2f}{calibrated}{qualifier}: {_title(top)} ({top.location})"
     else:
         rule = f"{top.priority}: {_title(top)} ({top.location})"
     if unconfirmed:

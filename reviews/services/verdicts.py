@@ -11,6 +11,7 @@ from guardrails.audit import SYSTEM, Target, audit_record
 from guardrails.audit import Actor as AuditActor
 from reviews.domain import types as t
 from reviews.domain.closings import off_target_reason
+from reviews.domain.reviewer_precision import with_calibrated
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import finalise
 from reviews.events import emit, emit_list_row
@@ -22,7 +23,7 @@ from reviews.models import (
     Verdict,
     VerdictChange,
 )
-from reviews.selectors import node_view
+from reviews.selectors import node_view, reviewer_calibrations
 from reviews.services.check_runs import check_run_enqueue
 from reviews.services.flags import space_flag_check
 
@@ -108,12 +109,13 @@ def round_finalise(
     """Decide Ship/Hold/Block from the nodes of EVERY stream of the round, then the axes.
 
     The one place a verdict is decided, at the end of the pipeline and after every decision
-    (`verdict_follow`). A change of an existing verdict is recorded (VerdictChange and an audit
-    event: old → new, `reason`, `actor`; None is the system) and pushed live. `locked`: the
-    caller's transaction already holds the round's row (it just wrote it: the finaliser);
-    `streams`: the round's reviewer streams, when the caller has read them; `axes`: its axes,
-    when the caller has just written them; `first`: the round has no verdict yet (it has just
-    finished, in the caller's transaction), so none is read."""
+    (`verdict_follow`). Each finding's confidence goes through its reviewer's calibration
+    first (docs/domain-rules.md#calibrated-confidence). A change of an existing verdict is
+    recorded (VerdictChange and an audit event: old → new, `reason`, `actor`; None is the
+    system) and pushed live. `locked`: the caller's transaction already holds the round's row
+    (it just wrote it: the finaliser); `streams`: the round's reviewer streams, when the caller
+    has read them; `axes`: its axes, when the caller has just written them; `first`: the round
+    has no verdict yet (it has just finished, in the caller's transaction), so none is read."""
     # No savepoint inside a caller's transaction (the finaliser's, a decision's): a failure
     # here fails it whole anyway.
     with transaction.atomic(savepoint=False):
@@ -125,7 +127,13 @@ def round_finalise(
             .select_related("stream")
             .prefetch_related("confirmations")
         )
-        views = [node_view(n, list(n.confirmations.all())) for n in nodes]
+        # Each finding's confidence as its reviewer's decisions on other rounds measured it
+        # (the identity below MIN_CALIBRATION_DECISIONS); the node keeps what it stated. The
+        # one place the verdict reads calibrated confidence.
+        views = with_calibrated(
+            [node_view(n, list(n.confirmations.all())) for n in nodes],
+            reviewer_calibrations(review_round.space.workspace_id, exclude_round=review_round.pk),
+        )
         if axes is None:
             axes = {
                 t.AxisName(a.axis): t.AxisResult(a.result)

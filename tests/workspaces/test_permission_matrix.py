@@ -78,7 +78,9 @@ def test_it_applies_the_same_rules_to_the_api(
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize("path", ["rules", "reviewers", "members", "repositories"])
+@pytest.mark.parametrize(
+    "path", ["rules", "reviewers", "reviewer-precision", "members", "repositories"]
+)
 def test_it_lets_every_member_read_through_the_api(as_role, workspace, role, path):
     response = as_role(role).get(f"/api/v1/workspaces/{workspace.slug}/{path}")
     assert response.status_code == 200
@@ -98,6 +100,7 @@ def test_it_lets_every_member_read_through_the_api(as_role, workspace, role, pat
         "/api/v1/workspaces/{slug}/rules",
         "/api/v1/workspaces/{slug}/reviewers",
         "/api/v1/workspaces/{slug}/reviewers/quality",
+        "/api/v1/workspaces/{slug}/reviewer-precision",
         "/api/v1/workspaces/{slug}/members",
         "/api/v1/workspaces/{slug}/repositories",
     ],
