@@ -1028,6 +1028,12 @@ def reviewer_precision(
     return reviewer_figures(decided, last=last)
 
 
+def precision_drops(workspace: Any) -> dict[str, tuple[Any, Any]]:
+    """The reviewers of a workspace whose precision dropped lately (reviewer name → the
+    latest and the earlier figures): their calibration is stale whatever model they run on."""
+    return {r.reviewer: r.drop for r in reviewer_precision(workspace) if r.drop}
+
+
 def _credited(decided_at: datetime | None, remembered: str | None) -> bool:
     """The finding's decision is the one dismissal memory credited it with (`tags.memory`
     names its time), not a person's decision on this finding."""

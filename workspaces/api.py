@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -270,12 +271,16 @@ def _member(request, slug: str) -> Membership:
     return membership_get(user=request.user, slug=slug)
 
 
-def _reviewer_out(cfg: ReviewerConfig) -> dict:
+def _reviewer_out(cfg: ReviewerConfig, drops: Collection[str] | None = None) -> dict:
+    """`drops`: the workspace's reviewers whose precision dropped lately (read when None)."""
+    from reviews.selectors import precision_drops
+
     computed = ("calibration_stale", "api_key_set")
     out = {f: getattr(cfg, f) for f in ReviewerOut.model_fields if f not in computed}
+    dropped = precision_drops(cfg.workspace) if drops is None else drops
     return {
         **out,
-        "calibration_stale": cfg.calibration_stale,
+        "calibration_stale": cfg.calibration_stale or cfg.key in dropped,
         "api_key_set": bool(cfg.api_key_sealed),
     }
 
@@ -375,7 +380,11 @@ def github_put(request, slug: Slug, body: GitHubIn):
 
 @router.get("/{slug}/reviewers", response=responses({200: list[ReviewerOut]}, 404, 422))
 def reviewer_list(request, slug: Slug):
-    return [_reviewer_out(c) for c in _member(request, slug).workspace.reviewers.all()]
+    from reviews.selectors import precision_drops
+
+    workspace = _member(request, slug).workspace
+    drops = precision_drops(workspace)  # read once for the list
+    return [_reviewer_out(c, drops) for c in workspace.reviewers.all()]
 
 
 @router.get("/{slug}/reviewers/{key}", response=responses({200: ReviewerOut}, 404, 422))

@@ -460,8 +460,11 @@ def _precision_context(request: HttpRequest, membership: Membership) -> dict:
         repository = next((r for r in repositories if r.pk == int(raw)), None)
         if repository is None:
             raise Http404("No such repository in this workspace.")
+    precision = reviewer_precision(membership.workspace, repository=repository)
     return {
-        "precision": reviewer_precision(membership.workspace, repository=repository),
+        "precision": precision,
+        # Calibration is stale too where a reviewer's precision dropped lately.
+        "precision_drops": {r.reviewer: r.drop for r in precision if r.drop},
         "precision_repository": repository,
         "repositories": repositories,
         "recent_decisions": RECENT_DECISIONS,
@@ -555,8 +558,16 @@ def _reviewer_page(
         shots=shots,
         can_edit=can_edit,
         proposals=_with_sources(proposals),
+        precision_drop=_precision_drop(membership, config),
     )
     return render(request, "workspaces/settings_reviewer.html", context, status=status)
+
+
+def _precision_drop(membership: Membership, config: ReviewerConfig | None) -> Any:
+    """(latest, earlier) precision when this reviewer's dropped lately, else None."""
+    from reviews.selectors import precision_drops
+
+    return precision_drops(membership.workspace).get(config.key) if config else None
 
 
 def proposal_form(proposal: FewShotProposal, data: Any = None) -> FewShotProposalForm:

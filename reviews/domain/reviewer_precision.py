@@ -52,6 +52,10 @@ CALIBRATION_BINS = 10
 #: How many decisions the stated confidence is worth when blended with the measured one: at 10
 #: decisions the calibrated value is halfway between, at 90 nine tenths measured.
 CALIBRATION_PRIOR = 10
+#: A drop in precision compares a reviewer's latest DROP_WINDOW decisions with those before
+#: them; each side needs MIN_DROP_DECISIONS for the comparison to say anything.
+DROP_WINDOW = 20
+MIN_DROP_DECISIONS = 10
 
 
 class Outcome(StrEnum):
@@ -334,12 +338,27 @@ class ReviewerPrecision:
     rules: tuple[RulePrecision, ...] = ()
     outcomes: Mapping[Outcome, int] = field(default_factory=dict)
     calibration: Calibration = field(default_factory=lambda: Calibration())
+    #: (latest, before) when its precision dropped (`precision_drop`): calibration is stale.
+    drop: tuple[Precision, Precision] | None = None
 
 
 def recent(items: Iterable[Decision], last: int | None) -> list[Decision]:
     """The `last` most recent decisions (all of them for None), newest first."""
     ordered = sorted(items, key=lambda d: (d.at, d.finding), reverse=True)
     return ordered if last is None else ordered[: max(last, 0)]
+
+
+def precision_drop(
+    items: Iterable[Decision], window: int = DROP_WINDOW
+) -> tuple[Precision, Precision] | None:
+    """(latest, before) when a reviewer's latest `window` decisions are measurably worse than
+    the ones before them: both sides hold MIN_DROP_DECISIONS and the latest 95% interval lies
+    wholly below the earlier one. None otherwise (too few decisions is no drop)."""
+    ordered = recent(items, None)
+    latest, before = precision_of(ordered[:window]), precision_of(ordered[window:])
+    if min(latest.decisions, before.decisions) < MIN_DROP_DECISIONS:
+        return None
+    return (latest, before) if latest.high < before.low else None
 
 
 def reviewer_figures(
@@ -368,6 +387,7 @@ def reviewer_figures(
                 rules=tuple(rules),
                 outcomes={o: counts[o] for o in Outcome if counts[o]},
                 calibration=calibration((d.confidence, d.kept) for d in mine),
+                drop=precision_drop(by_reviewer[reviewer]),
             )
         )
     return out

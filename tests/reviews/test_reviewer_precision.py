@@ -329,3 +329,43 @@ def test_a_dismissal_credited_from_an_earlier_decision_is_not_counted_again():
     assert not _credited(datetime(2026, 3, 2, tzinfo=UTC), stored)
     assert not _credited(decided, None) and not _credited(None, stored)
     assert _credited(decided, "not a time")  # unreadable: not counted as its own decision
+
+
+def test_a_precision_drop_marks_the_reviewers_calibration_stale(
+    review_factory, stream_factory, workspace, alice, member_factory, client_for
+):
+    """People kept the implementation reviewer's first 30 findings and dismissed its latest
+    20: its calibration is stale in Settings → Reviewers, on its page and in the API, though
+    its model never changed; a reviewer with too few decisions is not."""
+    bob = member_factory(workspace, "reviewer", "bob@example.com")
+    history = review_factory(workspace)
+    stream = stream_factory(history, "implementation")
+    nodes = [
+        node_record(
+            stream=stream,
+            payload=node_payload(
+                title=f"Finding {i}",
+                anchor={"path": f"app/m{i}.py", "start_line": 1, "end_line": 1},
+            ),
+        ).node
+        for i in range(50)
+    ]
+    client = client_for(alice)
+    listed = client.get(f"/api/v1/workspaces/{workspace.slug}/reviewers").json()
+    assert not next(r for r in listed if r["key"] == "implementation")["calibration_stale"]
+    for node in nodes[:30]:
+        node_resolve(node=node, user=bob)
+    for node in nodes[30:]:
+        node_dismiss(node=node, user=bob, reason="not a defect here")
+
+    page = client.get(f"/w/{workspace.slug}/settings/reviewers/").content.decode()
+    assert "⚠ calibration stale: precision dropped" in page
+    assert page.count("⚠ calibration stale") == 1  # only that reviewer
+    mine = client.get(f"/w/{workspace.slug}/settings/reviewers/implementation/").content.decode()
+    assert "people kept 0 of this reviewer's last 20 findings (0.00)" in mine
+    assert "against 30 of 30 before (1.00)" in mine
+    listed = client.get(f"/api/v1/workspaces/{workspace.slug}/reviewers").json()
+    stale = {r["key"] for r in listed if r["calibration_stale"]}
+    assert stale == {"implementation"}
+    one = client.get(f"/api/v1/workspaces/{workspace.slug}/reviewers/implementation").json()
+    assert one["calibration_stale"] is True

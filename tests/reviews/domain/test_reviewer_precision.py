@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from reviews.domain.reviewer_precision import (
     CALIBRATION_PRIOR,
+    DROP_WINDOW,
     MIN_CALIBRATION_DECISIONS,
+    MIN_DROP_DECISIONS,
     Calibration,
     Decision,
     FindingFacts,
@@ -23,6 +25,7 @@ from reviews.domain.reviewer_precision import (
     is_fixed,
     outcome,
     pooled,
+    precision_drop,
     recent,
     reviewer_figures,
     successors,
@@ -382,3 +385,31 @@ def test_the_reports_reviewers_table_and_issue_lines_show_precision_and_calibrat
     assert "| security | FAILED | no decisions yet |" in report
     assert "confidence stated 0.90, calibrated 0.55 from 12 decisions)" in report
     assert "(P0, other, confidence 0.80)" in report  # not calibrated: as stated
+
+
+# -- a drop in precision (calibration stale) ------------------------------------------------
+
+
+def test_a_reviewer_right_for_long_then_wrong_lately_has_dropped():
+    # Oldest first: 30 kept, then the latest 20 all dismissed.
+    items = [dec("impl", "r", True, m) for m in range(30)]
+    items += [dec("impl", "r", False, m) for m in range(30, 50)]
+    latest, before = precision_drop(items)
+    assert (latest.kept, latest.dismissed, before.kept, before.dismissed) == (0, 20, 30, 0)
+    assert reviewer_figures(items)[0].drop == (latest, before)
+
+
+@given(st.lists(st.booleans(), max_size=80))
+def test_a_drop_is_measured_never_guessed(kept):
+    items = [dec("impl", "r", k, m) for m, k in enumerate(kept)]
+    drop = precision_drop(items)
+    if len(kept) < DROP_WINDOW + MIN_DROP_DECISIONS:
+        assert drop is None  # too few decisions on one side say nothing
+    if drop is not None:
+        latest, before = drop
+        assert latest.decisions == DROP_WINDOW
+        assert latest.decisions + before.decisions == len(kept)
+        assert latest.value < before.value and latest.high < before.low
+    # A reviewer never wrong lately has not dropped, whatever came before.
+    if all(kept[-DROP_WINDOW:]):
+        assert drop is None
