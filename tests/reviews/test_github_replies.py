@@ -16,6 +16,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from config import background
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent, Execution
 from guardrails.rules import CheckpointOutcome
 from guardrails.services import approval_decide, approval_execute
@@ -335,6 +336,7 @@ def test_a_question_gets_one_answer_on_github_after_approval(
     approval_decide(request=request, approver=vera, decision="approve")
     for _ in range(3):  # the worker, a redelivered task, the sweeper
         approval_execute(request_id=request.pk)
+    assert background.drain(60)  # embedded: the approval's own execution, in a server thread
     request.refresh_from_db()
     assert request.status == "executed", request.error
     assert Execution.objects.filter(request=request).count() == 1
