@@ -1010,6 +1010,8 @@ def reviewer_precision(
             upheld_at,
         ) in rows
     ]
+    if all(f.round == exclude_round for f in findings):
+        return []  # nothing decided elsewhere: no round to read (a workspace's first review)
     finished = [
         RoundFacts(
             id=pk,
