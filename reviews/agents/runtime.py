@@ -24,7 +24,8 @@ Rules it enforces:
   findings the tools recorded kept. Tools called alongside the answer still run ("exhaustive").
 - Prompt caching: a run's `shared_prompt` (what every run of a stage sends alike) goes before
   its own `user_prompt`. OpenAI caches a repeated prefix by itself; on Anthropic the tools, the
-  system prompt and the shared prompt carry cache marks, the run's own part none.
+  system prompt and the shared prompt carry cache marks, and so does the last block of each
+  request (a run's later turns read their history from the cache).
 - Errors are raised as `ModelRunError` with `retryable` set: timeouts, connection errors, 429
   and 5xx can succeed on a retry; 401/403, an unknown model, a rejected request, an exhausted
   budget or a misbehaving model cannot. SDK-level retries are off (`max_retries=0`): the
@@ -146,12 +147,15 @@ class ModelConfig:
 
             # Anthropic caches a prefix only up to a marked block: mark the tools and the system
             # prompt (the same for every run of a stage); the run's shared user content carries
-            # its own mark (`CachePoint`, see `ModelRuntime.run`). OpenAI caches unasked.
+            # its own mark (`CachePoint`, see `ModelRuntime.run`); and the last block of each
+            # request, so a run's next turn reads its history from the cache and pays only for
+            # what it adds (four marks: Anthropic's limit). OpenAI caches unasked.
             settings = AnthropicModelSettings(
                 timeout=self.timeout,
                 max_retries=0,
                 anthropic_cache_tool_definitions=True,
                 anthropic_cache_instructions=True,
+                anthropic_cache_messages=True,
             )
         if self.max_output_tokens is not None:
             settings["max_tokens"] = self.max_output_tokens

@@ -280,6 +280,38 @@ def good_findings(
     return Script(name, tuple(turns))
 
 
+def working_reviewer(
+    findings: Sequence[Mapping[str, Any]],
+    *,
+    reads: Sequence[str],
+    name: str,
+    parallel: bool = True,
+    **fields: Any,
+) -> Script:
+    """A reviewer that works the way models do on a real change: it reads one or two files
+    first, then records its findings over two turns and closes. With `parallel`, it makes
+    several tool calls in one reply (reads together; the first finding, then the rest with its
+    closing in the same reply); without, one call per reply, the closing a turn of its own.
+    `fields` go into the closing beside its summary and `covered`."""
+    payloads = [dict(p) for p in findings]
+    summary = f"Examined {', '.join(reads)}; recorded {len(payloads)} finding(s)."
+    closing_fields = {
+        "covered": [{"area": path, "reviewed_no_issue": not payloads} for path in reads],
+        **fields,
+    }
+    if not parallel:
+        one_each: list[Turn] = [calls(("read", {"path": path})) for path in reads]
+        one_each += [calls(("add_review_node", p)) for p in payloads]
+        one_each.append(closing(summary, **closing_fields))
+        return Script(name, tuple(one_each))
+    turns: list[Turn] = [calls(*(("read", {"path": path}) for path in reads))]
+    if len(payloads) > 1:
+        turns.append(calls(("add_review_node", payloads[0])))
+        payloads = payloads[1:]
+    turns.append(findings_then_closing(payloads, summary, **closing_fields))
+    return Script(name, tuple(turns))
+
+
 def one_finding_per_turn(
     findings: Sequence[Mapping[str, Any]], *, path: str = "app.py", name: str = "one-by-one"
 ) -> Script:
@@ -562,8 +594,9 @@ class FakeModelServer:
         self.tokens_received = 0
         self.tokens_cached = 0
         self.tokens_answered = 0
+        self.tokens_cache_written = 0  # Anthropic: prompt tokens written to the cache
         self._prefixes: set[tuple[str, int]] = set()  # (model, digest) of 128-token prefixes
-        self._anthropic_cache: set[tuple[str, int]] = set()
+        self._anthropic_cache: set[tuple[str, str]] = set()  # (model, digest of a prefix)
         self._routes: list[_Route] = []
         self._lock = threading.RLock()
         self._ids = itertools.count(1)
@@ -654,11 +687,18 @@ class FakeModelServer:
         with self._lock:
             self.requests.append(request)
 
-    def _bill(self, prompt: int, cached: int, completion: int) -> None:
+    def forget_cache(self) -> None:
+        """Empty the prompt caches, as a provider's do after a few idle minutes."""
+        with self._lock:
+            self._prefixes.clear()
+            self._anthropic_cache.clear()
+
+    def _bill(self, prompt: int, cached: int, completion: int, written: int = 0) -> None:
         with self._lock:
             self.tokens_received += prompt
             self.tokens_cached += cached
             self.tokens_answered += completion
+            self.tokens_cache_written += written
 
     def _cached_prefix(self, model: str, tokens: Sequence[int]) -> int:
         """OpenAI's automatic prefix caching: a prompt of 1024 tokens or more whose start
@@ -674,17 +714,30 @@ class FakeModelServer:
             self._prefixes.update((model, digest) for _, digest in digests)
         return hit if len(tokens) >= CACHE_MINIMUM and hit >= CACHE_MINIMUM else 0
 
-    def _anthropic_cached(self, model: str, prefix: Sequence[int]) -> tuple[int, int]:
-        """(read, written): the prompt up to the last `cache_control` block is read from the
-        cache when an earlier request wrote the same prefix, else written to it."""
-        if len(prefix) < CACHE_MINIMUM:
+    def _anthropic_cached(self, model: str, prompt: AnthropicPrompt) -> tuple[int, int]:
+        """(read, written), as Anthropic's prompt cache: each block marked `cache_control` is a
+        breakpoint. The longest earlier-written prefix ending on a block boundary at or up to 20
+        blocks before a breakpoint is read; every breakpoint's prefix (1,024 tokens or more) is
+        written, and what lies between the read and the last breakpoint is billed as written."""
+        tokens, ends, marks = prompt
+        if not marks:
             return 0, 0
-        key = (model, hash(tuple(prefix)))
+        digest = _boundary_digests(tokens, ends)
+        candidates = {b for mark in marks for b in range(max(0, mark - LOOKBACK_BLOCKS), mark + 1)}
         with self._lock:
-            if key in self._anthropic_cache:
-                return len(prefix), 0
-            self._anthropic_cache.add(key)
-        return 0, len(prefix)
+            read = max(
+                (
+                    ends[b]
+                    for b in candidates
+                    if ends[b] >= CACHE_MINIMUM and (model, digest[b]) in self._anthropic_cache
+                ),
+                default=0,
+            )
+            self._anthropic_cache.update(
+                (model, digest[b]) for b in marks if ends[b] >= CACHE_MINIMUM
+            )
+        last = ends[marks[-1]]
+        return read, (last - read if last >= CACHE_MINIMUM and last > read else 0)
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:
@@ -862,13 +915,13 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _anthropic_usage(self, model: str, body: dict[str, Any], reply: Reply) -> dict[str, int]:
-        prompt, cacheable = _anthropic_prompt_tokens(body)
-        read, written = self.fake._anthropic_cached(model, prompt[:cacheable])
+        prompt = _anthropic_prompt_tokens(body)
+        read, written = self.fake._anthropic_cached(model, prompt)
         output = _reply_tokens(reply)
-        self.fake._bill(len(prompt), read, output)
+        self.fake._bill(len(prompt[0]), read, output, written)
         return {
             # Anthropic's input_tokens leaves out what was read from or written to the cache.
-            "input_tokens": len(prompt) - read - written,
+            "input_tokens": len(prompt[0]) - read - written,
             "cache_read_input_tokens": read,
             "cache_creation_input_tokens": written,
             "output_tokens": output,
@@ -1229,11 +1282,16 @@ def _openai_prompt_tokens(body: dict[str, Any]) -> list[int]:
     return tokens
 
 
-def _anthropic_prompt_tokens(body: dict[str, Any]) -> tuple[list[int], int]:
-    """The prompt's tokens (tools, system, messages: Anthropic's cache order) and how many of
-    them lead up to and include the last block marked `cache_control` (0: none is)."""
+AnthropicPrompt = tuple[list[int], list[int], list[int]]
+LOOKBACK_BLOCKS = 20  # Anthropic looks for a cache hit this many blocks before a breakpoint
+
+
+def _anthropic_prompt_tokens(body: dict[str, Any]) -> AnthropicPrompt:
+    """The prompt's tokens (tools, system, messages: Anthropic's cache order), where each block
+    ends (a token count), and the blocks marked `cache_control` (indexes into the ends)."""
     tokens: list[int] = []
-    cacheable = 0
+    ends: list[int] = []
+    marks: list[int] = []
     blocks: list[Any] = list(body.get("tools") or [])
     system = body.get("system")
     blocks += system if isinstance(system, list) else ([system] if system else [])
@@ -1244,10 +1302,27 @@ def _anthropic_prompt_tokens(body: dict[str, Any]) -> tuple[list[int], int]:
         else:
             blocks.append(message)
     for block in blocks:
-        tokens += _json_tokens(block)
-        if isinstance(block, dict) and block.get("cache_control"):
-            cacheable = len(tokens)
-    return tokens, cacheable
+        marked = isinstance(block, dict) and bool(block.get("cache_control"))
+        # A mark does not change what is cached: the block is read as if it had none.
+        tokens += _json_tokens(
+            {k: v for k, v in block.items() if k != "cache_control"} if marked else block
+        )
+        ends.append(len(tokens))
+        if marked:
+            marks.append(len(ends) - 1)
+    return tokens, ends, marks
+
+
+def _boundary_digests(tokens: Sequence[int], ends: Sequence[int]) -> list[str]:
+    """A digest of the prompt up to each block's end, each chained from the one before."""
+    running = hashlib.sha256()
+    digests: list[str] = []
+    start = 0
+    for end in ends:
+        running.update(repr(tokens[start:end]).encode())
+        digests.append(running.copy().hexdigest())
+        start = end
+    return digests
 
 
 def _reply_tokens(reply: Reply) -> int:

@@ -292,6 +292,35 @@ def test_anthropic_caches_only_what_is_marked(fake_model: FakeModelServer) -> No
         assert usage["cache_read_input_tokens"] == usage["cache_creation_input_tokens"] == 0
 
 
+def test_anthropic_reads_a_growing_conversation_up_to_twenty_blocks_back(
+    fake_model: FakeModelServer,
+) -> None:
+    """A breakpoint on the last block of each turn: the next turn reads what the previous one
+    wrote and writes only what it adds; a prefix more than 20 blocks before every breakpoint
+    is not found, as on Anthropic."""
+    mark = {"cache_control": {"type": "ephemeral"}}
+
+    def block(text: str, marked: bool = False) -> dict[str, Any]:
+        return {"type": "text", "text": text, **(mark if marked else {})}
+
+    def body(*turns: str) -> dict[str, Any]:
+        messages = [{"role": "user", "content": [block(LONG["content"])]}]
+        for i, said in enumerate(turns):
+            messages.append({"role": "assistant", "content": [block(f"noted {i}")]})
+            messages.append({"role": "user", "content": [block(said)]})
+        messages[-1]["content"][-1].update(mark)
+        return {"model": "m", "max_tokens": 5, "messages": messages}
+
+    first = _anthropic(fake_model, body()).json()["usage"]
+    assert first["cache_read_input_tokens"] == 0 and first["cache_creation_input_tokens"] > 1024
+    second = _anthropic(fake_model, body("and this")).json()["usage"]
+    assert second["cache_read_input_tokens"] == first["cache_creation_input_tokens"]
+    assert 0 < second["cache_creation_input_tokens"] < 100  # two short blocks
+    # Eleven turns later (22 blocks), no boundary within 20 blocks of the mark was written.
+    far = _anthropic(fake_model, body(*(f"more {i}" for i in range(12)))).json()["usage"]
+    assert far["cache_read_input_tokens"] == 0
+
+
 def test_on_a_bad_day_an_answer_has_no_usage() -> None:
     with FakeModelServer(omit_usage=True) as fake:
         answer_ = _openai(fake, _chat(USER)).json()
