@@ -28,6 +28,7 @@ from reviews.domain.errors import ApplicationError
 from reviews.domain.finding_groups import PageRequestError, parse_page_request
 from reviews.domain.outcomes import is_process_block
 from reviews.domain.report import tokens_line
+from reviews.domain.request_excerpt import page_note
 from reviews.domain.reviewer_precision import calibrated
 from reviews.domain.round_states import RoundState, can_cancel, can_rerun, state_label
 from reviews.domain.space_status import (
@@ -269,6 +270,7 @@ def review_context(
         "process_blocked": blocked,
         # The token budgets and what the round skipped for them (the report's Budget lines).
         "budget_lines": budget_page_lines(page.round.stats.budget) if page.round else [],
+        "request_note": page_note(page.round.original_request) if page.round else "",
         "can_start": allows(membership, Perm.START_REVIEW),
         # A local repository has no GitHub to publish to: its report is downloaded instead.
         "can_publish": allows(membership, Perm.REQUEST_PUBLISH)

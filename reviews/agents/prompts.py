@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from reviews.agents.untrusted import untrusted_block
 from reviews.domain.briefs import FOCUS, reviewer_focus
+from reviews.domain.request_excerpt import CHECK_CHARS, SHARED_CHARS, excerpt, model_note
 from reviews.domain.types import Dimension, ReviewerSpec
 
 DIMENSION_FOCUS = {
@@ -122,9 +123,12 @@ def reviewer_role_brief(
     memory_hints: Iterable[str] = (),
     narrowed: bool = False,
     request_given: bool = True,
+    original_request: str = "",
 ) -> str:
     """What is one reviewer's own: who it is, its dimension and question, its workspace
-    settings and hints. It goes last in the request, after everything its peers share."""
+    settings and hints, and for the one checking the requirements the original request read
+    further than the shared brief quotes it. It goes last in the request, after everything its
+    peers share."""
     opening = f"You are the {profile.name} reviewer."
     if profile.title and profile.title.casefold() != profile.name.casefold():
         opening += f" This workspace calls you {profile.title}."
@@ -160,6 +164,14 @@ def reviewer_role_brief(
         parts.append(f"Weigh your judgement by: {weighted}.")
     if profile.security_check is not None:
         parts.append(security_check_part(profile.security_check))
+    checks = profile.dimension == "requirements" or profile.requirements_check
+    if checks and excerpt(original_request, SHARED_CHARS).cut:
+        read = excerpt(original_request, CHECK_CHARS)
+        parts.append(
+            "The original request, further than the brief quotes it:\n"
+            + untrusted_block(read.text, label="original_request", notice=False)
+            + ("\n" + model_note(read, read_by="the rest was not sent") if read.cut else "")
+        )
     for i, shot in enumerate(profile.few_shots, start=1):
         # The excerpt is code from the repository (a proposal drawn from a pull request, once
         # an admin accepted it): data to judge, never instructions.

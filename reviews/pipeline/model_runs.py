@@ -390,6 +390,7 @@ def run_model_reviewer(
                     memory_hints=memory,
                     narrowed=narrowed,
                     request_given=bool(review_round.original_request.strip()),
+                    original_request=review_round.original_request,
                 ),
                 tools=review_tools(stream, root, files, lost, whole_diff=shared.whole_diff),
                 name=stream.name,

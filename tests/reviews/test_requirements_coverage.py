@@ -76,6 +76,35 @@ def test_the_requirements_table_maps_each_requested_feature_on_the_page_and_in_t
     assert "partial implementation" in block
 
 
+def test_a_long_request_is_read_whole_by_the_requirements_check_only(
+    shop, fake_model, client_for, alice, workspace
+):
+    """A pasted specification is not sent with every turn of every reviewer: the shared brief
+    quotes its opening, the requirements reviewer reads it further, and the page says so."""
+    scenario.install(fake_model)
+    spec = "\n".join(
+        f"{i}. The export endpoint must list product {i} with its price and stock."
+        for i in range(1, 400)
+    )
+    review_round = shop(tier="balanced", original_request=scenario.ORIGINAL_REQUEST + "\n" + spec)
+    assert review_round.state == "finished"
+    by_role = {}
+    for request in fake_model.recorded():
+        for name in ("requirements", "implementation", "quality"):
+            if f"You are the {name} reviewer." in request.body:
+                by_role.setdefault(name, []).append(request.body)
+    assert set(by_role) == {"requirements", "implementation", "quality"}
+    late = "product 80 with its price"  # past what the brief quotes, within the check's cap
+    beyond = "product 399 with its price"  # past the check's cap
+    assert all(late in body and beyond not in body for body in by_role["requirements"])
+    assert not any(late in body for body in by_role["implementation"] + by_role["quality"])
+    assert "delete orders" in by_role["quality"][0]  # the request's opening is shared
+
+    page = _page_text(client_for, alice, workspace, review_round)
+    note = page.split('id="process-request">')[1].split("</p>")[0]
+    assert note.startswith("The original request is ") and "the rest was not sent" in note
+
+
 def test_without_the_request_the_check_waits_and_is_never_approved(
     shop, fake_model, client_for, alice, workspace
 ):
