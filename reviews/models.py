@@ -233,6 +233,9 @@ class ReviewerStream(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
+    # Model calls its runs made (every attempt's), against its turn budget (0: not a model run).
+    turns = models.PositiveSmallIntegerField(default=0)
+    turn_budget = models.PositiveSmallIntegerField(default=0)
     coverage_note = models.TextField(blank=True)  # the closing's summary, as text
     # A model reviewer's closing statement: what it covered (reviews/domain/closings.py).
     closing = SchemaJSONField(schema=shapes.StreamClosing, null=True, blank=True, reads="model")

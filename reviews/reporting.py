@@ -166,6 +166,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
                     failure=stream.error,
                     agent=named.get(stream.agent, stream.agent),
                     precision=precision.get(stream.name),
+                    turns=_turns(stream),
                 )
             )
             continue
@@ -184,6 +185,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
                 and stream.state == ReviewerStream.State.DONE
                 and (closing is None or not closing.structured),
                 precision=precision.get(stream.name),
+                turns=_turns(stream),
             )
         )
     if page.verdict is not None:
@@ -340,3 +342,8 @@ def report_threads(messages: Sequence[ThreadMessage]) -> dict[str, list[ReportMe
             )
         )
     return threads
+
+
+def _turns(stream: ReviewerStream) -> tuple[int, int] | None:
+    """A model reviewer's model calls and its turn budget (None: it made none)."""
+    return (stream.turns, stream.turn_budget) if stream.turn_budget else None

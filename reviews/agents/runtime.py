@@ -76,6 +76,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
@@ -331,6 +332,7 @@ class _ReviewModeGuard(AbstractCapability[Any]):
     # response carries no usage, so a provider that reports usage costs no counting.
     sent: bytes = b""
     answer: Answer | None = None  # the shape the run ends with, if any
+    turn_budget: int | None = None  # model calls the run may make (None: the config's limit)
 
     async def prepare_tools(
         self, ctx: Any, tool_defs: list[ToolDefinition]
@@ -390,6 +392,16 @@ class _ReviewModeGuard(AbstractCapability[Any]):
         if any(new is not old for new, old in zip(history, ctx.messages, strict=True)):
             ctx.messages[:] = history
             request_context.messages = [self._rewrite(m) for m in request_context.messages]
+        if self.turn_budget is not None and self.usage["requests"] + 1 == self.turn_budget:
+            # The last turn the budget pays for: said in this request only, at its end (the
+            # history and its cached prefix stay as they were).
+            last = request_context.messages[-1]
+            if isinstance(last, ModelRequest):
+                note = UserPromptPart(last_turn_note(self.turn_budget))
+                request_context.messages = [
+                    *request_context.messages[:-1],
+                    replace(last, parts=[*last.parts, note]),
+                ]
         return request_context
 
     def _count_malformed(self, messages: list[Any]) -> None:
@@ -428,6 +440,13 @@ class _ReviewModeGuard(AbstractCapability[Any]):
                 part, content=refusal_message(part.tool_name), outcome="failed", retry=None
             )
         return part
+
+
+def last_turn_note(budget: int) -> str:
+    return (
+        f"This is your last turn ({budget} is this review's turn budget): record what remains "
+        f"and call {ANSWER_TOOL} in this same reply."
+    )
 
 
 def _shown(tool: ToolDefinition) -> ToolDefinition:
@@ -608,12 +627,14 @@ class ModelRuntime:
         executor: Executor | None = None,
         answer: Answer | None = None,
         shared_prompt: str = "",
+        turn_budget: int | None = None,
     ) -> RunOutcome:
         """One reviewer run. `shared_prompt` is user content every run of the stage shares (the
         change, the diff): it goes first, `user_prompt` (this run's own brief) after it, so
         the runs' requests share one prefix a provider caches. Raises `ModelRunError` (see
         `retryable`) when it cannot finish; with `answer`, a reply that never validated is an
-        abstention, not an error."""
+        abstention, not an error, and so is a run that used its `turn_budget` (model calls;
+        its last request says it is the last) without answering: what it recorded stands."""
         built = self.build_agent(
             api_key=api_key,
             tools=tools,
@@ -632,8 +653,20 @@ class ModelRuntime:
             # The cache mark ends the shared prefix (Anthropic; other providers drop it).
             prompt = [clean_shared, CachePoint(), clean_user]
         answer_error = ""
+        limits = self.config.usage_limits()
+        if turn_budget is not None and answer is not None:
+            built.guard.turn_budget = turn_budget
+            limits = replace(limits, request_limit=min(turn_budget, self.config.request_limit))
         try:
-            result = await built.agent.run(prompt, usage_limits=self.config.usage_limits())
+            result = await built.agent.run(prompt, usage_limits=limits)
+        except UsageLimitExceeded as exc:
+            spent_turns = built.guard.usage["requests"]
+            if built.guard.turn_budget is None or spent_turns < built.guard.turn_budget:
+                error = self._failed(exc)
+                error.usage = _spent(built.guard)
+                raise error from exc
+            result = None
+            answer_error = f"its turn budget ({spent_turns} model calls) ran out before it closed"
         except UnexpectedModelBehavior as exc:
             if answer is None or not str(exc).startswith("Exceeded maximum output retries"):
                 error = self._failed(exc)
@@ -679,6 +712,7 @@ class ModelRuntime:
         executor: Executor | None = None,
         answer: Answer | None = None,
         shared_prompt: str = "",
+        turn_budget: int | None = None,
     ) -> RunOutcome:
         """`run` for synchronous callers (Celery tasks); not for use inside an event loop."""
         return asyncio.run(
@@ -692,6 +726,7 @@ class ModelRuntime:
                 executor=executor,
                 answer=answer,
                 shared_prompt=shared_prompt,
+                turn_budget=turn_budget,
             )
         )
 

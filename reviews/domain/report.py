@@ -54,6 +54,7 @@ class ReviewerLine:
     prose_only: bool = False  # closed in prose only: it covered nothing it can be held to
     # Its precision over its last RECENT_DECISIONS decisions by people (None: none yet).
     precision: Precision | None = None
+    turns: tuple[int, int] | None = None  # (model calls made, its turn budget); None: no model
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,8 +251,8 @@ def _reviewers(
     lines: Sequence[ReviewerLine], disabled: Sequence[str] = (), unread: Sequence[str] = ()
 ) -> str:
     rows = [
-        f"| Reviewer | Verdict | Precision (last {RECENT_DECISIONS} decisions) |",
-        "|---|---|---|",
+        f"| Reviewer | Verdict | Turns | Precision (last {RECENT_DECISIONS} decisions) |",
+        "|---|---|---|---|",
     ]
     failures = [
         f"- Not run: the {name} reviewer (disabled by the workspace's settings)."
@@ -267,7 +268,8 @@ def _reviewers(
     for line in lines:
         name = line.reviewer.label + (f" ({line.agent})" if line.agent else "")
         precision = (line.precision or Precision()).words()
-        rows.append(f"| {name} | {_reviewer_state(line)} | {precision} |")
+        turns = f"{line.turns[0]} of {line.turns[1]}" if line.turns else "—"
+        rows.append(f"| {name} | {_reviewer_state(line)} | {turns} | {precision} |")
         if line.waiting:
             continue
         if line.state is None:

@@ -53,6 +53,10 @@ from workspaces.rules import (
 )
 from workspaces.sealing import UnsealError, unseal
 
+# Model calls one reviewer's run may make: reading a file or two, recording over two turns and
+# closing takes three to five; the last it may make is told so (reviews/agents/runtime.py).
+REVIEWER_TURNS = 8
+
 
 def runtime_model(
     choice: ModelChoice | None, workspace: Workspace, *, budget: int
@@ -356,11 +360,11 @@ def run_model_reviewer(
     batch = reads.spend if reads is not None else None
     last_error = ""
     lost: list[BaseException] = []
-    # The stream's tokens are every attempt's: a failed first attempt was paid for too.
-    tokens_in = tokens_out = 0
+    # The stream's tokens and turns are every attempt's: a failed first attempt was paid for too.
+    tokens_in = tokens_out = turns = turn_budget = 0
 
     def charge(usage: RunUsageSummary, *, failed: bool = False) -> None:
-        nonlocal tokens_in, tokens_out
+        nonlocal tokens_in, tokens_out, turns
         spent(
             review_round,
             role=role,
@@ -372,12 +376,14 @@ def run_model_reviewer(
         )
         tokens_in += usage.input_tokens
         tokens_out += usage.output_tokens
+        turns += usage.requests
 
     for attempt, narrowed in ((1, False), (2, True)):
         if attempt > 1 or stream.attempts > 1:
             # A first run of the stream (its first attempt counted) has nothing to discard.
             reset_stream(stream)
         shared = shared_brief(review_round, files, narrowed=narrowed)
+        turn_budget += REVIEWER_TURNS
         try:
             # Shared rules, tools and brief first, the reviewer's own part last: the round's
             # reviewers send one common prefix, which providers cache and bill once.
@@ -395,6 +401,7 @@ def run_model_reviewer(
                 tools=review_tools(stream, root, files, lost, whole_diff=shared.whole_diff),
                 name=stream.name,
                 answer=closing_answer(stream),
+                turn_budget=REVIEWER_TURNS,
             )
         except ModelRunError as exc:
             charge(exc.usage, failed=True)
@@ -417,6 +424,8 @@ def run_model_reviewer(
                 error="",
                 tokens_in=tokens_in,
                 tokens_out=tokens_out,
+                turns=turns,
+                turn_budget=turn_budget,
                 refused_calls=outcome.refused_calls,
                 redactions=outcome.redactions,
                 coverage_note=closing.summary,
@@ -427,6 +436,12 @@ def run_model_reviewer(
         return {"state": "done", "attempt": attempt}
     last_error = redact_text(last_error)
     stream_transition(
-        stream, StreamState.FAILED, error=last_error, tokens_in=tokens_in, tokens_out=tokens_out
+        stream,
+        StreamState.FAILED,
+        error=last_error,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        turns=turns,
+        turn_budget=turn_budget,
     )
     return {"state": "failed", "error": last_error}

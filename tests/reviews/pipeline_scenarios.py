@@ -11,6 +11,7 @@ from tests.fakes.model_server import (
     panel_answer,
     requirements_check,
     sample_finding,
+    working_reviewer,
 )
 from workspaces.management.commands.demo_setup import SAMPLE_REQUEST
 
@@ -125,6 +126,34 @@ REVIEWER_SCRIPTS = {
     "requirements": requirements_reviewer,
 }
 
+# The same reviewers as models work on a real change (tests/bench/bench_cost.py): each reads
+# one or two files first and records over two turns; some make parallel tool calls, some one
+# call per reply. They record the same findings, so the round ends the same.
+MULTI_TURN_SCRIPTS = {
+    "implementation": lambda: working_reviewer(
+        [sql_finding()], reads=("shop/search.py", "shop/db.py"), name="impl"
+    ),
+    "security": lambda: working_reviewer(
+        [sql_finding(), permission_finding()],
+        reads=("shop/search.py", "shop/views.py"),
+        name="sec",
+        parallel=False,
+    ),
+    "quality": lambda: working_reviewer(
+        [naming_finding()], reads=("shop/search.py",), name="quality"
+    ),
+    "architecture": lambda: working_reviewer(
+        [], reads=("shop/views.py", "shop/orders.py"), name="arch", parallel=False
+    ),
+    "performance": lambda: working_reviewer([], reads=("shop/search.py",), name="perf"),
+    "requirements": lambda: working_reviewer(
+        [export_gap_finding()],
+        reads=("shop/search.py", "shop/views.py"),
+        name="req",
+        requirements=[dict(r) for r in REQUIREMENT_ROWS],
+    ),
+}
+
 # What each lens says of every finding it is given (one entry per ref, read from the prompt).
 LENS_ANSWERS = {
     "reachability": {
@@ -161,7 +190,11 @@ LEAD_MARKER = "You are the lead reviewer."
 
 
 def install(
-    fake: FakeModelServer, *, latency: float = 0.0, overrides: dict[str, Script] | None = None
+    fake: FakeModelServer,
+    *,
+    latency: float = 0.0,
+    overrides: dict[str, Script] | None = None,
+    multi_turn: bool = False,
 ) -> None:
     """Route each reviewer, verifier lens and the lead's walkthrough to its script by the name
     in its prompts (a reviewer's is in its role, at the end of its user message).
@@ -172,7 +205,8 @@ def install(
     fake.add_script(
         good_findings([], path="shop/search.py", name="followup", one_turn=True), marker=FOLLOW_UP
     )
-    for name, make in REVIEWER_SCRIPTS.items():
+    scripts = MULTI_TURN_SCRIPTS if multi_turn else REVIEWER_SCRIPTS
+    for name, make in scripts.items():
         script = (overrides or {}).get(name) or make()
         if latency:
             from tests.fakes.model_server import slow

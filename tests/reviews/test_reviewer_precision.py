@@ -188,7 +188,7 @@ def test_precision_from_decisions_over_rounds_and_pull_requests(
     # The report's reviewers table: each reviewer's precision over its recent decisions.
     report = report_markdown(review_page(space=third.space))
     reviewers = report.split("## Reviewers", 1)[1].split("## Requirements", 1)[0]
-    assert "| Reviewer | Verdict | Precision (last 100 decisions) |" in reviewers
+    assert "| Reviewer | Verdict | Turns | Precision (last 100 decisions) |" in reviewers
     rows = {
         name: line
         for line in reviewers.splitlines()
