@@ -26,6 +26,11 @@ Rules it enforces:
   its own `user_prompt`. OpenAI caches a repeated prefix by itself; on Anthropic the tools, the
   system prompt and the shared prompt carry cache marks, and so does the last block of each
   request (a run's later turns read their history from the cache).
+- History: each turn re-sends the conversation. Once the file reads the model has already
+  answered weigh more than `READS_KEPT_CHARS`, the oldest go out as a one-line note saying
+  what was read (`cleared_reads`); the newest two are always whole.
+- A turn budget (`run(turn_budget=…)`): the last call the budget pays for is told to close;
+  a run that does not close within it is an abstention, its recorded findings kept.
 - Errors are raised as `ModelRunError` with `retryable` set: timeouts, connection errors, 429
   and 5xx can succeed on a retry; 401/403, an unknown model, a rejected request, an exhausted
   budget or a misbehaving model cannot. SDK-level retries are off (`max_retries=0`): the
@@ -392,6 +397,7 @@ class _ReviewModeGuard(AbstractCapability[Any]):
         if any(new is not old for new, old in zip(history, ctx.messages, strict=True)):
             ctx.messages[:] = history
             request_context.messages = [self._rewrite(m) for m in request_context.messages]
+        request_context.messages = cleared_reads(request_context.messages)
         if self.turn_budget is not None and self.usage["requests"] + 1 == self.turn_budget:
             # The last turn the budget pays for: said in this request only, at its end (the
             # history and its cached prefix stay as they were).
@@ -440,6 +446,57 @@ class _ReviewModeGuard(AbstractCapability[Any]):
                 part, content=refusal_message(part.tool_name), outcome="failed", retry=None
             )
         return part
+
+
+# What a run's earlier file reads may weigh in a request before the oldest are cleared; the
+# newest are always sent whole. Each turn re-sends the whole history, so a run that reads five
+# long files would otherwise pay for every one of them on every later turn.
+READS_KEPT_CHARS = 24_000  # about 6,000 tokens
+READS_ALWAYS_KEPT = 2
+
+
+def cleared_reads(messages: list[Any]) -> list[Any]:
+    """`messages` with the oldest `read` results replaced by a one-line note, when the reads the
+    model has already answered (every request but the last) exceed `READS_KEPT_CHARS`; the
+    newest `READS_ALWAYS_KEPT` stay whole. The same history always clears the same results, so
+    consecutive requests still share their prefix up to the first newly cleared one."""
+    reads: list[tuple[int, int, ToolReturnPart[Any]]] = [
+        (i, j, part)
+        for i, message in enumerate(messages[:-1])
+        if isinstance(message, ModelRequest)
+        for j, part in enumerate(message.parts)
+        if isinstance(part, ToolReturnPart) and part.tool_name == "read"
+    ]
+    weight = sum(len(part.model_response_str()) for _, _, part in reads)
+    if weight <= READS_KEPT_CHARS:
+        return messages
+    calls = {
+        part.tool_call_id: part.args_as_json_str()
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    }
+    cleared: dict[tuple[int, int], ToolReturnPart[Any]] = {}
+    for i, j, part in reads[: max(len(reads) - READS_ALWAYS_KEPT, 0)]:
+        if weight <= READS_KEPT_CHARS:
+            break
+        text = part.model_response_str()
+        weight -= len(text)
+        note = (
+            f"[Cleared to keep the conversation short: the result of read "
+            f"{calls.get(part.tool_call_id, '')}, {len(text):,} characters, which you have seen. "
+            "Call read again if you need it.]"
+        )
+        cleared[(i, j)] = replace(part, content=note)
+    if not cleared:
+        return messages
+    return [
+        replace(message, parts=[cleared.get((i, j), part) for j, part in enumerate(message.parts)])
+        if any(key[0] == i for key in cleared)
+        else message
+        for i, message in enumerate(messages)
+    ]
 
 
 def last_turn_note(budget: int) -> str:

@@ -71,3 +71,43 @@ def test_a_reviewer_that_closes_in_time_is_told_nothing_about_the_budget(shop, f
     assert not any("turn budget" in r.body for r in sent)
     stream = ReviewerStream.objects.get(round=review_round, name="implementation")
     assert (stream.turns, stream.turn_budget) == (2, REVIEWER_TURNS)
+
+
+def test_a_reviewer_that_reads_much_sends_only_its_newest_reads_whole(
+    shop, fake_model, monkeypatch
+):
+    """Each turn re-sends the history: past a weight, the oldest file reads the model has
+    already answered go out as a one-line note, the newest two whole."""
+    from reviews.agents import runtime
+
+    monkeypatch.setattr(runtime, "READS_KEPT_CHARS", 400)  # the sample's files are short
+    files = ("shop/db.py", "shop/orders.py", "shop/views.py", "shop/search.py")
+    reader = Script(
+        "reader",
+        (
+            *[calls(("read", {"path": path})) for path in files],
+            calls(("add_review_node", scenario.sql_finding())),
+        ),
+    )
+    scenario.install(fake_model, overrides={"implementation": reader})
+    review_round = shop()
+    sent = _reviewer_requests(fake_model, "implementation")
+    assert len(sent) == len(files) + 2  # the reads, the finding, the closing nudge
+    last = sent[-1].json["messages"]
+    results = {m["tool_call_id"]: m["content"] for m in last if m["role"] == "tool"}
+    reads = [
+        call["id"]
+        for m in last
+        if m["role"] == "assistant"
+        for call in m.get("tool_calls") or []
+        if call["function"]["name"] == "read"
+    ]
+    read_results = [results[i] for i in reads]
+    assert len(read_results) == len(files)
+    older, newest_two = read_results[:-2], read_results[-2:]
+    assert all(r.startswith("[Cleared to keep the conversation short") for r in older)
+    assert "shop/db.py" in older[0]  # it says which read it stands for
+    assert all(not r.startswith("[Cleared") and "1|" in r for r in newest_two)
+    # The finding recorded after the reads stands, and the round is what it was.
+    stream = ReviewerStream.objects.get(round=review_round, name="implementation")
+    assert stream.accepted == 1 and review_round.verdict.level == "block"
