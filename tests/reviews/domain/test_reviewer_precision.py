@@ -384,7 +384,9 @@ def test_the_reports_reviewers_table_and_issue_lines_show_precision_and_calibrat
         "| Reviewer | Verdict | Turns | Precision (last 100 decisions) |\n|---|---|---|---|"
         in report
     )
-    assert "| implementation | BLOCKED | — | 0.25 (3 of 12 kept; 95% interval 0.09–0.53) |" in report
+    assert (
+        "| implementation | BLOCKED | — | 0.25 (3 of 12 kept; 95% interval 0.09–0.53) |" in report
+    )
     assert "| security | FAILED | — | no decisions yet |" in report
     assert "confidence stated 0.90, calibrated 0.55 from 12 decisions)" in report
     assert "(P0, other, confidence 0.80)" in report  # not calibrated: as stated
