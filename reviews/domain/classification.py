@@ -174,7 +174,8 @@ def iter_changed_lines(diff_text: str) -> Iterator[DiffLine]:
     for raw in diff_text.splitlines():
         if raw.startswith("+++ "):
             target = raw[4:].split("\t")[0]
-            path = target[2:] if target.startswith("b/") else target
+            if target != "/dev/null":  # a deleted file keeps the path its "---" line named
+                path = target[2:] if target.startswith("b/") else target
             continue
         if raw.startswith("--- "):
             source = raw[4:].split("\t")[0]
@@ -241,8 +242,10 @@ def detect_risks(changes: Sequence[FileChange], diff_text: str) -> tuple[RiskMat
         for pattern, regex in _PATH_PATTERNS.items():
             if found := regex.search(change.path):
                 matches.add(RiskMatch(pattern, change.path, None, found.group(0)))
+    deleted = {c.path for c in changes if c.status is ChangeStatus.DELETED}
     for line in iter_changed_lines(diff_text):
-        if is_doc_path(line.path):
+        # A deleted file's lines are gone from the head: nothing there to anchor a risk to.
+        if is_doc_path(line.path) or line.path in deleted:
             continue
         for pattern, regex in _CONTENT_PATTERNS.items():
             if found := regex.search(line.text):

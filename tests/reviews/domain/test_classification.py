@@ -143,3 +143,28 @@ def test_it_reads_domain_signals() -> None:
         or quiet.adds_or_moves_modules
         or quiet.changes_public_interface
     )
+
+
+def test_a_deleted_files_lines_keep_its_path_and_anchor_no_risk() -> None:
+    """`+++ /dev/null` is not a path: the removed lines belong to the file the `---` line
+    named, and a file that is gone from the head anchors no risk at a line."""
+    deleted = "\n".join(
+        [
+            "diff --git a/app/run.py b/app/run.py",
+            "deleted file mode 100644",
+            "--- a/app/run.py",
+            "+++ /dev/null",
+            "@@ -1,2 +0,0 @@",
+            "-import hashlib",
+            "-digest = hashlib.md5(data)",
+        ]
+    )
+    assert {c.path for c in iter_changed_lines(deleted)} == {"app/run.py"}
+    change = classify_change([FileChange("app/run.py", 0, 2, ChangeStatus.DELETED)], deleted)
+    assert not any(m.line is not None for m in change.risks), change.risks
+    assert "/dev/null" not in str(change.risks)
+    # The same lines in a file that stays are a risk at their line.
+    kept = classify_change(
+        [FileChange("app/run.py", 0, 2)], deleted.replace("+++ /dev/null", "+++ b/app/run.py")
+    )
+    assert any(m.where == "app/run.py:2" for m in kept.risks), kept.risks
