@@ -270,6 +270,9 @@ class RoundStats(_Record):
     critic: CriticReport | None = None
     # prepare, panel planning, critic (skips) and finalise (spend)
     budget: BudgetReport | None = None
+    # How long each part of the stages took, in seconds ("prepare.index", "finalise", …):
+    # where a slow round spent its time, in the stats and the JSON.
+    timings: dict[str, float] | None = None
     # finalise
     fast_exit_note: str | None = None
     context_utilization: float | None = None  # share of model findings citing the change map
@@ -295,3 +298,12 @@ class RoundStats(_Record):
     @property
     def risk_list(self) -> list[Risk]:
         return self.classification.risks if self.classification else []
+
+
+def stage_timings(
+    known: dict[str, float] | None, stage: str, seconds: dict[str, float]
+) -> dict[str, float]:
+    """`known` with a stage's parts ("prepare.index") and its total ("prepare") written over,
+    in seconds to the millisecond."""
+    parts = {f"{stage}.{name}": round(value, 3) for name, value in seconds.items()}
+    return {**(known or {}), **parts, stage: round(sum(seconds.values()), 3)}

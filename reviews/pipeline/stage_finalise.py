@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.db import transaction
@@ -10,7 +11,7 @@ from reviews.domain import api_breaks
 from reviews.domain import types as t
 from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
 from reviews.domain.closings import coverage_statement
-from reviews.domain.round_stats import PanelOutcome
+from reviews.domain.round_stats import PanelOutcome, stage_timings
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
 from reviews.reporting import stream_dimensions
@@ -103,6 +104,8 @@ def token_axes(
 
 
 def finalise(review_round: ReviewRound) -> None:
+    started = time.perf_counter()
+    api_seconds = 0.0
     facts = review_round.facts
     fast_exit = facts is not None and facts.fast_exit
     # Loaded once for the token axes, the test gap, the stats and the panel's summary (or as
@@ -131,7 +134,9 @@ def finalise(review_round: ReviewRound) -> None:
     submitted = {axis for axis, source in recorded.items() if source == "submitted"}
     for axis, result, details in deterministic_axes(submitted=submitted, fast_exit=fast_exit):
         if axis is t.AxisName.API_CONTRACT and not fast_exit:
+            clock = time.perf_counter()
             result, details = codeindex.api_contract(review_round)
+            api_seconds = time.perf_counter() - clock
             # A person's acceptance of these breaks stands while it covers every one of them.
             previous = review_round.axes.filter(axis=axis.value).values_list("details", flat=True)
             kept = api_breaks.carried(previous.first(), details)
@@ -139,6 +144,7 @@ def finalise(review_round: ReviewRound) -> None:
                 result, details = kept
         axes.append((axis, result, "deterministic", details))
     axes_record(review_round=review_round, results=axes)
+    axes_seconds = time.perf_counter() - started - api_seconds
     # The round's axes as they stand now, for its verdict: those it had, with the ones written.
     standing = {t.AxisName(axis): t.AxisResult(result) for axis, _, result in recorded_rows}
     standing.update({axis: result for axis, result, _, _ in axes})
@@ -166,6 +172,11 @@ def finalise(review_round: ReviewRound) -> None:
             and s.state == ReviewerStream.State.DONE
             and (s.closing is None or not s.closing.structured)
         ],
+        timings=stage_timings(
+            review_round.stats.timings,
+            "finalise",
+            {"axes": axes_seconds, "api_contract": api_seconds},
+        ),
     )
     budget_runs.record_spend(review_round, ledger)
     from reviews.services.rounds import round_transition

@@ -3,6 +3,7 @@ adaptive selection calls for, the worktree and the change map."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import cast
 
@@ -12,7 +13,7 @@ from reviews.agents.redaction import redact_diff
 from reviews.changed_files import file_summaries
 from reviews.domain import types as t
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
-from reviews.domain.round_stats import PanelModeName, RoundFacts
+from reviews.domain.round_stats import PanelModeName, RoundFacts, stage_timings
 from reviews.domain.selection import select_reviewers
 from reviews.domain.tiers import security_host
 from reviews.models import ReviewerStream, ReviewRound
@@ -60,13 +61,17 @@ def prepare(review_round: ReviewRound) -> None:
     # What prepare learns is saved in two statements: the diff with the facts, then the
     # cohorts with the reviewers the budgets leave (within a move, in the statement that
     # records prepare done). A prepare that stops between runs again.
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
     fetched = not review_round.diff
     if fetched:
         # Stored, shown (cohort previews) and exported: a committed secret stops here. The
         # analyzers read the checkout, so the secret scanner still sees what was committed.
         review_round.diff = redact_diff(inputs.fetch_diff(review_round))
     files = changed_files(review_round)
+    seconds["diff"], clock = time.perf_counter() - clock, time.perf_counter()
     classification = classify_change(_file_changes(files), review_round.diff)
+    seconds["classification"], clock = time.perf_counter() - clock, time.perf_counter()
     model_ready = workspace_model_configured(space.workspace)
     facts = RoundFacts(
         tier=review_round.tier,
@@ -111,11 +116,14 @@ def prepare(review_round: ReviewRound) -> None:
     )
     review_round.save(update_fields=["facts", "stats", *(["diff"] if fetched else [])])
     if not facts.fast_exit:
+        clock = time.perf_counter()
         worktree = inputs.round_worktree_ready(review_round)
-        cohorts = codeindex.round_cohorts(review_round, worktree)
+        seconds["worktree"] = time.perf_counter() - clock
+        cohorts = codeindex.round_cohorts(review_round, worktree, seconds=seconds)
         review_round.stats = review_round.stats.with_(
             cohorts=codeindex.cohorts_json(cohorts), unread_files=unread_files(worktree) or None
         )
+    clock = time.perf_counter()
     # Within the token budgets (round and pull request), with the change map in the briefs.
     entries = budget_runs.plan_reviewers(
         review_round,
@@ -126,7 +134,11 @@ def prepare(review_round: ReviewRound) -> None:
         model_ready=model_ready,
         analyzers=analyzer_runs.ANALYZERS,
     )
-    review_round.stats = review_round.stats.with_(reviewers=[e.key for e in entries])
+    seconds["planning"] = time.perf_counter() - clock
+    review_round.stats = review_round.stats.with_(
+        reviewers=[e.key for e in entries],
+        timings=stage_timings(review_round.stats.timings, "prepare", seconds),
+    )
     if "security" not in disabled_keys(configured):  # switched off: nobody checks it for it
         host = security_host(
             [

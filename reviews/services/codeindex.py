@@ -9,6 +9,7 @@ that worktree and compares the merge base with the head, as for a local reposito
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,15 +99,24 @@ def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None
     return None, head
 
 
-def round_cohorts(review_round: ReviewRound, worktree) -> tuple[Cohort, ...]:
-    """Cohorts ranked by blast radius; grouped by path, and labelled so, without an index."""
+def round_cohorts(
+    review_round: ReviewRound, worktree, *, seconds: dict[str, float] | None = None
+) -> tuple[Cohort, ...]:
+    """Cohorts ranked by blast radius; grouped by path, and labelled so, without an index.
+    `seconds`, if given, receives how long the indexes and the cohorts took."""
+    started = time.perf_counter()
     files = parse_unified_diff(review_round.diff)
     try:
         base, head = round_indexes(review_round, worktree)
     except (GitError, OSError) as exc:
         log.warning("round %s: no code index (%s); grouping by path", review_round.pk, exc)
         base = head = None
-    return compute_cohorts(files, head, base=base)
+    indexed = time.perf_counter()
+    cohorts = compute_cohorts(files, head, base=base)
+    if seconds is not None:
+        seconds["index"] = indexed - started
+        seconds["cohorts"] = time.perf_counter() - indexed
+    return cohorts
 
 
 def cohorts_json(cohorts: tuple[Cohort, ...]) -> list[dict[str, Any]]:
