@@ -235,17 +235,22 @@ def size_class(file_count: int, changed_lines: int) -> SizeClass:
     return SizeClass.NORMAL
 
 
-def detect_risks(changes: Sequence[FileChange], diff_text: str) -> tuple[RiskMatch, ...]:
-    """Every high-risk pattern match, on paths and on changed lines, in a stable order."""
+def detect_risks(
+    changes: Sequence[FileChange], diff_text: str, *, set_aside: Collection[str] = ()
+) -> tuple[RiskMatch, ...]:
+    """Every high-risk pattern match, on paths and on changed lines, in a stable order;
+    nothing in `set_aside` (vendored, generated or minified files: someone else's code)."""
     matches: set[RiskMatch] = set()
     for change in changes:
+        if change.path in set_aside:
+            continue
         for pattern, regex in _PATH_PATTERNS.items():
             if found := regex.search(change.path):
                 matches.add(RiskMatch(pattern, change.path, None, found.group(0)))
     deleted = {c.path for c in changes if c.status is ChangeStatus.DELETED}
     for line in iter_changed_lines(diff_text):
         # A deleted file's lines are gone from the head: nothing there to anchor a risk to.
-        if is_doc_path(line.path) or line.path in deleted:
+        if is_doc_path(line.path) or line.path in deleted or line.path in set_aside:
             continue
         for pattern, regex in _CONTENT_PATTERNS.items():
             if found := regex.search(line.text):
@@ -257,9 +262,14 @@ def detect_risks(changes: Sequence[FileChange], diff_text: str) -> tuple[RiskMat
 
 
 def classify_change(
-    changes: Sequence[FileChange], diff_text: str, *, hot_spots: Collection[str] = ()
+    changes: Sequence[FileChange],
+    diff_text: str,
+    *,
+    hot_spots: Collection[str] = (),
+    set_aside: Collection[str] = (),
 ) -> ChangeClassification:
-    """Classify a change. `hot_spots` are paths the change map marks as hot."""
+    """Classify a change. `hot_spots` are paths the change map marks as hot; `set_aside` the
+    vendored, generated and minified ones, counted in its size but never a risk."""
     file_count = len(changes)
     changed_lines = sum(c.added + c.removed for c in changes)
     fast_exit = None
@@ -269,7 +279,7 @@ def classify_change(
         fast_exit = FastExit.DOCS_ONLY
     elif is_formatting_only(diff_text) and all(c.status is ChangeStatus.MODIFIED for c in changes):
         fast_exit = FastExit.FORMATTING_ONLY
-    risks = () if fast_exit else detect_risks(changes, diff_text)
+    risks = () if fast_exit else detect_risks(changes, diff_text, set_aside=set_aside)
     changed = list(iter_changed_lines(diff_text))
     return ChangeClassification(
         fast_exit=fast_exit,

@@ -253,6 +253,9 @@ class RoundStats(_Record):
     # Files of the head whose content the repository did not have (a partial clone's missing
     # blobs): listed as not read, never a reason to fail the round.
     unread_files: list[str] | None = None
+    # Changed files the head's .gitattributes marks (linguist-vendored / -generated): their
+    # kind, or "" when it keeps one in that its path would set aside (reviews/domain/vendored.py).
+    vendored: dict[str, str] | None = None
     cohorts: list[CohortSummary] | None = None
     files: list[ChangedFileSummary] | None = None
     # panel planning

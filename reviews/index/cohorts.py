@@ -51,6 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from reviews.domain import vendored
 from reviews.index.limits import is_test_path
 from reviews.index.manifest_parse import MANIFEST
 from reviews.index.mermaid import DiagramNode, flowchart
@@ -74,6 +75,7 @@ NO_INDEX_LABEL = "path-based grouping (no code index)"
 NOT_INDEXED_FILE_LABEL = "path-based grouping (files outside the code index)"
 UNLINKED_TESTS_LABEL = "tests without a link to changed code"
 CONFIG_DOCS_LABEL = "configuration and docs"
+VENDORED_LABEL = "vendored, generated and minified files (listed, not reviewed line by line)"
 
 # Outside the code graph, these are configuration, manifests and documentation.
 _CONFIG_DOC_SUFFIXES = frozenset(
@@ -185,8 +187,12 @@ def compute_cohorts(
 ) -> tuple[Cohort, ...]:
     """Cohorts of a change. `head` indexes the head commit; `base` (optional) the merge base,
     used to place deleted lines and deleted files precisely."""
+    # Someone else's code and tools' output: one group, listed, never read line by line.
+    kept = [f for f in files if f.not_for_models_reason not in vendored.KINDS]
+    set_aside = [f for f in files if f.not_for_models_reason in vendored.KINDS]
+    files = kept
     if head is None or not head.indexed:
-        return _rank(_path_cohorts(files, NO_INDEX_LABEL))
+        return _rank(_path_cohorts(files, NO_INDEX_LABEL)) + _set_aside(set_aside)
     changed_paths = {p for f in files for p in (f.old_path, f.new_path) if p is not None}
     graph = _Graph(head, base if base is not None and base.indexed else None, changed_paths)
     units: list[_Unit] = []
@@ -225,7 +231,14 @@ def compute_cohorts(
         cohorts.append(_one_path_cohort(remaining, CONFIG_DOCS_LABEL))
     other = [f for f in outside if not _is_config_or_doc(f.path)]
     cohorts.extend(_path_cohorts(other, NOT_INDEXED_FILE_LABEL))
-    return _rank(cohorts)
+    return _rank(cohorts) + _set_aside(set_aside)
+
+
+def _set_aside(files: Sequence[ChangedFile]) -> tuple[Cohort, ...]:
+    """The vendored, generated and minified files as one cohort without previews, last."""
+    if not files:
+        return ()
+    return (replace(_one_path_cohort(files, VENDORED_LABEL), previews=(), diagram=""),)
 
 
 def _merge_by_path(groups: list[list[_Unit]]) -> list[list[_Unit]]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from reviews.domain import vendored
+
 MAX_FILE_BYTES = 512 * 1024
 MAX_FILES = 25_000
 MAX_FAILURE_RATIO = 0.20
@@ -86,7 +88,7 @@ def skip_reason_for_path(path: str) -> str | None:
         return "vendored"
     if path.lower().endswith(_MINIFIED):
         return "minified"
-    return None
+    return vendored.path_reason(path)
 
 
 def skip_reason_for_text(text: str) -> str | None:
@@ -96,7 +98,8 @@ def skip_reason_for_text(text: str) -> str | None:
     # Cheap upper bound first: a str of n chars is at most 4n UTF-8 bytes.
     if len(text) > MAX_FILE_BYTES and len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         return "huge"
-    return None
+    # A minified bundle or a generator's output under an ordinary name.
+    return vendored.content_reason(text[:65_536].splitlines(), from_start=True)
 
 
 def is_test_path(path: str) -> bool:

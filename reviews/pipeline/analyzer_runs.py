@@ -9,14 +9,15 @@ from django.db.models import F
 
 from reviews.agents.offline import ANALYZER_SCOPES, ANALYZERS
 from reviews.agents.redaction import redact_text
+from reviews.domain import vendored
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.inputs import file_text, line_counter
 from reviews.services.nodes import MAX_KEPT_REASONS, Finding, node_record_many
+from reviews.services.round_files import round_changed_files
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
-from reviews.sources.diffs import parse_unified_diff
 
 __all__ = ["ANALYZERS", "ANALYZER_SCOPES", "run_analyzer"]
 
@@ -24,7 +25,10 @@ __all__ = ["ANALYZERS", "ANALYZER_SCOPES", "run_analyzer"]
 def run_analyzer(stream: ReviewerStream) -> dict[str, Any]:
     review_round = stream.round
     root = round_worktree(review_round=review_round)
-    files = parse_unified_diff(review_round.diff)
+    files = round_changed_files(review_round)
+    if stream.agent != "secrets":  # a committed credential counts wherever it sits
+        # Vendored, generated and minified files are someone else's code: not linted.
+        files = [f for f in files if f.not_for_models_reason not in vendored.KINDS]
     if stream.attempts > 1:  # a first attempt has nothing of an earlier one to discard
         reset_stream(stream)
     result = ANALYZERS[stream.agent].run(root, files)

@@ -40,10 +40,10 @@ from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.prompting import memory_hints, shared_brief
 from reviews.pipeline.tool_adapters import review_tools
+from reviews.services.round_files import round_changed_files
 from reviews.services.spend import Spent, model_calls_record
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
-from reviews.sources.diffs import parse_unified_diff
 from workspaces.models import ReviewerConfig, Workspace, reviewer_model, server_model
 from workspaces.rules import (
     ModelChoice,
@@ -341,7 +341,7 @@ def run_model_reviewer(
         stream_transition(stream, StreamState.FAILED, error=missing)
         return {"state": "failed"}
     root = round_worktree(review_round=review_round)
-    files = parse_unified_diff(review_round.diff)
+    files = round_changed_files(review_round)
     facts = review_round.facts
     checks_requirements = facts is not None and stream.name in (facts.requirements_check or ())
     security: ReviewerConfig | bool | None = False

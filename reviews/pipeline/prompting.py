@@ -36,7 +36,7 @@ def shared_brief(
     listed = files[:10] if narrowed else files
     summaries = {
         f.path: f"{f.status}, +{f.additions} −{f.deletions}"
-        + (" (not shown: binary or too large)" if f.not_for_models else "")
+        + (f" (not shown: {f.not_for_models_reason})" if f.not_for_models else "")
         for f in listed
     }
     brief = build_brief(

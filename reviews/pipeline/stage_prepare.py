@@ -12,6 +12,7 @@ from reviews.agents.pattern_analyzer import PATTERN_SUFFIXES
 from reviews.agents.redaction import redact_diff
 from reviews.changed_files import file_summaries
 from reviews.domain import types as t
+from reviews.domain import vendored
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
 from reviews.domain.round_stats import PanelModeName, RoundFacts, stage_timings
 from reviews.domain.selection import select_reviewers
@@ -25,6 +26,7 @@ from reviews.pipeline.template import (
     reviewers_for,
 )
 from reviews.services import codeindex
+from reviews.services.round_files import attribute_verdicts
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
 from reviews.sources.worktrees import unread_files
 from workspaces.models import Workspace, workspace_model_configured
@@ -70,7 +72,11 @@ def prepare(review_round: ReviewRound) -> None:
         review_round.diff = redact_diff(inputs.fetch_diff(review_round))
     files = changed_files(review_round)
     seconds["diff"], clock = time.perf_counter() - clock, time.perf_counter()
-    classification = classify_change(_file_changes(files), review_round.diff)
+    classification = classify_change(
+        _file_changes(files),
+        review_round.diff,
+        set_aside={f.path for f in files if f.not_for_models_reason in vendored.KINDS},
+    )
     seconds["classification"], clock = time.perf_counter() - clock, time.perf_counter()
     model_ready = workspace_model_configured(space.workspace)
     facts = RoundFacts(
@@ -119,6 +125,8 @@ def prepare(review_round: ReviewRound) -> None:
         clock = time.perf_counter()
         worktree = inputs.round_worktree_ready(review_round)
         seconds["worktree"] = time.perf_counter() - clock
+        said = attribute_verdicts(worktree, files)
+        review_round.stats = review_round.stats.with_(vendored=said or None)
         cohorts = codeindex.round_cohorts(review_round, worktree, seconds=seconds)
         review_round.stats = review_round.stats.with_(
             cohorts=codeindex.cohorts_json(cohorts), unread_files=unread_files(worktree) or None

@@ -34,6 +34,7 @@ from reviews.index.axes_compute import (
 )
 from reviews.index.cohorts import Cohort, cohorts_to_json
 from reviews.models import CodeIndexRecord, ReviewRound
+from reviews.services.round_files import round_changed_files
 from reviews.services.worktrees import round_remote_merge_base
 from reviews.sources.diffs import parse_unified_diff
 from reviews.sources.git_local import GitError, LocalGitSource
@@ -105,7 +106,7 @@ def round_cohorts(
     """Cohorts ranked by blast radius; grouped by path, and labelled so, without an index.
     `seconds`, if given, receives how long the indexes and the cohorts took."""
     started = time.perf_counter()
-    files = parse_unified_diff(review_round.diff)
+    files = round_changed_files(review_round)
     try:
         base, head = round_indexes(review_round, worktree)
     except (GitError, OSError) as exc:

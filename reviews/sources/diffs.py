@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import unidiff
 
+from reviews.domain import vendored
+
 LEFT = "LEFT"
 RIGHT = "RIGHT"
 SIDES = (LEFT, RIGHT)
@@ -70,9 +72,11 @@ class ChangedFile:
     additions: int
     deletions: int
     hunks: tuple[Hunk, ...]
-    # Binary and very large files are listed for people but kept out of model prompts.
+    # Binary, very large, vendored, generated and minified files are listed for people but kept
+    # out of model prompts (reviews/domain/vendored.py).
     not_for_models: bool = False
-    not_for_models_reason: str | None = None  # "binary" | "large"
+    # "binary" | "large" | "vendored" | "generated" | "minified"
+    not_for_models_reason: str | None = None
     # The new blob id from the `index` line (None when the diff has none, or for a deletion):
     # what keys a viewed mark on a file without hunks (reviews/domain/file_tree.py).
     blob: str | None = None
@@ -179,6 +183,9 @@ def _changed_file(pf: unidiff.PatchedFile, max_lines: int, max_bytes: int) -> Ch
     additions = sum(1 for h in hunks for ln in h.lines if ln.kind == "+")
     deletions = sum(1 for h in hunks for ln in h.lines if ln.kind == "-")
     reason = None
+    path = new_path if new_path is not None else old_path
+    if path is None:
+        raise DiffParseError(f"file without a path in diff: {pf.patch_info!r}")
     if status is FileStatus.BINARY:
         reason = "binary"
     elif (
@@ -186,9 +193,12 @@ def _changed_file(pf: unidiff.PatchedFile, max_lines: int, max_bytes: int) -> Ch
         or sum(len(h.text.encode("utf-8")) for h in hunks) > max_bytes
     ):
         reason = "large"
-    path = new_path if new_path is not None else old_path
-    if path is None:
-        raise DiffParseError(f"file without a path in diff: {pf.patch_info!r}")
+    elif new_path is not None:  # someone else's code or a tool's output: listed, not read
+        reason = vendored.reason_for(
+            path,
+            [ln.text for h in hunks for ln in h.lines if ln.kind != "-"],
+            from_start=bool(hunks) and hunks[0].new_start <= 1,
+        )
     return ChangedFile(
         path=path,
         old_path=old_path,
