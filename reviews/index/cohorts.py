@@ -18,8 +18,10 @@ blast radius. The rules, chosen so unrelated changes stay apart:
   never join two cohorts: a file that happens to call two changed functions does not make two
   unrelated changes one. Within one file, changed symbols its own definitions connect stay
   together: members of one class, and callers of one untouched helper of the file. A file is
-  split across cohorts only when its changed parts share no such link; each cohort then lists
-  it in `split_paths`, and the page says so.
+  split across cohorts only when its changed parts share no such link and the parts' cohorts
+  hold different files; each cohort then lists it in `split_paths`, and the page says so. A
+  part whose files all belong to a larger (or an identical) cohort joins it: never two
+  cohorts of the same files, never a fragment of one.
 - Tests beside their code: a component made only of test files joins the cohort of the changed
   code it references (a resolved reference to a changed symbol or file, or a call through an
   object to a method of a changed name, as tests do through fixtures); when several, the one
@@ -208,6 +210,7 @@ def compute_cohorts(
     for group in graph.components(units):
         is_tests = all(is_test_path(u.path) for u in group)
         (test_groups if is_tests else code_groups).append(group)
+    code_groups = _merge_nested(code_groups)
     # Tests beside their code: a test file joins the cohort of the changed code it imports or
     # references (the one with the highest blast radius when several); the rest form one group.
     radius = [graph.blast_radius_of(g) for g in code_groups]
@@ -239,6 +242,21 @@ def _set_aside(files: Sequence[ChangedFile]) -> tuple[Cohort, ...]:
     if not files:
         return ()
     return (replace(_one_path_cohort(files, VENDORED_LABEL), previews=(), diagram=""),)
+
+
+def _merge_nested(groups: list[list[_Unit]]) -> list[list[_Unit]]:
+    """A group whose files all belong to a larger group (or to one with the same files) joins
+    it: a reader never meets two cohorts of the same files, and a file's other part is never a
+    fragment of its own. Groups that only share some files stay apart (the page says so)."""
+    kept: list[tuple[set[str], list[_Unit]]] = []
+    for group in sorted(groups, key=lambda g: -len({u.path for u in g})):
+        own = {u.path for u in group}
+        home = next((i for i, (paths, _) in enumerate(kept) if own <= paths), None)
+        if home is None:
+            kept.append((own, list(group)))
+        else:
+            kept[home][1].extend(group)
+    return [units for _, units in kept]
 
 
 def _merge_by_path(groups: list[list[_Unit]]) -> list[list[_Unit]]:
