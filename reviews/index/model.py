@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: Python module attributes (ASSIGNED bindings)
 
 MODULE = "module"
 CLASS = "class"
@@ -59,13 +59,18 @@ class Reference:
     target: str | None = None
 
 
+# Python: a binding whose `imported` is this is a name assigned at module level (`target` is
+# the module): what `from pkg.settings import api_settings` names.
+ASSIGNED = "="
+
+
 @dataclass(frozen=True, slots=True)
 class Binding:
     """A name made visible in `scope` by an import.
 
-    Python: `target` is the absolute dotted name and `imported` is None. Other languages:
-    `target` is the module specifier as written (`./util`, `example.com/m/pkg`, `crate::a`) and
-    `imported` the name taken from it, or None for a namespace/default import.
+    Python: `target` is the absolute dotted name and `imported` is None (or `ASSIGNED`). Other
+    languages: `target` is the module specifier as written (`./util`, `example.com/m/pkg`,
+    `crate::a`) and `imported` the name taken from it, or None for a namespace/default import.
     """
 
     scope: str

@@ -8,7 +8,8 @@ linker's job (`python_resolve`). What is recorded:
   and as bindings of the names they introduce, in the scope where the import statement is;
 - calls and decorators whose callee is a plain dotted name (`f`, `mod.f`, `self.m`, `super().m`);
   a callee computed at run time (`handlers[k]()`, `get()()`) is not a name and is not recorded;
-- base classes of each class, as dotted names.
+- base classes of each class, as dotted names;
+- names assigned at module level, as bindings marked `ASSIGNED` (the module's attributes).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import ast
 from pathlib import PurePosixPath
 
 from reviews.index.model import (
+    ASSIGNED,
     CALL,
     CLASS,
     FUNCTION,
@@ -183,6 +185,26 @@ class _Collector(ast.NodeVisitor):
         anchor = package[: len(package) - (level - 1)]
         parts = [*anchor, *(module.split(".") if module else [])]
         return ".".join(parts) if parts else None
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._assigned(target)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._assigned(node.target)
+        self.generic_visit(node)
+
+    def _assigned(self, target: ast.expr) -> None:
+        """A name assigned at module level (`API_SETTINGS = …`, `a, b = …`) is an attribute of
+        the module another file may import: recorded so that import resolves to the module."""
+        if self._scopes[-1][1] != MODULE:
+            return
+        if isinstance(target, ast.Name):
+            self.bindings.append(Binding(self.module, target.id, self.module, ASSIGNED))
+        elif isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._assigned(element.value if isinstance(element, ast.Starred) else element)
 
     def visit_Call(self, node: ast.Call) -> None:
         name = dotted_name(node.func)

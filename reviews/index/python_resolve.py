@@ -7,7 +7,8 @@ Resolution follows Python's own rules as far as static text allows:
 - `self.m` / `cls.m` look `m` up in the enclosing class and then its bases (resolved base
   classes, depth first); `super().m` starts at the bases;
 - an absolute dotted name is split at its longest known module prefix and walked through
-  classes, submodules and re-exports (`pkg/__init__.py` doing `from .impl import f`).
+  classes, submodules and re-exports (`pkg/__init__.py` doing `from .impl import f`); a name
+  the module assigns at its top level (`API_SETTINGS = …`) resolves to the module itself.
 
 Module names: every file is known by its dotted path from the repository root. A file inside a
 package whose top-level package is not at the root (`src/pkg/mod.py`) is also known by its
@@ -24,7 +25,16 @@ from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
-from reviews.index.model import CLASS, IMPORT, INHERIT, INTERFACE, MODULE, Definition, FileRecord
+from reviews.index.model import (
+    ASSIGNED,
+    CLASS,
+    IMPORT,
+    INHERIT,
+    INTERFACE,
+    MODULE,
+    Definition,
+    FileRecord,
+)
 
 _MAX_DEPTH = 12
 
@@ -36,9 +46,12 @@ class PythonResolver:
         self._stars: dict[str, list[str]] = defaultdict(list)
         self._inherits: dict[str, list[str]] = defaultdict(list)
         python = {p: r for p, r in files.items() if r.language == "python"}
+        self._attributes: set[tuple[str, str]] = set()
         for record in python.values():
             for binding in record.bindings:
-                if binding.local == "*":
+                if binding.imported == ASSIGNED:
+                    self._attributes.add((binding.scope, binding.local))
+                elif binding.local == "*":
                     self._stars[binding.scope].append(binding.target)
                 else:
                     self._bindings.setdefault((binding.scope, binding.local), binding.target)
@@ -234,6 +247,10 @@ class PythonResolver:
                     found = self.absolute(f"{star}.{remaining}", depth + 1)
                     if found is not None:
                         return found
+                if not tail and (current, part) in self._attributes:
+                    # A value the module assigns (a constant, a settings object): it lives in
+                    # the module's file. An attribute of that value is not followed.
+                    return current
                 return None
             if kind in (CLASS, INTERFACE):
                 member = self._member(current, part, skip_self=True)

@@ -45,9 +45,16 @@ log = logging.getLogger(__name__)
 
 
 def _stored(repository: Repository, *shas: str) -> dict[str, CodeIndex]:
-    """The indexes stored for `shas` (one read for all), by commit."""
+    """The indexes stored for `shas` (one read for all), by commit; one of an older format is
+    dropped, so the caller builds it again."""
     records = CodeIndexRecord.objects.filter(repository=repository, commit_sha__in=set(shas))
-    return {r.commit_sha: CodeIndex.from_json(r.data) for r in records}
+    found: dict[str, CodeIndex] = {}
+    for record in records:
+        try:
+            found[record.commit_sha] = CodeIndex.from_json(record.data)
+        except ValueError:  # stored by an older format: built again, and stored anew
+            record.delete()
+    return found
 
 
 def _store(repository: Repository, built: dict[str, CodeIndex]) -> None:

@@ -14,6 +14,7 @@ from reviews.index import (
     update_index,
 )
 from reviews.index.limits import MAX_FILE_BYTES
+from reviews.index.resolution import import_resolution
 from reviews.sources.git_local import LocalGitSource
 from tests.reviews.index.index_helpers import edges_of
 
@@ -210,3 +211,42 @@ def test_it_reads_a_directory_without_walking_vendored_trees(tmp_path):
     (tmp_path / "src" / "m.py").write_text("def f():\n    return 1\n")
     (tmp_path / "notes.txt").write_text("hello\n")
     assert files_in_directory(tmp_path) == {"src/m.py": "def f():\n    return 1\n"}
+
+
+def test_module_constants_and_settings_objects_resolve_to_their_module():
+    """`from pkg.settings import api_settings` names a value the module assigns: the import
+    resolves to that module, the own-import rate counts it, and an attribute of the value
+    (`api_settings.reload()`) is not followed to a same-named function of the module."""
+    files = {
+        "pkg/__init__.py": "from .version import VERSION as __version__\n",
+        "pkg/version.py": "VERSION, BUILD = '1.0', 7\n",
+        "pkg/settings.py": (
+            "from typing import Final\n\n"
+            "TIMEOUT: Final = 5\n"
+            "api_settings = object()\n\n\n"
+            "def reload():\n    return 1\n"
+        ),
+        "pkg/client.py": (
+            "from pkg.settings import TIMEOUT, api_settings\n"
+            "from pkg.version import BUILD\n"
+            "from pkg import __version__\n"
+            "from pkg.settings import MISSING\n\n\n"
+            "def call():\n    api_settings.reload()\n    return TIMEOUT\n"
+        ),
+    }
+    index = build_index(files)
+    imports = {
+        r.name: r.target
+        for r in index.references
+        if r.kind == "import" and r.path == "pkg/client.py"
+    }
+    assert imports["pkg.settings.TIMEOUT"] == "pkg.settings"
+    assert imports["pkg.settings.api_settings"] == "pkg.settings"
+    assert imports["pkg.version.BUILD"] == "pkg.version"  # a tuple target
+    assert imports["pkg.__version__"] == "pkg.version"  # re-exported under another name
+    assert imports["pkg.settings.MISSING"] is None  # never assigned: unresolved, not guessed
+    calls = [r for r in index.references if r.kind == "call" and r.source == "pkg.client.call"]
+    assert [r.target for r in calls] == [None]
+    # Five of six own imports (pkg/__init__.py's of VERSION too); MISSING is the hole.
+    rate = import_resolution(index)["python"]
+    assert (rate.resolved, rate.total) == (5, 6)
