@@ -8,7 +8,8 @@ Resolution follows Python's own rules as far as static text allows:
   classes, depth first); `super().m` starts at the bases;
 - an absolute dotted name is split at its longest known module prefix and walked through
   classes, submodules and re-exports (`pkg/__init__.py` doing `from .impl import f`); a name
-  the module assigns at its top level (`API_SETTINGS = …`) resolves to the module itself.
+  the module assigns at its top level (`API_SETTINGS = …`), or imports from outside the
+  repository and hands on (`compat.urlparse`), resolves to the module itself.
 
 Module names: every file is known by its dotted path from the repository root. A file inside a
 package whose top-level package is not at the root (`src/pkg/mod.py`) is also known by its
@@ -242,7 +243,12 @@ class PythonResolver:
                 tail = ".".join(rest[position + 1 :])
                 exported = self._bindings.get((current, part))
                 if exported is not None:
-                    return self.absolute(f"{exported}.{tail}" if tail else exported, depth + 1)
+                    found = self.absolute(f"{exported}.{tail}" if tail else exported, depth + 1)
+                    if found is None and not tail:
+                        # The module imports the name from outside the repository (the standard
+                        # library, a dependency) and hands it on: it is defined there, for us.
+                        return current
+                    return found
                 for star in self._stars.get(current, ()):
                     found = self.absolute(f"{star}.{remaining}", depth + 1)
                     if found is not None:

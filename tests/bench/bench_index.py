@@ -6,6 +6,8 @@ files) into a temporary git repository, then measures:
 - an incremental update after a commit changing 10 files, as a ratio of the full build;
 - that the updated index equals a full build at the new commit;
 - cohorts of that 10-file change;
+- own-import resolution on real Python code: the packages installed with the project
+  (django, httpx, requests, urllib3, pydantic, click, rich, celery), each indexed alone;
 - cohort quality per language (`--quality`, or always in the report): on the generated
   repositories of tests/reviews/index/cohort_repos.py, cohorts per change, whether util, module
   and test form one cohort read in that order, blast radius, and own imports resolved ÷ all.
@@ -188,6 +190,29 @@ def cohort_quality(case: QualityRepo) -> dict[str, object]:
         }
 
 
+# Real Python code installed with the project: each package indexed alone, as its own
+# repository would be (its imports of itself are its own imports).
+INSTALLED = ("django", "httpx", "requests", "urllib3", "pydantic", "click", "rich", "celery")
+
+
+def installed_resolution(packages: tuple[str, ...] = INSTALLED) -> dict[str, str]:
+    """Own imports resolved ÷ all, per installed package that is present."""
+    site = Path(django.__file__).resolve().parent.parent
+    rates = {}
+    for name in packages:
+        root = site / name
+        if not root.is_dir():
+            continue
+        files = {
+            str(p.relative_to(site)): p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted(root.rglob("*.py"))
+        }
+        rate = import_resolution(build_index(files)).get("python")
+        if rate is not None:
+            rates[name] = f"{rate.resolved}/{rate.total} ({rate.rate:.1%})"
+    return rates
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-verify", action="store_true", help="skip the equality check")
@@ -198,6 +223,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.quality:
         for key, value in run(verify=not args.no_verify).items():
             print(f"{key:32} {value}")
+    print("\nown imports resolved, installed Python packages (real code)")
+    for name, rate in installed_resolution().items():
+        print(f"  {name:10} {rate}")
     print("\ncohort quality per language (generated repositories)")
     for case in REPOS:
         print("  " + "  ".join(f"{k}={v}" for k, v in cohort_quality(case).items()))

@@ -214,12 +214,14 @@ def test_it_reads_a_directory_without_walking_vendored_trees(tmp_path):
 
 
 def test_module_constants_and_settings_objects_resolve_to_their_module():
-    """`from pkg.settings import api_settings` names a value the module assigns: the import
+    """`from pkg.settings import api_settings` names a value the module assigns, and
+    `from pkg.compat import urlparse` one it imports from outside and hands on: each import
     resolves to that module, the own-import rate counts it, and an attribute of the value
     (`api_settings.reload()`) is not followed to a same-named function of the module."""
     files = {
         "pkg/__init__.py": "from .version import VERSION as __version__\n",
         "pkg/version.py": "VERSION, BUILD = '1.0', 7\n",
+        "pkg/compat.py": "from urllib.parse import urlparse\n",
         "pkg/settings.py": (
             "from typing import Final\n\n"
             "TIMEOUT: Final = 5\n"
@@ -230,7 +232,8 @@ def test_module_constants_and_settings_objects_resolve_to_their_module():
             "from pkg.settings import TIMEOUT, api_settings\n"
             "from pkg.version import BUILD\n"
             "from pkg import __version__\n"
-            "from pkg.settings import MISSING\n\n\n"
+            "from pkg.settings import MISSING\n"
+            "from pkg.compat import urlparse\n\n\n"
             "def call():\n    api_settings.reload()\n    return TIMEOUT\n"
         ),
     }
@@ -245,8 +248,10 @@ def test_module_constants_and_settings_objects_resolve_to_their_module():
     assert imports["pkg.version.BUILD"] == "pkg.version"  # a tuple target
     assert imports["pkg.__version__"] == "pkg.version"  # re-exported under another name
     assert imports["pkg.settings.MISSING"] is None  # never assigned: unresolved, not guessed
+    # Imported by the module from the standard library and handed on: defined there, for us.
+    assert imports["pkg.compat.urlparse"] == "pkg.compat"
     calls = [r for r in index.references if r.kind == "call" and r.source == "pkg.client.call"]
     assert [r.target for r in calls] == [None]
-    # Five of six own imports (pkg/__init__.py's of VERSION too); MISSING is the hole.
+    # Six of seven own imports (pkg/__init__.py's of VERSION too); MISSING is the hole.
     rate = import_resolution(index)["python"]
-    assert (rate.resolved, rate.total) == (5, 6)
+    assert (rate.resolved, rate.total) == (6, 7)
