@@ -6,8 +6,8 @@ wrote: reviewing them line by line costs tokens and buries the change under nois
 library's one-letter names link it to anything). A file is one of them by
 
 - its path: a well-known vendor directory, a minified or generated file name;
-- its content, as the diff shows it: a line longer than `LONG_LINE` characters, or a marker in
-  its first lines ("Code generated … DO NOT EDIT", "@generated");
+- its content, as the diff shows it: a script or style sheet of very long lines (minified), or
+  a marker in its first lines ("Code generated … DO NOT EDIT", "@generated");
 - the repository's `.gitattributes`: `linguist-vendored` or `linguist-generated`, which also
   keeps a file in (`-linguist-vendored`, `linguist-generated=false`).
 """
@@ -47,6 +47,8 @@ _GENERATED_MARKER = re.compile(
     re.I,
 )
 LONG_LINE = 1_000  # characters: nobody writes a line this long by hand
+MINIFIED_MEAN = 110  # characters per line, on average
+_MINIFIABLE = (".js", ".mjs", ".cjs", ".css")
 MARKER_LINES = 5  # a generator's marker sits in the first lines
 
 
@@ -61,11 +63,16 @@ def path_reason(path: str) -> str | None:
     return None
 
 
-def content_reason(lines: Sequence[str], *, from_start: bool) -> str | None:
+def content_reason(path: str, lines: Sequence[str], *, from_start: bool) -> str | None:
     """What the file's lines say it is: `lines` as the diff shows them (added or context);
-    `from_start` when they begin at the file's first line (where a marker would be)."""
-    if any(len(line) > LONG_LINE for line in lines):
-        return MINIFIED
+    `from_start` when they begin at the file's first line (where a marker would be). Only a
+    script or a style sheet is taken for minified (a line over `LONG_LINE` characters and
+    lines of more than `MINIFIED_MEAN` on average, as GitHub's linguist measures it): a
+    hand-written file may hold one long comment line."""
+    if path.lower().endswith(_MINIFIABLE) and any(len(line) > LONG_LINE for line in lines):
+        written = [len(line) for line in lines if line.strip()]
+        if sum(written) / len(written) > MINIFIED_MEAN:
+            return MINIFIED
     if from_start and any(_GENERATED_MARKER.search(line) for line in lines[:MARKER_LINES]):
         return GENERATED
     return None
@@ -139,4 +146,4 @@ def reason_for(
         return None
     if isinstance(said, str):
         return said
-    return path_reason(path) or content_reason(lines, from_start=from_start)
+    return path_reason(path) or content_reason(path, lines, from_start=from_start)

@@ -112,7 +112,7 @@ def _read_and_parse(
     text = read(path)
     if text is None:
         return None, None
-    reason = skip_reason_for_text(text)
+    reason = skip_reason_for_text(text, path)
     if reason is not None:
         return None, reason
     return parser(path, text), None

@@ -91,7 +91,7 @@ def skip_reason_for_path(path: str) -> str | None:
     return vendored.path_reason(path)
 
 
-def skip_reason_for_text(text: str) -> str | None:
+def skip_reason_for_text(text: str, path: str = "") -> str | None:
     """Why a file is left out by its content ("binary", "huge"), or None."""
     if "\x00" in text[:8192]:
         return "binary"
@@ -99,7 +99,7 @@ def skip_reason_for_text(text: str) -> str | None:
     if len(text) > MAX_FILE_BYTES and len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         return "huge"
     # A minified bundle or a generator's output under an ordinary name.
-    return vendored.content_reason(text[:65_536].splitlines(), from_start=True)
+    return vendored.content_reason(path, text[:65_536].splitlines(), from_start=True)
 
 
 def is_test_path(path: str) -> bool:

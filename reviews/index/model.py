@@ -62,6 +62,8 @@ class Reference:
 # Python: a binding whose `imported` is this is a name assigned at module level (`target` is
 # the module): what `from pkg.settings import api_settings` names.
 ASSIGNED = "="
+# Rust: a macro (`macro_rules!`) the file defines; `#[macro_export]` makes it the crate root's.
+MACRO = "!"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,14 @@ from functools import cache
 import tree_sitter as ts
 
 from reviews.index.model import (
+    ASSIGNED,
     CALL,
     CLASS,
     FUNCTION,
     IMPORT,
     INHERIT,
     INTERFACE,
+    MACRO,
     METHOD,
     MODULE,
     Binding,
@@ -506,6 +508,13 @@ class _Walker:
             return _Scope(scope.qualname, scope.local, scope.kind, impl_of=prefix)
         if kind == "use_declaration":
             self._rust_use(node.child_by_field_name("argument"), "", node, scope)
+            return None
+        if kind in ("type_item", "const_item", "static_item", "macro_definition"):
+            # A type alias, a constant or a macro another module may `use`: the name is the
+            # module's, as a Python module's assigned names are (model.ASSIGNED).
+            if scope.kind in (None, MODULE):  # the file's top level, or an inline `mod`
+                marker = MACRO if kind == "macro_definition" else ASSIGNED
+                self._bind(_text(node.child_by_field_name("name")), self.path, marker)
             return None
         if kind == "call_expression":
             self._ref(CALL, self._rust_callee(node.child_by_field_name("function")), node, scope)

@@ -7,7 +7,9 @@ files) into a temporary git repository, then measures:
 - that the updated index equals a full build at the new commit;
 - cohorts of that 10-file change;
 - own-import resolution on real Python code: the packages installed with the project
-  (django, httpx, requests, urllib3, pydantic, click, rich, celery), each indexed alone;
+  (django, httpx, requests, urllib3, pydantic, click, rich, celery), each indexed alone; and
+  with `--clones DIR`, on the repositories of tests/bench/corpus/index_resolution.toml in five
+  languages, cloned into DIR (the benchmark checks out each named commit);
 - cohort quality per language (`--quality`, or always in the report): on the generated
   repositories of tests/reviews/index/cohort_repos.py, cohorts per change, whether util, module
   and test form one cohort read in that order, blast radius, and own imports resolved ÷ all.
@@ -27,7 +29,13 @@ from pathlib import Path
 
 import django
 
-from reviews.index import build_index, changed_texts, files_at_commit, update_index
+from reviews.index import (
+    build_index,
+    changed_texts,
+    files_at_commit,
+    files_in_directory,
+    update_index,
+)
 from reviews.index.cohorts import compute_cohorts
 from reviews.index.resolution import import_resolution
 from reviews.sources.git_local import LocalGitSource
@@ -213,13 +221,49 @@ def installed_resolution(packages: tuple[str, ...] = INSTALLED) -> dict[str, str
     return rates
 
 
+CORPUS = Path(__file__).parent / "corpus" / "index_resolution.toml"
+
+
+def clone_resolution(clones: Path) -> list[str]:
+    """Own imports resolved per repository of the corpus, each read from `clones/<name>` at the
+    commit the corpus names (checked out first)."""
+    import tomllib
+
+    lines = []
+    for entry in tomllib.loads(CORPUS.read_text())["repository"]:
+        clone = clones / entry["repository"].split("/")[-1]
+        if not clone.is_dir():
+            lines.append(f"  {entry['repository']:24} missing: clone it into {clone}")
+            continue
+        git(clone, "checkout", "-q", entry["commit"])
+        rates = import_resolution(build_index(files_in_directory(clone)))
+        rate = rates.get(entry["language"])
+        if rate is None:
+            lines.append(f"  {entry['repository']:24} no {entry['language']} imports")
+            continue
+        mark = "ok" if rate.rate >= entry["goal"] else "BELOW GOAL"
+        lines.append(
+            f"  {entry['repository']:24} {entry['language']:6} {rate.resolved}/{rate.total} "
+            f"({rate.rate:.1%}; before {entry['before']}) {mark}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-verify", action="store_true", help="skip the equality check")
     parser.add_argument(
         "--quality", action="store_true", help="only the per-language cohort quality table"
     )
+    parser.add_argument(
+        "--clones",
+        type=Path,
+        help="a directory of clones of tests/bench/corpus/index_resolution.toml's repositories",
+    )
     args = parser.parse_args(argv)
+    if args.clones:
+        print("own imports resolved on real repositories")
+        print("\n".join(clone_resolution(args.clones)))
     if not args.quality:
         for key, value in run(verify=not args.no_verify).items():
             print(f"{key:32} {value}")

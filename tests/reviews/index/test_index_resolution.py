@@ -159,3 +159,60 @@ def test_java_imports_of_own_packages_are_counted_and_wildcards_are_not_holes():
     rate = import_resolution(index)["java"]
     assert (rate.resolved, rate.total) == (1, 1)
     assert unresolved_imports(index, ["src/main/java/com/app/Main.java"]) == ()
+
+
+def test_go_the_module_root_package_from_a_subpackage_and_its_external_tests():
+    """`import "github.com/x/cli"` from `doc/` and from the root's `package cli_test` names the
+    package at the repository's root."""
+    files = {
+        "go.mod": "module github.com/x/cli\n",
+        "command.go": "package cli\n\nfunc Run() int { return 1 }\n",
+        "doc/man.go": 'package doc\n\nimport "github.com/x/cli"\n\nfunc Gen() int { return cli.Run() }\n',
+        "command_test.go": (
+            'package cli_test\n\nimport "github.com/x/cli"\n\nfunc TestRun() { cli.Run() }\n'
+        ),
+    }
+    index = build_index(files)
+    assert _targets(index, "doc/man.go")["github.com/x/cli"] == "command.go"
+    assert _targets(index, "command_test.go")["github.com/x/cli"] == "command.go"
+    assert import_resolution(index)["go"].rate == 1.0
+
+
+RUST_CRATE = {
+    "Cargo.toml": '[package]\nname = "my-lib"\nversion = "0.1.0"\n',
+    "src/lib.rs": (
+        "mod de;\nmod error;\npub mod macros;\n\n"
+        "pub use crate::error::Error;\n"
+        "pub use std::error::Error as StdError;\n"
+        "pub type Result<T> = core::result::Result<T, Error>;\n"
+    ),
+    "src/error.rs": "pub struct Error;\n\nimpl Error {\n    pub fn new() -> Self { Error }\n}\n",
+    "src/de/mod.rs": (
+        "use crate::Result;\nuse crate::StdError;\nuse super::error::Error;\n"
+        "use self::num::parse;\nmod num;\n\npub struct Deserializer;\n"
+    ),
+    "src/de/num.rs": "use super::Deserializer;\n\npub fn parse() -> u8 { 1 }\n",
+    "src/macros.rs": "#[macro_export]\nmacro_rules! bail {\n    () => {};\n}\n",
+    "tests/test_api.rs": (
+        "use my_lib::Error;\nuse my_lib::bail;\nuse my_lib::Result;\n\n"
+        "#[test]\nfn builds() { let _ = Error::new(); }\n"
+    ),
+}
+
+
+def test_rust_paths_follow_modules_reexports_aliases_macros_and_the_crate_name():
+    """`crate::`, `self::`, `super::` walk the crate's module files (`de/mod.rs`, `de/num.rs`);
+    an item re-exported by `pub use`, a type alias, a re-exported std trait and an exported
+    macro resolve; an integration test reaches the library by the crate's name."""
+    index = build_index(RUST_CRATE)
+    de = _targets(index, "src/de/mod.rs")
+    assert de["crate::Result"] == "src/lib.rs"  # a type alias: the module that declares it
+    assert de["crate::StdError"] == "src/lib.rs"  # std's, handed on by the crate root
+    assert de["super::error::Error"] == "src/error.rs:Error"
+    assert de["self::num::parse"] == "src/de/num.rs:parse"
+    assert _targets(index, "src/de/num.rs")["super::Deserializer"] == "src/de/mod.rs:Deserializer"
+    test = _targets(index, "tests/test_api.rs")
+    assert test["my_lib::Error"] == "src/error.rs:Error"  # through lib.rs's `pub use`
+    assert test["my_lib::bail"] == "src/macros.rs"  # `#[macro_export]`: at the crate's root
+    assert test["my_lib::Result"] == "src/lib.rs"
+    assert import_resolution(index)["rust"].rate == 1.0
