@@ -22,6 +22,8 @@ blast radius. The rules, chosen so unrelated changes stay apart:
   hold different files; each cohort then lists it in `split_paths`, and the page says so. A
   part whose files all belong to a larger (or an identical) cohort joins it: never two
   cohorts of the same files, never a fragment of one.
+- A connected component of more than `LARGE_COHORT_FILES` files (a release range) is split at
+  directory boundaries, one cohort per directory, each labelled as part of a larger change.
 - Tests beside their code: a component made only of test files joins the cohort of the changed
   code it references (a resolved reference to a changed symbol or file, or a call through an
   object to a method of a changed name, as tests do through fixtures); when several, the one
@@ -77,6 +79,8 @@ NO_INDEX_LABEL = "path-based grouping (no code index)"
 NOT_INDEXED_FILE_LABEL = "path-based grouping (files outside the code index)"
 UNLINKED_TESTS_LABEL = "tests without a link to changed code"
 CONFIG_DOCS_LABEL = "configuration and docs"
+SPLIT_LABEL = "code graph, one directory of a larger connected change"
+LARGE_COHORT_FILES = 12  # a connected change of more files is read directory by directory
 VENDORED_LABEL = "vendored, generated and minified files (listed, not reviewed line by line)"
 
 # Outside the code graph, these are configuration, manifests and documentation.
@@ -211,6 +215,10 @@ def compute_cohorts(
         is_tests = all(is_test_path(u.path) for u in group)
         (test_groups if is_tests else code_groups).append(group)
     code_groups = _merge_nested(code_groups)
+    # A release range is often one connected change of dozens of files: read it by directory.
+    parts = [(part, part is not group) for group in code_groups for part in _by_directory(group)]
+    code_groups = [part for part, _ in parts]
+    split = [was_split for _, was_split in parts]
     # Tests beside their code: a test file joins the cohort of the changed code it imports or
     # references (the one with the highest blast radius when several); the rest form one group.
     radius = [graph.blast_radius_of(g) for g in code_groups]
@@ -224,7 +232,12 @@ def compute_cohorts(
             unlinked.extend(tests)
     config = [f for f in outside if _is_config_or_doc(f.path)]
     attached = graph.attach_manifests(config, code_groups, radius)
-    cohorts = [graph.cohort(g, attached.get(i, ())) for i, g in enumerate(code_groups)]
+    cohorts = [
+        replace(graph.cohort(g, attached.get(i, ())), label=SPLIT_LABEL)
+        if split[i]
+        else graph.cohort(g, attached.get(i, ()))
+        for i, g in enumerate(code_groups)
+    ]
     if unlinked:
         cohorts.append(replace(graph.cohort(unlinked), label=UNLINKED_TESTS_LABEL))
     cohorts = _mark_split(cohorts)
@@ -242,6 +255,19 @@ def _set_aside(files: Sequence[ChangedFile]) -> tuple[Cohort, ...]:
     if not files:
         return ()
     return (replace(_one_path_cohort(files, VENDORED_LABEL), previews=(), diagram=""),)
+
+
+def _by_directory(group: list[_Unit]) -> list[list[_Unit]]:
+    """A connected group of more than `LARGE_COHORT_FILES` files, split at directory
+    boundaries (its files in one directory each form a part); a smaller one, or one in a
+    single directory, whole."""
+    paths = {u.path for u in group}
+    if len(paths) <= LARGE_COHORT_FILES:
+        return [group]
+    by_directory: dict[str, list[_Unit]] = defaultdict(list)
+    for unit in group:
+        by_directory[posixpath.dirname(unit.path)].append(unit)
+    return list(by_directory.values()) if len(by_directory) > 1 else [group]
 
 
 def _merge_nested(groups: list[list[_Unit]]) -> list[list[_Unit]]:

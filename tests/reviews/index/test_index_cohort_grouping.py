@@ -244,3 +244,48 @@ def test_a_part_of_a_file_already_in_a_larger_cohort_joins_it():
     assert [c.paths for c in cohorts] == [("a.py", "b.py")]
     assert {"a.f", "a.h", "b.g"} <= set(cohorts[0].symbols)
     assert cohorts[0].split_paths == ()
+
+
+def test_a_large_connected_change_is_read_directory_by_directory():
+    """Fifteen modules in three packages all calling one changed helper: one connected change
+    of 16 files, read as a cohort per directory, each saying it is part of a larger one; a
+    connected change of a few files stays whole."""
+    from reviews.index.cohorts import LARGE_COHORT_FILES, SPLIT_LABEL
+
+    def files(version: int) -> dict[str, str]:
+        out = {"core/__init__.py": "", "core/util.py": f"def f():\n    return {version}\n"}
+        for package in ("billing", "orders", "search"):
+            out[f"{package}/__init__.py"] = ""
+            for i in range(5):
+                out[f"{package}/m{i}.py"] = (
+                    f"from core.util import f\n\n\ndef g{i}():\n    return f() + {version}\n"
+                )
+        return out
+
+    old, new = files(1), files(2)
+    changed = [p for p in new if old[p] != new[p]]
+    assert len(changed) == 16 > LARGE_COHORT_FILES
+    diff = "".join(
+        f"diff --git a/{p} b/{p}\n"
+        + "".join(
+            difflib.unified_diff(
+                old[p].splitlines(True), new[p].splitlines(True), f"a/{p}", f"b/{p}", n=0
+            )
+        )
+        for p in changed
+    )
+    cohorts = compute_cohorts(parse_unified_diff(diff), build_index(new), base=build_index(old))
+    by_directory = {c.paths[0].split("/")[0]: c for c in cohorts}
+    assert set(by_directory) == {"core", "billing", "orders", "search"}
+    assert all(c.label == SPLIT_LABEL for c in cohorts)
+    assert all(len({p.split("/")[0] for p in c.paths}) == 1 for c in cohorts)
+    assert sorted(p for c in cohorts for p in c.paths) == sorted(changed)  # each file once
+    # The helper everything depends on is read first: the largest blast radius.
+    assert cohorts[0].paths == ("core/util.py",)
+
+    small = compute_cohorts(
+        parse_unified_diff(diff.split("diff --git a/orders")[0]),
+        build_index(new),
+        base=build_index(old),
+    )
+    assert [c.label for c in small] == ["code graph"]
