@@ -36,7 +36,8 @@ from reviews.index import (
     files_in_directory,
     update_index,
 )
-from reviews.index.cohorts import compute_cohorts
+from reviews.index.cohorts import UNLINKED_TESTS_LABEL, compute_cohorts
+from reviews.index.limits import is_test_path
 from reviews.index.resolution import import_resolution
 from reviews.sources.git_local import LocalGitSource
 from tests.bench.scratch_git import git
@@ -246,7 +247,40 @@ def clone_resolution(clones: Path) -> list[str]:
             f"  {entry['repository']:24} {entry['language']:6} {rate.resolved}/{rate.total} "
             f"({rate.rate:.1%}; before {entry['before']}) {mark}"
         )
+        if "range" in entry:
+            figures = range_cohorts(clone, *entry["range"])
+            lines.append(
+                f"  {'':24} {'..'.join(entry['range'])}: "
+                + ", ".join(f"{k} {v}" for k, v in figures.items())
+            )
     return lines
+
+
+def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
+    """A release range's cohorts as a round computes them: how many, files in more than one,
+    path lists repeated, test files attached to code vs in the group linked to nothing."""
+    source = LocalGitSource(clone)
+    diff = source.diff(base, head)
+    cohorts = compute_cohorts(
+        diff.files,
+        build_index(files_at_commit(source, diff.head_sha)),
+        base=build_index(files_at_commit(source, diff.merge_base_sha)),
+    )
+    counts: dict[str, int] = {}
+    for cohort in cohorts:
+        for path in set(cohort.paths):
+            counts[path] = counts.get(path, 0) + 1
+    tests = [p for c in cohorts for p in c.paths if is_test_path(p)]
+    unlinked = [p for c in cohorts if c.label == UNLINKED_TESTS_LABEL for p in c.paths]
+    lists = [tuple(sorted(c.paths)) for c in cohorts]
+    return {
+        "files": len(diff.files),
+        "cohorts": len(cohorts),
+        "files in 2+ cohorts": sum(1 for n in counts.values() if n > 1),
+        "repeated path lists": len(lists) - len(set(lists)),
+        "test files attached": f"{len(tests) - len(unlinked)}/{len(tests)}",
+        "cohorts per file": round(len(cohorts) / max(len(diff.files), 1), 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
