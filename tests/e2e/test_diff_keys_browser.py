@@ -89,8 +89,12 @@ def test_reviewing_the_diff_with_the_keyboard_only(reviewed, asgi_server, browse
         "(id) => document.activeElement.id === id", arg=expected.get_attribute("id")
     )
     assert expected.evaluate("d => d.open") is True
-    assert _announced(page) == (
-        f"File {here + 2} of {files.count()}: {expected.get_attribute('data-path')}"
+    # The announcer may still hold the previous action's words for a moment: wait for the move.
+    said = f"File {here + 2} of {files.count()}: {expected.get_attribute('data-path')}"
+    page.wait_for_function(
+        "(text) => document.getElementById('keys-announcer').textContent === text",
+        arg=said,
+        timeout=5000,
     )
 
     # ?: the list of keys in a modal dialog; Esc closes it.
