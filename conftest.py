@@ -4,10 +4,17 @@ Tests that need PostgreSQL, Redis or Chromium carry a marker. Without the servic
 skipped locally; with QUORUM_REQUIRE_SERVICES=1 (CI) a missing service is a failure, so a green
 CI run can never hide skipped service tests. CI's run of the embedded default (no services)
 passes --require-browser: there only the PostgreSQL and Redis tests may skip.
+
+CI's second run, on PostgreSQL and Redis, passes --skip-service-free: it leaves out the tests
+that cannot reach a service, which the embedded run has just run identically (see
+`service_free` below for the rule). Everything that can touch the database, Redis, a browser
+or a child process reading DATABASE_URL/REDIS_URL still runs there.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -37,6 +44,13 @@ def pytest_addoption(parser):
         default=False,
         help="fail (instead of skip) browser tests when Chromium is missing; PostgreSQL and "
         "Redis tests still skip without their service (the embedded default's run in CI)",
+    )
+    parser.addoption(
+        "--skip-service-free",
+        action="store_true",
+        default=False,
+        help="deselect the tests that provably reach no service (conftest.service_free): CI's "
+        "PostgreSQL + Redis run, after the embedded run has run them",
     )
 
 
@@ -88,3 +102,136 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     if db["ENGINE"].endswith("sqlite3") and name:
         for leftover in ("-wal", "-shm", "-journal"):
             Path(f"{name}{leftover}").unlink(missing_ok=True)
+
+
+# --- Tests that reach no service ------------------------------------------------------------
+#
+# A test is service-free when nothing it runs can read the settings that differ between CI's two
+# runs (DATABASE_URL, REDIS_URL and what Django derives from them: the database, the cache, the
+# channel layer, the Celery broker, DEBUG...). The check is static and conservative:
+#   1. no postgres/redis/browser/django_db marker;
+#   2. the test module, the modules defining the fixtures it requests (transitively, autouse
+#      ones apart: they run in every test and touch no service), and every project module those
+#      import (transitively) import none of SERVICE_PACKAGES, and none of their sources names a
+#      word of SERVICE_WORDS (a child process that would read the environment, a dynamic import).
+# Such a test gives the same result in both runs, so the PostgreSQL + Redis run may leave it to
+# the embedded run (--skip-service-free). A change that makes a test reach a service (an import
+# of Django, a subprocess of manage.py) puts it back in both runs without anyone deciding to.
+
+PROJECT_PACKAGES = {"reviews", "workspaces", "guardrails", "tests"}
+SERVICE_PACKAGES = {
+    "config",  # the settings, Celery's app, the ASGI application
+    "django",
+    "pytest_django",
+    "channels",
+    "channels_redis",
+    "celery",
+    "kombu",
+    "redis",
+    "psycopg",
+    "daphne",
+    "ninja",
+    "allauth",
+    "playwright",
+    "schemathesis",
+}
+SERVICE_WORDS = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "DJANGO_SETTINGS_MODULE",
+    "manage.py",
+    "celery",
+    "daphne",
+    "import_module",
+    "__import__",
+    "importlib",
+)
+ROOT = Path(__file__).resolve().parent
+
+
+def _module_file(name: str) -> Path | None:
+    base = ROOT.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*parts, *([node.module] if node.module else [])])
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+@functools.cache
+def _module_reaches_services(name: str) -> str | None:
+    """Why the module (a project or third-party module name) may reach a service, or None."""
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        module = stack.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        top = module.split(".")[0]
+        if top in SERVICE_PACKAGES:
+            return f"imports {module}"
+        if top not in PROJECT_PACKAGES:
+            continue  # the standard library or a package that is not a service client
+        parts = module.split(".")
+        stack.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # packages' __init__
+        path = _module_file(module)
+        if path is None:
+            continue  # `from package import name` where name is no module
+        source = path.read_text()
+        for word in SERVICE_WORDS:
+            if word in source:
+                return f"{module} names {word}"
+        stack.extend(_imports(module, path))
+    return None
+
+
+def service_free(item) -> bool:
+    """True when the test provably reaches no service (the rule above)."""
+    if any(item.get_closest_marker(m) for m in ("postgres", "redis", "browser", "django_db")):
+        return False
+    module = getattr(item, "module", None)
+    if module is None or _module_reaches_services(module.__name__):
+        return False
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    params = set(getattr(getattr(item, "callspec", None), "params", {}))
+    pending, seen = [n for n in info.argnames if n not in params], set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        definitions = info.name2fixturedefs.get(name)
+        if not definitions:
+            return False
+        definition = definitions[-1]
+        if _module_reaches_services(definition.func.__module__):
+            return False
+        pending.extend(definition.argnames)
+    return True
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--skip-service-free"):
+        return
+    kept, left = [], []
+    for item in items:
+        (left if service_free(item) else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept

@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 
 from workspaces import services
 
@@ -18,7 +19,7 @@ AUDIT_TRUNCATE_TRIGGER = "guardrails_auditevent_no_truncate"
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """Let the between-tests flush TRUNCATE the append-only audit table.
+    """Let the between-tests flush TRUNCATE the append-only audit table, and flush by DELETE.
 
     On the throw-away test database only, the suite's connection (the tables' owner) disables
     the TRUNCATE trigger. The application role cannot do the same in production: it does not
@@ -33,7 +34,47 @@ def django_db_setup(django_db_setup, django_db_blocker):
                 cursor.execute(
                     f"ALTER TABLE guardrails_auditevent DISABLE TRIGGER {AUDIT_TRUNCATE_TRIGGER}"
                 )
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PostgresOperations, "sql_flush", _sql_flush_by_delete)
+        yield
+
+
+_truncate_flush = PostgresOperations.sql_flush
+
+
+def _sql_flush_by_delete(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+    """The flush after each transactional test on PostgreSQL, with the end state of Django's
+    (every table empty, sequences left as they are) at a fraction of its cost.
+
+    Django empties the tables with one `TRUNCATE` of all of them (~60): PostgreSQL gives each
+    table and index a new file, about 0.5 s per test on two cores, where a test leaves a few
+    rows in a few tables. Here the same transaction takes the same ACCESS EXCLUSIVE locks as
+    TRUNCATE would, then DELETEs every table (nothing to do in an empty one). Every foreign key
+    is DEFERRABLE INITIALLY DEFERRED, so the order does not matter. The append-only audit table
+    refuses DELETE row by row (its trigger stays on): it is truncated, alone (no foreign key
+    points at it), when it has rows. The post_migrate signal then recreates content types and
+    permissions as after Django's flush. Flushes that reset sequences or cascade are Django's.
+    """
+    if reset_sequences or allow_cascade or not tables:
+        return _truncate_flush(
+            self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+        )
+    audit = "guardrails_auditevent"
+    quoted = ", ".join(self.quote_name(table) for table in tables)
+    deletes = "".join(
+        f"DELETE FROM {self.quote_name(table)};\n"  # noqa: S608 (names from introspection)
+        for table in tables
+        if table != audit
+    )
+    truncate = (
+        f"IF EXISTS (SELECT 1 FROM {audit}) THEN TRUNCATE {audit}; END IF;\n"  # noqa: S608
+        if audit in tables
+        else ""
+    )
+    return [
+        f"LOCK TABLE {quoted} IN ACCESS EXCLUSIVE MODE;",
+        f"DO $$ BEGIN\n{truncate}{deletes}END $$;",
+    ]
 
 
 @pytest.fixture
