@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from reviews.index.limits import (
@@ -208,8 +208,11 @@ def files_at_commit(
 
 
 def changed_texts(source: LocalGitSource, diff: LocalDiff) -> dict[str, str | None]:
-    """What `update_index` needs for a diff: new text per changed path, None where it is gone."""
+    """What `update_index` needs for a diff: new text per changed path, None where it is gone.
+    The texts are read in one `git cat-file --batch` (one process per file cost more than
+    indexing them)."""
     changed: dict[str, str | None] = {}
+    wanted: list[str] = []
     for changed_file in diff.files:
         if changed_file.old_path and changed_file.old_path != changed_file.new_path:
             changed[changed_file.old_path] = None
@@ -217,7 +220,32 @@ def changed_texts(source: LocalGitSource, diff: LocalDiff) -> dict[str, str | No
             continue
         if changed_file.status is FileStatus.BINARY and not is_indexable(changed_file.new_path):
             continue
-        changed[changed_file.new_path] = source.text_at(
-            diff.head_sha, changed_file.new_path, max_bytes=MAX_FILE_BYTES + 1
-        )
+        wanted.append(changed_file.new_path)
+    texts = texts_at(source, diff.head_sha, wanted)
+    # A path that is no file at the head (a submodule) has no text to index.
+    changed.update({path: texts.get(path) for path in wanted})
     return changed
+
+
+def texts_at(source: LocalGitSource, sha: str, paths: Sequence[str]) -> dict[str, str]:
+    """path → text (cut at `MAX_FILE_BYTES + 1` bytes) at `sha`, for the paths that are blobs
+    there, in one process."""
+    lines = [p for p in paths if "\n" not in p]  # the batch reads one name per line
+    out = {p: source.text_at(sha, p, max_bytes=MAX_FILE_BYTES + 1) for p in paths if "\n" in p}
+    if not lines:
+        return out
+    request = "".join(f"{sha}:{path}\n" for path in lines).encode("utf-8", "surrogateescape")
+    data = run_git(["cat-file", "--batch"], cwd=source.repo_path, input=request).stdout
+    position = 0
+    for path in lines:
+        end = data.index(b"\n", position)
+        header = data[position:end].split(b" ")
+        position = end + 1
+        if len(header) != 3:  # "<name> missing" (or ambiguous): not a file at that commit
+            continue
+        size = int(header[2])
+        if header[1] == b"blob":
+            text = data[position : position + min(size, MAX_FILE_BYTES + 1)]
+            out[path] = text.decode("utf-8", "replace")
+        position += size + 1  # the content and its closing newline
+    return out

@@ -259,13 +259,34 @@ def clone_resolution(clones: Path) -> list[str]:
 def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
     """A release range's cohorts as a round computes them: how many, files in more than one,
     path lists repeated, test files attached to code vs in the group linked to nothing."""
+    from reviews.agents.redaction import redact_diff
+    from reviews.domain.classification import ChangeStatus, FileChange, classify_change
+
     source = LocalGitSource(clone)
+    clock = time.perf_counter()
     diff = source.diff(base, head)
-    cohorts = compute_cohorts(
-        diff.files,
-        build_index(files_at_commit(source, diff.head_sha)),
-        base=build_index(files_at_commit(source, diff.merge_base_sha)),
-    )
+    redact_diff(diff.text)
+    took = {"diff and redaction": time.perf_counter() - clock}
+    clock = time.perf_counter()
+    statuses = {s.value: s for s in ChangeStatus}
+    changes = [
+        FileChange(
+            f.path, f.additions, f.deletions, statuses.get(str(f.status), ChangeStatus.MODIFIED)
+        )
+        for f in diff.files
+    ]
+    classify_change(changes, diff.text)
+    took["classification"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    base_index = build_index(files_at_commit(source, diff.merge_base_sha))
+    took["base index"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    # As a round does it: the head from the base, only the changed files parsed again.
+    head_index = update_index(base_index, changed_texts(source, diff))
+    took["head index (incremental)"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    cohorts = compute_cohorts(diff.files, head_index, base=base_index)
+    took["cohorts"] = time.perf_counter() - clock
     counts: dict[str, int] = {}
     for cohort in cohorts:
         for path in set(cohort.paths):
@@ -280,6 +301,10 @@ def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
         "repeated path lists": len(lists) - len(set(lists)),
         "test files attached": f"{len(tests) - len(unlinked)}/{len(tests)}",
         "cohorts per file": round(len(cohorts) / max(len(diff.files), 1), 2),
+        "lines": sum(f.additions + f.deletions for f in diff.files),
+        **{f"{k} s": round(v, 2) for k, v in took.items()},
+        "prepare without a stored base s": round(sum(took.values()), 2),
+        "prepare with a stored base s": round(sum(took.values()) - took["base index"], 2),
     }
 
 
