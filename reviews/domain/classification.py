@@ -144,6 +144,9 @@ _CONTENT_PATTERNS: dict[RiskPattern, re.Pattern[str]] = {
         _I,
     ),
 }
+# One search tells whether a line can match any content pattern: most changed lines match none,
+# and a line that does is then searched pattern by pattern.
+_ANY_CONTENT = re.compile("|".join(f"(?:{p.pattern})" for p in _CONTENT_PATTERNS.values()), _I)
 _PATH_PATTERNS: dict[RiskPattern, re.Pattern[str]] = {
     RiskPattern.AUTH: re.compile(r"(auth|login|session|oauth|jwt|token)", _I),
     RiskPattern.SQL: re.compile(r"(\.sql$|(^|/)(queries|selectors)\.py$)", _I),
@@ -248,9 +251,15 @@ def detect_risks(
             if found := regex.search(change.path):
                 matches.add(RiskMatch(pattern, change.path, None, found.group(0)))
     deleted = {c.path for c in changes if c.status is ChangeStatus.DELETED}
+    skipped: dict[str, bool] = {}
     for line in iter_changed_lines(diff_text):
-        # A deleted file's lines are gone from the head: nothing there to anchor a risk to.
-        if is_doc_path(line.path) or line.path in deleted or line.path in set_aside:
+        skip = skipped.get(line.path)
+        if skip is None:
+            # A deleted file's lines are gone from the head: nothing there to anchor a risk to.
+            skip = skipped[line.path] = (
+                is_doc_path(line.path) or line.path in deleted or line.path in set_aside
+            )
+        if skip or not _ANY_CONTENT.search(line.text):
             continue
         for pattern, regex in _CONTENT_PATTERNS.items():
             if found := regex.search(line.text):
@@ -277,7 +286,7 @@ def classify_change(
         fast_exit = FastExit.EMPTY
     elif all(is_doc_path(c.path) for c in changes):
         fast_exit = FastExit.DOCS_ONLY
-    elif is_formatting_only(diff_text) and all(c.status is ChangeStatus.MODIFIED for c in changes):
+    elif all(c.status is ChangeStatus.MODIFIED for c in changes) and is_formatting_only(diff_text):
         fast_exit = FastExit.FORMATTING_ONLY
     risks = () if fast_exit else detect_risks(changes, diff_text, set_aside=set_aside)
     changed = list(iter_changed_lines(diff_text))
