@@ -71,7 +71,6 @@ SKIPPED_DIRS = frozenset(
         ".pytest_cache",
     }
 )
-_MINIFIED = (".min.js", ".min.mjs", ".bundle.js")
 
 _TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing"})
 
@@ -86,9 +85,7 @@ def skip_reason_for_path(path: str) -> str | None:
     parts = PurePosixPath(path).parts
     if any(part in SKIPPED_DIRS for part in parts[:-1]):
         return "vendored"
-    if path.lower().endswith(_MINIFIED):
-        return "minified"
-    return vendored.path_reason(path)
+    return vendored.path_reason(path)  # minified and generated names, and vendor directories
 
 
 def skip_reason_for_text(text: str, path: str = "") -> str | None:
