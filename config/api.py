@@ -77,9 +77,9 @@ def _unstorable(request, exc):
 
 
 from guardrails.api import router as guardrails_router  # noqa: E402
-from reviews.api import router as reviews_router  # noqa: E402
-from reviews.api_asking import router as asking_router  # noqa: E402
-from reviews.api_threads import router as threads_router  # noqa: E402
+from reviews.api.asking import router as asking_router  # noqa: E402
+from reviews.api.routes import router as reviews_router  # noqa: E402
+from reviews.api.threads import router as threads_router  # noqa: E402
 from workspaces.api import router as workspaces_router  # noqa: E402
 
 api.add_router("/workspaces", workspaces_router)

@@ -15,7 +15,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from config.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa: E402
 from config.websockets import websocket_urlpatterns  # noqa: E402
-from reviews.mcp_server.http import McpHttpApp  # noqa: E402
+from reviews.mcp.http import McpHttpApp  # noqa: E402
 
 # Bodies over a path's cap are refused before they are buffered (config/bodylimit.py).
 install_daphne_guard()
@@ -24,7 +24,7 @@ mcp_http = BodyLimitMiddleware(McpHttpApp())
 
 
 async def http_app(scope, receive, send):
-    """/mcp/… is the MCP server for coding agents (reviews/mcp_server/http.py); the rest is
+    """/mcp/… is the MCP server for coding agents (reviews/mcp/http.py); the rest is
     Django."""
     if scope["path"].startswith("/mcp/"):
         await mcp_http(scope, receive, send)

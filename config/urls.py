@@ -4,7 +4,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 
 from config.api import api
-from reviews.webhooks import github_webhook
+from reviews.web.webhooks import github_webhook
 from workspaces import views as workspace_views
 
 handler500 = "config.errors.server_error"

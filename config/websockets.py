@@ -8,8 +8,8 @@ from channels.consumer import AsyncConsumer
 from django.urls import path
 
 from guardrails.consumers import ApprovalsConsumer
-from reviews.consumers import ReviewSpaceConsumer
-from reviews.list_consumer import PublishPreviewConsumer, ReviewListConsumer
+from reviews.live.consumers import ReviewSpaceConsumer
+from reviews.live.list_consumer import PublishPreviewConsumer, ReviewListConsumer
 
 if TYPE_CHECKING:
     from channels.routing import URLRouter, _ExtendedURLPattern

@@ -25,8 +25,8 @@ def approvals_emit(request, kind: str) -> None:
         async_to_sync(layer.group_send)(group, message)
     except Exception:
         log.exception("could not notify %s", group)
-    # The review's own page goes through reviews.events, which versions its live state.
-    from reviews.events import space_send
+    # The review's own page goes through reviews.live.events, which versions its live state.
+    from reviews.live.events import space_send
 
     if request.target_type == "reviewspace":
         space_send(int(request.target_id), "review.published", request=request.pk, kind=kind)

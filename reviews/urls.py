@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviews import github_replies_views, views, views_threads_ask
+from reviews.web import github_replies, threads_ask, views
 
 app_name = "reviews"
 
@@ -80,7 +80,7 @@ urlpatterns = [
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/messages/<int:message_id>/post-on-github/",
-        github_replies_views.answer_post,
+        github_replies.answer_post,
         name="answer_post",
     ),
     path(
@@ -90,12 +90,12 @@ urlpatterns = [
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/threads/<str:key>/ask/",
-        views_threads_ask.thread_ask,
+        threads_ask.thread_ask,
         name="thread_ask",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/messages/<int:message_id>/proposal/",
-        views_threads_ask.proposal_decide,
+        threads_ask.proposal_decide,
         name="proposal_decide",
     ),
 ]

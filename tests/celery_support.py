@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from config.celery import app as celery_app
-from reviews.sample_repo import create_sample_repository
+from reviews.sources.sample_repo import create_sample_repository
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
 

@@ -19,7 +19,7 @@ import jsonschema_rs
 import pytest
 from django.core.management import call_command
 
-from reviews.sample_repo import create_sample_repository
+from reviews.sources.sample_repo import create_sample_repository
 
 OPENAPI = "/api/v1/openapi.json"
 _ANNOTATIONS = {"title", "description", "default", "examples", "deprecated", "readOnly"}

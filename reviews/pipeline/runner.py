@@ -28,7 +28,7 @@ from django.db.models import Case, Exists, F, Field, JSONField, OuterRef, Q, Tex
 from django.utils import timezone
 
 from reviews.domain.step_states import StepState, sources_of
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import budget_runs, round_reads, stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db

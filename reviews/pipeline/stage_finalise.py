@@ -14,7 +14,7 @@ from reviews.domain.closings import coverage_statement
 from reviews.domain.round_stats import PanelOutcome, stage_timings
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
-from reviews.reporting import stream_dimensions
+from reviews.reports.markdown import stream_dimensions
 from reviews.selectors import node_view
 from reviews.services import codeindex
 from reviews.services.flags import space_flag_check

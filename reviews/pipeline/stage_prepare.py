@@ -10,7 +10,6 @@ from typing import cast
 from reviews.agents.js_analyzer import JS_SUFFIXES
 from reviews.agents.pattern_analyzer import PATTERN_SUFFIXES
 from reviews.agents.redaction import redact_diff
-from reviews.changed_files import file_summaries
 from reviews.domain import types as t
 from reviews.domain import vendored
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
@@ -25,6 +24,7 @@ from reviews.pipeline.template import (
     disabled_reviewers,
     reviewers_for,
 )
+from reviews.selectors.changed_files import file_summaries
 from reviews.services import codeindex
 from reviews.services.round_files import attribute_verdicts
 from reviews.sources.diffs import ChangedFile, parse_unified_diff

@@ -14,7 +14,7 @@ from django.utils import timezone
 from guardrails.audit import SYSTEM, Actor, Target, audit_record
 from reviews.domain.errors import ApplicationError
 from reviews.domain.flagging import flag_reason
-from reviews.events import emit, emit_list_row
+from reviews.live.events import emit, emit_list_row
 from reviews.models import ReviewRound, ReviewSpace
 
 

@@ -35,7 +35,7 @@ from reviews.domain.nodes import (
 )
 from reviews.domain.threads import Proposal, ProposalKind, proposal_problem
 from reviews.domain.types import NodeStatus, Priority
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode, Verdict
 from reviews.selectors import node_view
 from reviews.services.verdicts import verdict_follow

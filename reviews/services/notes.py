@@ -23,7 +23,7 @@ from reviews.agents.redaction import redact_text
 from reviews.domain.errors import ApplicationError
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
 from reviews.domain.tickets import sources_of as ticket_sources_of
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewerTicket
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from reviews.domain.space_status import (
     can_request_publish,
     publish_refusal,
 )
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import (
     PublishedComment,
     PublishRecord,

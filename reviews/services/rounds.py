@@ -18,7 +18,7 @@ from reviews.domain.round_states import (
     state_label,
 )
 from reviews.domain.stream_states import StreamState
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
 from reviews.services.check_runs import check_run_enqueue
 from reviews.services.spaces import space_lock_for_move, space_status_refresh

@@ -20,7 +20,7 @@ from reviews.domain.space_status import (
     publish_facts_matter,
     space_status,
 )
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import PullRequest, ReviewRound, ReviewSpace
 from reviews.services.worktrees import worktrees_release_after_commit
 from workspaces.models import Repository

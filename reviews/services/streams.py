@@ -11,7 +11,7 @@ from django.db.models import Case, Count, IntegerField, OuterRef, Q, Subquery, V
 from django.db.models.functions import Coalesce
 
 from reviews.domain.stream_states import StreamState, sources_of
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
 
 MAX_ERROR_CHARS = 2000

@@ -20,7 +20,7 @@ from django.utils import timezone
 from reviews.domain import threads as rules
 from reviews.domain.errors import ApplicationError
 from reviews.domain.types import Priority
-from reviews.events import emit
+from reviews.live.events import emit
 from reviews.models import (
     ReviewerStream,
     ReviewNode,

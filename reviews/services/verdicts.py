@@ -14,7 +14,7 @@ from reviews.domain.closings import off_target_reason
 from reviews.domain.reviewer_precision import with_calibrated
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import finalise
-from reviews.events import emit, emit_list_row
+from reviews.live.events import emit, emit_list_row
 from reviews.models import (
     AxisResult,
     ReviewerStream,

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db import transaction
 
-from reviews.changed_files import round_file_facts
 from reviews.models import FileViewed, ReviewRound, ReviewSpace
+from reviews.selectors.changed_files import round_file_facts
 from workspaces.rules import ReadOnlyError, RuleError, archived_message
 
 

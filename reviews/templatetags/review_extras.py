@@ -13,10 +13,10 @@ from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
 from config.safeurl import web_url_or_blank
-from reviews import reporting
 from reviews.domain import wording
 from reviews.domain.round_stats import PreviewHunk
 from reviews.domain.types import VerdictLevel
+from reviews.reports import markdown as report_markdown
 
 register = template.Library()
 
@@ -246,13 +246,13 @@ register.filter("stream_state", wording.stream_state_words)
 @register.filter
 def waiting_for_request(stream) -> bool:
     """`s|waiting_for_request`: the stream is held until a person supplies the request."""
-    return reporting.waiting_for_request(stream)
+    return report_markdown.waiting_for_request(stream)
 
 
 @register.filter
 def requirements_check(page):
     """`page|requirements_check`: the requirements reviewer's table, or None without one."""
-    return reporting.requirements_check(page.streams, page.nodes)
+    return report_markdown.requirements_check(page.streams, page.nodes)
 
 
 @register.filter

@@ -1,6 +1,6 @@
 """Cost benchmark: `python -m tests.bench.bench_cost` (also run by `make bench`).
 
-Reviews the sample repository (reviews/sample_repo.py) at each tier against the fake model
+Reviews the sample repository (reviews/sources/sample_repo.py) at each tier against the fake model
 server, on a scratch SQLite database, and counts what every model call of a round sent: the tool
 schemas and output schema as JSON, then the messages' text, the earlier turns' tool calls and
 results, as a provider receives them. Characters, and o200k tokens
@@ -50,8 +50,8 @@ from django.core.management import call_command  # noqa: E402
 
 from reviews.agents.token_count import token_ids  # noqa: E402
 from reviews.pipeline.runner import run_inline  # noqa: E402
-from reviews.sample_repo import create_sample_repository  # noqa: E402
 from reviews.services.requests import review_request  # noqa: E402
+from reviews.sources.sample_repo import create_sample_repository  # noqa: E402
 from tests.fakes.model_server import FakeModelServer, RecordedRequest  # noqa: E402
 from tests.reviews import pipeline_scenarios as scenario  # noqa: E402
 from workspaces.models import Repository  # noqa: E402

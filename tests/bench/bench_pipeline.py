@@ -1,6 +1,6 @@
 """Pipeline benchmark: `python -m tests.bench.bench_pipeline` (also run by `make bench`).
 
-Reviews the sample repository (reviews/sample_repo.py) with the thorough tier against the fake
+Reviews the sample repository (reviews/sources/sample_repo.py) with the thorough tier against the fake
 model server, in this process on a scratch SQLite database (the embedded default), and reports:
 1. with a zero-latency model: seconds per round (non-model time), database queries per finding
    and the model calls made;
@@ -44,8 +44,8 @@ from django.db.backends.signals import connection_created  # noqa: E402
 
 from reviews.models import ReviewNode  # noqa: E402
 from reviews.pipeline.runner import run_inline  # noqa: E402
-from reviews.sample_repo import create_sample_repository  # noqa: E402
 from reviews.services.requests import review_request  # noqa: E402
+from reviews.sources.sample_repo import create_sample_repository  # noqa: E402
 from tests.fakes.model_server import FakeModelServer, RecordedRequest  # noqa: E402
 from tests.reviews import pipeline_scenarios as scenario  # noqa: E402
 from workspaces.models import Repository  # noqa: E402

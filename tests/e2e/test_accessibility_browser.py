@@ -74,7 +74,6 @@ def _seed(tmp_path_factory, fake_github) -> dict:
     from guardrails.services import policy_update
     from reviews.models import ReviewerStream, ReviewNode, ReviewRound
     from reviews.pipeline.runner import run_inline
-    from reviews.sample_repo import create_sample_repository
     from reviews.services.nodes import node_dismiss, node_record, node_resolve
     from reviews.services.notes import note_record
     from reviews.services.requests import review_request
@@ -85,6 +84,7 @@ def _seed(tmp_path_factory, fake_github) -> dict:
         space_status_refresh,
     )
     from reviews.services.verdicts import round_finalise
+    from reviews.sources.sample_repo import create_sample_repository
     from tests.fakes.gitrepo import GitRepo
     from tests.fixtures import node_payload
     from workspaces.models import Membership, Repository

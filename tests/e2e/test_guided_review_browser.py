@@ -7,8 +7,8 @@ from django.conf import settings as django_settings
 
 from reviews.models import ReviewNode, ReviewSpace
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import create_sample_repository
 from reviews.services.requests import review_request
+from reviews.sources.sample_repo import create_sample_repository
 from tests.e2e.support import axe_violations, card, login, screenshot
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository

@@ -12,9 +12,9 @@ import pytest
 
 from reviews.models import ReviewNode
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import create_sample_repository
 from reviews.selectors import node_view
 from reviews.services.requests import review_request
+from reviews.sources.sample_repo import create_sample_repository
 from tests.e2e.support import axe_violations, login, screenshot
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository

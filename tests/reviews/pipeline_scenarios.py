@@ -1,4 +1,4 @@
-"""Scripted reviewers for the sample repository (reviews/sample_repo.py), played by the fake
+"""Scripted reviewers for the sample repository (reviews/sources/sample_repo.py), played by the fake
 model server. Shared by the in-process and the Celery pipeline tests."""
 
 from __future__ import annotations
@@ -259,8 +259,8 @@ def sample_reviews(
     that runs one round to its end (`tier`, `original_request` overridable) and returns it.
     With `finished`, a round that did not finish fails the test with its error."""
     from reviews.pipeline.runner import run_inline
-    from reviews.sample_repo import create_sample_repository
     from reviews.services.requests import review_request
+    from reviews.sources.sample_repo import create_sample_repository
     from workspaces.models import Repository
 
     settings.QUORUM_LOCAL_REPO_ROOTS = [tmp_path]

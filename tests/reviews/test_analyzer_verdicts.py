@@ -7,7 +7,7 @@ import pytest
 
 from reviews.models import NodeConfirmation, ReviewNode
 from reviews.pipeline.runner import run_inline
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from reviews.services.requests import review_request
 from tests.fakes.gitrepo import GitRepo

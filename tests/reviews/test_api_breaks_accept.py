@@ -14,8 +14,8 @@ from guardrails.models import AuditEvent
 from reviews.domain import api_breaks
 from reviews.domain.errors import ApplicationError
 from reviews.domain.types import AxisName, AxisResult
-from reviews.mcp_server import tools
-from reviews.mcp_server.server import build_server
+from reviews.mcp import tools
+from reviews.mcp.server import build_server
 from reviews.models import AxisResult as AxisRow
 from reviews.models import Verdict, VerdictChange
 from reviews.services.spaces import space_status_refresh

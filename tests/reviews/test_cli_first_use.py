@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reviews.sample_repo import create_sample_repository
+from reviews.sources.sample_repo import create_sample_repository
 
 ROOT = Path(__file__).resolve().parents[2]
 

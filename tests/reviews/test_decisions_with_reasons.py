@@ -10,9 +10,9 @@ from guardrails.models import AuditEvent
 from reviews.domain import consensus
 from reviews.domain.errors import ApplicationError
 from reviews.domain.round_states import RoundState
-from reviews.mcp_server import tools
+from reviews.mcp import tools
 from reviews.models import ReviewNode
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from reviews.services.nodes import node_record
 from reviews.services.rounds import round_transition
@@ -204,7 +204,7 @@ def test_mcp_answers_a_tool_error(approver_rule, workspace):
     error saying why; the plain tool function raises the same refusal."""
     from mcp.client.client import Client
 
-    from reviews.mcp_server.server import build_server
+    from reviews.mcp.server import build_server
 
     review_round, p0, _, bob, vera = approver_rule
     secrets = {

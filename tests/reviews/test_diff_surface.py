@@ -10,10 +10,10 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from reviews.changed_files import file_summaries
 from reviews.domain.file_tree import file_view_key
 from reviews.index.cohorts import cohorts_to_json, compute_cohorts
 from reviews.models import FileViewed, ReviewNode, ReviewRound
+from reviews.selectors.changed_files import file_summaries
 from reviews.services.nodes import node_dismiss, node_record
 from reviews.sources.diffs import parse_unified_diff
 from tests.fixtures import node_payload

@@ -13,7 +13,6 @@ import pytest
 
 from guardrails.models import AuditEvent
 from reviews.models import ReviewNode, ReviewRound, ThreadMessage, VerdictChange
-from reviews.sample_repo import BASE_FILES, FEATURE_FILES
 from reviews.selectors import node_view, review_page
 from reviews.services.consolidation import round_consolidate
 from reviews.services.nodes import disagreement_decide, node_record
@@ -25,6 +24,7 @@ from reviews.services.spaces import (
     space_status_refresh,
 )
 from reviews.services.verdicts import round_finalise
+from reviews.sources.sample_repo import BASE_FILES, FEATURE_FILES
 from tests.fixtures import node_payload, use_fake_github
 from workspaces.models import Repository
 

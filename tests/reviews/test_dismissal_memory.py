@@ -16,7 +16,7 @@ import pytest
 from guardrails.models import AuditEvent
 from reviews.models import MemoryFact, ReviewNode
 from reviews.pipeline.runner import run_inline
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from reviews.services.consolidation import round_consolidate
 from reviews.services.nodes import node_dismiss, node_reopen

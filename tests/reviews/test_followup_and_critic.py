@@ -10,7 +10,7 @@ import pytest
 
 from reviews.agents.prompts import VERIFIER_PANEL
 from reviews.models import NodeConfirmation, PipelineStep, ReviewerStream, ReviewNode
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import node_view, review_page
 from tests.fakes.model_server import Fail, Script, answer, good_findings, sample_finding, text
 from tests.reviews import pipeline_scenarios as scenario

@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
 from reviews.domain.errors import ApplicationError
-from reviews.mcp_server import tools
+from reviews.mcp import tools
 from reviews.models import ReviewNode
 from tests.fixtures import node_payload
 from tests.reviews import pipeline_scenarios as scenario

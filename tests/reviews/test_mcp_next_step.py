@@ -2,7 +2,7 @@
 person, a flagged review stops the loop, a Block asks for the fixes."""
 
 from reviews.domain.outcomes import PROCESS_BLOCK
-from reviews.mcp_server.tools import _next_step
+from reviews.mcp.tools import _next_step
 
 
 def _data(*, verdict="block", flagged=False, streams=(), state="finished"):

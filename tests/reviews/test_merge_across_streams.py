@@ -15,14 +15,14 @@ import pytest
 from django.urls import reverse
 
 from guardrails.models import AuditEvent
-from reviews.export import review_json
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import BASE_FILES, FEATURE_FILES
+from reviews.reports.json_export import review_json
 from reviews.selectors import node_view, review_page
 from reviews.services.publishing import publish_review
 from reviews.services.requests import review_request
 from reviews.services.spaces import round_start
+from reviews.sources.sample_repo import BASE_FILES, FEATURE_FILES
 from tests.fakes.model_server import good_findings, sample_finding
 from tests.fixtures import use_fake_github
 from tests.reviews import pipeline_scenarios as scenario

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reviews.models import NodeConfirmation, ReviewerStream, ReviewNode
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from tests.fakes.model_server import (
     disallowed_tool,

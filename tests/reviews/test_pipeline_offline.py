@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
-from reviews.sample_repo import create_sample_repository
+from reviews.sources.sample_repo import create_sample_repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from reviews.models import PipelineStep, ReviewNode
 from reviews.pipeline.runner import run_inline
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from reviews.services.requests import review_request
 from tests.fakes.model_server import (

@@ -1,5 +1,5 @@
 """Reviewers' closing statements and the requirements check, on real rounds of the sample
-repository (reviews/sample_repo.py) played by the fake model server."""
+repository (reviews/sources/sample_repo.py) played by the fake model server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import pytest
 
 from reviews.models import ReviewerStream, ReviewNode
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from tests.fakes.model_server import Script, calls, text
 from tests.reviews import pipeline_scenarios as scenario

@@ -14,9 +14,9 @@ from django.db import transaction
 from django.test import Client
 
 from config.asgi import application
-from reviews import live_version
-from reviews.consumers import live_sections
-from reviews.events import EVENT_SECTIONS, SECTIONS
+from reviews.live import version as live_version
+from reviews.live.consumers import live_sections
+from reviews.live.events import EVENT_SECTIONS, SECTIONS
 from reviews.services.nodes import node_dismiss, node_record
 from reviews.services.notes import note_record
 from tests.fixtures import node_payload

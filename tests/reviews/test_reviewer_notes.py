@@ -25,9 +25,9 @@ from guardrails.presence import presence_touch
 from guardrails.services import approval_decide, approval_execute
 from reviews.models import ReviewerStream, ReviewerTicket, ReviewRound
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import BASE_FILES, FEATURE_FILES, create_sample_repository
 from reviews.services.notes import note_record
 from reviews.services.requests import review_request
+from reviews.sources.sample_repo import BASE_FILES, FEATURE_FILES, create_sample_repository
 from tests.fakes.model_server import Script, calls, sample_finding, text
 from tests.fixtures import use_fake_github
 from tests.reviews import pipeline_scenarios as scenario

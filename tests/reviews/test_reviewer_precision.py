@@ -11,8 +11,7 @@ import pytest
 from reviews.domain.reviewer_precision import MIN_CALIBRATION_DECISIONS, Outcome, Precision
 from reviews.domain.types import AxisName, AxisResult
 from reviews.models import ReviewNode
-from reviews.reporting import report_markdown
-from reviews.sample_repo import _git
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page, reviewer_precision
 from reviews.services.nodes import (
     node_confirm_by_person,
@@ -22,6 +21,7 @@ from reviews.services.nodes import (
 )
 from reviews.services.spaces import round_start
 from reviews.services.verdicts import axis_record, round_finalise
+from reviews.sources.sample_repo import _git
 from tests.fixtures import node_payload
 from tests.reviews import pipeline_scenarios as scenario
 

@@ -13,10 +13,10 @@ import pytest
 from reviews.agents.prompts import DIMENSION_FOCUS, REVIEWER_SYSTEM_PROMPT
 from reviews.models import ReviewerStream
 from reviews.pipeline.runner import run_inline
-from reviews.reporting import report_markdown
-from reviews.sample_repo import create_sample_repository
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from reviews.services.requests import review_request
+from reviews.sources.sample_repo import create_sample_repository
 from tests.fakes.model_server import FakeModelServer, good_findings
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces import services

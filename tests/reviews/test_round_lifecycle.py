@@ -11,8 +11,8 @@ from django.test import Client
 
 from guardrails.models import AuditEvent
 from reviews.models import ReviewNode, ReviewRound, ReviewSpace
-from reviews.sample_repo import create_sample_repository
 from reviews.services.rounds import RoundError, round_cancel, round_rerun, round_transition
+from reviews.sources.sample_repo import create_sample_repository
 from workspaces.models import Repository
 
 pytestmark = pytest.mark.django_db(transaction=True)

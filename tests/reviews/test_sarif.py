@@ -26,8 +26,8 @@ from reviews import sarif as sarif_schema
 from reviews.domain.sarif import FINGERPRINT_KEY
 from reviews.models import ReviewerStream, ReviewNode, Verdict, VerdictChange
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import create_sample_repository
 from reviews.services.requests import review_request
+from reviews.sources.sample_repo import create_sample_repository
 from tests.reviews.sarif_uploads import upload_and_wait
 from workspaces.models import Repository
 from workspaces.services import api_token_create

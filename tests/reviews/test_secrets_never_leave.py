@@ -1,6 +1,6 @@
 """A credential committed in a pull request never leaves through what Quorum stores or shows.
 
-The sample shop (reviews/sample_repo.py) with its committed API key, plus a settings module
+The sample shop (reviews/sources/sample_repo.py) with its committed API key, plus a settings module
 that plants a GitHub token where bandit quotes it in its messages (B105, B106, B107), reviewed
 offline on the faithful fake GitHub, a finding dismissed, the review published. Then neither
 secret is in any text column of the database, the review page, the markdown report, the JSON
@@ -16,10 +16,10 @@ from django.db import connection
 
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import BASE_FILES, FEATURE_FILES
 from reviews.services.nodes import node_dismiss, node_record
 from reviews.services.publishing import publish_review
 from reviews.services.requests import review_request
+from reviews.sources.sample_repo import BASE_FILES, FEATURE_FILES
 from tests.fixtures import node_payload, use_fake_github
 from workspaces.models import Repository
 

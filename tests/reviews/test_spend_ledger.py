@@ -10,7 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from reviews.models import ModelCall, ModelPrice
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page, round_spent_tokens, space_spent_tokens
 from tests.fakes.model_server import Fail, FakeModelServer, Script, calls, sample_finding
 from tests.reviews import pipeline_scenarios as scenario

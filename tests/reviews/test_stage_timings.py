@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reviews.domain.round_stats import stage_timings
-from reviews.export import review_json
+from reviews.reports.json_export import review_json
 from reviews.selectors import review_page
 from tests.reviews import pipeline_scenarios as scenario
 

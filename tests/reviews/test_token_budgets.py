@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from reviews.export import review_json
 from reviews.models import ReviewerStream
-from reviews.reporting import report_markdown
+from reviews.reports.json_export import review_json
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from tests.fakes.model_server import Script, calls
 from tests.reviews import pipeline_scenarios as scenario

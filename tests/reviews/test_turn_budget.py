@@ -11,7 +11,7 @@ import pytest
 from reviews.agents.runtime import last_turn_note
 from reviews.models import ReviewerStream
 from reviews.pipeline.model_runs import REVIEWER_TURNS
-from reviews.reporting import report_markdown
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from tests.fakes.model_server import Script, calls
 from tests.reviews import pipeline_scenarios as scenario

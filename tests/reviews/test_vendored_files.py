@@ -12,8 +12,8 @@ import pytest
 from reviews.index.cohorts import VENDORED_LABEL
 from reviews.models import ReviewerStream
 from reviews.pipeline.runner import run_inline
-from reviews.sample_repo import create_sample_repository
 from reviews.services.requests import review_request
+from reviews.sources.sample_repo import create_sample_repository
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
 

@@ -15,7 +15,7 @@ from guardrails.models import AuditEvent
 from reviews.domain import types as t
 from reviews.domain.consensus import ConsensusError
 from reviews.domain.verdict import finalise
-from reviews.events import space_group
+from reviews.live.events import space_group
 from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, Verdict, VerdictChange
 from reviews.selectors import node_view
 from reviews.services.nodes import (

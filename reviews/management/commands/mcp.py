@@ -10,8 +10,8 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError
 
 from reviews.domain.errors import ApplicationError
-from reviews.mcp_server import tools
-from reviews.mcp_server.server import build_server
+from reviews.mcp import tools
+from reviews.mcp.server import build_server
 
 
 class Command(BaseCommand):

@@ -23,9 +23,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from reviews.export import review_json, review_sarif
 from reviews.pipeline.runner import run_inline
-from reviews.reporting import report_markdown
+from reviews.reports.json_export import review_json, review_sarif
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
 from reviews.services.requests import ReviewRequestError, review_request
 from reviews.services.worktrees import worktree_manager

@@ -64,8 +64,8 @@ class Command(BaseCommand):
         model when QUORUM_LLM_* is set)."""
         from reviews.models import ReviewSpace
         from reviews.pipeline.runner import run_inline
-        from reviews.sample_repo import create_sample_repository
         from reviews.services.requests import review_request
+        from reviews.sources.sample_repo import create_sample_repository
         from workspaces.models import Repository
 
         root = Path(settings.QUORUM_LOCAL_REPO_ROOTS[0])

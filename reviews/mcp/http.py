@@ -22,7 +22,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 
-from reviews.mcp_server.server import build_server
+from reviews.mcp.server import build_server
 from workspaces.permissions import membership_get
 from workspaces.services import api_token_authenticate
 

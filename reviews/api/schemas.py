@@ -1,8 +1,9 @@
 """What the reviews API answers, as schemas: the OpenAPI document is the contract.
 
-`ReviewJson` is the review JSON (`quorum.review/v1`) that reviews/export.py builds for the API
-and for `manage.py review --format json`; tests/test_openapi_contract.py validates a real
-finished review against it, so a field export.py adds without a schema here fails there.
+`ReviewJson` is the review JSON (`quorum.review/v1`) that reviews/reports/json_export.py
+builds for the API and for `manage.py review --format json`; tests/test_openapi_contract.py
+validates a real finished review against it, so a field json_export.py adds without a schema
+here fails there.
 Fields are only ever added within v1. Where a value comes from JSON stored by an earlier
 version (a round's cohorts), what can be missing has a default.
 """

@@ -19,8 +19,6 @@ from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome
 from guardrails.rules import Status as ApprovalStatus
 from guardrails.services import CheckpointResult
-from reviews import live_version
-from reviews.changed_files import diff_surface
 from reviews.domain import consensus
 from reviews.domain import threads as thread_rules
 from reviews.domain import types as t
@@ -39,8 +37,7 @@ from reviews.domain.space_status import (
 )
 from reviews.domain.tickets import TicketStatus
 from reviews.domain.wording import cohort_anchor, cohort_names, disagreement_flash
-from reviews.export import review_json, review_sarif
-from reviews.forms import NewReviewForm, NodeActionForm
+from reviews.live import version as live_version
 from reviews.models import (
     CohortProgress,
     ReviewerTicket,
@@ -50,7 +47,8 @@ from reviews.models import (
     ThreadMessage,
     VerdictChange,
 )
-from reviews.reporting import budget_page_lines, report_markdown
+from reviews.reports.json_export import review_json, review_sarif
+from reviews.reports.markdown import budget_page_lines, report_markdown
 from reviews.selectors import (
     EAGER_COHORT_PREVIEWS,
     disagreement_round,
@@ -64,6 +62,7 @@ from reviews.selectors import (
     space_get_for_user,
     spaces_for_list,
 )
+from reviews.selectors.changed_files import diff_surface
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
 from reviews.services import threads as thread_services
@@ -78,6 +77,7 @@ from reviews.services.requests import ReviewQueuedError, ReviewRequestError, rev
 from reviews.services.rounds import round_cancel, round_rerun, round_supply_request
 from reviews.services.viewed import file_viewed_mark
 from reviews.sources.publish_plan import review_event
+from reviews.web.forms import NewReviewForm, NodeActionForm
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from workspaces.models import Membership

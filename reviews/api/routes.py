@@ -24,7 +24,7 @@ from config.api_types import (
 )
 from config.safeurl import OptionalWebUrl
 from guardrails.rules import CheckpointOutcome
-from reviews.api_schemas import (
+from reviews.api.schemas import (
     AxisSubmittedOut,
     DisagreementDecidedOut,
     FlagClearedOut,
@@ -47,8 +47,8 @@ from reviews.api_schemas import (
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import SpaceStatus
-from reviews.export import review_json, review_sarif
 from reviews.models import ReviewerTicket, ReviewNode, SarifUpload
+from reviews.reports.json_export import review_json, review_sarif
 from reviews.selectors import (
     disagreement_round,
     review_page,
@@ -452,7 +452,7 @@ def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketI
 def round_list(request, slug: Slug, space_id: Id):
     """Each round's number, state (and in words), head, tier, verdict, re-run/superseded links,
     times and delta summary: the review page's round switcher."""
-    from reviews.export import rounds_json
+    from reviews.reports.json_export import rounds_json
 
     _, space = _space(request, slug, space_id)
     return rounds_json(review_page(space=space))
@@ -466,7 +466,7 @@ def round_list(request, slug: Slug, space_id: Id):
 def workspace_spend_get(request, slug: Slug):
     """Tokens (input, cached, output) and money where a price is set, over every review of
     the workspace; any member may read it."""
-    from reviews.export import spend_json
+    from reviews.reports.json_export import spend_json
 
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.VIEW, attempted="see the workspace's spend", request=request)

@@ -13,7 +13,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
 from django.template.loader import render_to_string
 
-from reviews.events import BATCH, list_group, space_group
+from reviews.live.events import BATCH, list_group, space_group
 from reviews.models import ReviewSpace
 from reviews.selectors import spaces_for_list
 from workspaces.live_access import LiveAccessMixin
@@ -119,9 +119,9 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _preview(self) -> str:
-        from reviews.consumers import csrf_context
+        from reviews.live.consumers import csrf_context
         from reviews.services.publishing import PublishError
-        from reviews.views import publish_preview_context
+        from reviews.web.views import publish_preview_context
 
         try:
             context = publish_preview_context(self.membership, self.space)

@@ -2,7 +2,7 @@
 missed instead of re-sending the whole page.
 
 Every event sent to a space's group first bumps the space's version and stamps the sections the
-event can change with it (reviews/events.py). The page is rendered with the version it read
+event can change with it (reviews/live/events.py). The page is rendered with the version it read
 BEFORE reading the database, so a change that lands while it renders is never taken as seen:
 at worst it is sent again. On connect the consumer sends only the sections stamped after the
 page's version (`sections_since`).

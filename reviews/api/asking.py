@@ -1,5 +1,5 @@
 """API: ask a finding's reviewer, and decide what it proposes (the same services and role
-checks as the page, reviews/views_threads_ask.py)."""
+checks as the page, reviews/web/threads_ask.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
 from config.api_types import Id, Input, Slug, Text, responses
-from reviews.api import _space
+from reviews.api.routes import _space
 from reviews.domain import threads as thread_rules
 from reviews.domain import types as t
 from reviews.models import ThreadMessage

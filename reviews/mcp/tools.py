@@ -25,9 +25,9 @@ from reviews.domain.outcomes import PROCESS_BLOCK
 from reviews.domain.round_states import RoundState
 from reviews.domain.threads import Subject
 from reviews.domain.wording import cohort_name
-from reviews.export import review_json
 from reviews.models import ReviewNode, ReviewRound, ReviewSpace
-from reviews.reporting import report_markdown
+from reviews.reports.json_export import review_json
+from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page, space_get_for_user
 from reviews.services import outside_agents, publishing
 from reviews.services.requests import review_request
@@ -575,7 +575,7 @@ def _thread(space: ReviewSpace, subject: str) -> Any:
 
 
 def list_thread(caller: Caller, space_id: int, subject: str = "") -> list[Message]:
-    from reviews.export import thread_message_json
+    from reviews.reports.json_export import thread_message_json
     from reviews.selectors import thread_rows
 
     space = _space(caller, space_id)
@@ -586,8 +586,8 @@ def list_thread(caller: Caller, space_id: int, subject: str = "") -> list[Messag
 def reply(
     caller: Caller, space_id: int, subject: str, body: str, in_reply_to: int | None = None
 ) -> Message:
-    from reviews.export import thread_message_json
     from reviews.models import ThreadMessage
+    from reviews.reports.json_export import thread_message_json
     from reviews.services.threads import message_post
 
     _may(caller, Perm.DISCUSS, "post in review threads")

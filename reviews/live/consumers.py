@@ -1,10 +1,10 @@
 """Live guided review over websockets: server-rendered fragments, swapped out-of-band by htmx.
 
 The socket is read-only: people act through the normal POST endpoints, and every change
-reaches every open page through the space's channel group (reviews/events.py). An event
-re-renders the sections it can change (reviews.events.EVENT_SECTIONS), never the page. On
+reaches every open page through the space's channel group (reviews/live/events.py). An event
+re-renders the sections it can change (reviews.live.events.EVENT_SECTIONS), never the page. On
 connect the page says which version of the live state it shows (`?v=`); only the sections
-changed since then are sent (reviews/live_version.py), and a page that is current gets just
+changed since then are sent (reviews/live/version.py), and a page that is current gets just
 the version marker.
 """
 
@@ -26,8 +26,8 @@ from django.http import Http404
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from reviews import live_version
-from reviews.events import (
+from reviews.live import version as live_version
+from reviews.live.events import (
     BATCH,
     CARD_SECTIONS,
     EVENT_SECTIONS,
@@ -160,7 +160,7 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> str:
-        from reviews.views import review_context
+        from reviews.web.views import review_context
 
         self.space.refresh_from_db(fields=["status", "updated_at"])
         context = {

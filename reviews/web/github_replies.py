@@ -11,7 +11,7 @@ from config.errors import errors_as_messages
 from reviews.models import ThreadMessage
 from reviews.selectors import space_get_for_user
 from reviews.services.github_replies import answer_publish, question_of
-from reviews.views import _checkpoint_message
+from reviews.web.views import _checkpoint_message
 from workspaces.models import Membership
 from workspaces.permissions import require
 from workspaces.rules import Perm

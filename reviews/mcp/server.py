@@ -1,9 +1,9 @@
 """Quorum's review space as an MCP server (the official `mcp` SDK), for coding agents.
 
 The same server runs over stdio (`manage.py mcp`, one agent on one machine, its token from
-QUORUM_API_TOKEN) and over streamable HTTP at /mcp/<workspace>/ (reviews/mcp_server/http.py,
+QUORUM_API_TOKEN) and over streamable HTTP at /mcp/<workspace>/ (reviews/mcp/http.py,
 the token as a Bearer header). Every call authenticates the token again and acts through
-reviews/mcp_server/tools.py; the work runs in a thread, as Django's ORM wants.
+reviews/mcp/tools.py; the work runs in a thread, as Django's ORM wants.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from reviews.domain import consensus
 from reviews.domain.errors import ApplicationError
 from reviews.domain.nodes import nested_node_schema, node_tool_schema
 from reviews.domain.round_states import OPEN as OPEN_ROUND_STATES
-from reviews.mcp_server import tools
+from reviews.mcp import tools
 from reviews.pipeline.template import PR_REVIEW_STAGES
 from reviews.services.rounds import round_cancel
 

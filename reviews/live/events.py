@@ -2,7 +2,7 @@
 
 Each event names the sections of the page it can change (EVENT_SECTIONS); the space's live
 version is bumped and those sections stamped before the event goes out, so a page that
-connects later knows what it missed (reviews/live_version.py)."""
+connects later knows what it missed (reviews/live/version.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from reviews import live_version
+from reviews.live import version as live_version
 
 log = logging.getLogger(__name__)
 

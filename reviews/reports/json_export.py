@@ -1,6 +1,6 @@
 """The versioned JSON form of a review, shared by `manage.py review --format json` and the API.
 
-Its schema, field by field, is `ReviewJson` in reviews/api_schemas.py, published in
+Its schema, field by field, is `ReviewJson` in reviews/api/schemas.py, published in
 /api/v1/openapi.json; tests/test_openapi_contract.py checks a real review against it.
 
 Schema `quorum.review/v1`:

@@ -11,11 +11,11 @@ from ninja import Field, Router, Status
 from pydantic import AfterValidator
 
 from config.api_types import BodyId, Id, Input, Slug, Text, responses
-from reviews.api import _space
-from reviews.api_schemas import ThreadMessageOut, ThreadOut
+from reviews.api.routes import _space
+from reviews.api.schemas import ThreadMessageOut, ThreadOut
 from reviews.domain.threads import BODY_MAX
-from reviews.export import thread_message_json, threads_json
 from reviews.models import ThreadMessage
+from reviews.reports.json_export import thread_message_json, threads_json
 from reviews.selectors import thread_rows
 from reviews.services import threads as thread_services
 from workspaces.rules import Perm

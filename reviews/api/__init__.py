@@ -1,0 +1,1 @@
+"""The ninja API: routers and schemas."""

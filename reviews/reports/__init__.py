@@ -1,0 +1,1 @@
+"""A review written out: the markdown report and the JSON export."""

@@ -1,0 +1,1 @@
+"""Pages: views, forms and the GitHub webhook endpoint."""
