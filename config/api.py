@@ -11,7 +11,7 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, django_auth
 
 from config.api_types import JSONParser
-from reviews.domain.errors import ApplicationError
+from config.application_errors import ApplicationError
 from workspaces.services import api_token_authenticate
 
 

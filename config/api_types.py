@@ -177,7 +177,7 @@ class Input(Schema):
 
 class ErrorOut(Schema):
     detail: str
-    # Stable, for clients to branch on (reviews/domain/errors.py); absent on the framework's
+    # Stable, for clients to branch on (config/application_errors.py); absent on the framework's
     # own answers (authentication, unparseable bodies).
     code: str | None = None
 

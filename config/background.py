@@ -48,7 +48,21 @@ class QueueUnavailable(Exception):
     the pipeline's sweeper finds it in the database and queues it again."""
 
 
+def task_named(name: str) -> Any:
+    """The registered Celery task called `name`. Services queue work by the task's name, so a
+    service never imports the tasks module that itself calls services."""
+    from config.celery import app
+
+    if name not in app.tasks:
+        # The apps' tasks modules are imported on first use (a worker imports them at start).
+        app.loader.import_default_modules()
+    return app.tasks[name]
+
+
 def submit_now(task: Any, *args: Any, **kwargs: Any) -> Future | None:
+    """Run `task` (a Celery task or a task's name) in the background now."""
+    if isinstance(task, str):
+        task = task_named(task)
     if settings.REDIS_URL:
         from kombu.exceptions import OperationalError as BrokerError
         from redis.exceptions import RedisError
@@ -77,5 +91,6 @@ def drain(timeout: float) -> bool:
 
 
 def enqueue(task: Any, *args: Any, **kwargs: Any) -> None:
-    """Queue a Celery task once the surrounding transaction commits (never inside it)."""
+    """Queue a Celery task (or a task's name) once the surrounding transaction commits (never
+    inside it)."""
     transaction.on_commit(lambda: submit_now(task, *args, **kwargs))

@@ -1,4 +1,4 @@
-"""Pages' side of the one error hierarchy (reviews/domain/errors.py): what a person sees when a
+"""Pages' side of the one error hierarchy (config/application_errors.py): what a person sees when a
 service refuses. The API's side is one exception handler in config/api.py.
 
 - A form post that goes back to a page either way wraps its service call in
@@ -27,8 +27,8 @@ from django.template.loader import get_template, render_to_string
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from config.application_errors import ApplicationError
 from config.middleware import request_id_of
-from reviews.domain.errors import ApplicationError
 
 # The region of base.html an htmx error fragment replaces. "global": found from the document,
 # also when a live update detached the element that sent the request.

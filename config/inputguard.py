@@ -12,15 +12,15 @@ from collections.abc import Iterable
 
 from django.http import HttpRequest, HttpResponse
 
+from config.application_errors import ApplicationError, ErrorCode
 from config.errors import error_response
-from reviews.domain.errors import ApplicationError
 
 _EXEMPT = ("/api/", "/webhooks/", "/static/")
 _FORM = "application/x-www-form-urlencoded"
 
 
 class MalformedInput(ApplicationError):
-    code = "malformed_input"
+    code = ErrorCode.MALFORMED_INPUT
     http_status = 400
 
 

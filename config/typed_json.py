@@ -37,6 +37,8 @@ from django.db.models.query_utils import DeferredAttribute
 from pydantic import BaseModel, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from config.application_errors import ErrorCode
+
 Reads = Literal["model", "json"]
 
 
@@ -77,13 +79,13 @@ class SchemaJSONField(models.JSONField):
             f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
         )
         return exceptions.ValidationError(
-            f"{where} does not match its schema: {problems}", code="schema"
+            f"{where} does not match its schema: {problems}", code=ErrorCode.SCHEMA
         )
 
     def _invalid_type(self, value: BaseModel) -> exceptions.ValidationError:
         return exceptions.ValidationError(
             f"{self.name} holds {self.schema.__name__}, not {type(value).__name__}",
-            code="schema",
+            code=ErrorCode.SCHEMA,
         )
 
     def validated(self, value: Any, *, stored: bool = False) -> Any:

@@ -278,12 +278,11 @@ def webhook_deliver(*, request_id: int, origin: str, attempt: int) -> bool:
 def approval_notices_queue(request_id: int, origin: str) -> None:
     """Called once a request needing approval commits: queue the email and webhook tasks."""
     from config.background import QueueUnavailable, submit_now
-    from guardrails.tasks import approval_emails_task, approval_webhook_task
 
     try:
-        submit_now(approval_emails_task, request_id, origin)
+        submit_now("guardrails.approval_emails", request_id, origin)
         if ApprovalWebhook.objects.filter(workspace__approval_requests=request_id).exists():
-            submit_now(approval_webhook_task, request_id, origin, 1)
+            submit_now("guardrails.approval_webhook", request_id, origin, 1)
     except QueueUnavailable as exc:
         # The request stands and the inbox shows it; only the telling is lost.
         log.warning("approvers of request %s were not told: %s", request_id, exc)

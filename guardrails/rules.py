@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from reviews.domain.errors import ApplicationError
+from config.application_errors import ApplicationError, ErrorCode
 from workspaces.rules import Perm, role_allows
 
 
@@ -114,13 +114,13 @@ class Decision(StrEnum):
 class ApprovalError(ApplicationError):
     """A decision or execution the rules refuse; the message says why."""
 
-    code = "approval_refused"
+    code = ErrorCode.APPROVAL_REFUSED
 
 
 class ApprovalExpired(ApprovalError):
     """The request is past its expiry: whoever catches it marks the request expired."""
 
-    code = "approval_expired"
+    code = ErrorCode.APPROVAL_EXPIRED
 
 
 @dataclass(frozen=True)

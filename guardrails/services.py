@@ -390,10 +390,9 @@ def approval_transition(
 
 def _queue_execution(request_id: int) -> None:
     from config.background import QueueUnavailable, submit_now
-    from guardrails.tasks import approval_execute_task
 
     try:
-        submit_now(approval_execute_task, request_id)
+        submit_now("guardrails.approval_execute", request_id)
     except QueueUnavailable as exc:
         # The decision is committed; the sweeper runs the request once the queue is back.
         log.warning("approved request %s waits for the task queue: %s", request_id, exc)

@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
 )
 
-from reviews.domain.errors import ApplicationError
+from config.application_errors import ApplicationError, ErrorCode
 from reviews.domain.types import Tier as Tier  # re-exported: forms and services import it here
 
 
@@ -110,14 +110,14 @@ def agent_name_problem(name: str) -> str:
 class RuleError(ApplicationError, ValueError):
     """Input that breaks a workspace rule; the message is shown to the user as is."""
 
-    code = "rule_violation"
+    code = ErrorCode.RULE_VIOLATION
 
 
 class ReadOnlyError(ApplicationError):
     """A change to a review of a disconnected (archived) repository: its reviews are kept
     read-only until an admin connects it again."""
 
-    code = "repository_archived"
+    code = ErrorCode.REPOSITORY_ARCHIVED
     http_status = 409
 
 

@@ -21,14 +21,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .errors import ApplicationError
+from config.application_errors import ApplicationError, ErrorCode
+
 from .types import Category, NodeStatus, NodeView
 
 
 class ConsensusError(ApplicationError):
     """A status change the rules forbid; the message is shown to the caller as is."""
 
-    code = "transition_refused"
+    code = ErrorCode.TRANSITION_REFUSED
 
 
 class TransitionError(ConsensusError):
@@ -36,7 +37,7 @@ class TransitionError(ConsensusError):
 
 
 class SelfConfirmationError(ConsensusError):
-    code = "self_confirmation"
+    code = ErrorCode.SELF_CONFIRMATION
 
 
 class ActorKind(StrEnum):

@@ -20,8 +20,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
+from config.application_errors import ApplicationError
 from reviews.domain import consensus
-from reviews.domain.errors import ApplicationError
 from reviews.domain.nodes import nested_node_schema, node_tool_schema
 from reviews.domain.round_states import OPEN as OPEN_ROUND_STATES
 from reviews.mcp import tools

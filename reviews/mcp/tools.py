@@ -16,10 +16,10 @@ from django.db.models import Q
 from django.http import Http404
 from pydantic import BaseModel, Field
 
+from config.application_errors import ApplicationError, ErrorCode
 from guardrails import rules as guard_rules
 from reviews.domain import consensus
 from reviews.domain import types as t
-from reviews.domain.errors import ApplicationError
 from reviews.domain.fix_loop import LoopState, next_step
 from reviews.domain.outcomes import PROCESS_BLOCK
 from reviews.domain.round_states import RoundState
@@ -38,14 +38,14 @@ from workspaces.services import api_token_authenticate
 
 
 class Unauthenticated(ApplicationError):
-    code = "unauthenticated"
+    code = ErrorCode.UNAUTHENTICATED
     http_status = 401
 
 
 class NotFound(ApplicationError):
     """Anything outside the caller's workspace looks like nothing at all."""
 
-    code = "not_found"
+    code = ErrorCode.NOT_FOUND
     http_status = 404
 
 
@@ -81,7 +81,7 @@ def _may(caller: Caller, perm: Perm, attempted: str) -> None:
         require(caller.membership, perm, attempted=attempted)
     except Exception as exc:  # PermissionDenied: the same words the API answers with
         if exc.__class__.__name__ == "PermissionDenied":
-            raise ApplicationError(str(exc), code="forbidden", http_status=403) from None
+            raise ApplicationError(str(exc), code=ErrorCode.FORBIDDEN, http_status=403) from None
         raise
 
 
@@ -230,7 +230,7 @@ def request_review(
         )
     if tier is not None and tier not in t.Tier.__members__.values():
         raise ApplicationError(
-            f"Unknown tier {tier!r}; use one of {', '.join(t.Tier)}.", code="bad_tier"
+            f"Unknown tier {tier!r}; use one of {', '.join(t.Tier)}.", code=ErrorCode.BAD_TIER
         )
     review_round = review_request(
         repository=repo,
@@ -467,7 +467,7 @@ def act_on_node(
             node=node, action=action, user=caller.user, reason=reason
         )
     except consensus.ConsensusError as exc:
-        raise ApplicationError(str(exc), code="refused", http_status=409) from None
+        raise ApplicationError(str(exc), code=ErrorCode.REFUSED, http_status=409) from None
     return NodeResult(id=node.pk, status=node.status, note=note)
 
 

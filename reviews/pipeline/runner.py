@@ -47,9 +47,8 @@ def queue_dispatch(kind: str, object_id: int) -> None:
     """Queue work after commit: Celery in the full stack, a server thread when embedded.
     Raises QueueUnavailable when the broker is down."""
     from config.background import enqueue
-    from reviews.pipeline.tasks import pipeline_advance_task, pipeline_step_task
 
-    enqueue(pipeline_advance_task if kind == "advance" else pipeline_step_task, object_id)
+    enqueue("reviews.pipeline_advance" if kind == "advance" else "reviews.pipeline_step", object_id)
 
 
 def celery_dispatch(kind: str, object_id: int) -> None:

@@ -27,6 +27,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
+from config.application_errors import ErrorCode
 from reviews.domain import types as t
 from reviews.domain.consensus import PERSON_PREFIX
 from reviews.domain.disagreements import Disagreement, contested_ids, find_disagreements
@@ -130,7 +131,7 @@ def round_newest(*, space: ReviewSpace) -> ReviewRound:
     RuleError when it has none yet (page and API alike)."""
     review_round = space.rounds.order_by("-number").first()
     if review_round is None:
-        raise RuleError(NO_ROUND, code="no_round", http_status=409)
+        raise RuleError(NO_ROUND, code=ErrorCode.NO_ROUND, http_status=409)
     return review_round
 
 

@@ -8,11 +8,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews.domain import api_breaks as rules
 from reviews.domain import types as t
-from reviews.domain.errors import ApplicationError
 from reviews.models import AxisResult, ReviewRound
 from reviews.services.verdicts import axis_record, verdict_follow
 
@@ -27,19 +27,19 @@ def api_breaks_accept(
         raise ApplicationError(
             "An agent cannot accept an API break: a person does, on the page or with their "
             "own token.",
-            code="agent_cannot_accept",
+            code=ErrorCode.AGENT_CANNOT_ACCEPT,
             http_status=403,
         )
     reason = " ".join((reason or "").split())
     if not reason:
         raise ApplicationError(
             "Say why the break is intended (who relies on this API, and what they were told).",
-            code="reason_required",
+            code=ErrorCode.REASON_REQUIRED,
         )
     if len(reason) > rules.REASON_MAX:
         raise ApplicationError(
             f"The reason is {len(reason)} characters; at most {rules.REASON_MAX}.",
-            code="reason_too_long",
+            code=ErrorCode.REASON_TOO_LONG,
         )
     with transaction.atomic():
         row = (
@@ -51,7 +51,7 @@ def api_breaks_accept(
         if row is None or row.result != t.AxisResult.FAIL.value or not wheres:
             raise ApplicationError(
                 f"Round {review_round.number} has no API break to accept.",
-                code="no_api_break",
+                code=ErrorCode.NO_API_BREAK,
                 http_status=409,
             )
         newest = review_round.space.rounds.order_by("-number").values_list("number", flat=True)
@@ -59,7 +59,7 @@ def api_breaks_accept(
             raise ApplicationError(
                 f"Round {review_round.number} is not the newest: accept the breaks of the "
                 "round that decides the verdict.",
-                code="round_superseded",
+                code=ErrorCode.ROUND_SUPERSEDED,
                 http_status=409,
             )
         person = user.email or user.get_username()

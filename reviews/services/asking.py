@@ -17,12 +17,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import CODE_TOOLS, ReviewMode
 from reviews.agents.redaction import redact_prose, redact_text
 from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools
 from reviews.domain import asking as rules
-from reviews.domain.errors import ApplicationError
 from reviews.domain.spend import CallRole
 from reviews.domain.threads import ProposalKind, SubjectKind
 from reviews.domain.types import Priority, StreamKind
@@ -46,13 +46,13 @@ ANSWER = Answer(
 class AskRefused(ApplicationError):
     """The reviewer cannot be asked (no model, an offline analyzer, not a finding's thread)."""
 
-    code = "ask_refused"
+    code = ErrorCode.ASK_REFUSED
 
 
 class AskFailed(ApplicationError):
     """The model call failed: nothing was posted."""
 
-    code = "ask_failed"
+    code = ErrorCode.ASK_FAILED
     http_status = 502
 
 
@@ -132,10 +132,9 @@ def ask_queue(*, question: ThreadMessage) -> ThreadMessage:
 
     def queue() -> None:
         from config.background import QueueUnavailable, submit_now
-        from reviews.tasks import thread_ask_task
 
         try:
-            submit_now(thread_ask_task, question.pk)
+            submit_now("reviews.thread_ask", question.pk)
         except QueueUnavailable as exc:
             threads.message_ask_failed(question=question, error=f"not asked: {exc}")
 

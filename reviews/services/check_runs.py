@@ -50,13 +50,12 @@ def check_run_enqueue(review_round: ReviewRound) -> None:
     if not check_run_wanted(review_round):
         return
     from config.background import QueueUnavailable, submit_now
-    from reviews.tasks import check_run_sync_task
 
     # A second sync queued by the same transaction is harmless: each reads the round as
     # committed, and they run one at a time.
     def submit() -> None:
         try:
-            submit_now(check_run_sync_task, review_round.pk)
+            submit_now("reviews.check_run_sync", review_round.pk)
         except QueueUnavailable as exc:
             # The check shows the previous state until the round changes again (the sweeper
             # does not re-sync checks).

@@ -11,8 +11,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import SYSTEM, Actor, Target, audit_record
-from reviews.domain.errors import ApplicationError
 from reviews.domain.flagging import flag_reason
 from reviews.live.events import emit, emit_list_row
 from reviews.models import ReviewRound, ReviewSpace
@@ -21,7 +21,7 @@ from reviews.models import ReviewRound, ReviewSpace
 class FlagError(ApplicationError):
     """The flag cannot be changed that way; the message says why."""
 
-    code = "flag_conflict"
+    code = ErrorCode.FLAG_CONFLICT
     http_status = 409
 
 

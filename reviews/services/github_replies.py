@@ -27,12 +27,12 @@ from typing import Any
 
 from django.db import connection
 
+from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
 from guardrails.audit import APP, SYSTEM, Target, audit_record
 from guardrails.rules import ActionName, CheckpointOutcome, Policy
 from reviews.agents.redaction import redact_text
 from reviews.domain import github_replies as rules
-from reviews.domain.errors import ApplicationError
 from reviews.domain.threads import BODY_MAX, Source, Subject
 from reviews.models import (
     PublishedComment,
@@ -52,7 +52,7 @@ _LOCK_SPACE = 0x51A7  # advisory locks: one GitHub conversation writer per revie
 class AnswerRefused(ApplicationError):
     """The answer cannot be posted on GitHub; the message says why."""
 
-    code = "answer_refused"
+    code = ErrorCode.ANSWER_REFUSED
 
 
 @contextlib.contextmanager

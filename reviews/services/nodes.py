@@ -18,11 +18,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews.agents.redaction import redact_text
 from reviews.domain import consensus, decisions
-from reviews.domain.errors import ApplicationError
 from reviews.domain.fingerprints import node_fingerprint
 from reviews.domain.node_tags import NodeTags
 from reviews.domain.nodes import (
@@ -460,7 +460,7 @@ def _person_action_locked(
 
 
 class ReasonRequired(ApplicationError):
-    code = "reason_required"
+    code = ErrorCode.REASON_REQUIRED
     http_status = 400
 
 
@@ -468,7 +468,7 @@ class ApproverRequired(ApplicationError):
     """The workspace keeps this decision for approvers (docs/domain-rules.md, "Decisions
     carry their reason"); `node` and `role` are for the refusal's audit event."""
 
-    code = "approver_required"
+    code = ErrorCode.APPROVER_REQUIRED
     http_status = 403
 
     def __init__(self, message: str, *, node: ReviewNode, role: str | None) -> None:
@@ -557,7 +557,7 @@ def _refuse_duplicate(node: ReviewNode) -> None:
         raise consensus.TransitionError(
             f"#{node.pk} is a duplicate: it is decided with its canonical finding "
             f"#{node.duplicate_of_id}.",
-            code="duplicate_node",
+            code=ErrorCode.DUPLICATE_NODE,
             http_status=409,
         )
 
@@ -573,7 +573,7 @@ def node_act(
     except (ValueError, KeyError):
         allowed = ", ".join(a.value for a in PERSON_ACTIONS)
         raise consensus.TransitionError(
-            f"Unknown action {action!r}; use {allowed}.", code="unknown_action"
+            f"Unknown action {action!r}; use {allowed}.", code=ErrorCode.UNKNOWN_ACTION
         ) from None
     _refuse_duplicate(node)
     if agent := getattr(user, "quorum_agent", ""):
@@ -739,7 +739,9 @@ def node_apply_proposal(
         if proposal.kind is ProposalKind.LOWER_PRIORITY:
             problem = proposal_problem(proposal, current=Priority(locked.priority))
             if problem or proposal.priority is None:
-                raise consensus.TransitionError(problem, code="proposal_refused", http_status=409)
+                raise consensus.TransitionError(
+                    problem, code=ErrorCode.PROPOSAL_REFUSED, http_status=409
+                )
             locked.priority = proposal.priority.value
             locked.severity = severity_for_priority(proposal.priority).value
             fields = ["priority", "severity", "updated_at"]
@@ -782,7 +784,7 @@ def node_apply_proposal(
 class DisagreementError(ApplicationError):
     """The disagreement is gone (already decided, a finding closed) or the decision is bad."""
 
-    code = "disagreement_refused"
+    code = ErrorCode.DISAGREEMENT_REFUSED
 
 
 DISAGREEMENT_DECISIONS = ("first", "second", "dismiss")

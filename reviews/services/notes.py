@@ -16,11 +16,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
 from guardrails.audit import Actor, Target, audit_record
 from guardrails.rules import CheckpointOutcome
 from reviews.agents.redaction import redact_text
-from reviews.domain.errors import ApplicationError
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
 from reviews.domain.tickets import sources_of as ticket_sources_of
 from reviews.live.events import emit
@@ -39,7 +39,7 @@ LOCAL_REPOSITORY = (
 class TicketError(ApplicationError):
     """The ticket cannot be changed that way now; the message says why."""
 
-    code = "ticket_refused"
+    code = ErrorCode.TICKET_REFUSED
 
 
 # -- a ticket's status ---------------------------------------------------------------------------

@@ -15,11 +15,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews.domain import consensus
 from reviews.domain import types as t
-from reviews.domain.errors import ApplicationError
 from reviews.domain.round_states import RoundState
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
@@ -30,7 +30,7 @@ from reviews.services.streams import stream_transition
 class FindingRefused(ApplicationError):
     """The finding was not recorded; the message lists the reasons."""
 
-    code = "finding_refused"
+    code = ErrorCode.FINDING_REFUSED
     http_status = 422
 
 
@@ -95,7 +95,7 @@ def node_add_outside(
         raise ApplicationError(
             f"Round {review_round.number} is {review_round.state}: add findings once it has "
             "finished, so they are judged with the rest.",
-            code="round_not_finished",
+            code=ErrorCode.ROUND_NOT_FINISHED,
             http_status=409,
         )
     with transaction.atomic():

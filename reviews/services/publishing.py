@@ -18,10 +18,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
 from guardrails.audit import APP, Target, audit_record
 from reviews.domain import consensus
-from reviews.domain.errors import ApplicationError
 from reviews.domain.space_status import (
     SpaceStatus,
     can_execute_publish,
@@ -64,13 +64,13 @@ log = logging.getLogger(__name__)
 class PublishError(ApplicationError):
     """Publishing is not possible now; the message says why."""
 
-    code = "publish_refused"
+    code = ErrorCode.PUBLISH_REFUSED
 
 
 class AlreadyPublished(PublishError):
     """The round is on GitHub already (or on its way): it is never posted twice."""
 
-    code = "already_published"
+    code = ErrorCode.ALREADY_PUBLISHED
     http_status = 409
 
 

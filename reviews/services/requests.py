@@ -6,11 +6,11 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from config.application_errors import ApplicationError, ErrorCode
 from config.background import QueueUnavailable
 from guardrails.audit import Actor, Target, audit_record
-from reviews.domain.errors import ApplicationError
 from reviews.models import ReviewRound
-from reviews.pipeline.dispatch import round_enqueue
+from reviews.services.dispatch import round_enqueue
 from reviews.services.github import github_client
 from reviews.services.spaces import pull_request_upsert, round_start, space_get_or_create
 from reviews.sources.git_local import GitError, LocalGitSource
@@ -21,7 +21,7 @@ from workspaces.models import Repository
 class ReviewRequestError(ApplicationError):
     """The review cannot start; the message is for the person who asked."""
 
-    code = "review_refused"
+    code = ErrorCode.REVIEW_REFUSED
 
 
 class ReviewQueuedError(ApplicationError):
@@ -35,7 +35,7 @@ class ReviewQueuedError(ApplicationError):
         )
         self.review_round = review_round
 
-    code = "queue_unavailable"
+    code = ErrorCode.QUEUE_UNAVAILABLE
     http_status = 503
 
     def extra(self) -> dict[str, Any]:

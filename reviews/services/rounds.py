@@ -7,10 +7,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_problem
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
-from reviews.domain.errors import ApplicationError
 from reviews.domain.round_states import (
     RoundState,
     can_rerun,
@@ -31,13 +31,13 @@ SUBMITTABLE_AXES = (t.AxisName.VISUAL, t.AxisName.PERFORMANCE, t.AxisName.API_CO
 class RoundError(ApplicationError):
     """The change is not possible (bad input, or the round's state); the message says why."""
 
-    code = "round_refused"
+    code = ErrorCode.ROUND_REFUSED
 
 
 class RoundConflict(RoundError):
     """The round's state (ended, re-run, not the newest) refuses the change."""
 
-    code = "round_conflict"
+    code = ErrorCode.ROUND_CONFLICT
     http_status = 409
 
 
@@ -136,7 +136,7 @@ def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -
     the newest or did not fail or get cancelled; ReviewQueuedError when the queue is down (the
     round exists and starts once it is back)."""
     from config.background import QueueUnavailable
-    from reviews.pipeline.dispatch import round_enqueue
+    from reviews.services.dispatch import round_enqueue
     from reviews.services.requests import ReviewQueuedError
     from reviews.services.spaces import round_start
 
@@ -209,9 +209,8 @@ def round_supply_request(
         )
     if stream is not None:
         from config.background import enqueue
-        from reviews.pipeline.tasks import requirements_rerun_task
 
-        enqueue(requirements_rerun_task, stream.pk, actor_id=getattr(actor, "pk", None))
+        enqueue("reviews.requirements_rerun", stream.pk, actor_id=getattr(actor, "pk", None))
     return stream
 
 

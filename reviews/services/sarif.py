@@ -21,13 +21,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews import sarif as schema
 from reviews.agents.analyzers import ToolMatch, added_lines, grouped, ruff_mapping
 from reviews.domain import sarif
 from reviews.domain import types as t
-from reviews.domain.errors import ApplicationError
 from reviews.domain.precision import SARIF_AGENT_PREFIX
 from reviews.domain.round_states import RoundState
 from reviews.domain.stream_states import StreamState
@@ -47,7 +47,7 @@ TOOL_MAPPINGS: dict[str, sarif.ToolMapping] = {"ruff": ruff_mapping}
 class SarifInvalid(ApplicationError):
     """The document is not a SARIF 2.1.0 log; nothing was recorded."""
 
-    code = "sarif_invalid"
+    code = ErrorCode.SARIF_INVALID
     # The route takes any JSON object; the log's own schema is a rule on top, so a log it
     # refuses is a 400 like any other rule's refusal (a 422 is for a body the API's schema
     # refuses).
@@ -113,7 +113,7 @@ def _stream_for(review_round: ReviewRound, tool: str) -> ReviewerStream:
     raise ApplicationError(
         f"Round {review_round.number} already has reviewers named {names[0]!r} and "
         f"{names[1]!r}: rename the tool in the log.",
-        code="sarif_tool_name_taken",
+        code=ErrorCode.SARIF_TOOL_NAME_TAKEN,
         http_status=409,
     )
 
@@ -138,7 +138,7 @@ def _check(review_round: ReviewRound, document: Any) -> int:
         raise ApplicationError(
             f"Round {review_round.number} is {review_round.state}: upload SARIF once it has "
             "finished, so its results are merged and judged with the rest.",
-            code="round_not_finished",
+            code=ErrorCode.ROUND_NOT_FINISHED,
             http_status=409,
         )
     newest = (
@@ -153,7 +153,7 @@ def _check(review_round: ReviewRound, document: Any) -> int:
         raise ApplicationError(
             f"Round {review_round.number} is not the newest (round {newest} is): upload the "
             "SARIF log of the current head for that round. Nothing was recorded.",
-            code="round_superseded",
+            code=ErrorCode.ROUND_SUPERSEDED,
             http_status=409,
         )
     total = sum(len(r.results) for r in sarif.read_runs(document))
@@ -161,7 +161,7 @@ def _check(review_round: ReviewRound, document: Any) -> int:
         raise ApplicationError(
             f"The log has {total} results; at most {MAX_RESULTS} are accepted per upload. "
             "Nothing was recorded.",
-            code="sarif_too_many_results",
+            code=ErrorCode.SARIF_TOO_MANY_RESULTS,
             http_status=413,
         )
     return total
@@ -194,11 +194,10 @@ def sarif_accept(
 
 def _queue(upload_id: int) -> None:
     from config.background import QueueUnavailable, submit_now
-    from reviews.tasks import sarif_process_task
 
     # Stored and still queued if the broker is down: the sweeper queues it once it is back.
     with suppress(QueueUnavailable):
-        submit_now(sarif_process_task, upload_id)
+        submit_now("reviews.sarif_process", upload_id)
 
 
 def sarif_process(*, upload_id: int) -> SarifUpload:

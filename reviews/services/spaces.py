@@ -11,7 +11,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from reviews.domain.errors import ApplicationError
+from config.application_errors import ApplicationError, ErrorCode
 from reviews.domain.fix_loop import admit_round
 from reviews.domain.space_status import (
     ClosedReason,
@@ -226,7 +226,7 @@ def space_reopen(*, space: ReviewSpace) -> None:
 class RoundRefused(ApplicationError):
     """The fix loop does not admit this round (an agent asking again on a reviewed head)."""
 
-    code = "round_refused"
+    code = ErrorCode.ROUND_REFUSED
     http_status = 409
 
 

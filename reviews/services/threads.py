@@ -17,8 +17,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from reviews.domain import threads as rules
-from reviews.domain.errors import ApplicationError
 from reviews.domain.types import Priority
 from reviews.live.events import emit
 from reviews.models import (
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 class ThreadRefused(ApplicationError):
     """The message was not posted or changed; the message says why."""
 
-    code = "thread_refused"
+    code = ErrorCode.THREAD_REFUSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,10 +255,9 @@ def _tell_mentioned(message: ThreadMessage) -> None:
 
     def queue() -> None:
         from config.background import QueueUnavailable, submit_now
-        from reviews.tasks import thread_mentions_task
 
         try:
-            submit_now(thread_mentions_task, message.pk)
+            submit_now("reviews.thread_mentions", message.pk)
         except QueueUnavailable as exc:  # the message stands; only the telling is lost
             log.warning("mentions of message %s were not told: %s", message.pk, exc)
 

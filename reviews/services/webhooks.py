@@ -19,7 +19,7 @@ from config.background import QueueUnavailable
 from guardrails.audit import SYSTEM, Target, audit_record
 from reviews.domain.space_status import ClosedReason
 from reviews.models import PullRequest, ReviewRound, ReviewSpace, WebhookDelivery
-from reviews.pipeline.dispatch import round_enqueue
+from reviews.services.dispatch import round_enqueue
 from reviews.services.github import github_app_mode
 from reviews.services.spaces import (
     pull_request_upsert,

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.application_errors import ApplicationError
 from config.errors import errors_as_messages
 from config.vocabulary import template_enums
 from guardrails.models import ApprovalRequest
@@ -22,7 +23,6 @@ from guardrails.services import CheckpointResult
 from reviews.domain import consensus
 from reviews.domain import threads as thread_rules
 from reviews.domain import types as t
-from reviews.domain.errors import ApplicationError
 from reviews.domain.finding_groups import PageRequestError, parse_page_request
 from reviews.domain.outcomes import is_process_block
 from reviews.domain.report import tokens_line

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from config.application_errors import ApplicationError
 from guardrails import rules as guard_rules
 from reviews.domain import consensus
-from reviews.domain.errors import ApplicationError
 from reviews.domain.outcomes import PROCESS_BLOCK, is_process_block
 from reviews.services.flags import FlagError
 from reviews.services.nodes import DisagreementError, node_record

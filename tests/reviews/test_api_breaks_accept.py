@@ -10,9 +10,9 @@ from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
+from config.application_errors import ApplicationError
 from guardrails.models import AuditEvent
 from reviews.domain import api_breaks
-from reviews.domain.errors import ApplicationError
 from reviews.domain.types import AxisName, AxisResult
 from reviews.mcp import tools
 from reviews.mcp.server import build_server

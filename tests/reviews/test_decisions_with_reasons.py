@@ -6,9 +6,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from config.application_errors import ApplicationError
 from guardrails.models import AuditEvent
 from reviews.domain import consensus
-from reviews.domain.errors import ApplicationError
 from reviews.domain.round_states import RoundState
 from reviews.mcp import tools
 from reviews.models import ReviewNode

@@ -24,9 +24,9 @@ from django.core.management import call_command
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from config.application_errors import ApplicationError
 from guardrails.models import ApprovalRequest
 from reviews.domain import consensus
-from reviews.domain.errors import ApplicationError
 from reviews.mcp import tools
 from reviews.models import ReviewNode
 from tests.fixtures import node_payload

@@ -18,10 +18,10 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor, Target, audit_record
 from reviews.agents.redaction import redact_diff, redact_prose, redact_text
 from reviews.domain import few_shots as fs
-from reviews.domain.errors import ApplicationError
 from reviews.domain.types import NodeStatus
 from workspaces import rules
 from workspaces.models import FewShotProposal, ReviewerConfig
@@ -39,7 +39,7 @@ FEW_SHOTS_MAX = 50
 class ProposalDecided(ApplicationError):
     """The proposal was already accepted or rejected (by another admin, or in another tab)."""
 
-    code = "proposal_decided"
+    code = ErrorCode.PROPOSAL_DECIDED
     http_status = 409
 
 

@@ -9,7 +9,7 @@ import os
 import anyio
 from django.core.management.base import BaseCommand, CommandError
 
-from reviews.domain.errors import ApplicationError
+from config.application_errors import ApplicationError
 from reviews.mcp import tools
 from reviews.mcp.server import build_server
 
