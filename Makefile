@@ -83,6 +83,8 @@ DEPLOY_ENV := DEBUG=false ALLOWED_HOSTS=quorum.example.com \
 RANDOM_KEY = $$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')
 
 check: lint
+	# The layer contracts of docs/architecture.md (pyproject.toml [tool.importlinter]).
+	$(VENV)/bin/lint-imports
 	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(VENV)/bin/mypy
 	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) manage.py makemigrations --check --dry-run
 	env $(DEPLOY_ENV) SECRET_KEY=$(RANDOM_KEY) QUORUM_AUDIT_KEY=$(RANDOM_KEY) \
