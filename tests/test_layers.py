@@ -55,9 +55,12 @@ def _project_imports(node: ast.AST) -> Iterator[tuple[str, int]]:
             for alias in child.names:
                 if alias.name.split(".")[0] in PACKAGES:
                     yield alias.name, child.lineno
-        elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
-            if child.module.split(".")[0] in PACKAGES:
-                yield child.module, child.lineno
+        elif (
+            isinstance(child, ast.ImportFrom)
+            and child.level == 0
+            and (child.module or "").split(".")[0] in PACKAGES
+        ):
+            yield str(child.module), child.lineno
         yield from _project_imports(child)
 
 
