@@ -42,6 +42,7 @@ from reviews.models import (
     ThreadMessage,
 )
 from reviews.services import threads
+from reviews.services.github_tenancy import tenant_repositories
 from reviews.sources.webhooks import CommentEvent
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,6 @@ def _conversation(space_id: int) -> Iterator[None]:
 
 def comment_receive(event: CommentEvent) -> str:
     """Store a GitHub comment in the thread it belongs to; returns the delivery's outcome."""
-    from reviews.services.webhooks import tenant_repositories
 
     where = f"{event.owner}/{event.repo}#{event.number}"
     if event.action != "created":

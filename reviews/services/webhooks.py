@@ -20,7 +20,8 @@ from guardrails.audit import SYSTEM, Target, audit_record
 from reviews.domain.space_status import ClosedReason
 from reviews.models import PullRequest, ReviewRound, ReviewSpace, WebhookDelivery
 from reviews.services.dispatch import round_enqueue
-from reviews.services.github import github_app_mode
+from reviews.services.github_replies import comment_receive
+from reviews.services.github_tenancy import tenant_repositories
 from reviews.services.spaces import (
     pull_request_upsert,
     round_start,
@@ -71,8 +72,6 @@ def webhook_receive(*, delivery_id: str, event: str, payload: Any) -> WebhookRes
         delivery.action = installation.action[:40]
         return WebhookResult(_done(delivery, installation_receive(installation)), [], 200)
     if comment is not None:
-        from reviews.services.github_replies import comment_receive
-
         delivery.action = comment.action[:40]
         return WebhookResult(_done(delivery, comment_receive(comment)), [], 200)
     if parsed is None:
@@ -283,21 +282,6 @@ def installation_receive(event: InstallationEvent) -> str:
     if event.event == "installation" and event.action == "deleted":
         parts.append("unbound: its webhooks no longer reach the workspace")
     return "; ".join(parts)
-
-
-def tenant_repositories(full_name: str, installation_id: int | None):
-    """The connected copies of `full_name` a delivery may reach: with a GitHub App only in the
-    workspace its installation is bound to; with a server-wide token only where a server
-    operator still grants the repository. Archived ones included (the caller says why it
-    ignores them)."""
-    repos = Repository.objects.select_related("workspace").filter(
-        kind=Repository.Kind.GITHUB, full_name__iexact=full_name
-    )
-    if github_app_mode():
-        if installation_id is None:
-            return repos.none()
-        return repos.filter(workspace__github_installations__installation_id=installation_id)
-    return repos.filter(workspace__repository_grants__full_name__iexact=full_name).distinct()
 
 
 def _done(delivery: WebhookDelivery, outcome: str) -> str:
