@@ -12,8 +12,7 @@ from django.template.loader import render_to_string
 
 from guardrails.events import approvals_group
 from guardrails.presence import PRESENCE_HEARTBEAT, presence_leave, presence_touch
-from reviews.live.consumers import csrf_context
-from workspaces.live_access import LiveAccessMixin
+from workspaces.live_access import LiveAccessMixin, csrf_context
 from workspaces.permissions import allows, membership_get
 from workspaces.rules import Perm
 

@@ -111,6 +111,21 @@ class Decision(StrEnum):
         return {Decision.APPROVE: "approved", Decision.DENY: "denied"}[self]
 
 
+def decision_flash(
+    *, number: int, done: str, approving: bool, approved: bool, approvals: int, required: int
+) -> str:
+    """The message after an approver decides. `done` is the decision's past tense from its enum
+    ("approved", "denied"); `approving` whether it was an approval; `approved` whether the
+    request now has every approval it needs."""
+    if approving and not approved:
+        missing = max(required - approvals, 1)
+        more = "1 more approval" if missing == 1 else f"{missing} more approvals"
+        return f"Request #{number}: your approval is recorded; it needs {more} before it runs."
+    if approving:
+        return f"Request #{number} {done}: it runs now."
+    return f"Request #{number} {done}: nothing it asked for happens."
+
+
 class ApprovalError(ApplicationError):
     """A decision or execution the rules refuse; the message says why."""
 

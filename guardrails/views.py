@@ -23,6 +23,7 @@ from guardrails.audit import chain_name
 from guardrails.models import ApprovalRequest, ApprovalWebhook, AuditEvent, WebhookDelivery
 from guardrails.notify import approval_webhook_remove, approval_webhook_set, webhook_display
 from guardrails.presence import present_approvers
+from guardrails.rules import decision_flash
 from guardrails.selectors import audit_events
 from guardrails.services import (
     approval_decide,
@@ -32,7 +33,6 @@ from guardrails.services import (
     policy_update,
 )
 from guardrails.verification import chain_verify
-from reviews.domain.wording import decision_flash
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.models import Membership, Tombstone
 from workspaces.permissions import allows, require

@@ -4,7 +4,8 @@ Every socket joins its user's group. Removing a member, changing a role or loggi
 `access.changed` to that group after commit, and each socket re-checks membership and session
 at once and closes if either is gone (a role change closes too: the page reconnects and renders
 for the new role). Independently, every event is checked before it is sent, with the answer
-reused for at most a second, so a missed signal cannot leak more than that.
+reused for at most a second, so a missed signal cannot leak more than that. Forms a socket
+renders get the browser's own CSRF token (`csrf_context`), shared by every app's sockets.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from cachetools import TTLCache
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.db import transaction
 
@@ -155,3 +158,10 @@ class LiveAccessMixin(_ConsumerBase):
             await self.close(code=CLOSE_REVOKED)
             return
         await self.may_send(fresh=True)
+
+
+def csrf_context(scope: Mapping[str, Any]) -> dict[str, str]:
+    """Forms rendered for a socket have no request: give {% csrf_token %} the browser's own CSRF
+    cookie (an unmasked secret, which Django accepts), so they can still be posted."""
+    token = scope.get("cookies", {}).get(settings.CSRF_COOKIE_NAME, "")
+    return {"csrf_token": token} if token else {}

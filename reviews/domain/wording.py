@@ -504,23 +504,6 @@ def selection_words(selection: str) -> str:
     return PUBLISH_SELECTIONS.get(selection, in_words(selection).lower())
 
 
-def decision_flash(
-    *, number: int, done: str, approving: bool, approved: bool, approvals: int, required: int
-) -> str:
-    """The message after an approver decides. `done` is the decision's past tense from its enum
-    ("approved", "denied"); `approving` whether it was an approval; `approved` whether the
-    request now has every approval it needs."""
-    if approving and not approved:
-        missing = max(required - approvals, 1)
-        return (
-            f"Request #{number}: your approval is recorded; it needs "
-            f"{plural(missing, 'more approval')} before it runs."
-        )
-    if approving:
-        return f"Request #{number} {done}: it runs now."
-    return f"Request #{number} {done}: nothing it asked for happens."
-
-
 DISAGREEMENT_FLASHES: dict[str, str] = {
     "first": "Disagreement settled: the first reading is kept.",
     "second": "Disagreement settled: the second reading is kept.",

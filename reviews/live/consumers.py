@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -21,7 +20,6 @@ from asgiref.sync import sync_to_async
 from cachetools import LRUCache
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 from django.http import Http404
 from django.template.loader import render_to_string
 from django.utils.html import escape
@@ -38,17 +36,10 @@ from reviews.live.events import (
 )
 from reviews.models import CohortProgress, FileViewed, ReviewSpace
 from reviews.selectors import THREAD_SECTIONS, editable_message_ids
-from workspaces.live_access import LiveAccessMixin
+from workspaces.live_access import LiveAccessMixin, csrf_context
 from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
-
-
-def csrf_context(scope: Mapping[str, Any]) -> dict[str, str]:
-    """Forms rendered for a socket have no request: give {% csrf_token %} the browser's own CSRF
-    cookie (an unmasked secret, which Django accepts), so they can still be posted."""
-    token = scope.get("cookies", {}).get(settings.CSRF_COOKIE_NAME, "")
-    return {"csrf_token": token} if token else {}
 
 
 _CSRF_SLOT = "__quorum_csrf_slot__"

@@ -119,9 +119,9 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _preview(self) -> str:
-        from reviews.live.consumers import csrf_context
         from reviews.services.publishing import PublishError
         from reviews.web.views import publish_preview_context
+        from workspaces.live_access import csrf_context
 
         try:
             context = publish_preview_context(self.membership, self.space)

@@ -9,6 +9,7 @@ from typing import Any, cast
 from hypothesis import given
 from hypothesis import strategies as st
 
+from guardrails.rules import decision_flash
 from reviews.domain.axes import clearing_steps, deterministic_axes, token_axes_detailed
 from reviews.domain.round_stats import CohortSummary
 from reviews.domain.types import AxisName, AxisResult, Dimension
@@ -19,7 +20,6 @@ from reviews.domain.wording import (
     axis_source_words,
     cohort_name,
     cohort_names,
-    decision_flash,
     disagreement_flash,
     in_words,
     rejected_words,
