@@ -1,15 +1,17 @@
-"""Guardrails API: publish requests through the checkpoint, decisions, and the audit trail."""
+"""Guardrails API: approval requests, their decisions, and the audit trail.
+
+Asking for an action goes through the app it belongs to (a review's publish requests are in
+reviews/api/publishing.py), which calls the checkpoint."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from django.shortcuts import get_object_or_404
-from ninja import Field, Router, Schema, Status
+from ninja import Field, Router, Schema
 
 from config.api_types import (
     Day,
-    ErrorOut,
     Filter,
     Id,
     Input,
@@ -23,20 +25,11 @@ from config.api_types import (
 from guardrails import rules
 from guardrails.models import ApprovalRequest
 from guardrails.selectors import audit_events
-from guardrails.services import approval_decide, approval_resolve, approval_withdraw
-from reviews.selectors import space_get_for_user
-from reviews.services import publishing
-from reviews.sources.publish_plan import Selection
+from guardrails.services.approvals import approval_decide, approval_resolve, approval_withdraw
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm
 
 router = Router(tags=["guardrails"])
-
-
-class PublishIn(Input):
-    # The API publishes only peer-confirmed findings and never approves unless asked.
-    selection: Selection = "consensus"
-    approve_on_ship: bool = False
 
 
 class DecisionIn(Input):
@@ -89,24 +82,8 @@ class AuditOut(Schema):
     hash: str
 
 
-class PublishedResultOut(Schema):
-    github_review_id: int | None
-    url: str
-    path: str
-    round: int
-
-
-class PublishExecutedOut(Schema):
-    detail: Literal["executed"]
-    result: PublishedResultOut
-
-
-class PublishPendingOut(Schema):
-    detail: str
-    request: ApprovalOut
-
-
-def _approval(r: ApprovalRequest) -> dict:
+def approval_out(r: ApprovalRequest) -> dict:
+    """An approval request as the API shows it (ApprovalOut)."""
     return {
         "id": r.pk,
         "action_class": r.action_class,
@@ -127,38 +104,6 @@ def _approval(r: ApprovalRequest) -> dict:
     }
 
 
-@router.post(
-    "/{slug}/reviews/{space_id}/publish-requests",
-    response=responses(
-        {200: PublishExecutedOut, 202: PublishPendingOut, 409: ErrorOut},
-        400,
-        403,
-        404,
-        413,
-        422,
-        503,
-    ),
-)
-def publish_request(request, slug: Slug, space_id: Id, body: PublishIn):
-    membership = membership_get(user=request.user, slug=slug)
-    require(membership, Perm.REQUEST_PUBLISH, attempted="request publishing", request=request)
-    space = space_get_for_user(space_id=space_id, workspace_slug=slug)
-    # An archived repository (409), a round already on GitHub (409: each round is posted once,
-    # whatever the selection) or nothing to publish (400) is refused by the service.
-    result = publishing.publish_request(
-        space=space,
-        selection=body.selection,
-        approve_on_ship=body.approve_on_ship,
-        actor=request.user,
-        http_request=request,
-    )
-    if result.outcome is rules.CheckpointOutcome.REFUSED:
-        return Status(409, {"detail": result.reason})
-    if result.outcome is rules.CheckpointOutcome.PENDING:
-        return Status(202, {"detail": result.reason, "request": _approval(result.request)})
-    return Status(200, {"detail": "executed", "result": result.result})
-
-
 @router.get("/{slug}/approvals", response=responses({200: list[ApprovalOut]}, 404, 422))
 def approval_list(request, slug: Slug, status: Filter = ""):
     membership = membership_get(user=request.user, slug=slug)
@@ -169,7 +114,7 @@ def approval_list(request, slug: Slug, status: Filter = ""):
     )
     if status:
         rows = rows.filter(status=status)
-    return [_approval(r) for r in rows[:200]]
+    return [approval_out(r) for r in rows[:200]]
 
 
 # Registered before the {decision} route: URL patterns match in order, and "withdraw" would
@@ -182,7 +127,8 @@ def approval_withdraw_route(request, slug: Slug, request_id: Id):
     """The requester takes back their own request; no approver role is needed for that."""
     membership = membership_get(user=request.user, slug=slug)
     approval = get_object_or_404(ApprovalRequest, pk=request_id, workspace=membership.workspace)
-    return _approval(approval_withdraw(request=approval, actor=request.user, http_request=request))
+    withdrawn = approval_withdraw(request=approval, actor=request.user, http_request=request)
+    return approval_out(withdrawn)
 
 
 @router.post(
@@ -203,7 +149,7 @@ def approval_resolve_route(request, slug: Slug, request_id: Id, body: ResolveIn)
         reason=body.reason,
         http_request=request,
     )
-    return _approval(resolved)
+    return approval_out(resolved)
 
 
 @router.post(
@@ -225,7 +171,7 @@ def approval_decision(
         reason=body.reason,
         http_request=request,
     )
-    return _approval(decided)
+    return approval_out(decided)
 
 
 @router.get("/{slug}/audit", response=responses({200: list[AuditOut]}, 403, 404, 422))

@@ -22,9 +22,11 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from config.background import QueueUnavailable, submit_now
 from guardrails import notices, rules
 from guardrails.actions import action_class
 from guardrails.audit import Actor, Target, audit_record
+from guardrails.events import approvals_emit
 from guardrails.models import (
     ApprovalNotice,
     ApprovalRequest,
@@ -176,8 +178,6 @@ def approval_emails_send(*, request_id: int, origin: str) -> int:
 
 def _told(request: ApprovalRequest) -> None:
     """The inbox and the review's page say who was told: refresh them."""
-    from guardrails.events import approvals_emit
-
     approvals_emit(request, "notified")
 
 
@@ -277,8 +277,6 @@ def webhook_deliver(*, request_id: int, origin: str, attempt: int) -> bool:
 
 def approval_notices_queue(request_id: int, origin: str) -> None:
     """Called once a request needing approval commits: queue the email and webhook tasks."""
-    from config.background import QueueUnavailable, submit_now
-
     try:
         submit_now("guardrails.approval_emails", request_id, origin)
         if ApprovalWebhook.objects.filter(workspace__approval_requests=request_id).exists():

@@ -11,7 +11,7 @@ from django.conf import settings
 
 @shared_task(name="guardrails.approval_execute", acks_late=True)
 def approval_execute_task(request_id: int) -> None:
-    from guardrails.services import approval_execute
+    from guardrails.services.execution import approval_execute
 
     approval_execute(request_id=request_id)
 

@@ -25,13 +25,13 @@ from guardrails.notify import approval_webhook_remove, approval_webhook_set, web
 from guardrails.presence import present_approvers
 from guardrails.rules import decision_flash
 from guardrails.selectors import audit_events
-from guardrails.services import (
+from guardrails.services.approvals import (
     approval_decide,
     approval_withdraw,
     approvals_expire_due,
-    policy_for,
-    policy_update,
 )
+from guardrails.services.checkpoint import policy_for
+from guardrails.services.policies import policy_update
 from guardrails.verification import chain_verify
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.models import Membership, Tombstone
@@ -81,44 +81,17 @@ def _preview(request: ApprovalRequest) -> dict | None:
 
 
 def request_subjects(workspace, requests: list[ApprovalRequest]) -> dict[int, str]:
-    """Request id → the page it is about: the review, the ticket or the answer on its review,
-    or the guardrail settings. Two queries at most, whatever the number of requests."""
-    from reviews.models import ReviewerTicket
-
-    tickets = {
-        int(r.target_id)
-        for r in requests
-        if r.target_type == "reviewerticket" and r.target_id.isdigit()
-    }
-    ticket_spaces = dict(
-        ReviewerTicket.objects.filter(pk__in=tickets, round__space__workspace=workspace)
-        .values_list("pk", "round__space_id")
-        .iterator()
-    )
-    # An answer to post on GitHub is about its review: the payload names the space.
-    answer_spaces = {
-        r.pk: int(r.payload["space"])
-        for r in requests
-        if r.action_class == rules.ActionName.THREAD_ANSWER
-        and isinstance(r.payload.get("space"), int)
-    }
-    links: dict[int, str] = {}
+    """Request id → the page it is about (the review, the ticket or the answer on its review,
+    or the guardrail settings), as its action class links it (`subject_pages`, registered with
+    the class): a query per class at most, whatever the number of requests."""
+    by_class: dict[str, list[ApprovalRequest]] = {}
     for r in requests:
-        if r.target_type == "reviewspace" and r.target_id.isdigit():
-            links[r.pk] = reverse("reviews:detail", args=[workspace.slug, int(r.target_id)])
-        elif (
-            r.target_type == "reviewerticket"
-            and r.target_id.isdigit()
-            and (int(r.target_id) in ticket_spaces)
-        ):
-            space = ticket_spaces[int(r.target_id)]
-            page = reverse("reviews:detail", args=[workspace.slug, space])
-            links[r.pk] = f"{page}#ticket-{r.target_id}"
-        elif r.pk in answer_spaces:
-            page = reverse("reviews:detail", args=[workspace.slug, answer_spaces[r.pk]])
-            links[r.pk] = f"{page}#message-{r.target_id}"
-        elif r.action_class == rules.ActionName.POLICY_CHANGE:
-            links[r.pk] = reverse("guardrails:settings", args=[workspace.slug])
+        by_class.setdefault(r.action_class, []).append(r)
+    links: dict[int, str] = {}
+    for name, rows in by_class.items():
+        spec = REGISTRY.get(name)
+        if spec is not None and spec.subject_pages is not None:
+            links.update(spec.subject_pages(workspace, rows))
     return links
 
 

@@ -18,4 +18,8 @@ class ReviewsConfig(AppConfig):
     verbose_name = "Reviews"
 
     def ready(self) -> None:
+        # Models are loaded only now: the review actions guardrails runs are registered here.
+        from reviews.services.approval_actions import approval_actions_register
+
+        approval_actions_register()
         request_started.connect(_sweep_when_serving, dispatch_uid="reviews-embedded-sweeper")

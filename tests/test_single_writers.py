@@ -50,7 +50,7 @@ WRITERS = (
     # reviews/domain/consensus.py ALLOWED_TRANSITIONS
     Writer("reviews.services.nodes", "nodes_transition", ("ReviewNode.status",)),
     # guardrails/rules.py TRANSITIONS
-    Writer("guardrails.services", "approval_transition", ("ApprovalRequest.status",)),
+    Writer("guardrails.services.approvals", "approval_transition", ("ApprovalRequest.status",)),
     # reviews/domain/tickets.py TRANSITIONS
     Writer("reviews.services.notes", "ticket_transition", ("ReviewerTicket.status",)),
     # reviews/domain/step_states.py

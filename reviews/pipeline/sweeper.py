@@ -50,7 +50,7 @@ def sweep_once(*, force: bool = False, interval: float | None = None) -> int | N
     dispatched = recover()
     PipelineSweep.objects.filter(name=TURN).update(last_dispatched=dispatched)
     # Approved publish requests whose execution message was lost (e.g. Redis was down).
-    from guardrails.services import approvals_resume, approvals_settle_stuck
+    from guardrails.services.execution import approvals_resume, approvals_settle_stuck
 
     approvals_resume()
     # Approved requests whose worker died during the call: looked up after their lease.

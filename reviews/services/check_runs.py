@@ -25,6 +25,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from guardrails.audit import APP, Target, audit_record
+from guardrails.rules import Policy
+from guardrails.services.checkpoint import policy_for
 from reviews.domain import check_runs as checks
 from reviews.domain import types as t
 from reviews.domain.report import verdict_section
@@ -159,9 +161,6 @@ def _audit(review_round: ReviewRound, action: str, **payload: Any) -> None:
 def check_run_sync(*, round_id: int, client: GitHubClient | None = None) -> str:
     """Make GitHub show the round as it is now. Returns what was done: created, updated,
     status, denied, local. A GitHubError propagates (the task retries it with backoff)."""
-    from guardrails.rules import Policy
-    from guardrails.services import policy_for
-
     with _serialised(round_id):
         review_round = ReviewRound.objects.select_related(
             "space__workspace", "space__pull_request__repository", "superseded_by"

@@ -29,8 +29,11 @@ from django.db import connection
 
 from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
+from guardrails.actions import ActionRefused
 from guardrails.audit import APP, SYSTEM, Target, audit_record
+from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome, Policy
+from guardrails.services.checkpoint import CheckpointResult, checkpoint, policy_for
 from reviews.agents.redaction import redact_text
 from reviews.domain import github_replies as rules
 from reviews.domain.threads import BODY_MAX, Source, Subject
@@ -42,7 +45,9 @@ from reviews.models import (
     ThreadMessage,
 )
 from reviews.services import threads
+from reviews.services.github import github_client
 from reviews.services.github_tenancy import tenant_repositories
+from reviews.sources.github_client import GitHubError
 from reviews.sources.webhooks import CommentEvent
 
 log = logging.getLogger(__name__)
@@ -292,8 +297,6 @@ def answer_publish(
     policy that allows it; otherwise nothing is requested yet (outcome pending, no request:
     the answer waits for a person to ask). Returns the checkpoint's result; an answer already
     posted is not posted again (allowed, with the first post's result)."""
-    from guardrails.services import CheckpointResult, checkpoint, policy_for
-
     answer = ThreadMessage.objects.get(pk=answer.pk)  # as it is now: perhaps posted meanwhile
     if answer.posted_at is not None and answer.github_comment_id is not None:
         return CheckpointResult(CheckpointOutcome.ALLOWED, result=_posted_result(answer))
@@ -329,13 +332,11 @@ def _posted_result(answer: ThreadMessage) -> dict[str, Any]:
     }
 
 
-def answer_execute(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
+def answer_execute(
+    payload: dict[str, Any], requester: Any, approval: ApprovalRequest | None
+) -> dict[str, Any]:
     """Executor of an approved (or allowed) threadAnswer: post the answer once and mark it
     posted. Called again after success, it returns the first post."""
-    from guardrails.actions import ActionRefused
-    from reviews.services.github import github_client
-    from reviews.sources.github_client import GitHubError
-
     with _conversation(payload["space"]):
         answer = (
             ThreadMessage.objects.select_related("space__pull_request__repository")

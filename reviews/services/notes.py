@@ -18,13 +18,18 @@ from django.utils import timezone
 
 from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
+from guardrails.actions import ActionRefused
 from guardrails.audit import Actor, Target, audit_record
+from guardrails.models import ApprovalRequest
 from guardrails.rules import CheckpointOutcome
+from guardrails.services.checkpoint import checkpoint
 from reviews.agents.redaction import redact_text
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
 from reviews.domain.tickets import sources_of as ticket_sources_of
 from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewerTicket
+from reviews.services.github import github_client
+from reviews.sources.github_client import GitHubError
 
 log = logging.getLogger(__name__)
 
@@ -242,8 +247,6 @@ def ticket_issue_request(
 ) -> Any:
     """Ask for the ticket to become a GitHub issue through the guardrails checkpoint with the exact
     repository, title and body. Returns the checkpoint's result (allowed, pending or refused)."""
-    from guardrails.services import checkpoint
-
     # The ticket stays locked until the request exists: two people asking at once make one
     # request, and the second is told the ticket is already on its way.
     with transaction.atomic(durable=True):
@@ -276,13 +279,11 @@ def ticket_issue_request(
     return result
 
 
-def ticket_issue_execute(payload: dict[str, Any], requester: Any) -> dict[str, Any]:
+def ticket_issue_execute(
+    payload: dict[str, Any], requester: Any, approval: ApprovalRequest | None
+) -> dict[str, Any]:
     """Executor of an approved (or allowed) issueCreate: file the issue on GitHub once and keep
     its number and link on the ticket. Called again after success, it returns the first issue."""
-    from guardrails.actions import ActionRefused
-    from reviews.services.github import github_client
-    from reviews.sources.github_client import GitHubError
-
     with transaction.atomic():
         # The row lock makes a concurrent second execution wait, then see the filed issue.
         try:

@@ -20,7 +20,9 @@ from django.utils import timezone
 
 from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
+from guardrails import rules
 from guardrails.audit import APP, Target, audit_record
+from guardrails.services.checkpoint import checkpoint, policy_for
 from reviews.domain import consensus
 from reviews.domain.space_status import (
     SpaceStatus,
@@ -272,9 +274,6 @@ def publish_request(
     what would be posted; `note` is the requester's word to the approver. Returns the
     checkpoint's result. The page and the API both ask here: the page for every open finding,
     approving on Ship; the API for what the client chose."""
-    from guardrails import rules
-    from guardrails.services import checkpoint, policy_for
-
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
         pk=space.pk
     )

@@ -19,7 +19,7 @@ from config.vocabulary import template_enums
 from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome
 from guardrails.rules import Status as ApprovalStatus
-from guardrails.services import CheckpointResult
+from guardrails.services.checkpoint import CheckpointResult
 from reviews.domain import consensus
 from reviews.domain import threads as thread_rules
 from reviews.domain import types as t

@@ -71,7 +71,7 @@ def _seed(tmp_path_factory, fake_github) -> dict:
     """The workspace every page shows; returns the paths of the pages."""
     from django.contrib.auth import get_user_model
 
-    from guardrails.services import policy_update
+    from guardrails.services.policies import policy_update
     from reviews.models import ReviewerStream, ReviewNode, ReviewRound
     from reviews.pipeline.runner import run_inline
     from reviews.services.nodes import node_dismiss, node_record, node_resolve

@@ -7,14 +7,10 @@ import pytest
 from guardrails.audit import Target
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent
 from guardrails.presence import presence_touch
-from guardrails.services import (
-    approval_decide,
-    approval_execute,
-    approval_withdraw,
-    checkpoint,
-    payload_hash,
-    policy_update,
-)
+from guardrails.services.approvals import approval_decide, approval_withdraw
+from guardrails.services.checkpoint import checkpoint, payload_hash
+from guardrails.services.execution import approval_execute
+from guardrails.services.policies import policy_update
 from reviews.models import ReviewNode
 from reviews.services.nodes import node_dismiss
 from reviews.services.publishing import publish_plan_current, publish_request
@@ -226,7 +222,7 @@ def test_an_approved_request_whose_message_was_lost_is_run_by_the_sweeper(publis
 
     from django.utils import timezone
 
-    from guardrails.services import approvals_resume
+    from guardrails.services.execution import approvals_resume
 
     request = _approved(publishable)  # approved; its execution message never arrived
     assert approvals_resume() == 0  # too recent: the message may still be on its way

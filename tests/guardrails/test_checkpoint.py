@@ -15,12 +15,10 @@ from django.utils import timezone
 from config.asgi import application
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent, Execution
 from guardrails.presence import presence_touch
-from guardrails.services import (
-    NO_APPROVER,
-    approval_decide,
-    approval_execute,
-    policy_update,
-)
+from guardrails.services.approvals import approval_decide
+from guardrails.services.checkpoint import NO_APPROVER
+from guardrails.services.execution import approval_execute
+from guardrails.services.policies import policy_update
 from reviews.services.publishing import publish_request
 from reviews.services.spaces import (
     round_start,

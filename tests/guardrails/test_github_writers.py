@@ -8,8 +8,7 @@ person who sets it, so this test reads the code instead of trusting it:
   to a repository (`_repo_call` with that verb): creating a review, an issue, a reply, a
   comment, a check run, a commit status, and whatever is added there later;
 - a name-based call graph of the product's modules (functions, the imports inside and outside
-  them, `module.function` references and the dotted paths `_late` names executors by) says
-  which action class's executor reaches one.
+  them, and `module.function` references) says which action class's executor reaches one.
 
 An action class must be marked exactly when its executor reaches a GitHub write, and every
 place that writes to GitHub must be reached from a marked class — so a new GitHub-writing
@@ -20,7 +19,6 @@ action class (which "Who published what" could never show) all fail here.
 from __future__ import annotations
 
 import ast
-import inspect
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -156,8 +154,6 @@ def _graph() -> tuple[dict[Function, set[Function]], set[Function]]:
                             path = imports[head] + (f".{rest}" if rest else "")
                         elif (module, head) in FUNCTIONS and not rest:
                             path = f"{module}.{head}"
-                elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
-                    path = inner.value  # an executor named by its path (_late)
                 if path and (target := _resolve(path)) is not None and target != here:
                     edges[here].add(target)
     return edges, writers
@@ -178,8 +174,7 @@ def _reach(start: Function) -> set[Function]:
 
 def _executor(spec: ActionClass) -> Function:
     fn: Callable = spec.execute
-    late = inspect.getclosurevars(fn).nonlocals.get("target")
-    found = _resolve(late) if isinstance(late, str) else (fn.__module__, fn.__qualname__)
+    found = (fn.__module__, fn.__qualname__)
     assert found in FUNCTIONS, f"{spec.name}: cannot find its executor {found}"
     return found
 
@@ -220,8 +215,8 @@ def test_every_write_to_github_is_made_by_an_action_class_that_says_so() -> None
     outside = sorted(f"{m}.{f}" for m, f in WRITERS - reached)
     assert not outside, (
         f"these write to GitHub outside any action class marked writes_to_github: {outside}; "
-        "put the write behind an action class (guardrails/actions.py) so it is audited and "
-        "listed under 'Who published what'"
+        "put the write behind an action class (registered in guardrails.actions) so it is "
+        "audited and listed under 'Who published what'"
     )
 
 

@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from guardrails.models import ApprovalRequest, AuditEvent, Execution
 from guardrails.presence import presence_touch
-from guardrails.services import approval_decide, approval_resolve, approvals_settle_stuck
+from guardrails.services.approvals import approval_decide, approval_resolve
+from guardrails.services.execution import approvals_settle_stuck
 from reviews.models import PublishRecord, ReviewRound
 from reviews.pipeline.sweeper import sweep_once
 from reviews.services.publishing import publish_request

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from guardrails.models import ActionPolicy, AuditEvent
-from guardrails.services import policy_update
+from guardrails.services.policies import policy_update
 from reviews.domain.round_states import RoundState
 from reviews.models import ReviewRound
 from reviews.services.nodes import node_dismiss, node_record

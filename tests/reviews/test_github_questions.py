@@ -12,7 +12,8 @@ from django.urls import reverse
 
 from config import background
 from guardrails.models import ActionPolicy, ApprovalRequest
-from guardrails.services import approval_decide, approval_execute
+from guardrails.services.approvals import approval_decide
+from guardrails.services.execution import approval_execute
 from reviews.models import ModelCall, ThreadMessage
 from tests.fakes.model_server import Script, answer
 from tests.reviews.pipeline_scenarios import model_settings

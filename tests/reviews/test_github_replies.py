@@ -19,7 +19,8 @@ from django.utils import timezone
 from config import background
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent, Execution
 from guardrails.rules import CheckpointOutcome
-from guardrails.services import approval_decide, approval_execute
+from guardrails.services.approvals import approval_decide
+from guardrails.services.execution import approval_execute
 from reviews.models import PublishedComment, ReviewRound, ThreadMessage
 from reviews.services import threads
 from reviews.services.github_replies import answer_publish

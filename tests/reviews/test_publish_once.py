@@ -9,7 +9,9 @@ import pytest
 from guardrails.audit import Target
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent
 from guardrails.presence import presence_touch
-from guardrails.services import approval_decide, approval_execute, checkpoint
+from guardrails.services.approvals import approval_decide
+from guardrails.services.checkpoint import checkpoint
+from guardrails.services.execution import approval_execute
 from reviews.models import PublishRecord, ReviewRound, ReviewSpace
 from reviews.services.nodes import node_record
 from reviews.services.publishing import (

@@ -22,7 +22,8 @@ from config import background
 from config.asgi import application
 from guardrails.models import ActionPolicy, ApprovalRequest, AuditEvent, Execution
 from guardrails.presence import presence_touch
-from guardrails.services import approval_decide, approval_execute
+from guardrails.services.approvals import approval_decide
+from guardrails.services.execution import approval_execute
 from reviews.models import ReviewerStream, ReviewerTicket, ReviewRound
 from reviews.pipeline.runner import run_inline
 from reviews.services.notes import note_record

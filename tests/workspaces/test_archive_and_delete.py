@@ -8,7 +8,7 @@ import pytest
 
 from guardrails.audit import Actor, Target, audit_record
 from guardrails.models import ApprovalRequest, AuditEvent
-from guardrails.services import policy_update
+from guardrails.services.policies import policy_update
 from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, ReviewSpace
 from reviews.services.nodes import node_confirm_by_person, node_dismiss, node_record, node_resolve
 from reviews.services.verdicts import round_finalise
@@ -490,7 +490,7 @@ def test_deleting_for_good_cancels_open_requests_on_those_reviews(
 
     from django.utils import timezone
 
-    from guardrails.services import approval_decide
+    from guardrails.services.approvals import approval_decide
 
     repo, space, _ = triaged
     vera = member_factory(workspace, "approver", "vera@example.com")

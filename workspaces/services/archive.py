@@ -168,7 +168,7 @@ def repository_purge(
         for stone in stones:
             Tombstone.objects.filter(kind=stone.kind, object_id=stone.object_id).delete()
         Tombstone.objects.bulk_create(stones)
-        from guardrails.services import approvals_cancel_for
+        from guardrails.services.approvals import approvals_cancel_for
 
         cancelled = approvals_cancel_for(
             workspace=repo.workspace,
