@@ -119,7 +119,7 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _preview(self) -> str:
-        from reviews.services.publishing import PublishError
+        from reviews.services.publish_plans import PublishError
         from reviews.web.views import publish_preview_context
         from workspaces.live_access import csrf_context
 

@@ -1,262 +1,56 @@
-"""Publishing one GitHub review for a round. Never called by the pipeline.
+"""Asking to publish a round's review, and posting it to GitHub. Never called by the pipeline.
 
 Exactly once per round, whatever the selection: a PublishRecord unique on its round (a failed
 attempt does not count) is claimed inside a transaction; only the caller that created the claim
 talks to GitHub, after commit. Anchors are re-checked against the PR's current diff; if GitHub
 still answers 422 the whole review is resubmitted once with every node folded into the body, so
 nothing is dropped. Local repositories have no GitHub to post to: their reviews are downloaded
-as a report instead.
+as a report instead. What would be posted is planned in reviews/services/publish_plans.py.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
 from guardrails import rules
 from guardrails.audit import APP, Target, audit_record
-from guardrails.services.checkpoint import checkpoint, policy_for
-from reviews.domain import consensus
-from reviews.domain.space_status import (
-    SpaceStatus,
-    can_execute_publish,
-    can_request_publish,
-    publish_refusal,
-)
+from guardrails.services.checkpoint import CheckpointResult, checkpoint, policy_for
+from reviews.domain.space_status import SpaceStatus, can_execute_publish, publish_refusal
 from reviews.live.events import emit
-from reviews.models import (
-    PublishedComment,
-    PublishRecord,
-    ReviewNode,
-    ReviewRound,
-    ReviewSpace,
-)
-from reviews.selectors import node_view
+from reviews.models import PublishedComment, PublishRecord, ReviewRound, ReviewSpace
 from reviews.services.github import github_client
-from reviews.services.outside_agents import reviewer_labels
-from reviews.services.spaces import publish_requests_open, space_status_refresh
-from reviews.sources.diffs import CommentableLines, parse_unified_diff
-from reviews.sources.github_client import (
-    DiffTooLarge,
-    GitHubClient,
-    GitHubError,
-    GitHubValidationError,
+from reviews.services.publish_plans import (
+    LOCAL_REPOSITORY,
+    AlreadyPublished,
+    CurrentPlan,
+    PublishError,
+    already_published_message,
+    current_commentable,
+    node_records,
+    publish_plan_current,
+    publish_refusal_for,
+    publishable_round,
+    published_record,
+    selection_checked,
 )
+from reviews.services.spaces import publish_requests_open, space_status_refresh
+from reviews.sources.github_client import GitHubClient, GitHubError, GitHubValidationError
 from reviews.sources.publish_plan import (
-    NodeRecord,
     PublishPlan,
     Selection,
     build_publish_plan,
     fold_everything,
     plan_digest,
-    plan_document,
 )
 from workspaces.rules import ReadOnlyError, archived_message
 
 log = logging.getLogger(__name__)
-
-
-class PublishError(ApplicationError):
-    """Publishing is not possible now; the message says why."""
-
-    code = ErrorCode.PUBLISH_REFUSED
-
-
-class AlreadyPublished(PublishError):
-    """The round is on GitHub already (or on its way): it is never posted twice."""
-
-    code = ErrorCode.ALREADY_PUBLISHED
-    http_status = 409
-
-
-LOCAL_REPOSITORY = (
-    "This review is of a local repository: there is no pull request on GitHub to publish to. "
-    "Download the report (markdown or JSON) from the review instead."
-)
-
-
-def published_record(review_round: ReviewRound | None) -> PublishRecord | None:
-    """The round's one publication (posted, being posted, or with a lost answer), if any."""
-    if review_round is None:
-        return None
-    return (
-        PublishRecord.objects.filter(round=review_round, legacy_duplicate=False)
-        .exclude(state=PublishRecord.State.FAILED)
-        .select_related("round", "requested_by", "approved_by")
-        .first()
-    )
-
-
-def already_published_message(record: PublishRecord) -> str:
-    number = record.round.number
-    if record.state == PublishRecord.State.POSTED:
-        return (
-            f"Round {number} was already published to GitHub: "
-            f"{record.html_url or 'GitHub returned no link'}. A new push starts a round that "
-            "can be published."
-        )
-    if record.state == PublishRecord.State.CLAIMED:
-        return f"Round {number} is being published to GitHub right now."
-    return (
-        f"Round {number} may already be on GitHub: the answer to the last attempt was lost "
-        f"({record.error or 'no answer'}). It is never posted twice: check the pull request on "
-        "GitHub."
-    )
-
-
-def publish_refusal_for(space: ReviewSpace) -> str | None:
-    """Why nobody can ask to publish this review now, in the reader's words; None if they can."""
-    if space.pull_request.repository.kind != "github":
-        return LOCAL_REPOSITORY
-    record = published_record(space.rounds.order_by("-number").first())
-    if record is not None:
-        return already_published_message(record)
-    status = SpaceStatus(space.status)
-    return None if can_request_publish(status) else publish_refusal(status)
-
-
-def _node_records(review_round: ReviewRound) -> list[NodeRecord]:
-    nodes = (
-        ReviewNode.objects.filter(round=review_round, duplicate_of__isnull=True)
-        .select_related("stream")
-        .prefetch_related("confirmations")
-        .order_by("priority", "-confidence", "id")
-    )
-    views = [node_view(node, list(node.confirmations.all())) for node in nodes]
-    labels = reviewer_labels({name for view in views for name in view.reviewers})
-    records = []
-    for node, view in zip(nodes, views, strict=True):
-        records.append(
-            NodeRecord(
-                id=node.pk,
-                status=node.status,
-                title=node.title,
-                body=node.body,
-                priority=node.priority,
-                type=node.type,
-                path=node.path or None,
-                start_line=node.start_line,
-                end_line=node.end_line,
-                side=node.side,
-                replacement_lines=node.replacement_lines,
-                # The publisher checks peer confirmation itself, not the status field.
-                confirmed_by_peer=consensus.is_peer_confirmed(view),
-                reviewers=[labels.get(name, name) for name in view.reviewers],
-                author=view.agent,
-                confirmed_by=view.confirmed_by,
-            )
-        )
-    return records
-
-
-def _current_commentable(
-    client: GitHubClient, owner: str, name: str, number: int
-) -> CommentableLines:
-    try:
-        text = client.get_pull_diff(owner, name, number)
-    except DiffTooLarge:
-        # Rebuild a diff from the files list: its patches start at the first @@.
-        parts = []
-        for f in client.list_pull_files(owner, name, number):
-            if f.get("patch"):
-                new = f["filename"]
-                old = f.get("previous_filename") or new
-                header = f"diff --git a/{old} b/{new}\n--- a/{old}\n+++ b/{new}\n"
-                parts.append(f"{header}{f['patch']}\n")
-        text = "".join(parts)
-    return CommentableLines.from_files(parse_unified_diff(text))
-
-
-@dataclass(frozen=True)
-class CurrentPlan:
-    """What a publish would post right now, against the PR as GitHub reports it."""
-
-    plan: PublishPlan
-    round_number: int
-    head_sha: str  # the round's head: what the reviewers read
-    github_head: str  # the PR's head on GitHub when the plan was computed
-
-    def payload(self, *, space: ReviewSpace, selection: str, approve_on_ship: bool) -> dict:
-        """The prPublish payload an approval binds: the plan itself, its digest, the heads."""
-        return {
-            "space": space.pk,
-            "round": self.round_number,
-            "head_sha": self.head_sha,
-            "github_head": self.github_head,
-            "selection": selection,
-            "event": self.plan.event,
-            "approve_on_ship": approve_on_ship,
-            "plan_digest": plan_digest(self.plan),
-            "plan": plan_document(self.plan),
-        }
-
-
-def _publishable_round(space: ReviewSpace) -> tuple[ReviewRound, Any, int]:
-    """The newest round, its verdict and the pull request's number on GitHub."""
-    review_round = space.rounds.order_by("-number").first()
-    verdict = getattr(review_round, "verdict", None) if review_round is not None else None
-    if review_round is None or verdict is None:
-        raise PublishError("This review has no verdict yet.")
-    pr = space.pull_request
-    if pr.number is None or pr.repository.kind != "github":
-        raise PublishError(LOCAL_REPOSITORY)
-    return review_round, verdict, pr.number
-
-
-def _selection(selection: str) -> Selection:
-    match selection:
-        case "all_open" | "consensus":
-            return selection
-    raise PublishError(f"Unknown selection {selection!r}; use all_open or consensus.")
-
-
-def publish_plan_current(
-    *,
-    space: ReviewSpace,
-    selection: str,
-    approve_on_ship: bool,
-    client: GitHubClient | None = None,
-) -> CurrentPlan:
-    """Ask GitHub for the PR's head and diff, and plan the review from the current findings.
-    A PR that moved past the reviewed commit cannot be published: it needs a new round."""
-    chosen = _selection(selection)
-    space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
-        pk=space.pk
-    )
-    review_round, verdict, number = _publishable_round(space)
-    pr = space.pull_request
-    owner, name = pr.repository.full_name.split("/", 1)
-    own_client = client is None
-    try:
-        client = client or github_client()
-        github_head = str((client.get_pull(owner, name, number).get("head") or {}).get("sha"))
-        if github_head != review_round.head_sha:
-            raise PublishError(
-                f"The pull request's head on GitHub is now {github_head[:10]}, not the reviewed "
-                f"{review_round.head_sha[:10]}: a new review round is needed before publishing."
-            )
-        commentable = _current_commentable(client, owner, name, number)
-    except GitHubError as exc:
-        raise PublishError(f"GitHub could not be asked about {pr}: {exc}") from exc
-    finally:
-        if own_client and client is not None:
-            client.close()
-    plan = build_publish_plan(
-        nodes=_node_records(review_round),
-        verdict=verdict.level.capitalize(),
-        selection=chosen,
-        approve_on_ship=approve_on_ship,
-        commentable=commentable,
-        rule=verdict.rule,
-    )
-    return CurrentPlan(plan, review_round.number, review_round.head_sha, github_head)
 
 
 def publish_request(
@@ -292,7 +86,7 @@ def publish_request(
             "request publishing."
         )
 
-    def ask() -> Any:
+    def ask() -> CheckpointResult:
         return checkpoint(
             action="prPublish",
             actor=actor,
@@ -394,7 +188,7 @@ def publish_review(
 
     With `expected_digest`/`expected_head` (what an approval bound), the plan is recomputed
     against GitHub now and nothing is posted unless it is exactly what was approved."""
-    chosen = _selection(selection)
+    chosen = selection_checked(selection)
     space = ReviewSpace.objects.select_related("workspace", "pull_request__repository").get(
         pk=space.pk
     )
@@ -405,24 +199,12 @@ def publish_review(
         return existing
     if not can_execute_publish(SpaceStatus(space.status)):
         raise PublishError(publish_refusal(SpaceStatus(space.status)))
-    review_round, verdict, number = _publishable_round(space)
-    pr = space.pull_request
+    review_round, verdict, number = publishable_round(space)
     bound = None
     if expected_digest is not None or expected_head is not None:
-        bound = publish_plan_current(
-            space=space, selection=selection, approve_on_ship=approve_on_ship, client=client
+        bound = _bound_plan(
+            space, selection, approve_on_ship, client, expected_digest, expected_head
         )
-        if expected_head is not None and bound.github_head != expected_head:
-            raise PublishError(
-                f"The pull request's head moved on GitHub to {bound.github_head[:10]} since the "
-                "approval: request publishing again."
-            )
-        if expected_digest is not None and plan_digest(bound.plan) != expected_digest:
-            raise PublishError(
-                "What would be posted changed since it was approved (findings triaged or the "
-                "diff moved): request publishing again."
-            )
-
     record, ours = _claim(
         space=space,
         review_round=review_round,
@@ -435,20 +217,75 @@ def publish_review(
         existing = _existing_for(record, approval_request)
         assert existing is not None  # given a record, it returns it or refuses
         return existing
+    return _post(
+        record,
+        bound.plan if bound is not None else None,
+        verdict=verdict,
+        number=number,
+        selection=chosen,
+        approve_on_ship=approve_on_ship,
+        actor=actor,
+        client=client,
+        request=request,
+        approval_request=approval_request,
+    )
 
+
+def _bound_plan(
+    space: ReviewSpace,
+    selection: str,
+    approve_on_ship: bool,
+    client: GitHubClient | None,
+    expected_digest: str | None,
+    expected_head: str | None,
+) -> CurrentPlan:
+    """The plan recomputed now, refused unless it is exactly what the approval bound."""
+    bound = publish_plan_current(
+        space=space, selection=selection, approve_on_ship=approve_on_ship, client=client
+    )
+    if expected_head is not None and bound.github_head != expected_head:
+        raise PublishError(
+            f"The pull request's head moved on GitHub to {bound.github_head[:10]} since the "
+            "approval: request publishing again."
+        )
+    if expected_digest is not None and plan_digest(bound.plan) != expected_digest:
+        raise PublishError(
+            "What would be posted changed since it was approved (findings triaged or the "
+            "diff moved): request publishing again."
+        )
+    return bound
+
+
+def _post(
+    record: PublishRecord,
+    bound: PublishPlan | None,
+    *,
+    verdict: Any,
+    number: int,
+    selection: Selection,
+    approve_on_ship: bool,
+    actor: Any,
+    client: GitHubClient | None,
+    request: Any,
+    approval_request: Any,
+) -> PublishRecord:
+    """Post the review of the round we claimed: the plan an approval bound (checked against
+    GitHub already), or one planned now."""
+    space, review_round = record.space, record.round
+    pr = space.pull_request
     owner, name = pr.repository.full_name.split("/", 1)
     own_client = client is None
     client = client or github_client()
     try:
         if bound is not None:
-            plan = bound.plan  # exactly the approved plan, checked above
+            plan = bound  # exactly the approved plan, checked above
         else:
             plan = build_publish_plan(
-                nodes=_node_records(review_round),
+                nodes=node_records(review_round),
                 verdict=verdict.level.capitalize(),
-                selection=chosen,
+                selection=selection,
                 approve_on_ship=approve_on_ship,
-                commentable=_current_commentable(client, owner, name, number),
+                commentable=current_commentable(client, owner, name, number),
                 rule=verdict.rule,
             )
         path = PublishRecord.Path.INLINE
@@ -479,7 +316,19 @@ def publish_review(
     finally:
         if own_client:
             client.close()
+    _posted(record, space, plan, path, response, numbered)
+    return record
 
+
+def _posted(
+    record: PublishRecord,
+    space: ReviewSpace,
+    plan: PublishPlan,
+    path: str,
+    response: Any,
+    numbered: list[tuple[int, int, str, str]],
+) -> None:
+    """GitHub took the review: the record says so, with the comments it numbered."""
     publication_move(
         record,
         PublishRecord.State.POSTED,
@@ -509,7 +358,6 @@ def publish_review(
     # by the app identity, naming the requester and the approvers.
     space_status_refresh(space=space.pk)
     emit(space.pk, "review.published", url=record.html_url)
-    return record
 
 
 def approval_marker(request_id: int) -> str:

@@ -67,12 +67,12 @@ from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
 from reviews.services import threads as thread_services
 from reviews.services.flags import space_flag_clear
-from reviews.services.publishing import (
+from reviews.services.publish_plans import (
     publish_plan_current,
     publish_refusal_for,
-    publish_request,
     published_record,
 )
+from reviews.services.publishing import publish_request
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
 from reviews.services.rounds import round_cancel, round_rerun, round_supply_request
 from reviews.services.viewed import file_viewed_mark

@@ -14,7 +14,7 @@ from reviews.domain.outcomes import PROCESS_BLOCK, is_process_block
 from reviews.services.flags import FlagError
 from reviews.services.nodes import DisagreementError, node_record
 from reviews.services.notes import TicketError
-from reviews.services.publishing import AlreadyPublished, PublishError
+from reviews.services.publish_plans import AlreadyPublished, PublishError
 from reviews.services.requests import ReviewQueuedError, ReviewRequestError
 from reviews.services.rounds import RoundConflict, RoundError
 from tests.fixtures import node_payload

@@ -13,7 +13,8 @@ from guardrails.services.execution import approval_execute
 from guardrails.services.policies import policy_update
 from reviews.models import ReviewNode
 from reviews.services.nodes import node_dismiss
-from reviews.services.publishing import publish_plan_current, publish_request
+from reviews.services.publish_plans import publish_plan_current
+from reviews.services.publishing import publish_request
 from tests.publishing_fixtures import BASE
 from workspaces.rules import RuleError
 

@@ -12,7 +12,7 @@ from reviews.domain import consensus
 from reviews.models import ReviewNode
 from reviews.selectors import node_view
 from reviews.services.outside_agents import node_act_outside, node_add_outside
-from reviews.services.publishing import _node_records
+from reviews.services.publish_plans import node_records
 from reviews.sources.publish_plan import _skip_reason
 from tests.fixtures import node_payload
 from workspaces.services import api_token_create
@@ -64,14 +64,14 @@ def test_one_persons_two_agents_and_the_person_confirm_nothing(
     added.refresh_from_db()
     assert added.status == "open"
     assert _counted(added) == ()
-    record = next(r for r in _node_records(review_round) if r.id == added.pk)
+    record = next(r for r in node_records(review_round) if r.id == added.pk)
     assert _skip_reason(record, "consensus") is not None
 
     node_act_outside(node=added, action=consensus.Action.CONFIRM, user=bob)
     added.refresh_from_db()
     assert added.status == "consensus_ready"
     assert _counted(added) == (f"person:{bob.pk}",)
-    record = next(r for r in _node_records(review_round) if r.id == added.pk)
+    record = next(r for r in node_records(review_round) if r.id == added.pk)
     assert _skip_reason(record, "consensus") is None
 
 

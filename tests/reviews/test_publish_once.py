@@ -14,12 +14,8 @@ from guardrails.services.checkpoint import checkpoint
 from guardrails.services.execution import approval_execute
 from reviews.models import PublishRecord, ReviewRound, ReviewSpace
 from reviews.services.nodes import node_record
-from reviews.services.publishing import (
-    AlreadyPublished,
-    publish_plan_current,
-    publish_request,
-    publish_review,
-)
+from reviews.services.publish_plans import AlreadyPublished, publish_plan_current
+from reviews.services.publishing import publish_request, publish_review
 from reviews.services.spaces import (
     pull_request_upsert,
     round_start,

@@ -10,7 +10,8 @@ from django.db import connections
 from guardrails.models import AuditEvent
 from reviews.models import NodeConfirmation, PublishRecord, ReviewNode, ReviewRound
 from reviews.services.nodes import node_confirm, node_dismiss, node_record
-from reviews.services.publishing import PublishError, publish_review
+from reviews.services.publish_plans import PublishError
+from reviews.services.publishing import publish_review
 from reviews.services.spaces import (
     pull_request_upsert,
     round_start,
