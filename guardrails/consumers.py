@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from guardrails.events import approvals_group
 from guardrails.presence import PRESENCE_HEARTBEAT, presence_leave, presence_touch
+from guardrails.views import inbox_context
 from workspaces.live_access import LiveAccessMixin, csrf_context
 from workspaces.permissions import allows, membership_get
 from workspaces.rules import Perm
@@ -75,8 +76,6 @@ class ApprovalsConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _render(self) -> str:
-        from guardrails.views import inbox_context
-
         # `live`: this render comes over the socket, so the viewer's own presence is counted.
         context = {**inbox_context(self.membership), **csrf_context(self.scope), "live": True}
         return render_to_string("guardrails/approvals.html#inbox", context)

@@ -8,11 +8,13 @@ import time
 from celery import shared_task
 from django.conf import settings
 
+from guardrails.notices import backoff_seconds
+from guardrails.notify import approval_emails_send, webhook_deliver
+from guardrails.services.execution import approval_execute
+
 
 @shared_task(name="guardrails.approval_execute", acks_late=True)
 def approval_execute_task(request_id: int) -> None:
-    from guardrails.services.execution import approval_execute
-
     approval_execute(request_id=request_id)
 
 
@@ -25,8 +27,6 @@ def approval_execute_task(request_id: int) -> None:
 )
 def approval_emails_task(request_id: int, origin: str) -> None:
     """Email the approvers; a mail server error retries, and only those not yet told."""
-    from guardrails.notify import approval_emails_send
-
     approval_emails_send(request_id=request_id, origin=origin)
 
 
@@ -34,9 +34,6 @@ def approval_emails_task(request_id: int, origin: str) -> None:
 def approval_webhook_task(request_id: int, origin: str, attempt: int = 1) -> None:
     """One delivery attempt; a failed one queues the next after an exponential backoff (in the
     embedded default, without a broker, the same thread waits and tries again)."""
-    from guardrails.notices import backoff_seconds
-    from guardrails.notify import webhook_deliver
-
     while webhook_deliver(request_id=request_id, origin=origin, attempt=attempt):
         delay = backoff_seconds(attempt, settings.QUORUM_WEBHOOK_BACKOFF_SECONDS)
         attempt += 1

@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from config.background import QueueUnavailable, submit_now
 from guardrails.audit import APP, Target, audit_record
 from guardrails.rules import Policy
 from guardrails.services.checkpoint import policy_for
@@ -51,7 +52,6 @@ def check_run_enqueue(review_round: ReviewRound) -> None:
     inline, and only for rounds that have a GitHub check."""
     if not check_run_wanted(review_round):
         return
-    from config.background import QueueUnavailable, submit_now
 
     # A second sync queued by the same transaction is harmless: each reads the round as
     # committed, and they run one at a time.

@@ -44,11 +44,12 @@ from reviews.models import (
     ReviewSpace,
     ThreadMessage,
 )
-from reviews.services import threads
+from reviews.services import asking, threads
 from reviews.services.github import github_client
 from reviews.services.github_tenancy import tenant_repositories
 from reviews.sources.github_client import GitHubError
 from reviews.sources.webhooks import CommentEvent
+from workspaces.rules import archived_message
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,6 @@ def _conversation(space_id: int) -> Iterator[None]:
 
 def comment_receive(event: CommentEvent) -> str:
     """Store a GitHub comment in the thread it belongs to; returns the delivery's outcome."""
-
     where = f"{event.owner}/{event.repo}#{event.number}"
     if event.action != "created":
         return (
@@ -202,8 +202,6 @@ def question_received(message: ThreadMessage) -> None:
     when it can answer (reviews/services/asking.py). Its answer then goes back to GitHub through
     `answer_publish` (reviews/tasks.py `thread_ask_task`); a reviewer that cannot answer leaves
     the question in the thread, where the page says why."""
-    from reviews.services import asking
-
     space = message.space
     audit_record(
         action="thread.question_received",
@@ -236,8 +234,6 @@ def answer_digest(*, answer: int, question: int, repository: str, reply_to: int 
 
 
 def _where(space: ReviewSpace) -> tuple[str, int]:
-    from workspaces.rules import archived_message
-
     pr = space.pull_request
     repository = pr.repository
     if repository.kind != "github" or pr.number is None:

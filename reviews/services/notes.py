@@ -30,6 +30,7 @@ from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewerTicket
 from reviews.services.github import github_client
 from reviews.sources.github_client import GitHubError
+from workspaces.rules import archived_message
 
 log = logging.getLogger(__name__)
 
@@ -204,8 +205,6 @@ def _github_repository(ticket: ReviewerTicket) -> str:
     if repository.kind != "github":
         raise TicketError(LOCAL_REPOSITORY)
     if repository.archived_at is not None:
-        from workspaces.rules import archived_message
-
         raise TicketError(archived_message(repository))
     return repository.full_name
 
