@@ -17,6 +17,8 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 
+from config.celery import app
+
 log = logging.getLogger(__name__)
 _executor: ThreadPoolExecutor | None = None
 _executor_pid: int | None = None
@@ -51,7 +53,6 @@ class QueueUnavailable(Exception):
 def task_named(name: str) -> Any:
     """The registered Celery task called `name`. Services queue work by the task's name, so a
     service never imports the tasks module that itself calls services."""
-    from config.celery import app
 
     if name not in app.tasks:
         # The apps' tasks modules are imported on first use (a worker imports them at start).

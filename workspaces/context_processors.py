@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
+from workspaces.models import Workspace
+
 
 def navigation(request: HttpRequest) -> dict:
     """Workspaces for the switcher; lazy so pages that do not show it pay no query."""
-    from workspaces.models import Workspace
 
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:

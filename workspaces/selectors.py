@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from reviews.models import ReviewSpace
+
 
 def archived_approval_target(approval) -> object | None:
     """The archived repository an approval request would act on (a publish of one of its
     reviews): approving it is a change to a read-only review."""
-    from reviews.models import ReviewSpace
 
     if approval.target_type != "reviewspace" or not approval.target_id.isdigit():
         return None
@@ -24,7 +25,6 @@ def archived_approval_target(approval) -> object | None:
 
 def archived_space_repository(*, user, slug: str, space_id) -> object | None:
     """The archived repository of space `space_id`, if `user` is a member of its workspace."""
-    from reviews.models import ReviewSpace
 
     try:
         space_pk = int(space_id)

@@ -9,8 +9,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from reviews.models import ReviewSpace
+from reviews.pipeline.runner import run_inline
+from reviews.services.requests import review_request
+from reviews.sources.sample_repo import create_sample_repository
 from workspaces import services
-from workspaces.models import Workspace
+from workspaces.models import Repository, Workspace
 
 SAMPLE_REQUEST = "Add product search, an export of the product list, and a way to delete orders."
 DEMO_USERS = [
@@ -62,11 +66,6 @@ class Command(BaseCommand):
     def _sample_review(self, workspace: Workspace, owner) -> None:
         """A sample repository with real defects, reviewed once (offline analyzers, and the
         model when QUORUM_LLM_* is set)."""
-        from reviews.models import ReviewSpace
-        from reviews.pipeline.runner import run_inline
-        from reviews.services.requests import review_request
-        from reviews.sources.sample_repo import create_sample_repository
-        from workspaces.models import Repository
 
         root = Path(settings.QUORUM_LOCAL_REPO_ROOTS[0])
         path = (root / "shop").resolve()
