@@ -19,10 +19,10 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     AnalyzerReviewer,
     ToolMatch,
-    _validated,
     added_lines,
     finding_payload,
     grouped,
+    validated_result,
 )
 from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
@@ -158,7 +158,7 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
         else "",
         folded,
     ]
-    return _validated(
+    return validated_result(
         "secrets", frozenset({Dimension.SECURITY}), findings, root, sorted(wanted), notes
     )
 
