@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reviews.agents.runtime import Answer, ModelRunError
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import Answer
 from reviews.agents.untrusted import untrusted_block
 from reviews.domain import types as t
 from reviews.domain.model_answers import CriticAnswer

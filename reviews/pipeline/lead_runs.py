@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import Answer
 from reviews.agents.prompts import LEAD_WALKTHROUGH
-from reviews.agents.runtime import Answer, ModelRunError
 from reviews.agents.untrusted import untrusted_block
 from reviews.domain.model_answers import Walkthrough
 from reviews.domain.round_stats import TourStep

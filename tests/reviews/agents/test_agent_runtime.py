@@ -12,15 +12,14 @@ from typing import Any
 import pytest
 
 from reviews.agents.codetools import CodeTools
-from reviews.agents.runtime import (
-    ModelConfig,
+from reviews.agents.model_errors import (
     ModelRunError,
-    ModelRuntime,
     PermanentModelError,
     RetryableModelError,
-    ReviewTools,
     classify_error,
 )
+from reviews.agents.model_run_types import ModelConfig, ReviewTools
+from reviews.agents.runtime import ModelRuntime
 from reviews.agents.untrusted import untrusted_block
 from reviews.domain.consensus import Actor, SelfConfirmationError, confirm
 from reviews.domain.nodes import Accepted, parse_node_payload
