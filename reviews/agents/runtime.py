@@ -79,7 +79,7 @@ from reviews.agents.model_run_types import (
 from reviews.agents.redaction import redact
 from reviews.agents.review_mode_guard import ReviewModeGuard
 from reviews.domain.model_answers import json_in_prose
-from reviews.domain.nodes import node_tool_schema
+from reviews.domain.node_schemas import node_tool_schema
 
 logger = logging.getLogger(__name__)
 
