@@ -70,6 +70,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from reviews.agents import offline  # noqa: E402
 from reviews.domain.types import ACTIVE_STATUSES  # noqa: E402
 from reviews.models import ReviewerStream, ReviewNode  # noqa: E402
 from reviews.pipeline import analyzer_runs, inputs, stage_prepare, stages  # noqa: E402
@@ -192,8 +193,8 @@ class Timings:
         return timed
 
     def install(self) -> None:
-        for key, analyzer in list(analyzer_runs.ANALYZERS.items()):
-            analyzer_runs.ANALYZERS[key] = dataclasses.replace(
+        for key, analyzer in list(offline.ANALYZERS.items()):
+            offline.ANALYZERS[key] = dataclasses.replace(
                 analyzer, run=self.wrap(f"analyzer:{key}", analyzer.run)
             )
         for name in ("round_cohorts", "api_contract", "test_gap"):
