@@ -76,10 +76,10 @@ from reviews.agents.model_run_types import (
     RunOutcome,
     RunUsageSummary,
 )
-from reviews.agents.redaction import redact
 from reviews.agents.review_mode_guard import ReviewModeGuard
 from reviews.domain.model_answers import json_in_prose
 from reviews.domain.node_schemas import node_tool_schema
+from reviews.domain.redaction import redact
 
 logger = logging.getLogger(__name__)
 

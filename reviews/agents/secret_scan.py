@@ -1,6 +1,6 @@
 """An offline reviewer for credentials committed in the change (no model, no network).
 
-It reuses the redaction rules (reviews/agents/redaction.py) on the lines the change adds: what
+It reuses the redaction rules (reviews/domain/redaction.py) on the lines the change adds: what
 we would refuse to send to a model provider should not be committed either. The finding names
 the kind of secret, never its value. In test code a credential-shaped value is a fixture and is
 not reported (the note counts them) unless it has a live format a provider issues
@@ -24,7 +24,6 @@ from reviews.agents.analyzers import (
     grouped,
     validated_result,
 )
-from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
     BLOCK_COMMENT_SUFFIXES,
     documentation_context,
@@ -37,6 +36,7 @@ from reviews.domain.precision import (
     placeholder_value,
     plausible_secret,
 )
+from reviews.domain.redaction import matched_values, redact
 from reviews.domain.severity_floors import classify, floor_for
 from reviews.domain.types import AxisName, Category, Dimension, NodeType, Priority
 from reviews.sources.diffs import ChangedFile

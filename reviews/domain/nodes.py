@@ -23,7 +23,7 @@ Decisions:
   nested form is still accepted (MCP clients, whose schema shows it, and models on a bad day); a
   payload mixing the two is rejected, each nested object named with the flat fields to use.
 - Every text of an accepted node (reasoning, title, body, fix, cross-notes) and every rejection
-  reason goes through the same redaction as model inputs (reviews/agents/redaction.py): what is
+  reason goes through the same redaction as model inputs (reviews/domain/redaction.py): what is
   stored is shown, published and exported, so a secret a reviewer or tool quotes stops here.
   Replacement lines that held a secret are dropped rather than redacted: a one-click
   suggestion would commit either the secret or the marker.
@@ -48,7 +48,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from reviews.agents.redaction import redact, redact_text
+from reviews.domain.redaction import redact, redact_text
 
 from .types import (
     Category,

@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 
 import tree_sitter as ts
 
+from reviews.domain.indexed_files import is_test_path, language_for, skip_reason_for_path
 from reviews.index import ts_types
 from reviews.index.api_exports import Export, Surface, with_overload
 from reviews.index.api_go import go_declarations, go_exports, go_resolved
@@ -28,7 +29,6 @@ from reviews.index.api_python import ApiChange
 from reviews.index.api_rust import rust_surface
 from reviews.index.api_typescript import js_export_statement, js_exports
 from reviews.index.js_packages import public_modules, read_packages
-from reviews.index.limits import is_test_path, language_for, skip_reason_for_path
 from reviews.index.treesitter_parse import _parser
 
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})

@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any, Protocol
 
 from reviews.domain.axes import clearing_steps, deterministic_axis_result
+from reviews.domain.indexed_files import is_test_path, language_for
 from reviews.domain.types import AxisName, AxisResult, Category, NodeView
 from reviews.index.api_config import CONFIG_PATH, ApiConfig, read_api_config
 from reviews.index.api_openapi import (
@@ -23,7 +24,6 @@ from reviews.index.api_openapi import (
 from reviews.index.api_python import ApiChange, compare_python_api
 from reviews.index.api_surface import SURFACE_LANGUAGES, compare_exported
 from reviews.index.api_versions import IntendedBreak, intended_break, is_version_manifest
-from reviews.index.limits import is_test_path, language_for
 
 AxisOutcome = tuple[AxisResult, dict[str, Any]]
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reviews.domain.indexed_files import is_test_path
 from reviews.index.cohort_types import (
     GRAPH_LABEL,
     BlastRadius,
@@ -22,7 +23,6 @@ from reviews.index.cohort_types import (
     ReadingStep,
     cohort_key,
 )
-from reviews.index.limits import is_test_path
 from reviews.index.manifest_parse import MANIFEST
 from reviews.index.mermaid import DiagramNode, flowchart
 from reviews.index.model import (

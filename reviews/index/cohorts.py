@@ -53,6 +53,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from reviews.domain import vendored
+from reviews.domain.indexed_files import is_test_path
 from reviews.index.cohort_graph import ChangeUnit, CohortGraph
 from reviews.index.cohort_types import (
     Cohort,
@@ -60,7 +61,6 @@ from reviews.index.cohort_types import (
     ReadingStep,
     cohort_key,
 )
-from reviews.index.limits import is_test_path
 from reviews.index.mermaid import flowchart
 from reviews.index.model import (
     CodeIndex,

@@ -17,7 +17,7 @@ from typing import Any
 
 from reviews.agents.codetools import CodeTools
 from reviews.agents.model_run_types import ReviewTools
-from reviews.agents.redaction import redact_text
+from reviews.domain.redaction import redact_text
 from reviews.models import ReviewerStream
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.pipeline.inputs import file_text, line_counter

@@ -31,8 +31,8 @@ from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
 from guardrails.audit import APP, SYSTEM, Target, audit_record
 from guardrails.rules import ActionName, CheckpointOutcome, Policy
-from reviews.agents.redaction import redact_text
 from reviews.domain import github_replies as rules
+from reviews.domain.redaction import redact_text
 from reviews.domain.threads import BODY_MAX, Source, Subject
 from reviews.models import (
     PublishedComment,

@@ -20,7 +20,7 @@ from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_or_blank
 from guardrails.audit import Actor, Target, audit_record
 from guardrails.rules import CheckpointOutcome
-from reviews.agents.redaction import redact_text
+from reviews.domain.redaction import redact_text
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
 from reviews.domain.tickets import sources_of as ticket_sources_of
 from reviews.live.events import emit

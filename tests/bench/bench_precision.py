@@ -7,7 +7,7 @@ them is, to a first approximation, noise. This measures how much noise, offline.
 1. A scratch git repository (in a temporary directory, never in the Quorum checkout) whose base
    commit holds only a README and whose head commit adds the `*.py` files of those packages,
    copied from site-packages at run time under their package directory names (`django/...`).
-   Not `vendor/...`: the code index skips vendored directories (reviews/index/limits.py). A
+   Not `vendor/...`: the code index skips vendored directories (reviews/domain/indexed_files.py). A
    package that is not installed is skipped and listed under `packages_missing`. Note that
    `attrs` is a thin re-export: the library itself is the import package `attr`.
 2. That change is reviewed by the real pipeline, as bench_pipeline does it: scratch SQLite (the
