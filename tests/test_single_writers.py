@@ -71,7 +71,7 @@ WRITERS = (
 #: Sites that write something named `state`/`status` that is no model's state, or copy
 #: fields by name from a fixed list: (module, function) → why it is not a second writer.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("reviews.agents.runtime", "ModelRunError.__init__"): (
+    ("reviews.agents.model_errors", "ModelRunError.__init__"): (
         "the provider's HTTP status kept on an exception, not a model field"
     ),
     ("reviews.sources.github_errors", "GitHubError.__init__"): (

@@ -243,7 +243,7 @@ def prices(request: HttpRequest, membership: Membership) -> HttpResponse:
 @require_http_methods(["GET"])
 def spend(request: HttpRequest, membership: Membership) -> HttpResponse:
     """What the workspace's model calls cost, per month, per day, per reviewer and per model."""
-    from reviews.domain.report import tokens_line
+    from reviews.domain.report_figures import tokens_line
     from reviews.domain.spend import money
     from reviews.selectors import workspace_spend
 

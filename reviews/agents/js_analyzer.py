@@ -29,15 +29,15 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     AnalyzerReviewer,
     ToolMatch,
-    _relative,
-    _run_chunked,
-    _stderr,
-    _validated,
     counted,
     finding_payload,
     grouped,
+    relative_path,
+    run_chunked,
     source_targets,
+    tool_failure,
     tool_path,
+    validated_result,
 )
 from reviews.agents.js_lint_config import JsLintConfig, default_document, js_lint_config
 from reviews.domain.precision import TEST_RULE_PRIORITY, is_test_code
@@ -122,7 +122,7 @@ def run_oxlint(
     tests: dict[str, bool] = {}
     quiet = 0
     for item in found:
-        path = _relative(root, str(item.get("filename", "")))
+        path = relative_path(root, str(item.get("filename", "")))
         lines = [
             label["span"]["line"]
             for label in item.get("labels") or ()
@@ -152,7 +152,7 @@ def run_oxlint(
         counted(quiet, "match", "of rules the project did not ask for in test code not reported"),
         folded,
     ]
-    return _validated("oxlint", dims, findings, root, paths, notes)
+    return validated_result("oxlint", dims, findings, root, paths, notes)
 
 
 def _oxlint_diagnostics(
@@ -176,12 +176,12 @@ def _oxlint_diagnostics(
             try:
                 report = json.loads(proc.stdout or b"{}")
             except ValueError:
-                return _stderr("oxlint", proc)
+                return tool_failure("oxlint", proc)
             if not isinstance(report, dict) or not isinstance(report.get("diagnostics"), list):
-                return _stderr("oxlint", proc)
+                return tool_failure("oxlint", proc)
             return [d for d in report["diagnostics"] if isinstance(d, dict)]
 
-        return _run_chunked("oxlint", argv, paths, root, timeout, parse)
+        return run_chunked("oxlint", argv, paths, root, timeout, parse)
 
 
 def _payload(

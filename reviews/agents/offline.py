@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from reviews.agents.analyzers import BANDIT, RUFF, RUFF_RULES, AnalyzerResult, AnalyzerReviewer
+from reviews.agents.analyzers import AnalyzerResult, AnalyzerReviewer
+from reviews.agents.bandit_analyzer import BANDIT
 from reviews.agents.js_analyzer import OXLINT
 from reviews.agents.pattern_analyzer import PATTERNS
+from reviews.agents.ruff_analyzer import RUFF, RUFF_RULES
 from reviews.agents.secret_scan import SECRETS
 from reviews.domain.types import Dimension
 from reviews.sources.diffs import ChangedFile

@@ -30,15 +30,15 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     AnalyzerReviewer,
     ToolMatch,
-    _relative,
-    _run_chunked,
-    _stderr,
-    _validated,
     counted,
     finding_payload,
     grouped,
+    relative_path,
+    run_chunked,
     source_targets,
+    tool_failure,
     tool_path,
+    validated_result,
 )
 from reviews.agents.js_analyzer import JS_SUFFIXES
 from reviews.domain.precision import TEST_RULE_PRIORITY, is_test_code
@@ -86,7 +86,7 @@ def run_patterns(
     def parse(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]] | str:
         # Exit 1 means error-level matches; anything that is not a JSON line is a failure.
         if proc.returncode not in (0, 1):
-            return _stderr("ast-grep", proc)
+            return tool_failure("ast-grep", proc)
         found = []
         for line in proc.stdout.splitlines():
             try:
@@ -97,14 +97,14 @@ def run_patterns(
                 found.append(item)
         return found
 
-    found = _run_chunked("ast-grep", argv, paths, root, timeout, parse)
+    found = run_chunked("ast-grep", argv, paths, root, timeout, parse)
     if isinstance(found, str):
         return AnalyzerResult("ast-grep", dims, error=found)
     matches: list[ToolMatch] = []
     tests: dict[str, bool] = {}
     in_tests = 0
     for item in found:
-        path = _relative(root, str(item.get("file", "")))
+        path = relative_path(root, str(item.get("file", "")))
         span = item.get("range") or {}
         start = (span.get("start") or {}).get("line")
         end = (span.get("end") or {}).get("line", start)
@@ -133,7 +133,7 @@ def run_patterns(
         counted(in_tests, "match", "of security rules in test code not reported"),
         folded,
     ]
-    return _validated("ast-grep", dims, findings, root, paths, notes)
+    return validated_result("ast-grep", dims, findings, root, paths, notes)
 
 
 def _payload(

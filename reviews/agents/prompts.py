@@ -1,7 +1,7 @@
 """Reviewer and verifier prompts (our own wording), assembled from the workspace's configs.
 
 Everything that comes from the pull request — its text, its code, its diff — is wrapped as
-untrusted data by reviews/agents/untrusted.py before it reaches a prompt.
+untrusted data by reviews/domain/untrusted.py before it reaches a prompt.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from reviews.agents.untrusted import untrusted_block
 from reviews.domain.briefs import FOCUS, reviewer_focus
 from reviews.domain.request_excerpt import CHECK_CHARS, SHARED_CHARS, excerpt, model_note
 from reviews.domain.types import Dimension, ReviewerSpec
+from reviews.domain.untrusted import untrusted_block
 
 DIMENSION_FOCUS = {
     "implementation": "whether the code does what the change intends: logic, edge cases, error "

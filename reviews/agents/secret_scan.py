@@ -1,6 +1,6 @@
 """An offline reviewer for credentials committed in the change (no model, no network).
 
-It reuses the redaction rules (reviews/agents/redaction.py) on the lines the change adds: what
+It reuses the redaction rules (reviews/domain/redaction.py) on the lines the change adds: what
 we would refuse to send to a model provider should not be committed either. The finding names
 the kind of secret, never its value. In test code a credential-shaped value is a fixture and is
 not reported (the note counts them) unless it has a live format a provider issues
@@ -19,12 +19,11 @@ from reviews.agents.analyzers import (
     AnalyzerResult,
     AnalyzerReviewer,
     ToolMatch,
-    _validated,
     added_lines,
     finding_payload,
     grouped,
+    validated_result,
 )
-from reviews.agents.redaction import matched_values, redact
 from reviews.domain.precision import (
     BLOCK_COMMENT_SUFFIXES,
     documentation_context,
@@ -37,6 +36,7 @@ from reviews.domain.precision import (
     placeholder_value,
     plausible_secret,
 )
+from reviews.domain.redaction import matched_values, redact
 from reviews.domain.severity_floors import classify, floor_for
 from reviews.domain.types import AxisName, Category, Dimension, NodeType, Priority
 from reviews.sources.diffs import ChangedFile
@@ -102,48 +102,13 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
                 text = line.text
                 if checkout is not None and line.new_line <= len(checkout):
                     text = checkout[line.new_line - 1]
-                redacted, count = redact(text)
-                if not count:
-                    continue
-                found = _KIND.search(redacted)
-                kind = found.group(1) if found else "secret"
-                live = live_secret(kind, text)
-                # Kinds judged by a name (assignment, URL, entropy) need a value that could be
-                # a secret; a provider's token format is evidence enough.
-                values = matched_values(text, kind)
-                in_text = bool(checkout) and (
-                    (
-                        path.endswith(".py")
-                        and inside_triple_quotes(checkout or [], line.new_line - 1)
-                    )
-                    or (
-                        path.endswith(BLOCK_COMMENT_SUFFIXES)
-                        and inside_block_comment(checkout or [], line.new_line - 1)
-                    )
-                )
-                if not live and (
-                    documentation_context(path, text, in_text) or placeholder_value(values)
-                ):
-                    continue  # an example in documentation, a CI service's, or a placeholder
-                if not live and fixture_like:
+                found = _line_match(path, line.new_line, text, checkout, test_code, fixture_like)
+                if found == "fixture":
                     fixtures += 1  # test data, a URL parser's vectors, a bundle's copy
-                    continue
-                plausible = not values or any(plausible_secret(v) for v in values)
-                if not live and not plausible:
+                elif found == "implausible":
                     implausible += 1  # `isCredentialsSupported = "credentials" in …`
-                    continue
-                evidence = {
-                    "tool": "secrets",
-                    "rule": f"secrets:{kind}",
-                    "high_precision": high_precision(
-                        defect=None, live_secret_format=live, test_code=test_code
-                    ),
-                    "test_code": test_code,
-                }
-                payload = _payload(path, line.new_line, kind, test_code=test_code, live=live)
-                matches.append(
-                    ToolMatch(kind, path, line.new_line, line.new_line, payload, evidence)
-                )
+                elif isinstance(found, ToolMatch):
+                    matches.append(found)
     findings, folded = grouped("secrets", matches)
     notes = [
         "credential patterns; in test code, documentation, comments, docstrings and CI service "
@@ -158,9 +123,52 @@ def run_secret_scan(worktree: Path | str, changed_files: Sequence[ChangedFile]) 
         else "",
         folded,
     ]
-    return _validated(
+    return validated_result(
         "secrets", frozenset({Dimension.SECURITY}), findings, root, sorted(wanted), notes
     )
+
+
+def _line_match(
+    path: str,
+    line_no: int,
+    text: str,
+    checkout: list[str] | None,
+    test_code: bool,
+    fixture_like: bool,
+) -> ToolMatch | str | None:
+    """One added line's credential as a `ToolMatch`; "fixture" or "implausible" when a rule
+    sets it aside (counted in the notes); None when there is nothing to report."""
+    redacted, count = redact(text)
+    if not count:
+        return None
+    found = _KIND.search(redacted)
+    kind = found.group(1) if found else "secret"
+    live = live_secret(kind, text)
+    # Kinds judged by a name (assignment, URL, entropy) need a value that could be
+    # a secret; a provider's token format is evidence enough.
+    values = matched_values(text, kind)
+    in_text = bool(checkout) and (
+        (path.endswith(".py") and inside_triple_quotes(checkout or [], line_no - 1))
+        or (
+            path.endswith(BLOCK_COMMENT_SUFFIXES)
+            and inside_block_comment(checkout or [], line_no - 1)
+        )
+    )
+    if not live and (documentation_context(path, text, in_text) or placeholder_value(values)):
+        return None  # an example in documentation, a CI service's, or a placeholder
+    if not live and fixture_like:
+        return "fixture"
+    plausible = not values or any(plausible_secret(v) for v in values)
+    if not live and not plausible:
+        return "implausible"
+    evidence = {
+        "tool": "secrets",
+        "rule": f"secrets:{kind}",
+        "high_precision": high_precision(defect=None, live_secret_format=live, test_code=test_code),
+        "test_code": test_code,
+    }
+    payload = _payload(path, line_no, kind, test_code=test_code, live=live)
+    return ToolMatch(kind, path, line_no, line_no, payload, evidence)
 
 
 SECRETS = AnalyzerReviewer(

@@ -18,9 +18,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reviews.agents.untrusted import untrusted_block
 from reviews.domain.threads import Proposal, ProposalKind, proposal_problem, proposal_words
 from reviews.domain.types import Priority, StreamKind
+from reviews.domain.untrusted import untrusted_block
 
 #: Characters of one thread message, and of the whole thread, put in the prompt: the newest
 #: messages are kept when a long discussion does not fit.

@@ -24,28 +24,45 @@ from typing import Any
 
 from .types import AxisName, AxisResult, Category, Dimension, NodeView, VerdictLevel
 
-TOKEN_AXES = frozenset({AxisName.CORRECTNESS, AxisName.SECURITY, AxisName.TEST_GAP})
-DETERMINISTIC_AXES = frozenset({AxisName.VISUAL, AxisName.API_CONTRACT, AxisName.PERFORMANCE})
 CLEARS_GATE = frozenset({AxisResult.PASS, AxisResult.WARN})
 
-#: Which reviewer dimensions speak for a token axis, and which finding categories count on it.
-TOKEN_AXIS_DIMENSIONS: dict[AxisName, frozenset[Dimension]] = {
-    AxisName.CORRECTNESS: frozenset(
-        {Dimension.IMPLEMENTATION, Dimension.QUALITY, Dimension.ARCHITECTURE}
+
+@dataclass(frozen=True, slots=True)
+class TokenAxis:
+    """Which reviewer dimensions speak for a token axis, and which finding categories count
+    on it."""
+
+    dimensions: frozenset[Dimension]
+    categories: frozenset[Category]
+
+
+#: The token axes, from the reviewers' findings: the one table of them.
+TOKEN_AXES: dict[AxisName, TokenAxis] = {
+    AxisName.CORRECTNESS: TokenAxis(
+        dimensions=frozenset({Dimension.IMPLEMENTATION, Dimension.QUALITY, Dimension.ARCHITECTURE}),
+        categories=frozenset({Category.CORRECTNESS, Category.STABILITY}),
     ),
-    AxisName.SECURITY: frozenset({Dimension.SECURITY}),
-    AxisName.TEST_GAP: frozenset({Dimension.QUALITY}),
+    AxisName.SECURITY: TokenAxis(
+        dimensions=frozenset({Dimension.SECURITY}), categories=frozenset({Category.SECURITY})
+    ),
+    AxisName.TEST_GAP: TokenAxis(
+        dimensions=frozenset({Dimension.QUALITY}), categories=frozenset({Category.TESTING})
+    ),
 }
-TOKEN_AXIS_CATEGORIES: dict[AxisName, frozenset[Category]] = {
-    AxisName.CORRECTNESS: frozenset({Category.CORRECTNESS, Category.STABILITY}),
-    AxisName.SECURITY: frozenset({Category.SECURITY}),
-    AxisName.TEST_GAP: frozenset({Category.TESTING}),
+
+#: The deterministic axes, computed or submitted without tokens: the one table of them, in the
+#: order a finishing round records them, each with why it is unavailable when nothing computed
+#: it and nothing was submitted (`deterministic_axes`).
+DETERMINISTIC_AXES: dict[AxisName, str] = {
+    AxisName.VISUAL: "no visual result was submitted for this round",
+    AxisName.PERFORMANCE: "performance is enumeration only: nothing computes it unless submitted",
+    AxisName.API_CONTRACT: "no code index for this round: the API contract was not computed",
 }
 
 
 def gating_axes(configured: Iterable[AxisName]) -> frozenset[AxisName]:
     """The axes that actually gate: token axes are dropped whatever the setting says."""
-    return frozenset(configured) & DETERMINISTIC_AXES
+    return frozenset(configured) & frozenset(DETERMINISTIC_AXES)
 
 
 def token_axis_result(
@@ -76,12 +93,12 @@ def token_axes(
     node_list = list(nodes)
     results = {}
     for axis in sorted(TOKEN_AXES):
-        dimensions = TOKEN_AXIS_DIMENSIONS[axis]
+        dimensions = TOKEN_AXES[axis].dimensions
         notes = [coverage[d] for d in sorted(dimensions) if coverage.get(d)]
         results[axis] = token_axis_result(
             reviewer_ran=any(d in coverage for d in dimensions),
             coverage_note="; ".join(n for n in notes if n) or None,
-            findings=[n for n in node_list if n.category in TOKEN_AXIS_CATEGORIES[axis]],
+            findings=[n for n in node_list if n.category in TOKEN_AXES[axis].categories],
         )
     return results
 
@@ -113,11 +130,11 @@ def token_axes_detailed(
     runs = [run for run in analyzers if run.files]
     results: dict[AxisName, tuple[AxisResult, dict[str, Any]]] = {}
     for axis in sorted(TOKEN_AXES):
-        dimensions = TOKEN_AXIS_DIMENSIONS[axis]
+        dimensions = TOKEN_AXES[axis].dimensions
         own = [run for run in runs if axis in run.axes]
         notes = [coverage[d] for d in sorted(dimensions) if coverage.get(d)]
         notes += [f"{run.tool} checked {len(run.files)} changed file(s)" for run in own]
-        findings = [n for n in node_list if n.category in TOKEN_AXIS_CATEGORIES[axis]]
+        findings = [n for n in node_list if n.category in TOKEN_AXES[axis].categories]
         result = token_axis_result(
             reviewer_ran=any(d in coverage for d in dimensions) or bool(own),
             coverage_note="; ".join(n for n in notes if n) or None,
@@ -179,14 +196,6 @@ def deterministic_axis_result(submitted: AxisResult | None) -> AxisResult:
     return submitted if submitted is not None else AxisResult.UNAVAILABLE
 
 
-#: Why a deterministic axis is unavailable when nothing computed it and nothing was submitted.
-_NOT_COMPUTED = (
-    (AxisName.VISUAL, "no visual result was submitted for this round"),
-    (AxisName.PERFORMANCE, "performance is enumeration only: nothing computes it unless submitted"),
-    (AxisName.API_CONTRACT, "no code index for this round: the API contract was not computed"),
-)
-
-
 def deterministic_axes(
     *, submitted: Collection[str], fast_exit: bool
 ) -> list[tuple[AxisName, AxisResult, dict[str, Any]]]:
@@ -203,7 +212,7 @@ def deterministic_axes(
         reason = "docs-only or formatting-only change: no code, so no API, changed"
         out.append((AxisName.API_CONTRACT, AxisResult.PASS, {"reason": reason}))
         done.add(AxisName.API_CONTRACT.value)
-    for axis, reason in _NOT_COMPUTED:
+    for axis, reason in DETERMINISTIC_AXES.items():
         if axis.value not in done:
             steps = clearing_steps(axis, AxisResult.UNAVAILABLE)
             out.append((axis, AxisResult.UNAVAILABLE, {"reason": reason, "to_clear": steps}))

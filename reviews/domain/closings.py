@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from reviews.agents.redaction import redact_text
+from reviews.domain.redaction import redact_text
 
 from .model_answers import RequirementsClosing, ReviewerClosing
 from .stored_shapes import CoveredArea, RequirementRow, StreamClosing

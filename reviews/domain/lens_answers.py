@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from reviews.agents.redaction import redact_text
+from reviews.domain.redaction import redact_text
 
 from .model_answers import LensAnswer, LensBatchAnswer
 from .panel import LensVerdict

@@ -174,7 +174,7 @@ def flake8_selection(
     select, dropped = _known(table, wanted)
     if options.max_complexity is None:  # mccabe is silent without a threshold
         select = [s for s in select if not s.startswith("C9")]
-    # Security is bandit's (reviews/agents/analyzers.py): never selected through ruff.
+    # Security is bandit's (reviews/agents/bandit_analyzer.py): never selected through ruff.
     select = [s for s in select if not re.fullmatch(r"S\d*", s)]
     # flake8's own default ignores that ruff lacks (E121, W503…) are not the project's words.
     defaults, _ = _known(table, FLAKE8_DEFAULT_IGNORE if options.ignore is None else ())

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import PurePosixPath
 
-from reviews.index.limits import is_test_path, skip_reason_for_path
+from reviews.domain.indexed_files import is_test_path, skip_reason_for_path
 
 from .consensus import PERSON_PREFIX, peer_confirmers
 from .severity_floors import REQUEST_INPUT_P0, DefectClass

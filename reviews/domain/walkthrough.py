@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from reviews.agents.redaction import redact_text
+from reviews.domain.redaction import redact_text
 
 from .briefs import one_line
 from .model_answers import Walkthrough

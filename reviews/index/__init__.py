@@ -15,7 +15,8 @@ from reviews.index.build import (
     parse_file,
     update_index,
 )
-from reviews.index.cohorts import Cohort, compute_cohorts
+from reviews.index.cohort_types import Cohort
+from reviews.index.cohorts import compute_cohorts
 from reviews.index.model import CodeIndex, Definition, FileRecord, Reference
 
 __all__ = [

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from reviews.domain.indexed_files import SKIPPED_DIRS
 from reviews.index.api_python import ApiChange
-from reviews.index.limits import SKIPPED_DIRS
 
 DOCUMENT_NAMES = frozenset(
     {"openapi.json", "openapi.yaml", "openapi.yml", "swagger.json", "swagger.yaml", "swagger.yml"}

@@ -22,7 +22,7 @@ from typing import Any
 
 import griffe
 
-from reviews.index.limits import SKIPPED_DIRS
+from reviews.domain.indexed_files import SKIPPED_DIRS
 
 NOT_API_DIRS = frozenset(
     {

@@ -12,8 +12,9 @@ from pathlib import PurePosixPath
 from typing import Any, Protocol
 
 from reviews.domain.axes import clearing_steps, deterministic_axis_result
+from reviews.domain.indexed_files import is_test_path, language_for
 from reviews.domain.types import AxisName, AxisResult, Category, NodeView
-from reviews.index.api_config import CONFIG_PATH, read_api_config
+from reviews.index.api_config import CONFIG_PATH, ApiConfig, read_api_config
 from reviews.index.api_openapi import (
     UnreadableDocument,
     diff_documents,
@@ -22,8 +23,7 @@ from reviews.index.api_openapi import (
 )
 from reviews.index.api_python import ApiChange, compare_python_api
 from reviews.index.api_surface import SURFACE_LANGUAGES, compare_exported
-from reviews.index.api_versions import intended_break, is_version_manifest
-from reviews.index.limits import is_test_path, language_for
+from reviews.index.api_versions import IntendedBreak, intended_break, is_version_manifest
 
 AxisOutcome = tuple[AxisResult, dict[str, Any]]
 
@@ -151,6 +151,46 @@ def compute_api_contract(
     untouched_errors = [e for e in surface.errors if e.partition(":")[0] not in changed]
     unread = [e for e in surface.errors if e not in untouched_errors]
 
+    changes.extend(_openapi_changes(base_files, head_files, checked, errors))
+
+    languages, unchecked = _changed_languages(changed)
+
+    config, expected = _reclassified_breaks(
+        changes, base_files, head_files, released_files=released_files, release=release
+    )
+    details: dict[str, Any] = {
+        "checked": checked,
+        "changes": changes,
+        "errors": errors,
+        "errors_in_untouched_files": untouched_errors,
+        "unread_declarations": unread,
+        "languages": sorted(languages),
+        "unchecked_languages": sorted(unchecked),
+        "unchecked_files": {name: paths[:20] for name, paths in sorted(unchecked.items())},
+    }
+    result = _contract_result(
+        changes, errors, unchecked, checked, languages, hold_unreadable=hold_unreadable
+    )
+    if result is AxisResult.PASS and unread:
+        result = AxisResult.WARN  # some declarations of a changed file were not compared
+    if unchecked:
+        details["note"] = _unchecked_note(unchecked, hold_unreadable=hold_unreadable)
+    compared_release = release if released_files is not None else None
+    details.update(_break_context(expected, config, compared_release))
+    details.update(_contract_explanation(result, changes, unchecked, languages))
+    details["to_clear"] = clearing_steps(AxisName.API_CONTRACT, result)
+    return result, details
+
+
+def _openapi_changes(
+    base_files: Mapping[str, str],
+    head_files: Mapping[str, str],
+    checked: list[str],
+    errors: list[str],
+) -> list[dict[str, str]]:
+    """The changes between the OpenAPI documents of base and head; each document read is
+    added to `checked`, each that cannot be read to `errors`."""
+    changes: list[dict[str, str]] = []
     documents = sorted(p for p in {*base_files, *head_files} if is_openapi_path(p))
     for path in documents:
         checked.append(f"openapi: {path}")
@@ -170,14 +210,33 @@ def compute_api_contract(
         changes.extend(
             _tagged("openapi", c, document=path) for c in diff_documents(old_doc, new_doc)
         )
+    return changes
 
+
+def _changed_languages(
+    changed: Iterable[str],
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The changed files by language: (the languages the axis reads, those it cannot)."""
     languages: dict[str, list[str]] = {}
     unchecked: dict[str, list[str]] = {}
     for path in sorted(set(changed)):
         found = changed_language(path)
         if found is not None:
             (languages if found[1] else unchecked).setdefault(found[0], []).append(path)
+    return languages, unchecked
 
+
+def _reclassified_breaks(
+    changes: list[dict[str, str]],
+    base_files: Mapping[str, str],
+    head_files: Mapping[str, str],
+    *,
+    released_files: Mapping[str, str] | None,
+    release: str,
+) -> tuple[ApiConfig, IntendedBreak | None]:
+    """Breaks that break nobody, relabelled in place: what the repository declares internal,
+    what was never released, and every break when the change raises the major version. Returns
+    the repository's API configuration and the intended break, for the details."""
     # What the repository itself (at the base commit) says is not API: listed, never a break.
     config = read_api_config(base_files)
     unreleased = _added_since(released_files, base_files) if released_files is not None else set()
@@ -197,41 +256,49 @@ def compute_api_contract(
             if change["severity"] == "breaking":
                 change["severity"] = "expected"
                 change["message"] += f" (expected: {expected.reason()})"
-    details: dict[str, Any] = {
-        "checked": checked,
-        "changes": changes,
-        "errors": errors,
-        "errors_in_untouched_files": untouched_errors,
-        "unread_declarations": unread,
-        "languages": sorted(languages),
-        "unchecked_languages": sorted(unchecked),
-        "unchecked_files": {name: paths[:20] for name, paths in sorted(unchecked.items())},
-    }
-    result = _contract_result(
-        changes, errors, unchecked, checked, languages, hold_unreadable=hold_unreadable
-    )
-    if result is AxisResult.PASS and unread:
-        result = AxisResult.WARN  # some declarations of a changed file were not compared
-    if unchecked:
-        details["note"] = (
-            "not compared: the API of changed files in "
-            + ", ".join(sorted(unchecked))
-            + (
-                ""
-                if hold_unreadable
-                else " (the workspace does not hold a change for a language the axis cannot read)"
-            )
+    return config, expected
+
+
+def _unchecked_note(unchecked: Mapping[str, list[str]], *, hold_unreadable: bool) -> str:
+    return (
+        "not compared: the API of changed files in "
+        + ", ".join(sorted(unchecked))
+        + (
+            ""
+            if hold_unreadable
+            else " (the workspace does not hold a change for a language the axis cannot read)"
         )
+    )
+
+
+def _break_context(
+    expected: IntendedBreak | None, config: ApiConfig, release: str | None
+) -> dict[str, Any]:
+    """What decided which breaks count: the intended break, the release compared against
+    (None: none was given) and the repository's own API configuration."""
+    context: dict[str, Any] = {}
     if expected is not None:
-        details["expected_breaks"] = expected.reason()
-    if released_files is not None:
-        details["release"] = release
+        context["expected_breaks"] = expected.reason()
+    if release is not None:
+        context["release"] = release
     if config.declared:
-        details["internal_by_repository"] = list(config.internal)
+        context["internal_by_repository"] = list(config.internal)
     if config.problem:
-        details["config_problem"] = config.problem
+        context["config_problem"] = config.problem
+    return context
+
+
+def _contract_explanation(
+    result: AxisResult,
+    changes: list[dict[str, str]],
+    unchecked: Mapping[str, list[str]],
+    languages: Mapping[str, list[str]],
+) -> dict[str, Any]:
+    """The detail that says in words why the axis is unavailable (`reason`) or passes
+    (`evidence`)."""
+    explained: dict[str, Any] = {}
     if result is AxisResult.UNAVAILABLE:
-        details["reason"] = (
+        explained["reason"] = (
             "changed files in languages whose API the axis cannot read: "
             + ", ".join(sorted(unchecked))
             if unchecked
@@ -241,13 +308,12 @@ def compute_api_contract(
     elif result is AxisResult.PASS:
         touched = sum(len(p) for p in languages.values())
         added = sum(1 for c in changes if c["severity"] == "additive")
-        details["evidence"] = (
+        explained["evidence"] = (
             f"{touched} changed source file(s), all in languages the axis reads "
             f"({', '.join(sorted(languages)) or 'none'}); no public name or signature was "
             f"removed or changed" + (f"; {added} addition(s)" if added else "")
         )
-    details["to_clear"] = clearing_steps(AxisName.API_CONTRACT, result)
-    return result, details
+    return explained
 
 
 #: Additions that are whole names (not a parameter, an overload or an enum member).

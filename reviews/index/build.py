@@ -14,7 +14,7 @@ import tarfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from reviews.index.limits import (
+from reviews.domain.indexed_files import (
     MAX_FAILURE_RATIO,
     MAX_FILE_BYTES,
     MAX_FILES,

@@ -27,7 +27,7 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Mapping
 
-from reviews.index.limits import LANGUAGE_FAMILY
+from reviews.domain.indexed_files import LANGUAGE_FAMILY
 from reviews.index.manifest_parse import MANIFEST
 from reviews.index.model import (
     CLASS,

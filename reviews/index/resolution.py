@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reviews.index.limits import LANGUAGE_FAMILY
+from reviews.domain.indexed_files import LANGUAGE_FAMILY
 from reviews.index.model import IMPORT, CodeIndex
 from reviews.index.named_resolve import NamedResolver
 

@@ -22,7 +22,7 @@ from pydantic import Field, WithJsonSchema
 
 from config.application_errors import ApplicationError
 from reviews.domain import consensus
-from reviews.domain.nodes import nested_node_schema, node_tool_schema
+from reviews.domain.node_schemas import nested_node_schema, node_tool_schema
 from reviews.domain.round_states import OPEN as OPEN_ROUND_STATES
 from reviews.mcp import tools
 from reviews.pipeline.template import PR_REVIEW_STAGES

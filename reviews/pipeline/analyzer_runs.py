@@ -8,8 +8,8 @@ from typing import Any
 from django.db.models import F
 
 from reviews.agents.offline import ANALYZER_SCOPES, ANALYZERS
-from reviews.agents.redaction import redact_text
 from reviews.domain import vendored
+from reviews.domain.redaction import redact_text
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.attempts import reset_stream

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reviews.agents.runtime import Answer, ModelRunError
-from reviews.agents.untrusted import untrusted_block
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import Answer
 from reviews.domain import types as t
 from reviews.domain.model_answers import CriticAnswer
 from reviews.domain.panel import CoverageGaps
 from reviews.domain.spend import CallRole
+from reviews.domain.untrusted import untrusted_block
 from reviews.models import ReviewRound
 from reviews.pipeline.model_runs import round_model_answer
 

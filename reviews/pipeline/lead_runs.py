@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import Answer
 from reviews.agents.prompts import LEAD_WALKTHROUGH
-from reviews.agents.runtime import Answer, ModelRunError
-from reviews.agents.untrusted import untrusted_block
 from reviews.domain.model_answers import Walkthrough
 from reviews.domain.round_stats import TourStep
 from reviews.domain.spend import CallRole
+from reviews.domain.untrusted import untrusted_block
 from reviews.domain.walkthrough import tour_steps, walkthrough_brief
 from reviews.models import ReviewRound
 from reviews.pipeline.model_runs import round_model_answer

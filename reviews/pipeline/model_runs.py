@@ -11,6 +11,15 @@ from typing import Any
 
 from django.conf import settings
 
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import (
+    Answer,
+    ModelConfig,
+    ReviewTools,
+    RunOutcome,
+    RunUsageSummary,
+    provider_name,
+)
 from reviews.agents.offline import ANALYZERS
 from reviews.agents.prompts import (
     REVIEWER_SYSTEM_PROMPT,
@@ -18,21 +27,12 @@ from reviews.agents.prompts import (
     reviewer_role_brief,
     security_settings,
 )
-from reviews.agents.redaction import redact_text
-from reviews.agents.runtime import (
-    Answer,
-    ModelConfig,
-    ModelRunError,
-    ModelRuntime,
-    ReviewTools,
-    RunOutcome,
-    RunUsageSummary,
-    provider_name,
-)
+from reviews.agents.runtime import ModelRuntime
 from reviews.domain import types as t
 from reviews.domain.closings import prose_closing, stored_closing
 from reviews.domain.model_answers import RequirementsClosing, ReviewerClosing
 from reviews.domain.outcomes import DISABLED_BY_WORKSPACE, PROCESS_BLOCK
+from reviews.domain.redaction import redact_text
 from reviews.domain.spend import CallRole
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewRound

@@ -10,8 +10,10 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from reviews.agents.codetools import CodeTools
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import Answer, ReviewTools, RunOutcome
 from reviews.agents.prompts import VERIFIER_PANEL, verifier_lens_brief
-from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools, RunOutcome
+from reviews.agents.runtime import ModelRuntime
 from reviews.agents.token_count import count_tokens
 from reviews.domain.budget import LENSES as LENSES_PER_CHECK
 from reviews.domain.budget import panel_estimate

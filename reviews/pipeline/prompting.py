@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reviews.agents.untrusted import untrusted_block
 from reviews.domain.briefs import build_brief, nested_symbols
 from reviews.domain.panel import excerpt_ranges
+from reviews.domain.untrusted import untrusted_block
 from reviews.models import MemoryFact, ReviewerStream, ReviewNode, ReviewRound
 from reviews.pipeline.inputs import file_text
 from reviews.sources.diffs import ChangedFile

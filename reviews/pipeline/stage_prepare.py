@@ -9,10 +9,10 @@ from typing import cast
 
 from reviews.agents.js_analyzer import JS_SUFFIXES
 from reviews.agents.pattern_analyzer import PATTERN_SUFFIXES
-from reviews.agents.redaction import redact_diff
 from reviews.domain import types as t
 from reviews.domain import vendored
 from reviews.domain.classification import ChangeStatus, FileChange, classify_change
+from reviews.domain.redaction import redact_diff
 from reviews.domain.round_stats import PanelModeName, RoundFacts, stage_timings
 from reviews.domain.selection import select_reviewers
 from reviews.domain.tiers import security_host

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from reviews.agents.codetools import CodeTools
-from reviews.agents.redaction import redact_text
-from reviews.agents.runtime import ReviewTools
+from reviews.agents.model_run_types import ReviewTools
+from reviews.domain.redaction import redact_text
 from reviews.models import ReviewerStream
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.pipeline.inputs import file_text, line_counter

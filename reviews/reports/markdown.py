@@ -14,8 +14,6 @@ from reviews.domain import types as t
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.outcomes import is_disabled, is_process_block
 from reviews.domain.report import (
-    BudgetSummary,
-    PanelSummary,
     ReportComment,
     ReportDecision,
     ReportInput,
@@ -26,9 +24,9 @@ from reviews.domain.report import (
     RequirementLine,
     RequirementsCheck,
     ReviewerLine,
-    budget_lines,
     render_report,
 )
+from reviews.domain.report_figures import BudgetSummary, PanelSummary, budget_lines
 from reviews.domain.reviewer_precision import RECENT_DECISIONS, calibrated
 from reviews.domain.round_states import state_label
 from reviews.domain.round_stats import BudgetReport, RoundFacts

@@ -20,9 +20,11 @@ from django.utils import timezone
 from config.application_errors import ApplicationError, ErrorCode
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import CODE_TOOLS, ReviewMode
-from reviews.agents.redaction import redact_prose, redact_text
-from reviews.agents.runtime import Answer, ModelRunError, ModelRuntime, ReviewTools
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import Answer, ReviewTools
+from reviews.agents.runtime import ModelRuntime
 from reviews.domain import asking as rules
+from reviews.domain.redaction import redact_prose, redact_text
 from reviews.domain.spend import CallRole
 from reviews.domain.threads import ProposalKind, SubjectKind
 from reviews.domain.types import Priority, StreamKind

@@ -32,7 +32,7 @@ from reviews.index.axes_compute import (
     compute_test_gap,
     contract_file,
 )
-from reviews.index.cohorts import Cohort, cohorts_to_json
+from reviews.index.cohort_types import Cohort, cohorts_to_json
 from reviews.models import CodeIndexRecord, ReviewRound
 from reviews.services.round_files import round_changed_files
 from reviews.services.worktrees import round_remote_merge_base

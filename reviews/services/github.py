@@ -7,7 +7,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from reviews.sources.github_client import GitHubApp, GitHubClient, StaticToken
+from reviews.sources.github_auth import GitHubApp, StaticToken
+from reviews.sources.github_client import GitHubClient
 
 
 def github_configured() -> bool:

@@ -34,8 +34,8 @@ from guardrails.audit import APP, SYSTEM, Target, audit_record
 from guardrails.models import ApprovalRequest
 from guardrails.rules import ActionName, CheckpointOutcome, Policy
 from guardrails.services.checkpoint import CheckpointResult, checkpoint, policy_for
-from reviews.agents.redaction import redact_text
 from reviews.domain import github_replies as rules
+from reviews.domain.redaction import redact_text
 from reviews.domain.threads import BODY_MAX, Source, Subject
 from reviews.models import (
     PublishedComment,

@@ -21,7 +21,6 @@ from django.utils import timezone
 from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
-from reviews.agents.redaction import redact_text
 from reviews.domain import consensus, decisions
 from reviews.domain.fingerprints import node_fingerprint
 from reviews.domain.node_tags import NodeTags
@@ -33,6 +32,7 @@ from reviews.domain.nodes import (
     node_view_from_payload,
     parse_node_payload,
 )
+from reviews.domain.redaction import redact_text
 from reviews.domain.threads import Proposal, ProposalKind, proposal_problem
 from reviews.domain.types import NodeStatus, Priority
 from reviews.live.events import emit

@@ -23,7 +23,7 @@ from guardrails.audit import Actor, Target, audit_record
 from guardrails.models import ApprovalRequest
 from guardrails.rules import CheckpointOutcome
 from guardrails.services.checkpoint import checkpoint
-from reviews.agents.redaction import redact_text
+from reviews.domain.redaction import redact_text
 from reviews.domain.tickets import TicketStatus, clean_issue, issue_body, ticket_state
 from reviews.domain.tickets import sources_of as ticket_sources_of
 from reviews.live.events import emit

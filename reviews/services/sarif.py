@@ -25,7 +25,8 @@ from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews import sarif as schema
-from reviews.agents.analyzers import ToolMatch, added_lines, grouped, ruff_mapping
+from reviews.agents.analyzers import ToolMatch, added_lines, grouped
+from reviews.agents.ruff_analyzer import ruff_mapping
 from reviews.domain import sarif
 from reviews.domain import types as t
 from reviews.domain.precision import SARIF_AGENT_PREFIX

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from guardrails.audit import Actor, Target, audit_record
-from reviews.agents.runtime import RunUsageSummary
+from reviews.agents.model_run_types import RunUsageSummary
 from reviews.domain.spend import CallRole, parse_price, valid_model_name
 from reviews.models import ModelCall, ModelPrice, ReviewRound
 from workspaces.models import Workspace

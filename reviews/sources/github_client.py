@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import base64
 import email.utils
-import re
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import jwt
 import tenacity
 
+from reviews.sources.github_auth import Auth, Clock, GitHubApp
 from reviews.sources.github_errors import (
     DiffTooLarge,
     GitHubAuthError,
@@ -31,10 +28,10 @@ from reviews.sources.github_errors import (
     GitHubUnavailable,
     GitHubValidationError,
 )
+from reviews.sources.github_names import path_name, path_number, path_sha
 
 __all__ = [
     "DiffTooLarge",
-    "GitHubApp",
     "GitHubAuthError",
     "GitHubClient",
     "GitHubError",
@@ -44,7 +41,6 @@ __all__ = [
     "GitHubUnavailable",
     "GitHubValidationError",
     "GitRemote",
-    "StaticToken",
 ]
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -54,124 +50,8 @@ DIFF_MEDIA = "application/vnd.github.diff"
 REVIEW_EVENTS = frozenset({"APPROVE", "REQUEST_CHANGES", "COMMENT"})
 MAX_FILE_PAGES = 30  # GitHub lists at most 3,000 files, 100 a page
 
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
-Clock = Callable[[], float]
 Sleep = Callable[[float], None]
-
-
-class Auth(Protocol):
-    def token_for(self, client: GitHubClient, owner: str, repo: str) -> str: ...
-
-    def forget(self, owner: str, repo: str) -> bool:
-        """Drop a cached credential after a 401; True if a fresh one may work."""
-        ...
-
-
-class StaticToken:
-    """A personal access token or any token obtained elsewhere (GITHUB_TOKEN)."""
-
-    def __init__(self, token: str) -> None:
-        if not token:
-            raise ValueError("empty GitHub token")
-        self._token = token
-
-    def token_for(self, client: GitHubClient, owner: str, repo: str) -> str:
-        return self._token
-
-    def forget(self, owner: str, repo: str) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "StaticToken(***)"
-
-
-@dataclass
-class _CachedToken:
-    token: str
-    expires_at: float
-
-
-class GitHubApp:
-    """GitHub App authentication: app JWT → repository installation → installation token.
-
-    Tokens live an hour; one is reused until `refresh_margin` seconds before it expires so a
-    long review never starts a request with a token about to lapse.
-    """
-
-    def __init__(
-        self,
-        app_id: int | str,
-        private_key: str | bytes,
-        *,
-        clock: Clock = time.time,
-        refresh_margin: float = 300.0,
-    ) -> None:
-        self.app_id = str(app_id)
-        self._private_key = private_key
-        self._clock = clock
-        self._refresh_margin = refresh_margin
-        self._installations: dict[tuple[str, str], int] = {}
-        self._tokens: dict[int, _CachedToken] = {}
-        self._lock = threading.Lock()
-
-    def app_jwt(self) -> str:
-        now = int(self._clock())
-        # iat in the past absorbs clock drift; exp stays under GitHub's 10-minute maximum.
-        claims = {"iat": now - 60, "exp": now + 9 * 60, "iss": self.app_id}
-        return jwt.encode(claims, self._private_key, algorithm="RS256")
-
-    def installation_of(self, client: GitHubClient, owner: str, repo: str) -> dict[str, Any]:
-        """The installation of this app on `owner/repo` (404 when the app is not installed)."""
-        return client._request(
-            "GET", f"/repos/{_name(owner)}/{_name(repo)}/installation", token=self.app_jwt()
-        ).json()
-
-    def token_for(self, client: GitHubClient, owner: str, repo: str) -> str:
-        with self._lock:
-            installation = self._installations.get((owner, repo))
-            if installation is None:
-                found = client._request(
-                    "GET", f"/repos/{owner}/{repo}/installation", token=self.app_jwt()
-                ).json()
-                installation = int(found["id"])
-                self._installations[(owner, repo)] = installation
-            return self._installation_token(client, installation)
-
-    def installation_token(self, client: GitHubClient, installation: int) -> str:
-        """A token of one installation (to list what it reaches, say)."""
-        with self._lock:
-            return self._installation_token(client, int(installation))
-
-    def _installation_token(self, client: GitHubClient, installation: int) -> str:
-        """Called with self._lock held."""
-        cached = self._tokens.get(installation)
-        if cached is not None and self._clock() < cached.expires_at - self._refresh_margin:
-            return cached.token
-        created = client._request(
-            "POST",
-            f"/app/installations/{installation}/access_tokens",
-            token=self.app_jwt(),
-            expect=(201,),
-        ).json()
-        try:
-            expires_at = datetime.fromisoformat(created["expires_at"]).timestamp()
-            token = str(created["token"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise GitHubAuthError(f"malformed installation token response: {exc}") from exc
-        self._tokens[installation] = _CachedToken(token, expires_at)
-        return token
-
-    def forget(self, owner: str, repo: str) -> bool:
-        with self._lock:
-            installation = self._installations.pop((owner, repo), None)
-            if installation is None:
-                return False
-            self._tokens.pop(installation, None)
-            return True
-
-    def __repr__(self) -> str:
-        return f"GitHubApp(app_id={self.app_id!r})"
 
 
 @dataclass(frozen=True)
@@ -257,16 +137,16 @@ class GitHubClient:
         return names
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
-        return self._repo_call("GET", owner, repo, f"/pulls/{_number(number)}").json()
+        return self._repo_call("GET", owner, repo, f"/pulls/{path_number(number)}").json()
 
     def list_pull_files(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
         """Every changed file of the PR, following `Link: rel="next"` 100 at a time."""
-        return self._pages(owner, repo, f"/pulls/{_number(number)}/files", "files")
+        return self._pages(owner, repo, f"/pulls/{path_number(number)}/files", "files")
 
     def list_reviews(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
         """The PR's reviews, oldest first, following `Link: rel="next"` 100 at a time: how a
         publication whose answer was lost is looked for afterwards."""
-        return self._pages(owner, repo, f"/pulls/{_number(number)}/reviews", "reviews")
+        return self._pages(owner, repo, f"/pulls/{path_number(number)}/reviews", "reviews")
 
     def _pages(self, owner: str, repo: str, path: str, what: str) -> list[dict[str, Any]]:
         """A listing's items, page after page (`Link: rel="next"`), at most MAX_FILE_PAGES."""
@@ -288,7 +168,9 @@ class GitHubClient:
 
     def get_pull_diff(self, owner: str, repo: str, number: int) -> str:
         """The PR's unified diff; DiffTooLarge when GitHub will not produce it (406)."""
-        resp = self._repo_call("GET", owner, repo, f"/pulls/{_number(number)}", accept=DIFF_MEDIA)
+        resp = self._repo_call(
+            "GET", owner, repo, f"/pulls/{path_number(number)}", accept=DIFF_MEDIA
+        )
         return resp.text
 
     def create_review(
@@ -313,7 +195,12 @@ class GitHubClient:
             "comments": [dict(c) for c in comments],
         }
         resp = self._repo_call(
-            "POST", owner, repo, f"/pulls/{_number(number)}/reviews", json=payload, idempotent=False
+            "POST",
+            owner,
+            repo,
+            f"/pulls/{path_number(number)}/reviews",
+            json=payload,
+            idempotent=False,
         )
         return resp.json()
 
@@ -336,7 +223,7 @@ class GitHubClient:
     ) -> list[dict[str, Any]]:
         """The inline comments of one review, with the ids GitHub gave them (the review's own
         answer does not carry them)."""
-        path = f"/pulls/{_number(number)}/reviews/{_number(review_id)}/comments"
+        path = f"/pulls/{path_number(number)}/reviews/{path_number(review_id)}/comments"
         page = self._repo_call("GET", owner, repo, path, params={"per_page": 100}).json()
         if not isinstance(page, list):
             raise GitHubError(f"unexpected review comments page: {type(page).__name__}")
@@ -348,7 +235,7 @@ class GitHubClient:
         """Reply in a review comment's conversation (201). `comment_id` must be the
         conversation's top-level comment: GitHub refuses a reply to a reply. Not retried after
         it may have reached GitHub: a retry could post the reply twice."""
-        path = f"/pulls/{_number(number)}/comments/{_number(comment_id)}/replies"
+        path = f"/pulls/{path_number(number)}/comments/{path_number(comment_id)}/replies"
         resp = self._repo_call(
             "POST", owner, repo, path, json={"body": body}, expect=(201,), idempotent=False
         )
@@ -359,7 +246,7 @@ class GitHubClient:
     ) -> dict[str, Any]:
         """A comment on the pull request's conversation (201); not retried once it may have
         reached GitHub."""
-        path = f"/issues/{_number(number)}/comments"
+        path = f"/issues/{path_number(number)}/comments"
         resp = self._repo_call(
             "POST", owner, repo, path, json={"body": body}, expect=(201,), idempotent=False
         )
@@ -382,7 +269,7 @@ class GitHubClient:
         self, owner: str, repo: str, check_run_id: int, **fields: Any
     ) -> dict[str, Any]:
         """Update a check run in place; the same PATCH twice leaves the same run, so retried."""
-        path = f"/check-runs/{_number(check_run_id)}"
+        path = f"/check-runs/{path_number(check_run_id)}"
         return self._repo_call("PATCH", owner, repo, path, json=fields).json()
 
     def find_check_runs(self, owner: str, repo: str, sha: str, name: str) -> list[dict[str, Any]]:
@@ -391,7 +278,7 @@ class GitHubClient:
             "GET",
             owner,
             repo,
-            f"/commits/{_sha(sha)}/check-runs",
+            f"/commits/{path_sha(sha)}/check-runs",
             params={"check_name": name, "filter": "all", "per_page": 100},
         )
         runs = resp.json().get("check_runs")
@@ -403,13 +290,13 @@ class GitHubClient:
         self, owner: str, repo: str, sha: str, **fields: Any
     ) -> dict[str, Any]:
         """Set a commit status (201). A context has one current state, so a repeat is harmless."""
-        path = f"/statuses/{_sha(sha)}"
+        path = f"/statuses/{path_sha(sha)}"
         return self._repo_call("POST", owner, repo, path, json=fields, expect=(201,)).json()
 
     def git_remote(self, owner: str, repo: str) -> GitRemote:
         """Clone URL and the Authorization header git needs (tokens go as Basic x-access-token)."""
-        _name(owner)
-        _name(repo)
+        path_name(owner)
+        path_name(repo)
         token = self._auth.token_for(self, owner, repo)
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
         return GitRemote(
@@ -428,7 +315,7 @@ class GitHubClient:
     ) -> httpx.Response:
         """A call on behalf of a repository: its token, and one retry with a fresh token on 401
         (an installation token can be revoked or expire early)."""
-        prefix = f"/repos/{_name(owner)}/{_name(repo)}"
+        prefix = f"/repos/{path_name(owner)}/{path_name(repo)}"
         target = path if path.startswith(("http://", "https://")) else prefix + path
         try:
             return self._request(
@@ -616,21 +503,3 @@ def _default_git_url(api_url: str) -> str:
     if parts.path.rstrip("/").endswith("/api/v3"):  # GitHub Enterprise Server
         return f"{parts.scheme}://{parts.netloc}"
     return api_url
-
-
-def _name(value: str) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value) or value in (".", ".."):
-        raise ValueError(f"not a GitHub owner or repository name: {value!r}")
-    return value
-
-
-def _sha(value: str) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{7,40}", value):
-        raise ValueError(f"not a commit SHA: {value!r}")
-    return value
-
-
-def _number(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"not a pull request number: {value!r}")
-    return value

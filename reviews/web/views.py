@@ -25,7 +25,7 @@ from reviews.domain import threads as thread_rules
 from reviews.domain import types as t
 from reviews.domain.finding_groups import PageRequestError, parse_page_request
 from reviews.domain.outcomes import is_process_block
-from reviews.domain.report import tokens_line
+from reviews.domain.report_figures import tokens_line
 from reviews.domain.request_excerpt import page_note
 from reviews.domain.reviewer_precision import calibrated
 from reviews.domain.round_states import RoundState, can_cancel, can_rerun, state_label

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import django
 
+from reviews.domain.indexed_files import is_test_path
 from reviews.index import (
     build_index,
     changed_texts,
@@ -37,7 +38,6 @@ from reviews.index import (
     update_index,
 )
 from reviews.index.cohorts import UNLINKED_TESTS_LABEL, compute_cohorts
-from reviews.index.limits import is_test_path
 from reviews.index.resolution import import_resolution
 from reviews.sources.git_local import LocalGitSource
 from tests.bench.scratch_git import git
@@ -259,8 +259,8 @@ def clone_resolution(clones: Path) -> list[str]:
 def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
     """A release range's cohorts as a round computes them: how many, files in more than one,
     path lists repeated, test files attached to code vs in the group linked to nothing."""
-    from reviews.agents.redaction import redact_diff
     from reviews.domain.classification import ChangeStatus, FileChange, classify_change
+    from reviews.domain.redaction import redact_diff
 
     source = LocalGitSource(clone)
     clock = time.perf_counter()

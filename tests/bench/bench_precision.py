@@ -7,7 +7,7 @@ them is, to a first approximation, noise. This measures how much noise, offline.
 1. A scratch git repository (in a temporary directory, never in the Quorum checkout) whose base
    commit holds only a README and whose head commit adds the `*.py` files of those packages,
    copied from site-packages at run time under their package directory names (`django/...`).
-   Not `vendor/...`: the code index skips vendored directories (reviews/index/limits.py). A
+   Not `vendor/...`: the code index skips vendored directories (reviews/domain/indexed_files.py). A
    package that is not installed is skipped and listed under `packages_missing`. Note that
    `attrs` is a thin re-export: the library itself is the import package `attr`.
 2. That change is reviewed by the real pipeline, as bench_pipeline does it: scratch SQLite (the
@@ -70,6 +70,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from reviews.agents import offline  # noqa: E402
 from reviews.domain.types import ACTIVE_STATUSES  # noqa: E402
 from reviews.models import ReviewerStream, ReviewNode  # noqa: E402
 from reviews.pipeline import analyzer_runs, inputs, stage_prepare, stages  # noqa: E402
@@ -192,8 +193,8 @@ class Timings:
         return timed
 
     def install(self) -> None:
-        for key, analyzer in list(analyzer_runs.ANALYZERS.items()):
-            analyzer_runs.ANALYZERS[key] = dataclasses.replace(
+        for key, analyzer in list(offline.ANALYZERS.items()):
+            offline.ANALYZERS[key] = dataclasses.replace(
                 analyzer, run=self.wrap(f"analyzer:{key}", analyzer.run)
             )
         for name in ("round_cohorts", "api_contract", "test_gap"):

@@ -11,7 +11,8 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from reviews.domain.file_tree import file_view_key
-from reviews.index.cohorts import cohorts_to_json, compute_cohorts
+from reviews.index.cohort_types import cohorts_to_json
+from reviews.index.cohorts import compute_cohorts
 from reviews.models import FileViewed, ReviewNode, ReviewRound
 from reviews.selectors.changed_files import file_summaries
 from reviews.services.nodes import node_dismiss, node_record

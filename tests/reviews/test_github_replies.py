@@ -33,7 +33,8 @@ from reviews.services.spaces import (
     space_status_refresh,
 )
 from reviews.services.verdicts import round_finalise
-from reviews.sources.github_client import GitHubClient, GitHubValidationError, StaticToken
+from reviews.sources.github_auth import StaticToken
+from reviews.sources.github_client import GitHubClient, GitHubValidationError
 from tests.fakes.github_server import issue_comment_payload, review_comment_payload, sign
 from tests.fixtures import node_payload
 from workspaces.models import Repository, RepositoryGrant

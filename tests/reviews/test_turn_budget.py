@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from reviews.agents.runtime import last_turn_note
+from reviews.agents.review_mode_guard import last_turn_note
 from reviews.models import ReviewerStream
 from reviews.pipeline.model_runs import REVIEWER_TURNS
 from reviews.reports.markdown import report_markdown
@@ -78,9 +78,9 @@ def test_a_reviewer_that_reads_much_sends_only_its_newest_reads_whole(
 ):
     """Each turn re-sends the history: past a weight, the oldest file reads the model has
     already answered go out as a one-line note, the newest two whole."""
-    from reviews.agents import runtime
+    from reviews.agents import review_mode_guard
 
-    monkeypatch.setattr(runtime, "READS_KEPT_CHARS", 400)  # the sample's files are short
+    monkeypatch.setattr(review_mode_guard, "READS_KEPT_CHARS", 400)  # the sample's files are short
     files = ("shop/db.py", "shop/orders.py", "shop/views.py", "shop/search.py")
     reader = Script(
         "reader",

@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor, Target, audit_record
-from reviews.agents.redaction import redact_diff, redact_prose, redact_text
 from reviews.domain import few_shots as fs
+from reviews.domain.redaction import redact_diff, redact_prose, redact_text
 from reviews.domain.types import NodeStatus
 from workspaces import rules
 from workspaces.models import FewShotProposal, ReviewerConfig

@@ -8,17 +8,10 @@ from typing import Any
 
 import pytest
 
-from reviews.agents.analyzers import (
-    BANDIT,
-    RUFF,
-    AnalyzerResult,
-    added_lines,
-    bandit_mapping,
-    ruff_mapping,
-    run_bandit,
-    run_ruff,
-)
+from reviews.agents.analyzers import AnalyzerResult, added_lines
+from reviews.agents.bandit_analyzer import BANDIT, bandit_mapping, run_bandit
 from reviews.agents.offline import dimensions_covered, run_all
+from reviews.agents.ruff_analyzer import RUFF, ruff_mapping, run_ruff
 from reviews.domain.nodes import Accepted, parse_node_payload
 from reviews.domain.types import Category, Dimension, NodeType, Priority
 from reviews.sources.diffs import ChangedFile, parse_unified_diff

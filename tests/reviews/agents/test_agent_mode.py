@@ -10,7 +10,9 @@ import pytest
 
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import ALLOWED_TOOLS, CODE_TOOLS, ReviewMode, refusal_message
-from reviews.agents.runtime import ModelConfig, ModelRunError, ModelRuntime, ReviewTools
+from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_run_types import ModelConfig, ReviewTools
+from reviews.agents.runtime import ModelRuntime
 from tests.fakes.model_server import FakeModelServer, disallowed_tool, sample_finding
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reviews.agents.redaction import redact
+from reviews.domain.redaction import redact
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -246,7 +246,7 @@ KEY_DIFF = f"""diff --git a/app.py b/app.py
 
 
 def test_a_diff_is_redacted_line_by_line_and_keeps_its_shape() -> None:
-    from reviews.agents.redaction import redact_diff
+    from reviews.domain.redaction import redact_diff
     from reviews.sources.diffs import parse_unified_diff
 
     redacted = redact_diff(KEY_DIFF)
@@ -263,14 +263,14 @@ def test_a_diff_is_redacted_line_by_line_and_keeps_its_shape() -> None:
 
 @given(st.lists(st.text(alphabet=string.printable.replace("\r", ""), max_size=60), max_size=20))
 def test_redacting_a_diff_never_changes_its_line_count(lines: list[str]) -> None:
-    from reviews.agents.redaction import redact_diff
+    from reviews.domain.redaction import redact_diff
 
     text = "\n".join(lines)
     assert len(redact_diff(text).splitlines()) == len(text.splitlines())
 
 
 def test_an_aws_secret_key_needs_no_context_and_a_sha_or_a_name_stays():
-    from reviews.agents.redaction import redact_prose, redact_text
+    from reviews.domain.redaction import redact_prose, redact_text
 
     key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
     assert redact_text(f"use {key} here") == "use [REDACTED:aws_secret_key] here"

@@ -12,19 +12,18 @@ from typing import Any
 import pytest
 
 from reviews.agents.codetools import CodeTools
-from reviews.agents.runtime import (
-    ModelConfig,
+from reviews.agents.model_errors import (
     ModelRunError,
-    ModelRuntime,
     PermanentModelError,
     RetryableModelError,
-    ReviewTools,
     classify_error,
 )
-from reviews.agents.untrusted import untrusted_block
+from reviews.agents.model_run_types import ModelConfig, ReviewTools
+from reviews.agents.runtime import ModelRuntime
 from reviews.domain.consensus import Actor, SelfConfirmationError, confirm
 from reviews.domain.nodes import Accepted, parse_node_payload
 from reviews.domain.types import NodeStatus
+from reviews.domain.untrusted import untrusted_block
 from tests.fakes.model_server import (
     Fail,
     FakeModelServer,

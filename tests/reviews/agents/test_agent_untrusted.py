@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reviews.agents.untrusted import boundary_for, untrusted_block
+from reviews.domain.untrusted import boundary_for, untrusted_block
 
 BLOCK = re.compile(r"<<<UNTRUSTED (\w+) source=([^>]*)>>>\n(.*)<<<END UNTRUSTED \1>>>\Z", re.S)
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reviews.agents.analyzers import AnalyzerResult, run_bandit, run_ruff
+from reviews.agents.analyzers import AnalyzerResult
+from reviews.agents.bandit_analyzer import run_bandit
+from reviews.agents.ruff_analyzer import run_ruff
 from reviews.agents.secret_scan import run_secret_scan
 from reviews.sources.diffs import parse_unified_diff
 from tests.fakes.gitrepo import GitRepo

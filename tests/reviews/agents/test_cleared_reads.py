@@ -1,4 +1,4 @@
-"""Which earlier file reads a request re-sends whole (reviews/agents/runtime.py cleared_reads)."""
+"""Which earlier file reads a request re-sends whole (reviews/agents/review_mode_guard.py cleared_reads)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from reviews.agents.runtime import READS_ALWAYS_KEPT, READS_KEPT_CHARS, cleared_reads
+from reviews.agents.review_mode_guard import READS_ALWAYS_KEPT, READS_KEPT_CHARS, cleared_reads
 
 
 def _history(sizes: list[int]) -> list:

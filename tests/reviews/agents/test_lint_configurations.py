@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reviews.agents.analyzers import AnalyzerResult, run_ruff
+from reviews.agents.analyzers import AnalyzerResult
+from reviews.agents.ruff_analyzer import run_ruff
 from reviews.sources.diffs import parse_unified_diff
 from tests.fakes.gitrepo import GitRepo
 

@@ -9,13 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reviews.domain.node_schemas import nested_node_schema, node_tool_schema
 from reviews.domain.nodes import (
     Accepted,
     NodePayload,
     Rejected,
     lift_flat_payload,
-    nested_node_schema,
-    node_tool_schema,
     node_view_from_payload,
     normalise_anchor_path,
     parse_node_payload,

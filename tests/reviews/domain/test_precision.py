@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reviews.agents.offline import ANALYZERS
 from reviews.agents.tool_config import excluded, nosec_silences
 from reviews.domain.precision import (
     ANALYZER_AGENTS,
@@ -17,7 +18,6 @@ from reviews.domain.precision import (
     live_secret,
 )
 from reviews.domain.types import Priority
-from reviews.pipeline.reviewer_runs import ANALYZERS
 
 
 def test_the_analyzer_identities_are_the_registered_analyzers() -> None:

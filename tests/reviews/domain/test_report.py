@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from reviews.domain.arbitration import arbitrate
 from reviews.domain.disagreements import find_disagreements
 from reviews.domain.report import (
-    PanelSummary,
     ReportComment,
     ReportInput,
     ReportMessage,
@@ -21,6 +20,7 @@ from reviews.domain.report import (
     ReviewerLine,
     render_report,
 )
+from reviews.domain.report_figures import PanelSummary
 from reviews.domain.types import (
     Category,
     Dimension,

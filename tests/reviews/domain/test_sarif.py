@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reviews import sarif as sarif_schema
-from reviews.agents.analyzers import ruff_mapping
+from reviews.agents.ruff_analyzer import ruff_mapping
 from reviews.domain.precision import unconfirmed_pattern
 from reviews.domain.sarif import (
     FINGERPRINT_KEY,

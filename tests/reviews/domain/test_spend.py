@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reviews.domain.report import tokens_line
+from reviews.domain.report_figures import tokens_line
 from reviews.domain.spend import (
     CallRecord,
     CallRole,

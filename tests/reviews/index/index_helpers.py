@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from reviews.index import build_index, files_at_commit
-from reviews.index.cohorts import Cohort, compute_cohorts
+from reviews.index.cohort_types import Cohort
+from reviews.index.cohorts import compute_cohorts
 from reviews.index.model import CodeIndex
 from reviews.sources.git_local import LocalGitSource
 from tests.fakes.gitrepo import GitRepo

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reviews.domain.types import AxisResult
-from reviews.index.api_surface import Export, compare_surfaces, exported_surface
+from reviews.index.api_exports import Export
+from reviews.index.api_surface import compare_surfaces, exported_surface
 from reviews.index.axes_compute import compute_api_contract
 
 TS = """import { helper } from './helper';

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from reviews.domain.indexed_files import MAX_FILE_BYTES
 from reviews.index import (
     CodeIndex,
     build_index,
@@ -13,7 +14,6 @@ from reviews.index import (
     parse_file,
     update_index,
 )
-from reviews.index.limits import MAX_FILE_BYTES
 from reviews.index.resolution import import_resolution
 from reviews.sources.git_local import LocalGitSource
 from tests.reviews.index.index_helpers import edges_of
@@ -104,7 +104,7 @@ def test_it_resolves_imports_calls_self_super_and_bases():
 
 
 def test_it_skips_vendored_huge_and_binary_files():
-    """Limits are documented in reviews.index.limits and recorded per path."""
+    """Limits are documented in reviews.domain.indexed_files and recorded per path."""
     files = {
         "app.py": "def f():\n    return 1\n",
         "node_modules/lib/index.js": "function x() {}\n",

@@ -9,16 +9,15 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from reviews.sources.github_auth import GitHubApp, StaticToken
 from reviews.sources.github_client import (
     DiffTooLarge,
-    GitHubApp,
     GitHubAuthError,
     GitHubClient,
     GitHubNotFound,
     GitHubRateLimited,
     GitHubUnavailable,
     GitHubValidationError,
-    StaticToken,
 )
 from tests.fakes.github_server import LINE_NOT_IN_DIFF
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from reviews.sources.github_auth import StaticToken
 from reviews.sources.github_client import (
     GitHubAuthError,
     GitHubClient,
@@ -13,7 +14,6 @@ from reviews.sources.github_client import (
     GitHubNotFound,
     GitHubUnavailable,
     GitHubValidationError,
-    StaticToken,
 )
 
 TOKEN = "ghp_issue_token"

@@ -6,7 +6,8 @@ import pytest
 
 from reviews.sources.diffs import CommentableLines, parse_unified_diff
 from reviews.sources.git_local import LocalGitSource
-from reviews.sources.github_client import GitHubClient, GitHubValidationError, StaticToken
+from reviews.sources.github_auth import StaticToken
+from reviews.sources.github_client import GitHubClient, GitHubValidationError
 from reviews.sources.publish_plan import (
     FOOTER,
     NodeRecord,

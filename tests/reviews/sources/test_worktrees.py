@@ -7,7 +7,8 @@ import os
 import pytest
 
 from reviews.sources.gitcmd import GitError
-from reviews.sources.github_client import GitHubClient, StaticToken
+from reviews.sources.github_auth import StaticToken
+from reviews.sources.github_client import GitHubClient
 from reviews.sources.worktrees import UnsafePath, WorktreeManager, safe_join, unread_files
 
 
