@@ -1,4 +1,5 @@
-"""Review tiers: who runs, and what the main list shows.
+"""Review tiers: what the main list shows. Who runs in each tier is the pipeline's one reviewer
+registry (reviews/pipeline/template.py `PR_REVIEW_REVIEWERS`).
 
 Selection by tier never looks at the diff; `adaptive` does (see `selection`). A tier never
 deletes a finding: `split_for_display` puts everything below the tier's threshold in a group
@@ -10,25 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .types import Dimension, NodeView, Priority, ReviewerSpec, Tier
-
-_LIGHT = (ReviewerSpec(Dimension.IMPLEMENTATION),)
-# The requirements reviewer checks the change against the original request; without one it
-# waits for a person (a process block, never a verdict on the code).
-_BALANCED = (
-    ReviewerSpec(Dimension.IMPLEMENTATION),
-    ReviewerSpec(Dimension.QUALITY),
-    ReviewerSpec(Dimension.ARCHITECTURE),
-    ReviewerSpec(Dimension.REQUIREMENTS),
-)
-# Security and performance are briefs on the architecture and implementation agents.
-_THOROUGH = (*_BALANCED, ReviewerSpec(Dimension.SECURITY), ReviewerSpec(Dimension.PERFORMANCE))
-
-TIER_REVIEWERS: dict[Tier, tuple[ReviewerSpec, ...]] = {
-    Tier.LIGHT: _LIGHT,
-    Tier.BALANCED: _BALANCED,
-    Tier.THOROUGH: _THOROUGH,
-}
+from .types import Dimension, NodeView, Priority, Tier
 
 #: Lowest priority still shown in the main list.
 DISPLAY_THRESHOLD: dict[Tier, Priority] = {
@@ -39,14 +22,6 @@ DISPLAY_THRESHOLD: dict[Tier, Priority] = {
 }
 
 DEFAULT_TIER = Tier.BALANCED
-
-
-def reviewers_for_tier(tier: Tier) -> tuple[ReviewerSpec, ...]:
-    if tier is Tier.ADAPTIVE:
-        raise ValueError(
-            "the adaptive tier selects from the change: use selection.select_reviewers"
-        )
-    return TIER_REVIEWERS[tier]
 
 
 @dataclass(frozen=True, slots=True)

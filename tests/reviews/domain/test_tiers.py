@@ -6,8 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reviews.domain.tiers import reviewers_for_tier, security_host, split_for_display
-from reviews.domain.types import AgentKind, Dimension, NodeType, NodeView, Priority, Tier
+from reviews.domain.tiers import security_host, split_for_display
+from reviews.domain.types import (
+    AgentKind,
+    Dimension,
+    NodeType,
+    NodeView,
+    Priority,
+    ReviewerSpec,
+    Tier,
+)
+from reviews.pipeline.template import reviewers_for
 
 
 @pytest.mark.parametrize(
@@ -29,21 +38,17 @@ from reviews.domain.types import AgentKind, Dimension, NodeType, NodeView, Prior
     ],
 )
 def test_it_runs_the_reviewers_of_each_tier(tier: Tier, dimensions: list[str]) -> None:
-    """Each tier's reviewer list, in order."""
-    assert [r.dimension for r in reviewers_for_tier(tier)] == dimensions
+    """Each tier's model reviewers, in order, from the pipeline's one registry (the offline
+    analyzers run beside them: here only the secret scanner, which runs on every change)."""
+    facts = {"tier": str(tier), "model_configured": True}
+    assert [r.dimension for r in reviewers_for(facts) if r.key != "secrets"] == dimensions
 
 
 def test_it_runs_security_and_performance_on_existing_agents() -> None:
     """Security is the architecture agent, performance the implementation agent."""
-    agents = {r.dimension: r.agent for r in reviewers_for_tier(Tier.THOROUGH)}
+    agents = {d: ReviewerSpec(d).agent for d in (Dimension.SECURITY, Dimension.PERFORMANCE)}
     assert agents[Dimension.SECURITY] is AgentKind.ARCHITECTURE
     assert agents[Dimension.PERFORMANCE] is AgentKind.IMPLEMENTATION
-
-
-def test_it_refuses_to_select_adaptive_reviewers_without_the_change() -> None:
-    """Adaptive selection needs the diff, which tier selection never reads."""
-    with pytest.raises(ValueError, match="select_reviewers"):
-        reviewers_for_tier(Tier.ADAPTIVE)
 
 
 NODES = [
