@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from config.typed_json import SchemaJSONField
 from reviews.domain import few_shots
+from workspaces import model_choice as choices
 from workspaces import rules
 
 
@@ -165,7 +166,7 @@ class ReviewerConfig(models.Model):
     def runs_in(self) -> str:
         return rules.runs_in_words(list(self.tiers), self.dimension)
 
-    def model_choice(self) -> rules.ModelChoice | None:
+    def model_choice(self) -> choices.ModelChoice | None:
         return reviewer_model(self)
 
     def effective_model(self) -> str:
@@ -180,9 +181,9 @@ class ReviewerConfig(models.Model):
         )
 
 
-def server_model() -> rules.ModelChoice | None:
+def server_model() -> choices.ModelChoice | None:
     """The server's default model (QUORUM_LLM_*), or None when it has none."""
-    return rules.model_choice(
+    return choices.model_choice(
         provider=settings.QUORUM_LLM_PROVIDER,
         name=settings.QUORUM_LLM_MODEL,
         base_url=settings.QUORUM_LLM_BASE_URL,
@@ -191,12 +192,12 @@ def server_model() -> rules.ModelChoice | None:
     )
 
 
-def reviewer_model(config: ReviewerConfig | None) -> rules.ModelChoice | None:
+def reviewer_model(config: ReviewerConfig | None) -> choices.ModelChoice | None:
     """The one place that decides which model a reviewer runs on: its own settings over the
     server's (`config` None: a reviewer without settings, such as a verification lens)."""
     if config is None:
         return server_model()
-    return rules.model_choice(
+    return choices.model_choice(
         provider=config.model_provider,
         name=config.model_name,
         base_url=config.base_url,

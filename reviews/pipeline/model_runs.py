@@ -44,13 +44,9 @@ from reviews.services.round_files import round_changed_files
 from reviews.services.spend import Spent, model_calls_record
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
+from workspaces.model_choice import ModelChoice, is_server_endpoint, model_key_source
 from workspaces.models import ReviewerConfig, Workspace, reviewer_model, server_model
-from workspaces.rules import (
-    ModelChoice,
-    base_agent_dimension,
-    is_server_endpoint,
-    model_key_source,
-)
+from workspaces.rules import base_agent_dimension
 from workspaces.sealing import UnsealError, unseal
 
 # Model calls one reviewer's run may make: reading a file or two, recording over two turns and
@@ -80,7 +76,7 @@ def runtime_model(
 
 def model_key(choice: ModelChoice) -> tuple[str, str]:
     """The key a call with `choice` may carry, and why it has none ("" when it has one).
-    The rule (workspaces/rules.py model_key_source) decides the source; the value is checked
+    The rule (workspaces/model_choice.py model_key_source) decides the source; the value is checked
     too: whatever its source, the server's own key never leaves for another endpoint."""
     server = server_model()
     source = model_key_source(choice, server=server, allowed=settings.QUORUM_MODEL_KEY_VARIABLES)

@@ -145,8 +145,8 @@ def test_it_creates_and_deletes_a_custom_reviewer_but_never_a_builtin(workspace,
 def test_the_model_a_reviewer_runs_on_is_decided_in_one_place(workspace, settings):
     """Its own settings over the server's, field by field; what the settings page calls its
     model is what the pipeline runs (workspaces/models.py `reviewer_model`)."""
+    from workspaces.model_choice import ModelChoice
     from workspaces.models import reviewer_model, workspace_model_configured
-    from workspaces.rules import ModelChoice
 
     settings.QUORUM_LLM_PROVIDER, settings.QUORUM_LLM_MODEL = "openai", "server-model"
     settings.QUORUM_LLM_BASE_URL = "https://llm.example/v1"
