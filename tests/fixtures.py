@@ -145,7 +145,8 @@ def _fast_password_hashing(settings):
 @pytest.fixture
 def review_factory(db, workspace_factory):
     """A pull request with its space and an open round; returns the round."""
-    from reviews.services.spaces import pull_request_upsert, round_start, space_get_or_create
+    from reviews.services.rounds import round_start
+    from reviews.services.spaces import pull_request_upsert, space_get_or_create
     from workspaces.models import Repository
 
     def make(workspace=None, *, tier: str = "thorough", head_sha: str = "b" * 40):

@@ -6,12 +6,8 @@ import pytest
 
 from reviews.models import ReviewRound
 from reviews.services.nodes import node_record
-from reviews.services.spaces import (
-    pull_request_upsert,
-    round_start,
-    space_get_or_create,
-    space_status_refresh,
-)
+from reviews.services.rounds import round_start
+from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload, use_fake_github
 from workspaces.models import Repository

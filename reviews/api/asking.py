@@ -13,7 +13,7 @@ from reviews.api.routes import _space
 from reviews.domain import threads as thread_rules
 from reviews.domain import types as t
 from reviews.models import ThreadMessage
-from reviews.services import asking, threads
+from reviews.services import asking, proposals, threads
 from workspaces.rules import Perm
 
 router = Router(tags=["reviews"])
@@ -81,7 +81,7 @@ def proposal_decide(request, slug: Slug, space_id: Id, message_id: Id, body: Pro
     when it was already decided or no longer applies."""
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide reviewers' proposals")
     message = get_object_or_404(ThreadMessage, pk=message_id, space=space)
-    decided = threads.proposal_decide(
+    decided = proposals.proposal_decide(
         message=message, accept=body.accept, user=request.user, request=request
     )
     node = decided.node

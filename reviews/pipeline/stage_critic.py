@@ -12,8 +12,8 @@ from reviews.domain.panel import CoverageGaps, coverage_gaps, warranted_dimensio
 from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import budget_runs, critic_runs, round_reads
 from reviews.pipeline.stage_prepare import changed_files
-from reviews.reports.markdown import stream_dimension, stream_dimensions
 from reviews.selectors import node_view
+from reviews.services.axes import stream_dimension, stream_dimensions
 
 
 def critic(review_round: ReviewRound) -> None:

@@ -3,104 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from django.db import transaction
 
 from reviews.domain import api_breaks
 from reviews.domain import types as t
-from reviews.domain.axes import AnalyzerRun, deterministic_axes, token_axes_detailed
-from reviews.domain.closings import coverage_statement
+from reviews.domain.axes import deterministic_axes
 from reviews.domain.round_stats import PanelOutcome, stage_timings
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
-from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
-from reviews.reports.markdown import stream_dimensions
+from reviews.pipeline import budget_runs, inputs, round_reads
 from reviews.selectors import node_view
 from reviews.services import codeindex
+from reviews.services.axes import AxisRow, axes_record, token_axes
 from reviews.services.flags import space_flag_check
-from reviews.services.verdicts import axes_record, round_finalise
-
-AxisRow = tuple[t.AxisName, t.AxisResult, str, dict[str, Any] | None]
-
-
-def finished_analyzer_runs(streams: list[ReviewerStream]) -> list[AnalyzerRun]:
-    """Analyzer streams that finished, with the files they checked (their coverage note)."""
-    runs = []
-    for stream in streams:
-        analyzer = analyzer_runs.ANALYZERS.get(stream.agent)
-        if (
-            stream.kind != ReviewerStream.Kind.ANALYZER
-            or stream.state != ReviewerStream.State.DONE
-            or analyzer is None
-        ):
-            continue
-        note: dict[str, Any] = next(
-            (n for n in stream.notes or [] if n.get("kind") == "coverage"), {}
-        )
-        runs.append(
-            AnalyzerRun(
-                tool=stream.agent,
-                axes=analyzer.axes,
-                files=tuple(note.get("files") or ()),
-                scope=note.get("scope", ""),
-            )
-        )
-    return runs
-
-
-def token_axes_record(
-    review_round: ReviewRound,
-    *,
-    streams: list[ReviewerStream] | None = None,
-    nodes: list | None = None,
-) -> None:
-    """The token axes from what the reviewers and analyzers covered and the findings still
-    active. Run at the end of the pipeline and again after every decision, so a dismissed
-    finding stops failing its axis; a result submitted from CI is never overwritten."""
-    axes_record(review_round=review_round, results=token_axes(review_round, streams, nodes))
-
-
-def token_axes(
-    review_round: ReviewRound,
-    streams: list[ReviewerStream] | None,
-    nodes: list | None,
-    recorded: dict[str, str] | None = None,
-) -> list[AxisRow]:
-    """The token axes to record: (axis, result, "tokens", details) each. `recorded`: the
-    round's axes already recorded, axis → source, when the caller has read them."""
-    if streams is None:
-        streams = list(review_round.streams.exclude(kind=ReviewerStream.Kind.VERIFIER))
-    if nodes is None:
-        nodes = [
-            node_view(n, [])
-            for n in ReviewNode.objects.filter(round=review_round).select_related("stream")
-        ]
-    # A token axis passes only when a reviewer of its dimension listed what it covered in its
-    # closing answer; prose alone covers nothing (reviews/domain/closings.py).
-    # A reviewer that carried the security check speaks for security too; a dimension two
-    # reviewers ran counts what either listed.
-    done = [
-        s
-        for s in streams
-        if s.state == ReviewerStream.State.DONE and s.kind == ReviewerStream.Kind.MODEL
-    ]
-    coverage: dict[t.Dimension, str | None] = {}
-    for s in done:
-        for dimension in stream_dimensions(s, review_round.facts):
-            coverage[dimension] = coverage.get(dimension) or coverage_statement(s.closing) or None
-    # An analyzer that ran over changed files is explicit coverage for its axes.
-    axes = token_axes_detailed(
-        coverage=coverage, nodes=nodes, analyzers=finished_analyzer_runs(streams)
-    )
-    if recorded is None:
-        recorded = dict(review_round.axes.values_list("axis", "source"))
-    submitted = {axis for axis, source in recorded.items() if source != "tokens"}
-    # testGap comes from the cohorts; a CI submission stands.
-    return [
-        (axis, result, "tokens", details)
-        for axis, (result, details) in axes.items()
-        if axis is not t.AxisName.TEST_GAP and axis.value not in submitted
-    ]
+from reviews.services.verdicts import round_finalise
 
 
 def finalise(review_round: ReviewRound) -> None:

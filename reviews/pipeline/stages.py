@@ -17,9 +17,10 @@ from reviews.pipeline import budget_runs, reviewer_runs, round_reads
 from reviews.pipeline.lead_runs import lead_walkthrough
 from reviews.pipeline.model_runs import ReviewerReads, SpendBatch
 from reviews.pipeline.stage_critic import critic
-from reviews.pipeline.stage_finalise import finalise, token_axes_record
+from reviews.pipeline.stage_finalise import finalise
 from reviews.pipeline.stage_prepare import changed_files, prepare
 from reviews.selectors import node_view
+from reviews.services.axes import token_axes_record
 from reviews.services.consolidation import round_consolidate, round_route_notes, walkthrough
 from reviews.services.streams import stream_transition
 

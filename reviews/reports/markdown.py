@@ -29,39 +29,15 @@ from reviews.domain.report import (
 from reviews.domain.report_figures import BudgetSummary, PanelSummary, budget_lines
 from reviews.domain.reviewer_precision import RECENT_DECISIONS, calibrated
 from reviews.domain.round_states import state_label
-from reviews.domain.round_stats import BudgetReport, RoundFacts
+from reviews.domain.round_stats import BudgetReport
 from reviews.domain.threads import Proposal, ProposalKind, Source, proposal_words
 from reviews.domain.verdict import Verdict as DomainVerdict
 from reviews.domain.verdict import node_verdict
 from reviews.models import ReviewerStream, ReviewNode, ThreadMessage
 from reviews.selectors import ReviewPage, review_spend, reviewer_notes, thread_rows
+from reviews.services.axes import stream_dimension, stream_dimensions
 from reviews.services.memory import remembered_words
 from reviews.services.outside_agents import reviewer_labels
-
-# Offline analyzers report on a dimension too: bandit is a security reviewer.
-_ANALYZER_DIMENSIONS = {
-    "ruff": t.Dimension.QUALITY,
-    "bandit": t.Dimension.SECURITY,
-    "secrets": t.Dimension.SECURITY,
-    "oxlint": t.Dimension.QUALITY,
-    "ast-grep": t.Dimension.SECURITY,
-}
-
-
-def stream_dimension(stream: ReviewerStream) -> t.Dimension:
-    for candidate in (stream.dimension, stream.agent, stream.name):
-        try:
-            return t.Dimension(candidate)
-        except ValueError:
-            continue
-    return _ANALYZER_DIMENSIONS.get(stream.agent, t.Dimension.QUALITY)
-
-
-def stream_dimensions(stream: ReviewerStream, facts: RoundFacts | None) -> set[t.Dimension]:
-    """The dimensions a stream reviewed: its own, and security when it carried the round's
-    security check (reviews/domain/tiers.py `security_host`)."""
-    carried = facts is not None and stream.name in (facts.security_check or ())
-    return {stream_dimension(stream), *([t.Dimension.SECURITY] if carried else [])}
 
 
 def waiting_for_request(stream: ReviewerStream) -> bool:

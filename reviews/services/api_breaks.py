@@ -14,7 +14,8 @@ from guardrails.audit import Target, audit_record
 from reviews.domain import api_breaks as rules
 from reviews.domain import types as t
 from reviews.models import AxisResult, ReviewRound
-from reviews.services.verdicts import axis_record, verdict_follow
+from reviews.services.axes import axis_record
+from reviews.services.verdicts import verdict_follow
 
 
 def api_breaks_accept(

@@ -724,7 +724,7 @@ PROPOSAL_WITHDRAWN = "withdrawn by its reviewer"
 def node_apply_proposal(
     *, node: ReviewNode, proposal: Proposal, user: Any, request: Any = None
 ) -> ReviewNode:
-    """What a finding's reviewer proposed about it, accepted by `user` (threads.proposal_decide
+    """What a finding's reviewer proposed about it, accepted by `user` (proposals.proposal_decide
     audits the decision): a lower priority, a withdrawal (the ordinary dismissal, with its
     suppression hint) or a new suggested change. Each is audited as the node's own change, and
     the verdict follows a priority or status change."""

@@ -12,7 +12,8 @@ from guardrails.audit import Actor, Target, audit_record
 from reviews.models import ReviewRound
 from reviews.services.dispatch import round_enqueue
 from reviews.services.github import github_client
-from reviews.services.spaces import pull_request_upsert, round_start, space_get_or_create
+from reviews.services.rounds import ReviewQueuedError, round_start
+from reviews.services.spaces import pull_request_upsert, space_get_or_create
 from reviews.sources.git_local import GitError, LocalGitSource
 from reviews.sources.github_client import GitHubError
 from workspaces.models import Repository
@@ -22,26 +23,6 @@ class ReviewRequestError(ApplicationError):
     """The review cannot start; the message is for the person who asked."""
 
     code = ErrorCode.REVIEW_REFUSED
-
-
-class ReviewQueuedError(ApplicationError):
-    """The round is recorded but the task queue did not take it: the sweeper starts it once the
-    queue is back (reviews/pipeline/sweeper.py). The message is for the person who asked."""
-
-    def __init__(self, review_round: ReviewRound) -> None:
-        super().__init__(
-            "The task queue is unavailable right now; the review is queued and will start "
-            "when it returns."
-        )
-        self.review_round = review_round
-
-    code = ErrorCode.QUEUE_UNAVAILABLE
-    http_status = 503
-
-    def extra(self) -> dict[str, Any]:
-        # The round exists and starts by itself once the queue is back.
-        queued = self.review_round
-        return {"space": queued.space_id, "round": queued.number, "state": queued.state}
 
 
 def _local_pull_request(repository: Repository, base: str, head: str):

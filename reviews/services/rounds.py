@@ -11,6 +11,7 @@ from config.application_errors import ApplicationError, ErrorCode
 from config.safeurl import web_url_problem
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
+from reviews.domain.fix_loop import admit_round
 from reviews.domain.round_states import (
     RoundState,
     can_rerun,
@@ -20,10 +21,12 @@ from reviews.domain.round_states import (
 from reviews.domain.stream_states import StreamState
 from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
+from reviews.services.axes import axis_record
 from reviews.services.check_runs import check_run_enqueue
-from reviews.services.spaces import space_lock_for_move, space_status_refresh
+from reviews.services.spaces import space_lock_for_move, space_reopen, space_status_refresh
 from reviews.services.streams import stream_transition
-from reviews.services.verdicts import axis_record, verdict_follow
+from reviews.services.verdicts import verdict_follow
+from reviews.services.worktrees import worktrees_release_after_commit
 
 SUBMITTABLE_AXES = (t.AxisName.VISUAL, t.AxisName.PERFORMANCE, t.AxisName.API_CONTRACT)
 
@@ -137,8 +140,6 @@ def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -
     round exists and starts once it is back)."""
     from config.background import QueueUnavailable
     from reviews.services.dispatch import round_enqueue
-    from reviews.services.requests import ReviewQueuedError
-    from reviews.services.spaces import round_start
 
     repository = review_round.space.pull_request.repository
     if repository.archived_at is not None:
@@ -257,3 +258,92 @@ def axis_submit(
                 request=request,
             )
     return row
+
+
+class ReviewQueuedError(ApplicationError):
+    """The round is recorded but the task queue did not take it: the sweeper starts it once the
+    queue is back (reviews/pipeline/sweeper.py). The message is for the person who asked."""
+
+    def __init__(self, review_round: ReviewRound) -> None:
+        super().__init__(
+            "The task queue is unavailable right now; the review is queued and will start "
+            "when it returns."
+        )
+        self.review_round = review_round
+
+    code = ErrorCode.QUEUE_UNAVAILABLE
+    http_status = 503
+
+    def extra(self) -> dict[str, Any]:
+        # The round exists and starts by itself once the queue is back.
+        queued = self.review_round
+        return {"space": queued.space_id, "round": queued.number, "state": queued.state}
+
+
+class RoundRefused(ApplicationError):
+    """The fix loop does not admit this round (an agent asking again on a reviewed head)."""
+
+    code = ErrorCode.ROUND_REFUSED
+    http_status = 409
+
+
+def round_start(
+    *,
+    space: ReviewSpace,
+    head_sha: str,
+    base_sha: str = "",
+    tier: str,
+    original_request: str = "",
+    by_person: bool = True,
+) -> ReviewRound:
+    """Open the next round. A round already open for the same head SHA is returned as is.
+
+    The original request is the space's: a round given none carries the space's, and one given
+    a new text makes it the space's. `by_person=False` (an agent, or the system) is held to the
+    fix loop's admission rule (reviews/domain/fix_loop.py): RoundRefused says why not."""
+    with transaction.atomic():
+        locked = ReviewSpace.objects.select_for_update().get(pk=space.pk)
+        latest = locked.rounds.order_by("-number").first()
+        open_states = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
+        if latest is not None and latest.head_sha == head_sha and latest.state in open_states:
+            return latest
+        given = original_request.strip()
+        if not by_person:
+            admission = admit_round(
+                head_sha=head_sha,
+                reviewed_heads=set(
+                    locked.rounds.filter(state=ReviewRound.State.FINISHED).values_list(
+                        "head_sha", flat=True
+                    )
+                ),
+                flagged=locked.flagged_for_human,
+                by_person=False,
+                request_changed=bool(given) and given != locked.original_request.strip(),
+            )
+            if not admission.allowed:
+                raise RoundRefused(admission.reason)
+        if given and given != locked.original_request:
+            ReviewSpace.objects.filter(pk=locked.pk).update(original_request=given)
+            locked.original_request = given
+        superseded = latest if latest is not None and latest.state in open_states else None
+        if superseded is not None:
+            if round_transition(superseded, ReviewRound.State.SUPERSEDED):
+                worktrees_release_after_commit(
+                    space_id=locked.pk, round_numbers=[superseded.number]
+                )
+            else:  # it ended on its own meanwhile: nothing was superseded
+                superseded = None
+        review_round = ReviewRound.objects.create(
+            space=locked,
+            number=(latest.number + 1) if latest else 1,
+            head_sha=head_sha,
+            base_sha=base_sha,
+            tier=tier,
+            original_request=given or locked.original_request,
+        )
+        if superseded is not None:
+            ReviewRound.objects.filter(pk=superseded.pk).update(superseded_by=review_round)
+        space_reopen(space=locked)
+        space_status_refresh(space=locked)
+        emit(locked.pk, "review.round_started", round=review_round.number)
+    return review_round

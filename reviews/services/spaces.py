@@ -11,8 +11,6 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from config.application_errors import ApplicationError, ErrorCode
-from reviews.domain.fix_loop import admit_round
 from reviews.domain.space_status import (
     ClosedReason,
     SpaceFacts,
@@ -221,74 +219,3 @@ def space_reopen(*, space: ReviewSpace) -> None:
     ReviewSpace.objects.filter(pk=space.pk).exclude(closed_reason="").update(
         closed_reason="", closed_note="", closed_by=None, closed_at=None
     )
-
-
-class RoundRefused(ApplicationError):
-    """The fix loop does not admit this round (an agent asking again on a reviewed head)."""
-
-    code = ErrorCode.ROUND_REFUSED
-    http_status = 409
-
-
-def round_start(
-    *,
-    space: ReviewSpace,
-    head_sha: str,
-    base_sha: str = "",
-    tier: str,
-    original_request: str = "",
-    by_person: bool = True,
-) -> ReviewRound:
-    """Open the next round. A round already open for the same head SHA is returned as is.
-
-    The original request is the space's: a round given none carries the space's, and one given
-    a new text makes it the space's. `by_person=False` (an agent, or the system) is held to the
-    fix loop's admission rule (reviews/domain/fix_loop.py): RoundRefused says why not."""
-    with transaction.atomic():
-        locked = ReviewSpace.objects.select_for_update().get(pk=space.pk)
-        latest = locked.rounds.order_by("-number").first()
-        open_states = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
-        if latest is not None and latest.head_sha == head_sha and latest.state in open_states:
-            return latest
-        given = original_request.strip()
-        if not by_person:
-            admission = admit_round(
-                head_sha=head_sha,
-                reviewed_heads=set(
-                    locked.rounds.filter(state=ReviewRound.State.FINISHED).values_list(
-                        "head_sha", flat=True
-                    )
-                ),
-                flagged=locked.flagged_for_human,
-                by_person=False,
-                request_changed=bool(given) and given != locked.original_request.strip(),
-            )
-            if not admission.allowed:
-                raise RoundRefused(admission.reason)
-        if given and given != locked.original_request:
-            ReviewSpace.objects.filter(pk=locked.pk).update(original_request=given)
-            locked.original_request = given
-        superseded = latest if latest is not None and latest.state in open_states else None
-        if superseded is not None:
-            from reviews.services.rounds import round_transition
-
-            if round_transition(superseded, ReviewRound.State.SUPERSEDED):
-                worktrees_release_after_commit(
-                    space_id=locked.pk, round_numbers=[superseded.number]
-                )
-            else:  # it ended on its own meanwhile: nothing was superseded
-                superseded = None
-        review_round = ReviewRound.objects.create(
-            space=locked,
-            number=(latest.number + 1) if latest else 1,
-            head_sha=head_sha,
-            base_sha=base_sha,
-            tier=tier,
-            original_request=given or locked.original_request,
-        )
-        if superseded is not None:
-            ReviewRound.objects.filter(pk=superseded.pk).update(superseded_by=review_round)
-        space_reopen(space=locked)
-        space_status_refresh(space=locked)
-        emit(locked.pk, "review.round_started", round=review_round.number)
-    return review_round

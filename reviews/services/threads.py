@@ -90,7 +90,7 @@ def _person_label(user: Any) -> tuple[str, str]:
     return rules.Source.PERSON.value, person
 
 
-def _emit(message: ThreadMessage) -> None:
+def emit_thread(message: ThreadMessage) -> None:
     emit(
         message.space_id,
         "review.thread",
@@ -121,7 +121,7 @@ def message_post(
             in_reply_to=_same_thread(thread, in_reply_to),
             body=text,
         )
-        _emit(message)
+        emit_thread(message)
         _tell_mentioned(message)
     return message
 
@@ -151,7 +151,7 @@ def message_post_reviewer(
             proposal_fix=proposal.fix if proposal else "",
             proposal_state=rules.ProposalState.OPEN.value if proposal else "",
         )
-        _emit(message)
+        emit_thread(message)
     return message
 
 
@@ -191,7 +191,7 @@ def message_record_github(
                 github_url=url[:500],
                 github_root_id=root_id,
             )
-            _emit(message)
+            emit_thread(message)
     except IntegrityError:  # the same comment, delivered twice at once: the other one stored it
         return ThreadMessage.objects.get(space=thread.space, github_comment_id=comment_id), False
     return message, True
@@ -208,7 +208,7 @@ def message_posted_on_github(
     )
     message.github_comment_id, message.github_url = comment_id, url[:500]
     message.github_root_id, message.posted_at = root_id, now
-    _emit(message)
+    emit_thread(message)
 
 
 def message_edit(*, message: ThreadMessage, user: Any, body: str) -> ThreadMessage:
@@ -234,7 +234,7 @@ def message_edit(*, message: ThreadMessage, user: Any, body: str) -> ThreadMessa
         ThreadMessageRevision.objects.create(message=locked, body=locked.body)
         ThreadMessage.objects.filter(pk=locked.pk).update(body=text, edited_at=now)
         locked.body, locked.edited_at = text, now
-        _emit(locked)
+        emit_thread(locked)
     return locked
 
 
@@ -271,7 +271,7 @@ def message_ask_mark(*, question: ThreadMessage) -> ThreadMessage:
         asked_at=now, ask_error="", ask_started_at=None
     )
     question.asked_at, question.ask_error, question.ask_started_at = now, "", None
-    _emit(question)
+    emit_thread(question)
     return question
 
 
@@ -292,7 +292,7 @@ def message_ask_failed(*, question: ThreadMessage, error: str) -> None:
     text = " ".join(error.split())[:500] or "the model call failed"
     ThreadMessage.objects.filter(pk=question.pk).update(ask_error=text)
     question.ask_error = text
-    _emit(question)
+    emit_thread(question)
 
 
 def message_proposal(message: ThreadMessage) -> rules.Proposal | None:
@@ -305,56 +305,3 @@ def message_proposal(message: ThreadMessage) -> rules.Proposal | None:
         priority=Priority(priority) if priority else None,
         fix=message.proposal_fix,
     )
-
-
-def proposal_decide(
-    *, message: ThreadMessage, accept: bool, user: Any, request: Any = None
-) -> ThreadMessage:
-    """A person accepts or rejects a reviewer's proposal about its own finding, once. Accepted,
-    the finding changes through the node service (its own audit event; the verdict follows);
-    either way the decision is audited as the thread's. The caller has checked the role."""
-    from guardrails.audit import Actor, Target, audit_record
-    from reviews.services.nodes import node_apply_proposal
-
-    with transaction.atomic():
-        locked = (
-            ThreadMessage.objects.select_for_update(of=("self",))
-            .select_related("node", "space__workspace")
-            .get(pk=message.pk)
-        )
-        proposal = message_proposal(locked)
-        if proposal is None or locked.node is None:
-            raise ThreadRefused("This message proposes nothing.", http_status=404)
-        if locked.proposal_state != rules.ProposalState.OPEN:
-            raise ThreadRefused(
-                f"This proposal is already {locked.proposal_state}.", http_status=409
-            )
-        state = rules.ProposalState.ACCEPTED if accept else rules.ProposalState.REJECTED
-        node = locked.node
-        audit_record(
-            action=f"thread.proposal_{state.value}",
-            actor=Actor.of(user),
-            workspace=locked.space.workspace,
-            target=Target("reviewnode", str(node.pk), f"{node.priority} {node.title}"),
-            payload={
-                "space": locked.space_id,
-                "message": locked.pk,
-                "reviewer": locked.author_label,
-                "proposal": rules.proposal_words(proposal),
-            },
-            request=request,
-        )
-        if accept:
-            # After the thread's event, so the trail reads decision, node change, verdict.
-            node_apply_proposal(node=node, proposal=proposal, user=user, request=request)
-        now = timezone.now()
-        ThreadMessage.objects.filter(pk=locked.pk).update(
-            proposal_state=state.value, proposal_decided_by=user, proposal_decided_at=now
-        )
-        locked.proposal_state, locked.proposal_decided_by, locked.proposal_decided_at = (
-            state.value,
-            user,
-            now,
-        )
-        _emit(locked)
-    return locked

@@ -24,75 +24,9 @@ from reviews.models import (
     VerdictChange,
 )
 from reviews.selectors import node_view, reviewer_calibrations
+from reviews.services.axes import token_axes_record
 from reviews.services.check_runs import check_run_enqueue
 from reviews.services.flags import space_flag_check
-
-_AXIS_FIELDS = (
-    "result",
-    "source",
-    "details",
-    "evidence_url",
-    "submitted_by",
-    "gated",
-    "updated_at",
-)
-
-
-def axis_record(
-    *,
-    review_round: ReviewRound,
-    axis: t.AxisName,
-    result: t.AxisResult,
-    source: str,
-    details: dict[str, Any] | None = None,
-    evidence_url: str = "",
-    submitted_by: Any = None,
-) -> AxisResult:
-    (row,) = axes_record(
-        review_round=review_round,
-        results=[(axis, result, source, details)],
-        evidence_url=evidence_url,
-        submitted_by=submitted_by,
-    )
-    return row
-
-
-def axes_record(
-    *,
-    review_round: ReviewRound,
-    results: Sequence[tuple[t.AxisName, t.AxisResult, str, dict[str, Any] | None]],
-    evidence_url: str = "",
-    submitted_by: Any = None,
-) -> list[AxisResult]:
-    """Record axes: (axis, result, source, details) each; of an axis named twice, the later
-    stands (as two writes one after the other would leave it)."""
-    results = list({row[0]: row for row in results}.values())
-    if not results:
-        return []
-    gated_axes = review_round.space.workspace.gated_axes or []
-    # One upsert on (round, axis) for them all rather than a locked read and a write each: the
-    # finaliser records every axis of a round, and again after each decision.
-    rows = AxisResult.objects.bulk_create(
-        [
-            AxisResult(
-                round=review_round,
-                axis=axis.value,
-                result=result.value,
-                source=source,
-                details=details or {},
-                evidence_url=evidence_url,
-                submitted_by=submitted_by,
-                gated=axis.value in gated_axes,
-            )
-            for axis, result, source, details in results
-        ],
-        update_conflicts=True,
-        unique_fields=["round", "axis"],
-        update_fields=[*_AXIS_FIELDS],
-    )
-    for axis, result, _, _ in results:
-        emit(review_round.space_id, "review.axis_changed", axis=axis.value, result=result.value)
-    return rows
 
 
 def round_finalise(
@@ -216,9 +150,7 @@ def verdict_follow(
         return None
     if not review_round.fast_exit:
         # The token axes follow the active findings too (a dismissed finding stops failing
-        # its axis). The pipeline owns how they are computed; imported here to avoid a cycle.
-        from reviews.pipeline.stages import token_axes_record
-
+        # its axis).
         token_axes_record(review_round)
     verdict = round_finalise(review_round=review_round, reason=reason, actor=actor, request=request)
     # A decision can make a finished round the second in a row without approval.

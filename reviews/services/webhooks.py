@@ -22,9 +22,9 @@ from reviews.models import PullRequest, ReviewRound, ReviewSpace, WebhookDeliver
 from reviews.services.dispatch import round_enqueue
 from reviews.services.github_replies import comment_receive
 from reviews.services.github_tenancy import tenant_repositories
+from reviews.services.rounds import round_start
 from reviews.services.spaces import (
     pull_request_upsert,
-    round_start,
     space_close,
     space_get_or_create,
     space_reopen,

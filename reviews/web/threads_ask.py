@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from config.errors import errors_as_messages
 from reviews.models import ThreadMessage
 from reviews.selectors import space_get_for_user
-from reviews.services import asking, threads
+from reviews.services import asking, proposals, threads
 from workspaces.http import HtmxHttpRequest
 from workspaces.models import Membership
 from workspaces.permissions import require
@@ -58,7 +58,7 @@ def proposal_decide(
     with errors_as_messages(request):
         if decision not in ("accept", "reject"):
             raise threads.ThreadRefused("Accept or reject the proposal.")
-        message = threads.proposal_decide(
+        message = proposals.proposal_decide(
             message=message,
             accept=decision == "accept",
             user=request.user,

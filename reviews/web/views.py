@@ -73,8 +73,13 @@ from reviews.services.publish_plans import (
     published_record,
 )
 from reviews.services.publishing import publish_request
-from reviews.services.requests import ReviewQueuedError, ReviewRequestError, review_request
-from reviews.services.rounds import round_cancel, round_rerun, round_supply_request
+from reviews.services.requests import ReviewRequestError, review_request
+from reviews.services.rounds import (
+    ReviewQueuedError,
+    round_cancel,
+    round_rerun,
+    round_supply_request,
+)
 from reviews.services.viewed import file_viewed_mark
 from reviews.sources.publish_plan import review_event
 from reviews.web.forms import NewReviewForm, NodeActionForm

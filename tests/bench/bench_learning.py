@@ -88,8 +88,8 @@ def replay(corpus: dict[str, Any]) -> dict[str, Any]:
     from reviews.models import ReviewerStream, ReviewNode
     from reviews.services.consolidation import round_consolidate
     from reviews.services.nodes import Finding, node_dismiss, node_record_many, node_resolve
-    from reviews.services.rounds import round_transition
-    from reviews.services.spaces import pull_request_upsert, round_start, space_get_or_create
+    from reviews.services.rounds import round_start, round_transition
+    from reviews.services.spaces import pull_request_upsert, space_get_or_create
     from reviews.services.verdicts import round_finalise
     from workspaces.models import Membership, Repository, Workspace
     from workspaces.services import workspace_create

@@ -67,13 +67,11 @@ from django.test import Client  # noqa: E402
 
 from reviews.domain.types import AxisName, AxisResult  # noqa: E402
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound  # noqa: E402
+from reviews.services.axes import axis_record  # noqa: E402
 from reviews.services.nodes import node_confirm, node_dismiss, node_record  # noqa: E402
-from reviews.services.spaces import (  # noqa: E402
-    pull_request_upsert,
-    round_start,
-    space_get_or_create,
-)
-from reviews.services.verdicts import axis_record, round_finalise  # noqa: E402
+from reviews.services.rounds import round_start  # noqa: E402
+from reviews.services.spaces import pull_request_upsert, space_get_or_create  # noqa: E402
+from reviews.services.verdicts import round_finalise  # noqa: E402
 from tests.fixtures import node_payload  # noqa: E402
 from workspaces.models import Membership, Repository  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402

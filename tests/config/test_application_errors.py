@@ -15,8 +15,8 @@ from reviews.services.flags import FlagError
 from reviews.services.nodes import DisagreementError, node_record
 from reviews.services.notes import TicketError
 from reviews.services.publish_plans import AlreadyPublished, PublishError
-from reviews.services.requests import ReviewQueuedError, ReviewRequestError
-from reviews.services.rounds import RoundConflict, RoundError
+from reviews.services.requests import ReviewRequestError
+from reviews.services.rounds import ReviewQueuedError, RoundConflict, RoundError
 from tests.fixtures import node_payload
 from workspaces.rules import ReadOnlyError, RuleError
 

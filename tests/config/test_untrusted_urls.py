@@ -7,8 +7,8 @@ import pytest
 from reviews.domain.types import AxisName
 from reviews.domain.types import AxisResult as Result
 from reviews.models import AxisResult
+from reviews.services.axes import axis_record
 from reviews.services.rounds import RoundError, axis_submit
-from reviews.services.verdicts import axis_record
 
 pytestmark = pytest.mark.django_db
 

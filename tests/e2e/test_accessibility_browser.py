@@ -77,9 +77,9 @@ def _seed(tmp_path_factory, fake_github) -> dict:
     from reviews.services.nodes import node_dismiss, node_record, node_resolve
     from reviews.services.notes import note_record
     from reviews.services.requests import review_request
+    from reviews.services.rounds import round_start
     from reviews.services.spaces import (
         pull_request_upsert,
-        round_start,
         space_get_or_create,
         space_status_refresh,
     )

@@ -20,9 +20,7 @@ from guardrails.services.checkpoint import NO_APPROVER
 from guardrails.services.execution import approval_execute
 from guardrails.services.policies import policy_update
 from reviews.services.publishing import publish_request
-from reviews.services.spaces import (
-    round_start,
-)
+from reviews.services.rounds import round_start
 from workspaces.rules import RuleError
 
 BASE = "".join(f"v{i} = {i}\n" for i in range(1, 31))

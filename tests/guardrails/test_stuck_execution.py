@@ -21,7 +21,8 @@ from guardrails.services.execution import approvals_settle_stuck
 from reviews.models import PublishRecord, ReviewRound
 from reviews.pipeline.sweeper import sweep_once
 from reviews.services.publishing import publish_request
-from reviews.services.spaces import round_start, space_status_refresh
+from reviews.services.rounds import round_start
+from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import round_finalise
 from workspaces.rules import RuleError
 

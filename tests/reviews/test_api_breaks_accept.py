@@ -18,8 +18,9 @@ from reviews.mcp import tools
 from reviews.mcp.server import build_server
 from reviews.models import AxisResult as AxisRow
 from reviews.models import Verdict, VerdictChange
+from reviews.services.axes import axis_record
 from reviews.services.spaces import space_status_refresh
-from reviews.services.verdicts import axis_record, round_finalise
+from reviews.services.verdicts import round_finalise
 from workspaces.services import api_token_create
 
 BREAKS = {

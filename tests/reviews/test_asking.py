@@ -20,7 +20,7 @@ from reviews.domain import asking as rules
 from reviews.domain.threads import Proposal, ProposalKind
 from reviews.domain.types import Priority, StreamKind
 from reviews.models import ModelCall, ReviewNode, ThreadMessage
-from reviews.services import asking, threads
+from reviews.services import asking, proposals, threads
 from reviews.services.nodes import node_dismiss
 from reviews.templatetags.review_extras import verdict_badge
 from tests.fakes.model_server import Fail, Script, answer, calls
@@ -221,7 +221,7 @@ def test_an_accepted_proposal_lowers_the_priority_and_the_verdict_follows_live(
         connected, _ = await comm.connect()
         assert connected
         await comm.receive_from(timeout=5)  # the page as it is
-        await database_sync_to_async(threads.proposal_decide)(
+        await database_sync_to_async(proposals.proposal_decide)(
             message=reply, accept=True, user=alice
         )
         seen = ""
@@ -244,7 +244,7 @@ def test_an_accepted_proposal_lowers_the_priority_and_the_verdict_follows_live(
     ).order_by("seq")
     assert [e.action for e in trail] == ["thread.proposal_accepted", "node.priority_lowered"]
     with pytest.raises(threads.ThreadRefused, match="already accepted"):
-        threads.proposal_decide(message=reply, accept=False, user=alice)
+        proposals.proposal_decide(message=reply, accept=False, user=alice)
 
 
 def test_a_withdrawal_dismisses_and_a_rejection_changes_nothing(finished, fake_model, alice):
@@ -261,10 +261,10 @@ def test_a_withdrawal_dismisses_and_a_rejection_changes_nothing(finished, fake_m
         body="Better fix.",
         proposal=Proposal(ProposalKind.REFINE_FIX, fix="Use cursor.execute(sql, [term])."),
     )
-    threads.proposal_decide(message=refine, accept=False, user=alice)
+    proposals.proposal_decide(message=refine, accept=False, user=alice)
     node.refresh_from_db()
     assert node.fix_prompt != "Use cursor.execute(sql, [term])."
-    threads.proposal_decide(message=withdraw, accept=True, user=alice)
+    proposals.proposal_decide(message=withdraw, accept=True, user=alice)
     node.refresh_from_db()
     assert node.status == "dismissed"
     assert AuditEvent.objects.filter(
@@ -429,7 +429,7 @@ def test_the_proposal_partial_asks_those_who_may_triage(finished, alice, member_
         )
         assert f"{node.stream.name} proposes to lower the priority to P3." in html
         assert ('value="accept"' in html) is buttons
-    decided = threads.proposal_decide(message=message, accept=False, user=alice)
+    decided = proposals.proposal_decide(message=message, accept=False, user=alice)
     # The thread's markup passes its loop variable `m`.
     html = _render(
         "thread_proposal", alice, m=decided, membership=None, workspace=node.space.workspace

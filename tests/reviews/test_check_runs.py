@@ -18,8 +18,8 @@ from guardrails.services.policies import policy_update
 from reviews.domain.round_states import RoundState
 from reviews.models import ReviewRound
 from reviews.services.nodes import node_dismiss, node_record
-from reviews.services.rounds import round_cancel, round_transition
-from reviews.services.spaces import pull_request_upsert, round_start, space_get_or_create
+from reviews.services.rounds import round_cancel, round_start, round_transition
+from reviews.services.spaces import pull_request_upsert, space_get_or_create
 from reviews.services.verdicts import round_finalise
 from reviews.tasks import check_run_sync_task
 from tests.fakes.github_server import FakeGitHub

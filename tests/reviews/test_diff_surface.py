@@ -272,7 +272,7 @@ def test_a_mark_survives_a_round_where_the_file_did_not_change_and_resets_where_
     _mark(client, workspace, review_round, "docs/README.md")
     # Round 2 (its files stored by prepare, where round 1 had only its diff): README edited
     # again, cart.py's change the same but further down (a rebase).
-    from reviews.services.spaces import round_start
+    from reviews.services.rounds import round_start
 
     second = round_start(space=review_round.space, head_sha="c" * 40, tier="thorough")
     moved = CART.replace("@@ -1,4 +1,5 @@", "@@ -11,4 +11,5 @@")

@@ -17,12 +17,8 @@ from reviews.selectors import node_view, review_page
 from reviews.services.consolidation import round_consolidate
 from reviews.services.nodes import disagreement_decide, node_record
 from reviews.services.publishing import publish_review
-from reviews.services.spaces import (
-    pull_request_upsert,
-    round_start,
-    space_get_or_create,
-    space_status_refresh,
-)
+from reviews.services.rounds import round_start
+from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh
 from reviews.services.verdicts import round_finalise
 from reviews.sources.sample_repo import BASE_FILES, FEATURE_FILES
 from tests.fixtures import node_payload, use_fake_github

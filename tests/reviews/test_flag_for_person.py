@@ -17,12 +17,8 @@ from reviews.pipeline.runner import run_inline
 from reviews.services.flags import space_flag_check, space_flag_clear
 from reviews.services.nodes import node_record, node_reopen, node_resolve
 from reviews.services.requests import review_request
-from reviews.services.spaces import (
-    pull_request_upsert,
-    round_start,
-    space_get_or_create,
-    space_status_refresh,
-)
+from reviews.services.rounds import round_start
+from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload, use_fake_github
 from workspaces.models import Repository

@@ -26,12 +26,8 @@ from reviews.services import threads
 from reviews.services.github_replies import answer_publish
 from reviews.services.nodes import node_confirm, node_record
 from reviews.services.publishing import publish_review
-from reviews.services.spaces import (
-    pull_request_upsert,
-    round_start,
-    space_get_or_create,
-    space_status_refresh,
-)
+from reviews.services.rounds import round_start
+from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh
 from reviews.services.verdicts import round_finalise
 from reviews.sources.github_auth import StaticToken
 from reviews.sources.github_client import GitHubClient, GitHubValidationError

@@ -21,7 +21,7 @@ from reviews.reports.json_export import review_json
 from reviews.selectors import node_view, review_page
 from reviews.services.publishing import publish_review
 from reviews.services.requests import review_request
-from reviews.services.spaces import round_start
+from reviews.services.rounds import round_start
 from reviews.sources.sample_repo import BASE_FILES, FEATURE_FILES
 from tests.fakes.model_server import good_findings, sample_finding
 from tests.fixtures import use_fake_github

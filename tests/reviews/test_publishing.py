@@ -12,12 +12,8 @@ from reviews.models import NodeConfirmation, PublishRecord, ReviewNode, ReviewRo
 from reviews.services.nodes import node_confirm, node_dismiss, node_record
 from reviews.services.publish_plans import PublishError
 from reviews.services.publishing import publish_review
-from reviews.services.spaces import (
-    pull_request_upsert,
-    round_start,
-    space_get_or_create,
-    space_status_refresh,
-)
+from reviews.services.rounds import round_start
+from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 from workspaces.models import Repository

@@ -10,8 +10,9 @@ from guardrails.models import AuditEvent
 from reviews.domain.finding_groups import CARDS_PER_GROUP
 from reviews.domain.types import AxisName, AxisResult
 from reviews.models import MemoryFact, ReviewNode
+from reviews.services.axes import axis_record
 from reviews.services.nodes import node_confirm, node_record
-from reviews.services.verdicts import axis_record, round_finalise
+from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -9,9 +9,9 @@ from django.db import connections
 
 from reviews.domain.space_status import ClosedReason
 from reviews.models import PullRequest, ReviewRound, ReviewSpace
+from reviews.services.rounds import round_start
 from reviews.services.spaces import (
     pull_request_upsert,
-    round_start,
     space_close,
     space_get_or_create,
     space_status_refresh,

@@ -177,7 +177,7 @@ def test_rerun_refuses_what_it_cannot_rerun(review_factory, alice, settings):
     round_transition(review_round, "failed", error="The prepare stage failed: boom")
     review_round.space.refresh_from_db()
     assert review_round.space.status == "failed"
-    from reviews.services.spaces import round_start
+    from reviews.services.rounds import round_start
 
     later = round_start(space=review_round.space, head_sha="c" * 40, tier="light")
     with pytest.raises(RoundError, match="not the newest round: round 2"):
@@ -244,7 +244,7 @@ def test_a_page_pinned_to_an_earlier_round_stays_on_it_live_and_acts_on_it(
 
     from config.asgi import application
     from reviews.services.nodes import node_record, node_resolve
-    from reviews.services.spaces import round_start
+    from reviews.services.rounds import round_start
     from tests.fixtures import node_payload
 
     first = review_factory(workspace)

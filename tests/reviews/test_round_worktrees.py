@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reviews.domain.space_status import ClosedReason
-from reviews.services.spaces import (
-    pull_request_upsert,
-    round_start,
-    space_close,
-    space_get_or_create,
-)
+from reviews.services.rounds import round_start
+from reviews.services.spaces import pull_request_upsert, space_close, space_get_or_create
 from reviews.services.worktrees import round_worktree
 from workspaces.models import Repository
 

@@ -12,9 +12,10 @@ from config.background import drain
 from guardrails.models import AuditEvent
 from reviews.domain.types import AxisName, AxisResult
 from reviews.models import ReviewerStream, ReviewNode, SarifUpload, Verdict, VerdictChange
+from reviews.services.axes import axis_record
 from reviews.services.sarif import sarif_process
 from reviews.services.spaces import space_status_refresh
-from reviews.services.verdicts import axis_record, round_finalise
+from reviews.services.verdicts import round_finalise
 from tests.reviews.sarif_uploads import upload_and_wait
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -277,7 +278,7 @@ def test_the_request_stores_the_log_and_a_worker_records_it(
 def test_a_round_superseded_before_the_worker_ran_fails_the_upload_and_says_why(
     finished, workspace, member_factory, client_for
 ):
-    from reviews.services.spaces import round_start
+    from reviews.services.rounds import round_start
 
     ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))
     response = ci.post(_url(workspace, finished), CODEQL, content_type="application/json")
@@ -299,7 +300,7 @@ def test_a_round_superseded_before_the_worker_ran_fails_the_upload_and_says_why(
 def test_an_upload_for_a_round_a_newer_one_superseded_is_refused(
     finished, workspace, member_factory, client_for
 ):
-    from reviews.services.spaces import round_start
+    from reviews.services.rounds import round_start
 
     round_start(space=finished.space, head_sha=finished.head_sha, tier="light")
     ci = client_for(member_factory(workspace, "reviewer", "ci@example.com"))

@@ -18,6 +18,7 @@ from reviews.domain.verdict import finalise
 from reviews.live.events import space_group
 from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, Verdict, VerdictChange
 from reviews.selectors import node_view
+from reviews.services.axes import axis_record
 from reviews.services.nodes import (
     node_confirm,
     node_confirm_by_person,
@@ -27,7 +28,7 @@ from reviews.services.nodes import (
     node_resolve,
 )
 from reviews.services.rounds import axis_submit, round_supply_request
-from reviews.services.verdicts import axis_record, round_finalise
+from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 
 
