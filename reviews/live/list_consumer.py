@@ -13,9 +13,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
 from django.template.loader import render_to_string
 
+from reviews.live.consumers import csrf_context
 from reviews.live.events import BATCH, list_group, space_group
 from reviews.models import ReviewSpace
 from reviews.selectors import spaces_for_list
+from reviews.services.publishing import PublishError
+from reviews.web.presenters import publish_preview_context
 from workspaces.live_access import LiveAccessMixin
 from workspaces.permissions import membership_get
 
@@ -119,10 +122,6 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _preview(self) -> str:
-        from reviews.live.consumers import csrf_context
-        from reviews.services.publishing import PublishError
-        from reviews.web.views import publish_preview_context
-
         try:
             context = publish_preview_context(self.membership, self.space)
         except PublishError:
