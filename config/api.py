@@ -81,7 +81,7 @@ from reviews.api.asking import router as asking_router  # noqa: E402
 from reviews.api.publishing import router as publishing_router  # noqa: E402
 from reviews.api.routes import router as reviews_router  # noqa: E402
 from reviews.api.threads import router as threads_router  # noqa: E402
-from workspaces.api import router as workspaces_router  # noqa: E402
+from workspaces.api.routes import router as workspaces_router  # noqa: E402
 
 api.add_router("/workspaces", workspaces_router)
 api.add_router("/workspaces", reviews_router)

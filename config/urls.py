@@ -5,7 +5,7 @@ from django.urls import include, path
 
 from config.api import api
 from reviews.web.webhooks import github_webhook
-from workspaces import views as workspace_views
+from workspaces.views import account
 
 handler500 = "config.errors.server_error"
 
@@ -20,11 +20,11 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
 
 
 urlpatterns = [
-    path("", workspace_views.home, name="home"),
+    path("", account.home, name="home"),
     path("healthz", healthz, name="healthz"),
     path("favicon.ico", favicon, name="favicon"),
     path("accounts/", include("allauth.urls")),
-    path("account/tokens/", workspace_views.tokens, name="tokens"),
+    path("account/tokens/", account.tokens, name="tokens"),
     path("api/v1/", api.urls),
     path("webhooks/github/", github_webhook, name="github_webhook"),
     path("admin/", admin.site.urls),

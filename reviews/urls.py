@@ -1,81 +1,98 @@
 from django.urls import path
 
-from reviews.web import github_replies, threads_ask, views
+from reviews.web import (
+    github_replies,
+    node_actions,
+    report_views,
+    review_pages,
+    round_actions,
+    threads_ask,
+)
 
 app_name = "reviews"
 
 urlpatterns = [
-    path("w/<slug:slug>/reviews/", views.review_list, name="list"),
-    path("w/<slug:slug>/reviews/<int:space_id>/", views.review_detail, name="detail"),
-    path("w/<slug:slug>/reviews/<int:space_id>/report.md", views.review_report, name="report"),
+    path("w/<slug:slug>/reviews/", review_pages.review_list, name="list"),
+    path("w/<slug:slug>/reviews/<int:space_id>/", review_pages.review_detail, name="detail"),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/report.md", report_views.review_report, name="report"
+    ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/report/",
-        views.review_report_page,
+        report_views.review_report_page,
         name="report_page",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/report.json",
-        views.review_report_json,
+        report_views.review_report_json,
         name="report_json",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/report.sarif",
-        views.review_report_sarif,
+        report_views.review_report_sarif,
         name="report_sarif",
     ),
-    path("w/<slug:slug>/reviews/<int:space_id>/flag/clear/", views.flag_clear, name="flag_clear"),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/flag/clear/",
+        round_actions.flag_clear,
+        name="flag_clear",
+    ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/rounds/<int:number>/api-breaks/accept/",
-        views.api_breaks_accept_view,
+        round_actions.api_breaks_accept_view,
         name="api_breaks_accept",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/nodes/<int:node_id>/",
-        views.node_action,
+        node_actions.node_action,
         name="node_action",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/disagreements/<int:node_id>/decide/",
-        views.disagreement_decide,
+        node_actions.disagreement_decide,
         name="disagreement_decide",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/cohorts/<str:key>/read/",
-        views.cohort_read,
+        node_actions.cohort_read,
         name="cohort_read",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/findings/",
-        views.findings_more,
+        review_pages.findings_more,
         name="findings_more",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/cohorts/<str:key>/previews/",
-        views.cohort_previews,
+        review_pages.cohort_previews,
         name="cohort_previews",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/files/viewed/",
-        views.file_viewed,
+        node_actions.file_viewed,
         name="file_viewed",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/threads/<str:key>/",
-        views.thread_post,
+        node_actions.thread_post,
         name="thread_post",
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/messages/<int:message_id>/edit/",
-        views.thread_edit,
+        node_actions.thread_edit,
         name="thread_edit",
     ),
-    path("w/<slug:slug>/reviews/<int:space_id>/request/", views.supply_request, name="request"),
-    path("w/<slug:slug>/reviews/<int:space_id>/cancel/", views.cancel_round, name="cancel"),
-    path("w/<slug:slug>/reviews/<int:space_id>/rerun/", views.rerun_round, name="rerun"),
-    path("w/<slug:slug>/reviews/<int:space_id>/publish/", views.publish, name="publish"),
+    path(
+        "w/<slug:slug>/reviews/<int:space_id>/request/",
+        round_actions.supply_request,
+        name="request",
+    ),
+    path("w/<slug:slug>/reviews/<int:space_id>/cancel/", round_actions.cancel_round, name="cancel"),
+    path("w/<slug:slug>/reviews/<int:space_id>/rerun/", round_actions.rerun_round, name="rerun"),
+    path("w/<slug:slug>/reviews/<int:space_id>/publish/", round_actions.publish, name="publish"),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/dismiss/",
-        views.ticket_dismiss,
+        round_actions.ticket_dismiss,
         name="ticket_dismiss",
     ),
     path(
@@ -85,7 +102,7 @@ urlpatterns = [
     ),
     path(
         "w/<slug:slug>/reviews/<int:space_id>/tickets/<int:ticket_id>/issue/",
-        views.ticket_issue,
+        round_actions.ticket_issue,
         name="ticket_issue",
     ),
     path(

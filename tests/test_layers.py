@@ -207,11 +207,11 @@ def test_the_contracts_hold_and_fail_on_an_import_hidden_in_a_function(
     planted = project_copy / "reviews" / "domain" / "verdict.py"
     planted.write_text(
         planted.read_text() + "\n\ndef _planted() -> object:\n"
-        "    from reviews.web import views\n\n    return views\n"
+        "    from reviews.web import review_pages\n\n    return review_pages\n"
     )
     broken = _lint_imports(project_copy)
     assert broken.returncode != 0
-    assert "reviews.domain.verdict -> reviews.web.views" in broken.stdout, broken.stdout
+    assert "reviews.domain.verdict -> reviews.web.review_pages" in broken.stdout, broken.stdout
 
 
 def test_the_architecture_page_draws_the_contracts() -> None:

@@ -1,47 +1,53 @@
 from django.urls import path
 
-from workspaces import views
+from workspaces.views import account, members, repositories, reviewers, workspace_settings
 
 app_name = "workspaces"
 
 urlpatterns = [
-    path("new/", views.workspace_create, name="create"),
-    path("invitations/<str:token>/", views.invitation_accept, name="invitation_accept"),
-    path("w/<slug:slug>/settings/", views.general, name="general"),
-    path("w/<slug:slug>/settings/prices/", views.prices, name="prices"),
-    path("w/<slug:slug>/spend/", views.spend, name="spend"),
-    path("w/<slug:slug>/settings/budgets/", views.budgets, name="budgets"),
-    path("w/<slug:slug>/settings/github-handle/", views.github_handle, name="github_handle"),
-    path("w/<slug:slug>/settings/members/", views.members, name="members"),
-    path("w/<slug:slug>/settings/members/<int:member_id>/", views.member_change, name="member"),
+    path("new/", account.workspace_create, name="create"),
+    path("invitations/<str:token>/", account.invitation_accept, name="invitation_accept"),
+    path("w/<slug:slug>/settings/", workspace_settings.general, name="general"),
+    path("w/<slug:slug>/settings/prices/", workspace_settings.prices, name="prices"),
+    path("w/<slug:slug>/spend/", workspace_settings.spend, name="spend"),
+    path("w/<slug:slug>/settings/budgets/", workspace_settings.budgets, name="budgets"),
+    path(
+        "w/<slug:slug>/settings/github-handle/",
+        workspace_settings.github_handle,
+        name="github_handle",
+    ),
+    path("w/<slug:slug>/settings/members/", members.members, name="members"),
+    path("w/<slug:slug>/settings/members/<int:member_id>/", members.member_change, name="member"),
     path(
         "w/<slug:slug>/settings/invitations/<int:invitation_id>/revoke/",
-        views.invitation_revoke,
+        members.invitation_revoke,
         name="invitation_revoke",
     ),
-    path("w/<slug:slug>/settings/reviewers/", views.reviewers, name="reviewers"),
-    path("w/<slug:slug>/settings/reviewers/new/", views.reviewer_edit, name="reviewer_new"),
-    path("w/<slug:slug>/settings/reviewers/<slug:key>/", views.reviewer_edit, name="reviewer"),
+    path("w/<slug:slug>/settings/reviewers/", reviewers.reviewers, name="reviewers"),
+    path("w/<slug:slug>/settings/reviewers/new/", reviewers.reviewer_edit, name="reviewer_new"),
+    path("w/<slug:slug>/settings/reviewers/<slug:key>/", reviewers.reviewer_edit, name="reviewer"),
     path(
         "w/<slug:slug>/settings/reviewers/<slug:key>/proposals/<int:proposal_id>/",
-        views.reviewer_proposal,
+        reviewers.reviewer_proposal,
         name="reviewer_proposal",
     ),
-    path("w/<slug:slug>/settings/repositories/", views.repositories, name="repositories"),
+    path("w/<slug:slug>/settings/repositories/", repositories.repositories, name="repositories"),
     path(
         "w/<slug:slug>/settings/repositories/<int:repo_id>/",
-        views.repository_change,
+        repositories.repository_change,
         name="repository",
     ),
     path(
         "w/<slug:slug>/settings/repositories/<int:repo_id>/disconnect/",
-        views.repository_disconnect,
+        repositories.repository_disconnect,
         name="repository_disconnect",
     ),
     path(
         "w/<slug:slug>/settings/repositories/<int:repo_id>/delete/",
-        views.repository_delete,
+        repositories.repository_delete,
         name="repository_delete",
     ),
-    path("w/<slug:slug>/deleted/<slug:kind>/<str:object_id>/", views.deleted, name="deleted"),
+    path(
+        "w/<slug:slug>/deleted/<slug:kind>/<str:object_id>/", repositories.deleted, name="deleted"
+    ),
 ]

@@ -36,6 +36,7 @@ from reviews.live.events import (
 )
 from reviews.models import CohortProgress, FileViewed, ReviewSpace
 from reviews.selectors import THREAD_SECTIONS, editable_message_ids
+from reviews.web.presenters import review_context
 from workspaces.live_access import LiveAccessMixin, csrf_context
 from workspaces.permissions import membership_get
 
@@ -151,8 +152,6 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> str:
-        from reviews.web.views import review_context
-
         self.space.refresh_from_db(fields=["status", "updated_at"])
         context = {
             # `focus`: the card of a finding beyond its group's first page is loaded too.

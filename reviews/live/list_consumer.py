@@ -16,7 +16,9 @@ from django.template.loader import render_to_string
 from reviews.live.events import BATCH, list_group, space_group
 from reviews.models import ReviewSpace
 from reviews.selectors import spaces_for_list
-from workspaces.live_access import LiveAccessMixin
+from reviews.services.publish_plans import PublishError
+from reviews.web.presenters import publish_preview_context
+from workspaces.live_access import LiveAccessMixin, csrf_context
 from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
@@ -119,10 +121,6 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _preview(self) -> str:
-        from reviews.services.publish_plans import PublishError
-        from reviews.web.views import publish_preview_context
-        from workspaces.live_access import csrf_context
-
         try:
             context = publish_preview_context(self.membership, self.space)
         except PublishError:

@@ -58,7 +58,7 @@ from typing import Any
 from reviews.domain import types as t
 from reviews.domain.round_states import state_label
 from reviews.domain.spend import Row, Spend, Totals
-from reviews.models import ThreadMessage
+from reviews.models import ReviewerStream, ReviewRound, ThreadMessage
 from reviews.selectors import (
     DeltaView,
     ReviewPage,
@@ -80,55 +80,15 @@ def review_sarif(page: ReviewPage) -> dict[str, Any]:
 
 
 def review_json(page: ReviewPage) -> dict[str, Any]:
-    space, pr, review_round = page.space, page.space.pull_request, page.round
-    verdict = None
-    if page.verdict is not None:
-        level = t.VerdictLevel(page.verdict.level)
-        verdict = {
-            "level": level.value,
-            "state": t.REVIEW_STATE_FOR_VERDICT[level].value,
-            "confidence": page.verdict.confidence,
-            "rule": page.verdict.rule,
-        }
+    space, review_round = page.space, page.round
     merged = _merged(page)
     return {
         "schema": SCHEMA,
-        "space": {
-            "id": space.pk,
-            "status": space.status,
-            "flagged_for_human": space.flagged_for_human,
-            "flag": {
-                "flagged_at": space.flagged_at.isoformat() if space.flagged_at else None,
-                "reason": space.flag_reason,
-            }
-            if space.flagged_for_human
-            else None,
-            "publication": _publication(review_round),
-        },
-        "pull_request": {
-            "repository": str(pr.repository),
-            "number": pr.number,
-            "base_ref": pr.base_ref,
-            "head_ref": pr.head_ref,
-            "base_sha": pr.base_sha,
-            "head_sha": pr.head_sha,
-            "title": pr.title,
-        },
-        "round": None
-        if review_round is None
-        else {
-            "number": review_round.number,
-            "tier": review_round.tier,
-            "state": review_round.state,
-            "stage": review_round.stage,
-            "error": review_round.error,
-            "state_label": state_label(review_round.state),
-            "head_sha": review_round.head_sha,
-            "rerun_of": _number_of(page, review_round.rerun_of_id),
-            "delta": _delta(page.delta_view),
-        },
+        "space": _space_json(page),
+        "pull_request": _pull_request_json(page),
+        "round": None if review_round is None else _round_json(page, review_round),
         "rounds": rounds_json(page),
-        "verdict": verdict,
+        "verdict": _verdict_json(page),
         "axes": [
             {
                 "axis": a.axis,
@@ -154,31 +114,87 @@ def review_json(page: ReviewPage) -> dict[str, Any]:
             }
             for d in page.disagreements
         ],
-        "streams": [
-            {
-                "name": s.name,
-                "agent": s.agent,
-                "kind": s.kind,
-                "state": s.state,
-                "accepted": s.accepted,
-                "rejected": s.rejected,
-                "tokens_in": s.tokens_in,
-                "tokens_out": s.tokens_out,
-                "attempts": s.attempts,
-                "refused_calls": s.refused_calls,
-                "redactions": s.redactions,
-                "error": s.error,
-                "coverage_note": s.coverage_note,
-                "closing": s.closing.model_dump(mode="json") if s.closing is not None else None,
-            }
-            for s in page.streams
-        ],
+        "streams": [_stream_json(s) for s in page.streams],
         # The round's statistics; the pipeline's control state (facts, done stages) has
         # columns of its own and is not part of the review.
         "stats": review_round.stats.to_json() if review_round else {},
         "notes": _notes(page),
         "spend": review_spend_json(page),
         "threads": threads_json(thread_rows(space=space, round_of=page)),
+    }
+
+
+def _space_json(page: ReviewPage) -> dict[str, Any]:
+    space = page.space
+    return {
+        "id": space.pk,
+        "status": space.status,
+        "flagged_for_human": space.flagged_for_human,
+        "flag": {
+            "flagged_at": space.flagged_at.isoformat() if space.flagged_at else None,
+            "reason": space.flag_reason,
+        }
+        if space.flagged_for_human
+        else None,
+        "publication": _publication(page.round),
+    }
+
+
+def _pull_request_json(page: ReviewPage) -> dict[str, Any]:
+    pr = page.space.pull_request
+    return {
+        "repository": str(pr.repository),
+        "number": pr.number,
+        "base_ref": pr.base_ref,
+        "head_ref": pr.head_ref,
+        "base_sha": pr.base_sha,
+        "head_sha": pr.head_sha,
+        "title": pr.title,
+    }
+
+
+def _round_json(page: ReviewPage, review_round: ReviewRound) -> dict[str, Any]:
+    return {
+        "number": review_round.number,
+        "tier": review_round.tier,
+        "state": review_round.state,
+        "stage": review_round.stage,
+        "error": review_round.error,
+        "state_label": state_label(review_round.state),
+        "head_sha": review_round.head_sha,
+        "rerun_of": _number_of(page, review_round.rerun_of_id),
+        "delta": _delta(page.delta_view),
+    }
+
+
+def _verdict_json(page: ReviewPage) -> dict[str, Any] | None:
+    if page.verdict is None:
+        return None
+    level = t.VerdictLevel(page.verdict.level)
+    return {
+        "level": level.value,
+        "state": t.REVIEW_STATE_FOR_VERDICT[level].value,
+        "confidence": page.verdict.confidence,
+        "rule": page.verdict.rule,
+    }
+
+
+def _stream_json(s: ReviewerStream) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "agent": s.agent,
+        "kind": s.kind,
+        "state": s.state,
+        "accepted": s.accepted,
+        "rejected": s.rejected,
+        "tokens_in": s.tokens_in,
+        "tokens_out": s.tokens_out,
+        "attempts": s.attempts,
+        "refused_calls": s.refused_calls,
+        "redactions": s.redactions,
+        "error": s.error,
+        "coverage_note": s.coverage_note,
+        "closing": s.closing.model_dump(mode="json") if s.closing is not None else None,
     }
 
 

@@ -102,66 +102,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
         return "# Review: not started\n"
     views = list(page.views.values())
     cost, review_cost = review_spend(page.space, page.round)
-    lines = []
-    disabled = list(page.round.stats.reviewers_disabled or [])
-    named = reviewer_labels({stream.agent for stream in page.streams})
-    # Each reviewer's precision over its most recent decisions by people, workspace-wide.
-    precision = {
-        r.reviewer: r.precision
-        for r in selectors.reviewer_precision(page.space.workspace_id, last=RECENT_DECISIONS)
-    }
-    for stream in page.streams:
-        if stream.kind == ReviewerStream.Kind.VERIFIER:
-            continue
-        if stream.state == ReviewerStream.State.SKIPPED and is_disabled(stream.error):
-            disabled.append(stream.name)
-            continue
-        dimensions = stream_dimensions(stream, page.round.facts)
-        spec = t.ReviewerSpec(
-            stream_dimension(stream),
-            with_security_check=len(dimensions) > 1 and t.Dimension.SECURITY in dimensions,
-        )
-        if waiting_for_request(stream):
-            lines.append(
-                ReviewerLine(
-                    spec,
-                    None,
-                    agent=named.get(stream.agent, stream.agent),
-                    waiting=True,
-                    precision=precision.get(stream.name),
-                )
-            )
-            continue
-        if stream.state == ReviewerStream.State.FAILED:
-            lines.append(
-                ReviewerLine(
-                    spec,
-                    None,
-                    failure=stream.error,
-                    agent=named.get(stream.agent, stream.agent),
-                    precision=precision.get(stream.name),
-                    turns=_turns(stream),
-                )
-            )
-            continue
-        own = [v for v in views if v.stream == stream.name]
-        level = node_verdict(own).level
-        closing = stream.closing
-        lines.append(
-            ReviewerLine(
-                spec,
-                t.REVIEW_STATE_FOR_VERDICT[level],
-                agent=named.get(stream.agent, stream.agent),
-                covered=[(c.area, c.reviewed_no_issue) for c in closing.covered]
-                if closing is not None
-                else (),
-                prose_only=stream.kind == ReviewerStream.Kind.MODEL
-                and stream.state == ReviewerStream.State.DONE
-                and (closing is None or not closing.structured),
-                precision=precision.get(stream.name),
-                turns=_turns(stream),
-            )
-        )
+    lines, disabled = _reviewer_lines(page, views)
     if page.verdict is not None:
         verdict = DomainVerdict(
             t.VerdictLevel(page.verdict.level), page.verdict.rule, page.verdict.confidence
@@ -192,29 +133,8 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
                     reviewer_notes_of.comments, _comment_subjects(page.streams), strict=True
                 )
             ],
-            tickets=[
-                ReportTicket(
-                    reviewer=tv.reviewer,
-                    title=tv.ticket.title,
-                    body=tv.ticket.body,
-                    status=tv.state.label,
-                    round_number=tv.round_number,
-                    issue_url=tv.ticket.issue_url,
-                    subject=f"note:{tv.ticket.stream_id}:{tv.ticket.note_index}",
-                )
-                for tv in reviewer_notes_of.tickets
-            ],
-            round=ReportRound(
-                number=page.round.number,
-                of=len(page.rounds),
-                head=page.round.head_sha,
-                state=state_label(page.round.state).lower(),
-                rerun_of=next(
-                    (r.number for r in page.rounds if r.pk == page.round.rerun_of_id), None
-                ),
-                delta=page.delta_view.summary,
-                gone=[f"{g.title} `{g.location}` ({g.priority})" for g in page.delta_view.gone],
-            ),
+            tickets=[_report_ticket(tv) for tv in reviewer_notes_of.tickets],
+            round=_report_round(page),
             requirements=requirements_check(page.streams, page.nodes),
             walkthrough=[
                 ReportStep(title=s.title, paths=s.paths, explanation=s.explanation)
@@ -225,15 +145,7 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
             disabled=disabled,
             unread=page.round.stats.unread_files or (),
             decisions=[
-                ReportDecision(
-                    status=node.status.replace("_", " ").capitalize(),
-                    priority=node.priority,
-                    title=node.title,
-                    location=_where(node),
-                    by=node.decided_by.email if node.decided_by else "a former member",
-                    reason=node.decision_reason,
-                    remembered=remembered_words(node),
-                )
+                _report_decision(node)
                 for node in page.nodes
                 if node.decided_at is not None and node.duplicate_of_id is None
             ],
@@ -255,6 +167,114 @@ def report_markdown(page: ReviewPage, *, discussion: bool = False) -> str:
                 if (label := page.delta_view.label(n.fingerprint))
             },
         )
+    )
+
+
+def _reviewer_lines(
+    page: ReviewPage, views: list[t.NodeView]
+) -> tuple[list[ReviewerLine], list[str]]:
+    """Each reviewer's line in the report, and the reviewers disabled for the round (by the
+    workspace, or skipped for it)."""
+    assert page.round is not None
+    lines = []
+    disabled = list(page.round.stats.reviewers_disabled or [])
+    named = reviewer_labels({stream.agent for stream in page.streams})
+    # Each reviewer's precision over its most recent decisions by people, workspace-wide.
+    precision = {
+        r.reviewer: r.precision
+        for r in selectors.reviewer_precision(page.space.workspace_id, last=RECENT_DECISIONS)
+    }
+    for stream in page.streams:
+        if stream.kind == ReviewerStream.Kind.VERIFIER:
+            continue
+        if stream.state == ReviewerStream.State.SKIPPED and is_disabled(stream.error):
+            disabled.append(stream.name)
+            continue
+        lines.append(_reviewer_line(page, stream, views, named, precision))
+    return lines, disabled
+
+
+def _reviewer_line(
+    page: ReviewPage,
+    stream: ReviewerStream,
+    views: list[t.NodeView],
+    named: dict[str, str],
+    precisions: dict,
+) -> ReviewerLine:
+    """One reviewer's line: waiting for the request, failed, or its verdict and coverage
+    (`named`: reviewers' labels by agent; `precisions`: their precision by stream name)."""
+    assert page.round is not None
+    agent = named.get(stream.agent, stream.agent)
+    precision = precisions.get(stream.name)
+    dimensions = stream_dimensions(stream, page.round.facts)
+    spec = t.ReviewerSpec(
+        stream_dimension(stream),
+        with_security_check=len(dimensions) > 1 and t.Dimension.SECURITY in dimensions,
+    )
+    if waiting_for_request(stream):
+        return ReviewerLine(spec, None, agent=agent, waiting=True, precision=precision)
+    if stream.state == ReviewerStream.State.FAILED:
+        return ReviewerLine(
+            spec,
+            None,
+            failure=stream.error,
+            agent=agent,
+            precision=precision,
+            turns=_turns(stream),
+        )
+    own = [v for v in views if v.stream == stream.name]
+    level = node_verdict(own).level
+    closing = stream.closing
+    return ReviewerLine(
+        spec,
+        t.REVIEW_STATE_FOR_VERDICT[level],
+        agent=agent,
+        covered=[(c.area, c.reviewed_no_issue) for c in closing.covered]
+        if closing is not None
+        else (),
+        prose_only=stream.kind == ReviewerStream.Kind.MODEL
+        and stream.state == ReviewerStream.State.DONE
+        and (closing is None or not closing.structured),
+        precision=precision,
+        turns=_turns(stream),
+    )
+
+
+def _report_ticket(tv: selectors.TicketView) -> ReportTicket:
+    return ReportTicket(
+        reviewer=tv.reviewer,
+        title=tv.ticket.title,
+        body=tv.ticket.body,
+        status=tv.state.label,
+        round_number=tv.round_number,
+        issue_url=tv.ticket.issue_url,
+        subject=f"note:{tv.ticket.stream_id}:{tv.ticket.note_index}",
+    )
+
+
+def _report_round(page: ReviewPage) -> ReportRound:
+    review_round = page.round
+    assert review_round is not None
+    return ReportRound(
+        number=review_round.number,
+        of=len(page.rounds),
+        head=review_round.head_sha,
+        state=state_label(review_round.state).lower(),
+        rerun_of=next((r.number for r in page.rounds if r.pk == review_round.rerun_of_id), None),
+        delta=page.delta_view.summary,
+        gone=[f"{g.title} `{g.location}` ({g.priority})" for g in page.delta_view.gone],
+    )
+
+
+def _report_decision(node: ReviewNode) -> ReportDecision:
+    return ReportDecision(
+        status=node.status.replace("_", " ").capitalize(),
+        priority=node.priority,
+        title=node.title,
+        location=_where(node),
+        by=node.decided_by.email if node.decided_by else "a former member",
+        reason=node.decision_reason,
+        remembered=remembered_words(node),
     )
 
 

@@ -11,7 +11,7 @@ from config.errors import errors_as_messages
 from reviews.models import ThreadMessage
 from reviews.selectors import space_get_for_user
 from reviews.services.github_replies import answer_publish, question_of
-from reviews.web.views import _checkpoint_message
+from reviews.web.shared import checkpoint_message
 from workspaces.models import Membership
 from workspaces.permissions import require
 from workspaces.rules import Perm
@@ -37,7 +37,7 @@ def answer_post(
             requester=request.user,
             http_request=request,
         )
-        _checkpoint_message(
+        checkpoint_message(
             request, result, asked="Posting the answer", done="Answer posted on GitHub."
         )
     return redirect(f"{page}#message-{answer.pk}")

@@ -207,10 +207,10 @@ def test_no_two_api_schemas_share_a_name():
 
     import guardrails.api
     import reviews.api.routes
-    import workspaces.api
+    import workspaces.api.schemas
 
     seen: dict[str, str] = {}
-    for module in (workspaces.api, reviews.api.routes, guardrails.api):
+    for module in (workspaces.api.schemas, reviews.api.routes, guardrails.api):
         for name, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, Schema) and cls.__module__ == module.__name__:
                 assert name not in seen, f"{name} in {module.__name__} and {seen[name]}"

@@ -184,7 +184,7 @@ def test_an_uncaught_refusal_is_the_refusal_page_with_its_status(
 
 # -- guard: no route converts an application error by hand -------------------------------------
 
-API_MODULES = ("reviews/api/routes.py", "guardrails/api.py", "workspaces/api.py")
+API_MODULES = ("reviews/api/routes.py", "guardrails/api.py", "workspaces/api/routes.py")
 
 
 def _by_hand(source: str) -> list[str]:

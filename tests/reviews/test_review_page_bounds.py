@@ -288,7 +288,7 @@ def test_the_live_sections_render_from_the_same_bounded_context(
     sends are the same bounded groups the page shows on reload."""
     from django.template.loader import render_to_string
 
-    from reviews.web.views import review_context
+    from reviews.web.presenters import review_context
 
     review_round = review_factory(workspace, tier="balanced")
     _seed(review_round, stream_factory, 4 * (CARDS_PER_GROUP + 1))

@@ -322,7 +322,7 @@ def test_a_dismissal_credited_from_an_earlier_decision_is_not_counted_again():
 
     from pydantic import TypeAdapter
 
-    from reviews.selectors import _credited
+    from reviews.selectors.precision import _credited
 
     decided = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
     stored = TypeAdapter(datetime).dump_python(decided, mode="json")
