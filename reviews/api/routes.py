@@ -47,8 +47,9 @@ from reviews.api.schemas import (
 from reviews.domain import consensus
 from reviews.domain import types as t
 from reviews.domain.space_status import SpaceStatus
-from reviews.models import ReviewerTicket, ReviewNode, SarifUpload
-from reviews.reports.json_export import review_json, review_sarif
+from reviews.domain.tickets import ticket_state
+from reviews.models import ReviewerTicket, ReviewNode, SarifUpload, Verdict
+from reviews.reports.json_export import review_json, review_sarif, rounds_json, spend_json
 from reviews.selectors import (
     disagreement_round,
     review_page,
@@ -59,9 +60,11 @@ from reviews.selectors import (
 )
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
+from reviews.services.api_breaks import api_breaks_accept
 from reviews.services.flags import space_flag_clear
 from reviews.services.requests import review_request
-from reviews.services.rounds import axis_submit, round_supply_request
+from reviews.services.rounds import axis_submit, round_cancel, round_rerun, round_supply_request
+from reviews.services.sarif import sarif_accept
 from workspaces.models import Repository
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm, ReadOnlyError, archived_message
@@ -211,14 +214,12 @@ def api_breaks_accept_api(request, slug: Slug, space_id: Id, number: Id, body: A
     apiContract axis found, with a reason: audited as `api.break_accepted`, the breaks stay
     listed as accepted, the axis warns and the verdict is decided again. 409 when the round
     has no break or is not the newest."""
-    from reviews.services.api_breaks import api_breaks_accept
 
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "accept an API break")
     review_round = _round_of(space, number)
     row = api_breaks_accept(
         review_round=review_round, user=request.user, reason=body.reason, request=request
     )
-    from reviews.models import Verdict
 
     level = Verdict.objects.filter(round=review_round).values_list("level", flat=True).first()
     return {
@@ -374,7 +375,6 @@ def submit_axis(
 
 
 def _ticket_out(ticket: ReviewerTicket) -> dict[str, Any]:
-    from reviews.domain.tickets import ticket_state
 
     request = ticket.approval_request
     state = ticket_state(
@@ -452,7 +452,6 @@ def ticket_issue(request, slug: Slug, space_id: Id, ticket_id: Id, body: TicketI
 def round_list(request, slug: Slug, space_id: Id):
     """Each round's number, state (and in words), head, tier, verdict, re-run/superseded links,
     times and delta summary: the review page's round switcher."""
-    from reviews.reports.json_export import rounds_json
 
     _, space = _space(request, slug, space_id)
     return rounds_json(review_page(space=space))
@@ -466,7 +465,6 @@ def round_list(request, slug: Slug, space_id: Id):
 def workspace_spend_get(request, slug: Slug):
     """Tokens (input, cached, output) and money where a price is set, over every review of
     the workspace; any member may read it."""
-    from reviews.reports.json_export import spend_json
 
     membership = membership_get(user=request.user, slug=slug)
     require(membership, Perm.VIEW, attempted="see the workspace's spend", request=request)
@@ -485,7 +483,6 @@ def round_rerun_api(request, slug: Slug, space_id: Id, number: Id):
     """Review a failed or cancelled round's head again as a new round (202, queued like a
     start). 409 when the round is not the newest or did not fail or get cancelled; 503 when the
     queue is down (the new round exists and starts once it is back)."""
-    from reviews.services.rounds import round_rerun
 
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "re-run reviews")
     review_round = _round_of(space, number)
@@ -503,7 +500,6 @@ def round_rerun_api(request, slug: Slug, space_id: Id, number: Id):
 def round_cancel_api(request, slug: Slug, space_id: Id, number: Id, confirm: Filter = ""):
     """Cancel a queued or running round. Irreversible, so it asks for `?confirm=yes`: without
     it nothing changes and the answer (409) says so. 409 too when the round already ended."""
-    from reviews.services.rounds import round_cancel
 
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "cancel reviews")
     review_round = _round_of(space, number)
@@ -565,8 +561,6 @@ def sarif_upload(request, slug: Slug, space_id: Id, number: Id, body: SarifLogIn
     round has not finished or once a newer round exists; 413 past the body cap or 5000
     results."""
     import json
-
-    from reviews.services.sarif import sarif_accept
 
     _, space = _space(request, slug, space_id, Perm.START_REVIEW, "upload SARIF")
     review_round = _round_of(space, number)

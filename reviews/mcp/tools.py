@@ -36,12 +36,15 @@ from reviews.mcp.answers import (
     ReviewSummary,
     Verdict,
 )
-from reviews.models import ReviewNode, ReviewRound, ReviewSpace
-from reviews.reports.json_export import review_json
+from reviews.models import ReviewNode, ReviewRound, ReviewSpace, ThreadMessage
+from reviews.models import Verdict as VerdictRow
+from reviews.reports.json_export import review_json, thread_message_json
 from reviews.reports.markdown import report_markdown
-from reviews.selectors import review_page, space_get_for_user
+from reviews.selectors import review_page, space_get_for_user, thread_rows
 from reviews.services import outside_agents, publishing
+from reviews.services.api_breaks import api_breaks_accept
 from reviews.services.requests import review_request
+from reviews.services.threads import message_post, thread_get
 from workspaces.models import Membership, Repository
 from workspaces.permissions import membership_get, require
 from workspaces.rules import Perm, ReadOnlyError, archived_message
@@ -380,8 +383,6 @@ def act_on_node(
 def accept_api_breaks(caller: Caller, space_id: int, reason: str) -> BreaksAccepted:
     """A person's token accepts the API breaks of the review's newest round (an agent's is
     refused by the service)."""
-    from reviews.models import Verdict
-    from reviews.services.api_breaks import api_breaks_accept
 
     _may(caller, Perm.TRIAGE_NODES, "accept an API break")
     space = _space(caller, space_id)
@@ -389,7 +390,7 @@ def accept_api_breaks(caller: Caller, space_id: int, reason: str) -> BreaksAccep
     if review_round is None:
         raise NotFound(f"Review {space.pk} has no round yet.")
     row = api_breaks_accept(review_round=review_round, user=caller.user, reason=reason)
-    verdict = Verdict.objects.filter(round=review_round).values_list("level", flat=True)
+    verdict = VerdictRow.objects.filter(round=review_round).values_list("level", flat=True)
     return BreaksAccepted(
         round=review_round.number,
         result=row.result,
@@ -460,14 +461,11 @@ def _message(data: dict[str, Any]) -> Message:
 
 
 def _thread(space: ReviewSpace, subject: str) -> Any:
-    from reviews.services.threads import thread_get
 
     return thread_get(space=space, key=subject)
 
 
 def list_thread(caller: Caller, space_id: int, subject: str = "") -> list[Message]:
-    from reviews.reports.json_export import thread_message_json
-    from reviews.selectors import thread_rows
 
     space = _space(caller, space_id)
     key = _thread(space, subject).key if subject else None
@@ -477,9 +475,6 @@ def list_thread(caller: Caller, space_id: int, subject: str = "") -> list[Messag
 def reply(
     caller: Caller, space_id: int, subject: str, body: str, in_reply_to: int | None = None
 ) -> Message:
-    from reviews.models import ThreadMessage
-    from reviews.reports.json_export import thread_message_json
-    from reviews.services.threads import message_post
 
     _may(caller, Perm.DISCUSS, "post in review threads")
     space = _space(caller, space_id)

@@ -55,10 +55,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from reviews import sarif as sarif_schema
 from reviews.domain import types as t
 from reviews.domain.round_states import state_label
+from reviews.domain.sarif import sarif_log
 from reviews.domain.spend import Row, Spend, Totals
-from reviews.models import ReviewerStream, ReviewRound, ThreadMessage
+from reviews.models import PublishRecord, ReviewerStream, ReviewRound, ThreadMessage
 from reviews.selectors import (
     DeltaView,
     ReviewPage,
@@ -73,8 +75,6 @@ SCHEMA = "quorum.review/v1"
 def review_sarif(page: ReviewPage) -> dict[str, Any]:
     """The shown round's findings as a SARIF 2.1.0 log (docs/sarif.md): the page's download,
     GET …/sarif and `manage.py review --format sarif`."""
-    from reviews import sarif as sarif_schema
-    from reviews.domain.sarif import sarif_log
 
     return sarif_log(review_json(page), schema_uri=sarif_schema.SCHEMA_URI)
 
@@ -237,7 +237,6 @@ def spend_json(spend: Spend, *, periods: bool = False) -> dict[str, Any]:
 
 
 def _publication(review_round: Any) -> dict[str, Any] | None:
-    from reviews.models import PublishRecord
 
     if review_round is None:
         return None

@@ -13,10 +13,18 @@ from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
 from config.safeurl import web_url_or_blank
+from guardrails.rules import Decision, Status
 from reviews.domain import wording
+from reviews.domain.consensus import confirmer_label
+from reviews.domain.file_tree import preview_anchor as anchor
+from reviews.domain.round_states import state_label
 from reviews.domain.round_stats import PreviewHunk
+from reviews.domain.space_status import SpaceStatus
+from reviews.domain.threads import Source
 from reviews.domain.types import VerdictLevel
 from reviews.reports import markdown as report_markdown
+from reviews.services.memory import remembered_note
+from reviews.sources.markdown_html import _split_url, markdown_html
 
 register = template.Library()
 
@@ -118,7 +126,6 @@ def hunk_rows(
 @register.filter
 def confirmer(identity: str) -> str:
     """`c.agent|confirmer`: who confirmed, in words ("a person", "agent claude-code", …)."""
-    from reviews.domain.consensus import confirmer_label
 
     return confirmer_label(identity)
 
@@ -126,7 +133,6 @@ def confirmer(identity: str) -> str:
 @register.filter
 def preview_anchor(cohort_key: str, path: str) -> str:
     """`cohort.key|preview_anchor:preview.path`: the id of a file's preview in a cohort."""
-    from reviews.domain.file_tree import preview_anchor as anchor
 
     return anchor(cohort_key, path)
 
@@ -150,7 +156,6 @@ def mermaid_safe(text: str) -> str:
 @register.filter
 def space_status_label(status: str) -> str:
     """`space.status|space_status_label`: the review's status in words ("Verdict ready")."""
-    from reviews.domain.space_status import SpaceStatus
 
     try:
         return SpaceStatus(status).label
@@ -170,7 +175,6 @@ def verdict_badge(level: str) -> str:
 @register.filter
 def round_state_label(state: str) -> str:
     """`round.state|round_state_label`: a round's state in words ("Queued" for pending)."""
-    from reviews.domain.round_states import state_label
 
     return state_label(state) if state else ""
 
@@ -189,7 +193,6 @@ _LINK = '<a href="{}" rel="noopener nofollow">{}</a>'
 
 def _linked(text: str) -> str:
     """`text` escaped, with each absolute http(s) URL in it a link (and nothing else)."""
-    from reviews.sources.markdown_html import _split_url
 
     out, position = [], 0
     for found in _BARE_URL.finditer(text):
@@ -223,7 +226,6 @@ def linked_lines(text: str) -> SafeString:
 @register.filter(is_safe=True)
 def markdown(text: str) -> SafeString:
     """`report|markdown`: markdown as safe HTML (raw HTML escaped, only http(s) links)."""
-    from reviews.sources.markdown_html import markdown_html
 
     return mark_safe(markdown_html(str(text or "")))  # noqa: S308 — markdown-it, html off
 
@@ -270,7 +272,6 @@ def until(moment) -> str:
 @register.filter
 def approval_status(status: str) -> str:
     """An approval request's status in words ("Waiting for approval")."""
-    from guardrails.rules import Status
 
     try:
         return Status(status).label
@@ -281,7 +282,6 @@ def approval_status(status: str) -> str:
 @register.filter
 def decision_done(decision: str) -> str:
     """An approver's decision as it reads once made ("approved", "denied")."""
-    from guardrails.rules import Decision
 
     try:
         return Decision(decision).done
@@ -310,7 +310,6 @@ def thread_dom(key: str) -> str:
 @register.filter
 def message_source(message) -> str:
     """Who wrote a thread message, in a word or two for its badge."""
-    from reviews.domain.threads import Source
 
     words = {Source.REVIEWER: "reviewer", Source.AGENT: "agent", Source.GITHUB: "from GitHub"}
     return words.get(message.source, "person")
@@ -322,7 +321,6 @@ def remembered(node) -> str:
     dismissed by … because … (where from)"; "" for any other finding."""
     if getattr(node.tags, "memory", None) is None:
         return ""
-    from reviews.services.memory import remembered_note
 
     by = node.decided_by.email if node.decided_by_id and node.decided_by else "a former member"
     return remembered_note(node, by=by)

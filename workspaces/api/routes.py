@@ -10,6 +10,7 @@ from ninja import Router, Schema, Status
 
 from config.api_types import Id, Limit, ReviewerKey, Slug, responses
 from reviews.domain.reviewer_precision import Precision
+from reviews.selectors import precision_drops, reviewer_precision
 from workspaces import services
 from workspaces.api.schemas import (
     BudgetsIn,
@@ -62,7 +63,6 @@ def _member(request, slug: str) -> Membership:
 
 def _reviewer_out(cfg: ReviewerConfig, drops: Collection[str] | None = None) -> dict:
     """`drops`: the workspace's reviewers whose precision dropped lately (read when None)."""
-    from reviews.selectors import precision_drops
 
     computed = ("calibration_stale", "api_key_set")
     out = {f: getattr(cfg, f) for f in ReviewerOut.model_fields if f not in computed}
@@ -169,7 +169,6 @@ def github_put(request, slug: Slug, body: GitHubIn):
 
 @router.get("/{slug}/reviewers", response=responses({200: list[ReviewerOut]}, 404, 422))
 def reviewer_list(request, slug: Slug):
-    from reviews.selectors import precision_drops
 
     workspace = _member(request, slug).workspace
     drops = precision_drops(workspace)  # read once for the list
@@ -188,7 +187,6 @@ def reviewer_precision_get(
 ):
     """Each reviewer's precision from people's decisions on its findings, per rule under it
     (docs/domain-rules.md#reviewer-precision): the settings page's figures."""
-    from reviews.selectors import reviewer_precision
 
     m = _member(request, slug)
     require(m, Perm.VIEW, attempted="read reviewer precision", request=request)

@@ -10,6 +10,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import errors_as_messages
+from reviews.services.github import github_app_mode, installation_repositories
+from reviews.sources.github_client import GitHubError
 from workspaces import services
 from workspaces.confirm import confirmation_page, confirmed
 from workspaces.forms import (
@@ -99,9 +101,6 @@ def _installable(ws) -> tuple[list[str], str]:
     now (asked of GitHub, so added and removed repositories show at once), less those
     connected. Returns (names, what went wrong asking)."""
     from django.core.exceptions import ImproperlyConfigured
-
-    from reviews.services.github import github_app_mode, installation_repositories
-    from reviews.sources.github_client import GitHubError
 
     if not github_app_mode():
         return [], ""

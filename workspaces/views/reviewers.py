@@ -12,7 +12,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import errors_as_messages
+from reviews.domain.reviewer_precision import MIN_CALIBRATION_DECISIONS, RECENT_DECISIONS
+from reviews.models import ReviewNode
 from reviews.pipeline.template import builtin_runs_in
+from reviews.selectors import precision_drops, reviewer_precision
 from workspaces import rules, services
 from workspaces.forms import (
     FewShotFormSet,
@@ -53,8 +56,6 @@ def _precision_context(request: HttpRequest, membership: Membership) -> dict:
     """Each reviewer's precision from people's decisions, per rule under it, over the
     workspace or the repository picked (`?repository=<id>`), as
     docs/domain-rules.md#reviewer-precision says."""
-    from reviews.domain.reviewer_precision import MIN_CALIBRATION_DECISIONS, RECENT_DECISIONS
-    from reviews.selectors import reviewer_precision
 
     repositories = list(membership.workspace.repositories.all())
     raw = request.GET.get("repository", "")
@@ -170,7 +171,6 @@ def _reviewer_page(
 
 def _precision_drop(membership: Membership, config: ReviewerConfig | None) -> Any:
     """(latest, earlier) precision when this reviewer's dropped lately, else None."""
-    from reviews.selectors import precision_drops
 
     return precision_drops(membership.workspace).get(config.key) if config else None
 
@@ -183,7 +183,6 @@ def _with_sources(
     proposals: list[tuple[FewShotProposal, FewShotProposalForm]],
 ) -> list[tuple[FewShotProposal, FewShotProposalForm, Any]]:
     """Each proposal with the finding it comes from (one query), for its link and title."""
-    from reviews.models import ReviewNode
 
     ids = [p.source_node_id for p, _ in proposals]
     nodes = ReviewNode.objects.only("pk", "space_id", "title", "priority").in_bulk(ids)

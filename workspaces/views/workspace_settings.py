@@ -12,6 +12,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from reviews.domain.report_figures import tokens_line
+from reviews.domain.spend import money
+from reviews.models import ModelCall, ModelPrice
+from reviews.selectors import workspace_spend
+from reviews.services.spend import model_price_delete, model_price_set
 from workspaces import rules, services
 from workspaces.forms import (
     BudgetForm,
@@ -79,7 +84,6 @@ def general(request: HtmxHttpRequest, membership: Membership) -> HttpResponse:
 
 
 def _prices_context(membership: Membership, **extra) -> dict:
-    from reviews.models import ModelCall, ModelPrice
 
     ws = membership.workspace
     prices = list(ModelPrice.objects.filter(workspace=ws))
@@ -124,7 +128,6 @@ def _general_ctx(membership: Membership, **extra) -> dict:
 @require_POST
 def prices(request: HttpRequest, membership: Membership) -> HttpResponse:
     """An admin sets (or removes) what a model costs per million tokens."""
-    from reviews.services.spend import model_price_delete, model_price_set
 
     require(membership, Perm.MANAGE_RULES, attempted="set model prices", request=request)
     ws = membership.workspace
@@ -160,9 +163,6 @@ def prices(request: HttpRequest, membership: Membership) -> HttpResponse:
 @require_http_methods(["GET"])
 def spend(request: HttpRequest, membership: Membership) -> HttpResponse:
     """What the workspace's model calls cost, per month, per day, per reviewer and per model."""
-    from reviews.domain.report_figures import tokens_line
-    from reviews.domain.spend import money
-    from reviews.selectors import workspace_spend
 
     data = workspace_spend(membership.workspace_id)
 
