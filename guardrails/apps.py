@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from guardrails.keys import warn_if_derived
+
 
 class GuardrailsConfig(AppConfig):
     name = "guardrails"
@@ -7,7 +9,6 @@ class GuardrailsConfig(AppConfig):
 
     def ready(self) -> None:
         from guardrails.actions import register
-        from guardrails.keys import warn_if_derived
         from guardrails.services.policies import POLICY_CHANGE
 
         warn_if_derived()

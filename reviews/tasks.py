@@ -8,12 +8,22 @@ import time
 
 from celery import shared_task
 
+from reviews.domain.asking import ASK_LEASE
+from reviews.models import ThreadMessage
+from reviews.pipeline.asking_runs import ask_reviewer
 from reviews.pipeline.tasks import (
     pipeline_advance_task,
     pipeline_recover_task,
     pipeline_step_task,
     requirements_rerun_task,
 )
+from reviews.services.asking import AskFailed, AskRefused
+from reviews.services.check_runs import check_run_sync
+from reviews.services.github_replies import AnswerRefused, answer_publish
+from reviews.services.sarif import sarif_process
+from reviews.services.thread_mentions import mentions_tell
+from reviews.services.threads import message_ask_claim, thread_get
+from reviews.sources.github_errors import GitHubError
 
 __all__ = [
     "check_run_sync_task",
@@ -46,7 +56,6 @@ def check_run_backoff(retries: int, retry_at: float | None, now: float) -> float
 @shared_task(name="reviews.sarif_process", acks_late=True)
 def sarif_process_task(upload_id: int) -> str:
     """Record an uploaded SARIF log on its round; a redelivery finds it done and does nothing."""
-    from reviews.services.sarif import sarif_process
 
     return sarif_process(upload_id=upload_id).state
 
@@ -56,8 +65,6 @@ def check_run_sync_task(self, round_id: int) -> str:
     """Make the round's GitHub check show the round as it is now. A 5xx, a lost answer or a
     rate limit is retried with backoff (the sync claims before creating, so a retry updates the
     run instead of creating a second); anything else GitHub refuses is logged and dropped."""
-    from reviews.services.check_runs import check_run_sync
-    from reviews.sources.github_errors import GitHubError
 
     attempt = self.request.retries or 0
     while True:
@@ -85,7 +92,6 @@ def check_run_sync_task(self, round_id: int) -> str:
 )
 def thread_mentions_task(message_id: int) -> int:
     """E-mail the members a thread message mentions (reviews/services/thread_mentions.py)."""
-    from reviews.services.thread_mentions import mentions_tell
 
     return mentions_tell(message_id)
 
@@ -95,10 +101,6 @@ def thread_ask_task(question_id: int) -> str:
     """The finding's reviewer answers a question of its thread (reviews/services/asking.py).
     Not retried: a model call costs tokens, and a failure is shown on the question, where a
     person can ask again."""
-    from reviews.domain.asking import ASK_LEASE
-    from reviews.models import ThreadMessage
-    from reviews.services.asking import AskFailed, AskRefused, ask_reviewer
-    from reviews.services.threads import message_ask_claim, thread_get
 
     question = (
         ThreadMessage.objects.select_related("space", "author").filter(pk=question_id).first()
@@ -123,7 +125,6 @@ def _answer_on_github(answer, question) -> str:
     """A question asked on GitHub: its answer goes back there through the checkpoint. Nobody
     here asked, so the app posts it only where the workspace's policy allows; otherwise the
     answer waits in the thread for a person to ask for it to be posted (and an approver)."""
-    from reviews.services.github_replies import AnswerRefused, answer_publish
 
     try:
         result = answer_publish(answer=answer, question=question, requester=None)

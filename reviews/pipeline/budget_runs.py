@@ -27,7 +27,9 @@ from reviews.domain.spend import CallRole
 from reviews.models import ModelCall, ReviewerStream, ReviewNode, ReviewRound, ReviewSpace
 from reviews.pipeline import round_reads
 from reviews.pipeline.prompting import finding_code, findings_prompt, shared_brief
+from reviews.selectors import node_view
 from reviews.services.spend import Spent
+from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import ChangedFile
 
 if TYPE_CHECKING:
@@ -437,8 +439,6 @@ def panel_within_budget(
     facts = review_round.facts
     if not plan.verify or facts is None or not facts.model_configured:
         return plan
-    from reviews.selectors import node_view
-    from reviews.services.worktrees import round_worktree
 
     root = round_worktree(review_round=review_round)
     by_id = {str(n.pk): n for n in nodes}

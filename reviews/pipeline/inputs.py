@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reviews.models import ReviewRound
+from reviews.services.github import github_client
 from reviews.services.worktrees import round_worktree
 from reviews.sources.git_local import LocalGitSource
 from reviews.sources.worktrees import UnsafePath, safe_join
@@ -18,7 +19,6 @@ def fetch_diff(review_round: ReviewRound) -> str:
     if repo.kind == repo.Kind.LOCAL:
         source = LocalGitSource(repo.local_path)
         return source.diff(review_round.base_sha or pr.base_ref, review_round.head_sha).text
-    from reviews.services.github import github_client
 
     if pr.number is None:
         raise ValueError(f"{pr} is on GitHub but has no pull request number")

@@ -3,13 +3,10 @@ narrowed retry, and what the run recorded."""
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-
-from django.conf import settings
 
 from reviews.agents.model_errors import ModelRunError
 from reviews.agents.model_run_types import (
@@ -18,7 +15,6 @@ from reviews.agents.model_run_types import (
     ReviewTools,
     RunOutcome,
     RunUsageSummary,
-    provider_name,
 )
 from reviews.agents.offline import ANALYZERS
 from reviews.agents.prompts import (
@@ -36,75 +32,22 @@ from reviews.domain.redaction import redact_text
 from reviews.domain.spend import CallRole
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewRound
+from reviews.pipeline import budget_runs
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.prompting import memory_hints, shared_brief
 from reviews.pipeline.tool_adapters import review_tools
+from reviews.services.model_calls import config_key, missing_key, runtime_model
 from reviews.services.round_files import round_changed_files
 from reviews.services.spend import Spent, model_calls_record
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
-from workspaces.model_choice import ModelChoice, is_server_endpoint, model_key_source
-from workspaces.models import ReviewerConfig, Workspace, reviewer_model, server_model
+from workspaces.models import ReviewerConfig, reviewer_model
 from workspaces.rules import base_agent_dimension
-from workspaces.sealing import UnsealError, unseal
 
 # Model calls one reviewer's run may make: reading a file or two, recording over two turns and
 # closing takes three to five; the last it may make is told so (reviews/agents/runtime.py).
 REVIEWER_TURNS = 8
-
-
-def runtime_model(
-    choice: ModelChoice | None, workspace: Workspace, *, budget: int
-) -> tuple[ModelConfig, str] | None:
-    """The runtime's settings for the chosen model, and its API key ("" when it has none:
-    _missing_key says why). The key is resolved here, before every call, never cached."""
-    provider = provider_name(choice.provider) if choice is not None else None
-    if choice is None or provider is None:
-        return None
-    return (
-        ModelConfig(
-            provider=provider,
-            model=choice.name,
-            base_url=choice.base_url or None,
-            timeout=float(workspace.call_timeout_seconds),
-            total_tokens_limit=budget,
-        ),
-        model_key(choice)[0],
-    )
-
-
-def model_key(choice: ModelChoice) -> tuple[str, str]:
-    """The key a call with `choice` may carry, and why it has none ("" when it has one).
-    The rule (workspaces/model_choice.py model_key_source) decides the source; the value is checked
-    too: whatever its source, the server's own key never leaves for another endpoint."""
-    server = server_model()
-    source = model_key_source(choice, server=server, allowed=settings.QUORUM_MODEL_KEY_VARIABLES)
-    if source.kind == "none":
-        return "", source.reason
-    if source.kind == "sealed":
-        try:
-            key = unseal(choice.sealed_key)
-        except UnsealError as exc:
-            return "", str(exc)
-    elif source.kind == "variable":
-        key = os.environ.get(source.variable, "")
-        if not key:
-            return "", (
-                f"the environment variable {source.variable}, which this reviewer's settings "
-                "name for its key, is not set on the server"
-            )
-    else:
-        key = settings.QUORUM_LLM_API_KEY
-        if not key:
-            return "", ""  # the server has none: the runtime reports it
-    server_key = settings.QUORUM_LLM_API_KEY
-    if server_key and key == server_key and not is_server_endpoint(choice, server):
-        return "", (
-            "the key this reviewer's settings lead to is the server's own key, which is only "
-            "sent to the server's own endpoint"
-        )
-    return key, ""
 
 
 def closing_answer(stream: ReviewerStream) -> Answer:
@@ -166,7 +109,6 @@ def spent_all(review_round: ReviewRound, calls: list[Spent]) -> None:
         partial(model_calls_record, review_round=review_round, calls=calls),
         what=f"{', '.join(c.name for c in calls)}: recording the spend",
     )
-    from reviews.pipeline import budget_runs
 
     budget_runs.ledger_spent(review_round, calls)  # the ledger the coordinator's move read
 
@@ -186,7 +128,6 @@ def round_model_answer(
     round's stats say so); a failed call raises ModelRunError for the caller to fall back.
     What it spent is in the round's ledger either way."""
     workspace = review_round.space.workspace
-    from reviews.pipeline import budget_runs
 
     if not budget_runs.shaped_calls_allowed(review_round):
         return None  # the budgets could not pay for it: the round's stats say so
@@ -214,19 +155,6 @@ def round_model_answer(
         raise
     spent(review_round, role=role, name=name, model=model, usage=outcome.usage)
     return outcome
-
-
-def _missing_key(choice: ModelChoice | None) -> str:
-    """Why a reviewer has no key, in the words its failed stream shows ("" if no reason of its
-    settings: the server has none, which the runtime reports)."""
-    if choice is None:
-        return ""
-    return model_key(choice)[1]
-
-
-def config_key(stream: ReviewerStream) -> str:
-    # A stream is named after its reviewer's config key; a follow-up after its dimension's.
-    return stream.name.removeprefix("followup-")
 
 
 def reviewer_profile(
@@ -313,7 +241,6 @@ def run_model_reviewer(
         stream_transition(stream, StreamState.SKIPPED, error=DISABLED_BY_WORKSPACE)
         return {"state": "disabled"}
     model_streams = max(_model_streams(review_round, stream), 1)
-    from reviews.pipeline import budget_runs
 
     resolved = runtime_model(
         reviewer_model(config),
@@ -332,7 +259,7 @@ def run_model_reviewer(
         )
         return {"state": "failed"}
     model, api_key = resolved
-    missing = _missing_key(reviewer_model(config)) if not api_key else ""
+    missing = missing_key(reviewer_model(config)) if not api_key else ""
     if missing:
         stream_transition(stream, StreamState.FAILED, error=missing)
         return {"state": "failed"}

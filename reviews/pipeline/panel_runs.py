@@ -24,8 +24,9 @@ from reviews.domain.spend import CallRole
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline import budget_runs
 from reviews.pipeline.faults import retry_db
-from reviews.pipeline.model_runs import runtime_model, spent_all
+from reviews.pipeline.model_runs import spent_all
 from reviews.pipeline.prompting import finding_code, findings_prompt
+from reviews.services.model_calls import runtime_model
 from reviews.services.nodes import node_panel_apply
 from reviews.services.spend import Spent
 from reviews.services.worktrees import round_worktree

@@ -27,6 +27,7 @@ from django.db import connections
 from django.db.models import Case, Exists, F, Field, JSONField, OuterRef, Q, TextField, Value, When
 from django.utils import timezone
 
+from config.background import QueueUnavailable, enqueue
 from reviews.domain.step_states import StepState, sources_of
 from reviews.live.events import emit
 from reviews.models import PipelineStep, ReviewRound
@@ -46,7 +47,6 @@ TERMINAL_STEP_STATES = (PipelineStep.State.DONE, PipelineStep.State.FAILED)
 def queue_dispatch(kind: str, object_id: int) -> None:
     """Queue work after commit: Celery in the full stack, a server thread when embedded.
     Raises QueueUnavailable when the broker is down."""
-    from config.background import enqueue
 
     enqueue("reviews.pipeline_advance" if kind == "advance" else "reviews.pipeline_step", object_id)
 
@@ -54,7 +54,6 @@ def queue_dispatch(kind: str, object_id: int) -> None:
 def celery_dispatch(kind: str, object_id: int) -> None:
     """`queue_dispatch` for work already recorded in rows: if the broker is down, the rows stay
     as they are and the sweeper queues them again once it is back."""
-    from config.background import QueueUnavailable
 
     try:
         queue_dispatch(kind, object_id)

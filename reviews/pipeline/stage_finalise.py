@@ -16,6 +16,7 @@ from reviews.selectors import node_view
 from reviews.services import codeindex
 from reviews.services.axes import AxisRow, axes_record, token_axes
 from reviews.services.flags import space_flag_check
+from reviews.services.rounds import round_transition
 from reviews.services.verdicts import round_finalise
 
 
@@ -95,7 +96,6 @@ def finalise(review_round: ReviewRound) -> None:
         ),
     )
     budget_runs.record_spend(review_round, ledger)
-    from reviews.services.rounds import round_transition
 
     with transaction.atomic():
         # Finished only from running (reviews/domain/round_states.py): a round superseded by a

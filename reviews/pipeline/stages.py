@@ -22,13 +22,13 @@ from reviews.pipeline.stage_prepare import changed_files, prepare
 from reviews.selectors import node_view
 from reviews.services.axes import token_axes_record
 from reviews.services.consolidation import round_consolidate, round_route_notes, walkthrough
+from reviews.services.rounds import round_transition
 from reviews.services.streams import stream_transition
 
 __all__ = ["changed_files", "token_axes_record"]
 
 
 def round_fail(review_round: ReviewRound, message: str) -> None:
-    from reviews.services.rounds import round_transition
 
     # Only an open round fails: a superseded or cancelled one keeps the state that ended it
     # (round_transition tells the page).

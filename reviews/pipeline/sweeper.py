@@ -22,8 +22,11 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
+from guardrails.services.execution import approvals_resume, approvals_settle_stuck
 from reviews.models import PipelineSweep
 from reviews.pipeline.faults import reset_connection
+from reviews.pipeline.runner import recover
+from reviews.services.sarif import sarif_uploads_resume
 
 log = logging.getLogger(__name__)
 TURN = "pipeline"
@@ -42,7 +45,6 @@ def take_turn(interval: float, *, force: bool = False) -> bool:
 
 def sweep_once(*, force: bool = False, interval: float | None = None) -> int | None:
     """One tick: the number of rounds handed back, or None if it was not this process's turn."""
-    from reviews.pipeline.runner import recover
 
     interval = settings.QUORUM_SWEEP_SECONDS if interval is None else interval
     if not take_turn(interval, force=force):
@@ -50,13 +52,11 @@ def sweep_once(*, force: bool = False, interval: float | None = None) -> int | N
     dispatched = recover()
     PipelineSweep.objects.filter(name=TURN).update(last_dispatched=dispatched)
     # Approved publish requests whose execution message was lost (e.g. Redis was down).
-    from guardrails.services.execution import approvals_resume, approvals_settle_stuck
 
     approvals_resume()
     # Approved requests whose worker died during the call: looked up after their lease.
     approvals_settle_stuck()
     # SARIF uploads whose message was lost or whose worker died while recording them.
-    from reviews.services.sarif import sarif_uploads_resume
 
     sarif_uploads_resume(older_than=interval)
     if dispatched:

@@ -5,24 +5,27 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
+from reviews.models import ReviewerStream
+from reviews.pipeline.reviewer_runs import run_stream
+from reviews.pipeline.runner import advance_surviving, recover, run_step_surviving
+from reviews.pipeline.sweeper import start_sweeper, stop_sweeper
+from reviews.services.verdicts import round_finalise
+
 
 @shared_task(name="reviews.pipeline_advance", acks_late=True)
 def pipeline_advance_task(round_id: int) -> None:
-    from reviews.pipeline.runner import advance_surviving
 
     advance_surviving(round_id)
 
 
 @shared_task(name="reviews.pipeline_step", acks_late=True)
 def pipeline_step_task(step_id: int) -> None:
-    from reviews.pipeline.runner import run_step_surviving
 
     run_step_surviving(step_id)
 
 
 @shared_task(name="reviews.pipeline_recover")
 def pipeline_recover_task() -> int:
-    from reviews.pipeline.runner import recover
 
     return recover()
 
@@ -31,14 +34,12 @@ def pipeline_recover_task() -> int:
 def _sweep_while_running(sender=None, **kwargs) -> None:
     # Sweeps at once (what a killed worker left) and then every QUORUM_SWEEP_SECONDS (what a
     # lost message, a broker restart or a database blip left). Runs in the worker's main process.
-    from reviews.pipeline.sweeper import start_sweeper
 
     start_sweeper()
 
 
 @worker_shutdown.connect
 def _stop_sweeping(sender=None, **kwargs) -> None:
-    from reviews.pipeline.sweeper import stop_sweeper
 
     stop_sweeper()
 
@@ -48,10 +49,6 @@ def requirements_rerun_task(stream_id: int, actor_id: int | None = None) -> None
     """Re-run only the requirements reviewer once its request arrived, then decide again
     (the change is recorded as the doing of the person who supplied the request)."""
     from django.contrib.auth import get_user_model
-
-    from reviews.models import ReviewerStream
-    from reviews.pipeline.reviewer_runs import run_stream
-    from reviews.services.verdicts import round_finalise
 
     stream = ReviewerStream.objects.select_related("round").get(pk=stream_id)
     run_stream(stream)

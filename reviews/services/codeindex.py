@@ -38,6 +38,7 @@ from reviews.services.round_files import round_changed_files
 from reviews.services.worktrees import round_remote_merge_base
 from reviews.sources.diffs import parse_unified_diff
 from reviews.sources.git_local import GitError, LocalGitSource
+from reviews.sources.gitcmd import run_git
 from reviews.sources.github_errors import GitHubError
 from workspaces.models import Repository
 
@@ -134,7 +135,6 @@ def cohorts_json(cohorts: tuple[Cohort, ...]) -> list[dict[str, Any]]:
 def last_release(source: LocalGitSource, commit: str) -> str:
     """The newest tag reachable from `commit`, read offline from the repository; "" when it
     has none (then nothing is known about releases and every name counts as released)."""
-    from reviews.sources.gitcmd import run_git
 
     try:
         found = run_git(["describe", "--tags", "--abbrev=0", commit], cwd=source.repo_path)

@@ -22,6 +22,7 @@ from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews.domain import consensus, decisions
+from reviews.domain.disagreements import find_disagreements, settle
 from reviews.domain.fingerprints import node_fingerprint
 from reviews.domain.node_tags import NodeTags
 from reviews.domain.nodes import (
@@ -32,12 +33,14 @@ from reviews.domain.nodes import (
     node_view_from_payload,
     parse_node_payload,
 )
+from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 from reviews.domain.redaction import redact_text
-from reviews.domain.threads import Proposal, ProposalKind, proposal_problem
-from reviews.domain.types import NodeStatus, Priority
+from reviews.domain.threads import Proposal, ProposalKind, Subject, proposal_problem
+from reviews.domain.types import NodeStatus, Priority, severity_for_priority
 from reviews.live.events import emit
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode, Verdict
 from reviews.selectors import node_view
+from reviews.services.threads import Thread, message_post_reviewer
 from reviews.services.verdicts import verdict_follow
 from workspaces.models import Membership
 from workspaces.rules import Perm, Role, agent_role, role_allows
@@ -601,7 +604,6 @@ def node_panel_apply(
     locked and read in one (with whether their round has a verdict to follow), their
     confirmations in one, every lens's row goes in one, the nodes whose status moves in one
     (`nodes_transition`), the others in one, and the round's verdict follows once."""
-    from reviews.domain.panel import LensVerdict, PanelStatus, panel_outcome
 
     outcomes: dict[int, Any] = {}
     with transaction.atomic():
@@ -728,7 +730,6 @@ def node_apply_proposal(
     audits the decision): a lower priority, a withdrawal (the ordinary dismissal, with its
     suppression hint) or a new suggested change. Each is audited as the node's own change, and
     the verdict follows a priority or status change."""
-    from reviews.domain.types import Priority, severity_for_priority
 
     _refuse_duplicate(node)
     if proposal.kind is ProposalKind.WITHDRAW:
@@ -810,7 +811,6 @@ def disagreement_decide(
     findings are dismissed with the reason (the ordinary dismissal: audited, remembered as a
     suppression). Either way the decision is audited and the verdict decided again. Returns the
     nodes changed."""
-    from reviews.domain.disagreements import find_disagreements, settle
 
     if decision not in DISAGREEMENT_DECISIONS:
         raise DisagreementError(f"Unknown decision {decision!r}.")
@@ -936,8 +936,6 @@ def _fold_notes(
 ) -> None:
     """Each folded finding's words, as its reviewer wrote them, in the kept finding's thread:
     the finding no longer has a card of its own, its text is not lost."""
-    from reviews.domain.threads import Subject
-    from reviews.services.threads import Thread, message_post_reviewer
 
     thread = Thread(space=kept.space, subject=Subject.node(kept.pk), node=kept, stream=None)
     who = user.email or user.get_username()

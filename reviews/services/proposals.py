@@ -11,8 +11,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import threads as rules
 from reviews.models import ThreadMessage
+from reviews.services.nodes import node_apply_proposal
 from reviews.services.threads import ThreadRefused, emit_thread, message_proposal
 
 
@@ -22,8 +24,6 @@ def proposal_decide(
     """A person accepts or rejects a reviewer's proposal about its own finding, once. Accepted,
     the finding changes through the node service (its own audit event; the verdict follows);
     either way the decision is audited as the thread's. The caller has checked the role."""
-    from guardrails.audit import Actor, Target, audit_record
-    from reviews.services.nodes import node_apply_proposal
 
     with transaction.atomic():
         locked = (

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.application_errors import ApplicationError, ErrorCode
+from config.background import QueueUnavailable, enqueue
 from config.safeurl import web_url_problem
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import types as t
@@ -23,6 +24,7 @@ from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
 from reviews.services.axes import axis_record
 from reviews.services.check_runs import check_run_enqueue
+from reviews.services.dispatch import round_enqueue
 from reviews.services.spaces import space_lock_for_move, space_reopen, space_status_refresh
 from reviews.services.streams import stream_transition
 from reviews.services.verdicts import verdict_follow
@@ -138,8 +140,6 @@ def round_rerun(*, review_round: ReviewRound, actor: Any, request: Any = None) -
     one) and queue it the way the start button does. Raises RoundError when the round is not
     the newest or did not fail or get cancelled; ReviewQueuedError when the queue is down (the
     round exists and starts once it is back)."""
-    from config.background import QueueUnavailable
-    from reviews.services.dispatch import round_enqueue
 
     repository = review_round.space.pull_request.repository
     if repository.archived_at is not None:
@@ -209,8 +209,6 @@ def round_supply_request(
             request=request,
         )
     if stream is not None:
-        from config.background import enqueue
-
         enqueue("reviews.requirements_rerun", stream.pk, actor_id=getattr(actor, "pk", None))
     return stream
 

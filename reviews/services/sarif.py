@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.application_errors import ApplicationError, ErrorCode
+from config.background import QueueUnavailable, submit_now
 from guardrails.audit import Actor as AuditActor
 from guardrails.audit import Target, audit_record
 from reviews import sarif as schema
@@ -194,7 +195,6 @@ def sarif_accept(
 
 
 def _queue(upload_id: int) -> None:
-    from config.background import QueueUnavailable, submit_now
 
     # Stored and still queued if the broker is down: the sweeper queues it once it is back.
     with suppress(QueueUnavailable):

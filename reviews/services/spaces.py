@@ -11,6 +11,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from guardrails.models import ApprovalRequest
 from reviews.domain.space_status import (
     ClosedReason,
     SpaceFacts,
@@ -19,7 +20,7 @@ from reviews.domain.space_status import (
     space_status,
 )
 from reviews.live.events import emit
-from reviews.models import PullRequest, ReviewRound, ReviewSpace
+from reviews.models import PublishRecord, PullRequest, ReviewRound, ReviewSpace
 from reviews.services.worktrees import worktrees_release_after_commit
 from workspaces.models import Repository
 
@@ -88,7 +89,6 @@ def publish_requests_open(space_id: Any, round_number: Any) -> QuerySet:
     or outer references). One for an older round never holds the newest one back: it cannot
     post any more (its round is not current), even while stuck executing until the sweeper
     settles it."""
-    from guardrails.models import ApprovalRequest
 
     return (
         ApprovalRequest.objects.filter(
@@ -103,7 +103,6 @@ def publish_requests_open(space_id: Any, round_number: Any) -> QuerySet:
 
 
 def space_facts(space: ReviewSpace) -> SpaceFacts:
-    from reviews.models import PublishRecord
 
     # The newest round's id, number and state only (not its diff).
     newest = space.rounds.order_by("-number").values_list("pk", "number", "state").first()
@@ -129,7 +128,6 @@ def space_lock_for_move(
     written (under this lock no other round of the space moves): one statement where the
     lock and `space_facts` take two to four. The facts are None when a fact it did not read
     matters (the newest round is another, ended one): `space_facts` reads them then."""
-    from reviews.models import PublishRecord
 
     newest = ReviewRound.objects.filter(space=OuterRef("pk")).order_by("-number")
     rows = (

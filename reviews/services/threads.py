@@ -18,6 +18,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from config.application_errors import ApplicationError, ErrorCode
+from config.background import QueueUnavailable, submit_now
 from reviews.domain import threads as rules
 from reviews.domain.types import Priority
 from reviews.live.events import emit
@@ -254,7 +255,6 @@ def _tell_mentioned(message: ThreadMessage) -> None:
         return
 
     def queue() -> None:
-        from config.background import QueueUnavailable, submit_now
 
         try:
             submit_now("reviews.thread_mentions", message.pk)

@@ -22,7 +22,7 @@ from reviews.models import PullRequest, ReviewRound, ReviewSpace, WebhookDeliver
 from reviews.services.dispatch import round_enqueue
 from reviews.services.github_replies import comment_receive
 from reviews.services.github_tenancy import tenant_repositories
-from reviews.services.rounds import round_start
+from reviews.services.rounds import RoundError, round_cancel, round_start
 from reviews.services.spaces import (
     pull_request_upsert,
     space_close,
@@ -40,6 +40,7 @@ from reviews.sources.webhooks import (
     parse_pull_request_event,
 )
 from workspaces.models import GitHubInstallation, Repository
+from workspaces.services import installation_unbind, repository_archive
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,6 @@ def _pull_request_closed(
 ) -> str:
     """Merged or closed: each review of the pull request is completed; a round still running
     is cancelled (its head will never be merged as reviewed)."""
-    from reviews.services.rounds import RoundError, round_cancel
 
     reason = ClosedReason.MERGED if parsed.merged else ClosedReason.CLOSED
     completed = 0
@@ -228,7 +228,6 @@ def installation_receive(event: InstallationEvent) -> str:
     their webhooks are ignored. Added repositories are not connected: an admin connects them
     (the connect form checks the installation on GitHub, so it accepts them now). A deleted
     installation is unbound, so its webhooks no longer reach the workspace."""
-    from workspaces.services import installation_unbind, repository_archive
 
     binding = (
         GitHubInstallation.objects.select_related("workspace")

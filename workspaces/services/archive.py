@@ -9,6 +9,9 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from guardrails.audit import Actor, Target, audit_record
+from guardrails.services.approvals import approvals_cancel_for
+from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, ReviewSpace
+from reviews.services.rounds import RoundError, round_cancel
 from workspaces import rules
 from workspaces.models import (
     Membership,
@@ -20,7 +23,6 @@ from workspaces.rules import Perm, RuleError
 
 def repository_footprint(repository: Repository) -> dict[str, int]:
     """What a repository's reviews hold: what disconnecting keeps and deleting removes."""
-    from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, ReviewSpace
 
     nodes = ReviewNode.objects.filter(space__pull_request__repository=repository)
     return {
@@ -39,8 +41,6 @@ def repository_archive(*, repository: Repository, actor: Any, request: Any = Non
     """Disconnect: the repository leaves every new-review path, its reviews stay, read-only,
     and connecting the same repository again restores it. Open rounds are cancelled, so
     nothing keeps writing to a review nobody can act on. Returns what was kept."""
-    from reviews.models import ReviewRound
-    from reviews.services.rounds import RoundError, round_cancel
 
     with transaction.atomic():
         repo = Repository.objects.select_for_update().get(pk=repository.pk)
@@ -122,7 +122,6 @@ def repository_purge(
     """Delete a disconnected repository with every review of it, for good (owners only, the
     name typed). Tombstones keep what each deleted review was, so links to it explain instead
     of failing; the audit event records the counts. Returns what was deleted."""
-    from reviews.models import ReviewSpace
 
     if not rules.role_allows(actor.role, Perm.DELETE_REVIEWS):
         raise RuleError("Only an owner can delete a repository's reviews for good.")
@@ -168,7 +167,6 @@ def repository_purge(
         for stone in stones:
             Tombstone.objects.filter(kind=stone.kind, object_id=stone.object_id).delete()
         Tombstone.objects.bulk_create(stones)
-        from guardrails.services.approvals import approvals_cancel_for
 
         cancelled = approvals_cancel_for(
             workspace=repo.workspace,

@@ -21,8 +21,13 @@ from django.utils import timezone
 from config.application_errors import ApplicationError, ErrorCode
 from guardrails.audit import Actor, Target, audit_record
 from reviews.domain import few_shots as fs
+from reviews.domain.consensus import PERSON_PREFIX
 from reviews.domain.redaction import redact_diff, redact_prose, redact_text
 from reviews.domain.types import NodeStatus
+from reviews.models import NodeConfirmation, ReviewNode, ReviewRound
+from reviews.services.worktrees import worktree_manager
+from reviews.sources.diffs import DiffParseError, parse_unified_diff
+from reviews.sources.worktrees import UnsafePath, safe_join
 from workspaces import rules
 from workspaces.models import FewShotProposal, ReviewerConfig
 from workspaces.rules import RuleError
@@ -81,7 +86,6 @@ class _Code:
     def _diff(self, round_id: int) -> dict[tuple[str, str], list[tuple[int, str]]]:
         if round_id in self._diffs:
             return self._diffs[round_id]
-        from reviews.sources.diffs import DiffParseError, parse_unified_diff
 
         found: dict[tuple[str, str], list[tuple[int, str]]] = {}
         source = self._sources.get(round_id)
@@ -110,8 +114,6 @@ class _Code:
         key = (round_id, path)
         if key in self._files:
             return self._files[key]
-        from reviews.services.worktrees import worktree_manager
-        from reviews.sources.worktrees import UnsafePath, safe_join
 
         lines: dict[int, str] = {}
         source = self._sources.get(round_id)
@@ -164,8 +166,6 @@ def _outcome(node: Any, config: ReviewerConfig) -> tuple[fs.Outcome, str, dateti
 def _decided_findings(config: ReviewerConfig, *, extra_ids: Iterable[int] = ()) -> list[Any]:
     """The reviewer's most recent findings a person decided (WINDOW), and the findings
     `extra_ids` whatever their age, each annotated with its latest person's confirmation."""
-    from reviews.domain.consensus import PERSON_PREFIX
-    from reviews.models import NodeConfirmation, ReviewNode
 
     by_person = NodeConfirmation.objects.filter(
         node=OuterRef("pk"), agent__startswith=PERSON_PREFIX
@@ -229,7 +229,6 @@ def _decided(
 
 def _own_duplicates(config: ReviewerConfig, nodes: list[Any]) -> dict[int, Any]:
     """For each finding the reviewer is only credited with, its own finding merged into it."""
-    from reviews.models import ReviewNode
 
     names = _stream_names(config)
     credited = [n.pk for n in nodes if n.stream.name not in names]
@@ -287,7 +286,6 @@ def _propose(
     proposals: list[FewShotProposal],
     withdrawn: set[int],
 ) -> None:
-    from reviews.models import ReviewRound
 
     rounds = ReviewRound.objects.filter(pk__in={n.round_id for n in nodes}).values_list(
         "pk", "diff", "space_id", "number"

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import transaction
 
 from guardrails.audit import Actor, Target, audit_record
+from reviews.services.github import github_app_mode, github_configured, repository_installation
+from reviews.sources.github_client import GitHubError
 from workspaces import rules
 from workspaces.models import (
     Repository,
@@ -59,12 +61,6 @@ def check_github_access(workspace: Workspace, full_name: str) -> None:
     """Refuse unless `workspace` can prove access to `full_name`: with a GitHub App, the
     repository's installation is bound to this workspace; with a server-wide token, a server
     operator granted the repository to this workspace."""
-    from reviews.services.github import (
-        github_app_mode,
-        github_configured,
-        repository_installation,
-    )
-    from reviews.sources.github_client import GitHubError
 
     if github_app_mode():
         try:
