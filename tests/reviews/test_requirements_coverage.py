@@ -156,7 +156,7 @@ def _prose_reviewer(*findings) -> Script:
 def _model_word_on(review_round, axis: str) -> str:
     """What the token axis is on the model reviewers' word alone: the finaliser's own function,
     given the round's model streams (the analyzers' coverage left out)."""
-    from reviews.pipeline.stage_finalise import token_axes_record
+    from reviews.services.axes import token_axes_record
 
     model = list(review_round.streams.filter(kind=ReviewerStream.Kind.MODEL))
     token_axes_record(review_round, streams=model)
