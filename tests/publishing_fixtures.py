@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reviews.models import ReviewRound
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.rounds import round_start
 from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh
 from reviews.services.verdicts import round_finalise

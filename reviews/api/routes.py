@@ -58,6 +58,7 @@ from reviews.selectors import (
     spaces_for_list,
     workspace_spend,
 )
+from reviews.services import disagreements as disagreement_services
 from reviews.services import nodes as node_services
 from reviews.services import notes as note_services
 from reviews.services.api_breaks import api_breaks_accept
@@ -307,7 +308,7 @@ def disagreement_decide(
     dismissed with the reason."""
     _, space = _space(request, slug, space_id, Perm.TRIAGE_NODES, "decide disagreements")
     review_round = disagreement_round(space=space, key=node_id)
-    changed = node_services.disagreement_decide(
+    changed = disagreement_services.disagreement_decide(
         review_round=review_round,
         key=str(node_id),
         decision=body.decision,

@@ -14,7 +14,7 @@ from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.inputs import file_text, line_counter
-from reviews.services.nodes import MAX_KEPT_REASONS, Finding, node_record_many
+from reviews.services.node_recording import MAX_KEPT_REASONS, Finding, node_record_many
 from reviews.services.round_files import round_changed_files
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree

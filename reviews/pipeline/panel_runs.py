@@ -27,7 +27,7 @@ from reviews.pipeline.faults import retry_db
 from reviews.pipeline.model_runs import spent_all
 from reviews.pipeline.prompting import finding_code, findings_prompt
 from reviews.services.model_calls import runtime_model
-from reviews.services.nodes import node_panel_apply
+from reviews.services.node_panel import node_panel_apply
 from reviews.services.spend import Spent
 from reviews.services.worktrees import round_worktree
 from reviews.sources.diffs import parse_unified_diff

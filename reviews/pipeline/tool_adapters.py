@@ -21,7 +21,7 @@ from reviews.domain.redaction import redact_text
 from reviews.models import ReviewerStream
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.pipeline.inputs import file_text, line_counter
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.notes import note_record
 from reviews.sources.diffs import ChangedFile
 

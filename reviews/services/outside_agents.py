@@ -23,7 +23,8 @@ from reviews.domain import types as t
 from reviews.domain.round_states import RoundState
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
-from reviews.services.nodes import _follow, _person_action, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_follow, person_action
 from reviews.services.streams import stream_transition
 
 
@@ -113,7 +114,7 @@ def node_add_outside(
                 payload={"space": review_round.space_id, "round": review_round.number},
                 request=request,
             )
-            _follow(node, f"added by {stream.name}", actor=user, request=request)
+            node_follow(node, f"added by {stream.name}", actor=user, request=request)
     return node
 
 
@@ -122,6 +123,6 @@ def node_act_outside(
 ) -> ReviewNode:
     """Confirm, resolve or dismiss as the caller: an agent may only confirm a peer's finding
     (consensus refuses the rest), a person may do what the page lets them."""
-    return _person_action(
+    return person_action(
         action, node=node, user=user, reason=reason, request=request, by=caller_actor(user)
     )

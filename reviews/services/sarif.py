@@ -35,7 +35,7 @@ from reviews.domain.round_states import RoundState
 from reviews.domain.stream_states import StreamState
 from reviews.models import ReviewerStream, ReviewRound, SarifUpload, Verdict
 from reviews.services.consolidation import round_consolidate
-from reviews.services.nodes import Finding, node_record_many
+from reviews.services.node_recording import Finding, node_record_many
 from reviews.services.streams import stream_transition
 from reviews.services.verdicts import verdict_follow
 from reviews.sources.diffs import DiffParseError, parse_unified_diff

@@ -49,17 +49,7 @@ def stream_transition(
     values: dict[str, Any] = {"state": to.value, **fields}
     if error is not None:
         values["error"] = error[:MAX_ERROR_CHARS]
-    counted: dict[str, Any] = {}
-    reviewer = all(
-        s.kind in (ReviewerStream.Kind.MODEL, ReviewerStream.Kind.ANALYZER) for s in streams
-    )
-    if reviewer and to in (StreamState.DONE, StreamState.FAILED):
-        # A reviewer's findings are written as it makes them and counted here, in the
-        # statement that ends its run (not read back into `stream`).
-        findings = ReviewNode.objects.filter(stream=OuterRef("pk")).order_by().values("stream")
-        counted["accepted"] = Coalesce(
-            Subquery(findings.annotate(n=Count("pk")).values("n")[:1]), 0
-        )
+    counted = _findings_counted(streams, to)
     claim = Q()
     attempts = {s.pk: s.attempts + 1 for s in streams}
     if count_attempt:
@@ -78,14 +68,7 @@ def stream_transition(
     expressions = [name for name, value in values.items() if hasattr(value, "resolve_expression")]
     # What each stream is now: what was written, the expressions and (when not every stream
     # moved) the states read back in one statement; a single stream that moved is `to`.
-    now: dict[int, tuple[str, tuple[Any, ...]]] = {s.pk: (to.value, ()) for s in streams}
-    if len(streams) > 1 and (expressions or moved != len(streams)):
-        now = {
-            pk: (state, tuple(rest))
-            for pk, state, *rest in ReviewerStream.objects.filter(pk__in=list(now)).values_list(
-                "pk", "state", *expressions
-            )
-        }
+    now = _streams_now(streams, to, expressions, everyone=moved == len(streams))
     for each in streams:
         state, read = now[each.pk]
         if state != to.value:
@@ -109,3 +92,36 @@ def _space_id(stream: ReviewerStream) -> int:
     if ReviewerStream.round.is_cached(stream):
         return stream.round.space_id  # a runner's stream comes with its round
     return ReviewRound.objects.values_list("space_id", flat=True).get(pk=stream.round_id)
+
+
+def _findings_counted(streams: Sequence[ReviewerStream], to: StreamState) -> dict[str, Any]:
+    """`accepted` as the statement that ends a reviewer's run counts it: its findings are
+    written as it makes them and counted there (not read back into the stream)."""
+    reviewer = all(
+        s.kind in (ReviewerStream.Kind.MODEL, ReviewerStream.Kind.ANALYZER) for s in streams
+    )
+    if not reviewer or to not in (StreamState.DONE, StreamState.FAILED):
+        return {}
+    findings = ReviewNode.objects.filter(stream=OuterRef("pk")).order_by().values("stream")
+    return {"accepted": Coalesce(Subquery(findings.annotate(n=Count("pk")).values("n")[:1]), 0)}
+
+
+def _streams_now(
+    streams: Sequence[ReviewerStream],
+    to: StreamState,
+    expressions: Sequence[str],
+    *,
+    everyone: bool,
+) -> dict[int, tuple[str, tuple[Any, ...]]]:
+    """Each stream's state and expression columns after the move: `to` and nothing to read for
+    a single stream (it moved); for several, read back in one statement when an expression
+    was written or not `everyone` moved."""
+    now: dict[int, tuple[str, tuple[Any, ...]]] = {s.pk: (to.value, ()) for s in streams}
+    if len(streams) > 1 and (expressions or not everyone):
+        now = {
+            pk: (state, tuple(rest))
+            for pk, state, *rest in ReviewerStream.objects.filter(pk__in=list(now)).values_list(
+                "pk", "state", *expressions
+            )
+        }
+    return now

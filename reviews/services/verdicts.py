@@ -56,44 +56,14 @@ def round_finalise(
         if not locked:
             # Lock the round: two decisions at once must not both read the same old verdict.
             ReviewRound.objects.select_for_update().filter(pk=review_round.pk).first()
-        nodes = list(
-            ReviewNode.objects.filter(round=review_round)
-            .select_related("stream")
-            .prefetch_related("confirmations")
-        )
-        # Each finding's confidence as its reviewer's decisions on other rounds measured it
-        # (the identity below MIN_CALIBRATION_DECISIONS); the node keeps what it stated. The
-        # one place the verdict reads calibrated confidence.
-        views = with_calibrated(
-            [node_view(n, list(n.confirmations.all())) for n in nodes],
-            reviewer_calibrations(review_round.space.workspace_id, exclude_round=review_round.pk),
-        )
+        views = _calibrated_views(review_round)
         if axes is None:
             axes = {
                 t.AxisName(a.axis): t.AxisResult(a.result)
                 for a in AxisResult.objects.filter(round=review_round)
             }
         gated = [t.AxisName(a) for a in review_round.space.workspace.gated_axes or []]
-        if streams is None:
-            requirements = (
-                ReviewerStream.objects.filter(
-                    round=review_round,
-                    dimension=t.Dimension.REQUIREMENTS.value,
-                    state=ReviewerStream.State.DONE,
-                )
-                .only("closing")
-                .first()
-            )
-        else:
-            requirements = next(
-                (
-                    s
-                    for s in sorted(streams, key=lambda s: s.name)  # as `.first()` orders them
-                    if s.dimension == t.Dimension.REQUIREMENTS.value
-                    and s.state == ReviewerStream.State.DONE
-                ),
-                None,
-            )
+        requirements = _requirements_stream(review_round, streams)
         decided = finalise(
             views,
             axes=axes,
@@ -103,20 +73,7 @@ def round_finalise(
         decided = DomainVerdict(
             decided.level, decided.rule[:300], decided.confidence, decided.contributing
         )
-        previous = None if first else Verdict.objects.filter(round=review_round).first()
-        old = (
-            DomainVerdict(t.VerdictLevel(previous.level), previous.rule, previous.confidence)
-            if previous is not None
-            else None
-        )
-        # The previous verdict was read under the round's lock: write it in place, or create it.
-        verdict = previous if previous is not None else Verdict(round=review_round)
-        verdict.level, verdict.rule = decided.level.value, decided.rule
-        verdict.confidence, verdict.contributing = decided.confidence, list(decided.contributing)
-        if previous is None:
-            verdict.save(force_insert=True)
-        else:
-            verdict.save(update_fields=["level", "rule", "confidence", "contributing"])
+        verdict, old = _verdict_save(review_round, decided, first=first)
         if old is not None and not decided.same_as(old):
             _record_change(review_round, old, decided, reason=reason, actor=actor, request=request)
         emit(
@@ -130,6 +87,69 @@ def round_finalise(
         # So does the round's GitHub check (after commit, in a task).
         check_run_enqueue(review_round)
     return verdict
+
+
+def _calibrated_views(review_round: ReviewRound) -> list[t.NodeView]:
+    """The round's findings, each confidence as its reviewer's decisions on other rounds
+    measured it (the identity below MIN_CALIBRATION_DECISIONS); the node keeps what it stated.
+    The one place the verdict reads calibrated confidence."""
+    nodes = list(
+        ReviewNode.objects.filter(round=review_round)
+        .select_related("stream")
+        .prefetch_related("confirmations")
+    )
+    return with_calibrated(
+        [node_view(n, list(n.confirmations.all())) for n in nodes],
+        reviewer_calibrations(review_round.space.workspace_id, exclude_round=review_round.pk),
+    )
+
+
+def _requirements_stream(
+    review_round: ReviewRound, streams: Sequence[ReviewerStream] | None
+) -> ReviewerStream | None:
+    """The round's finished requirements reviewer, whose closing may say the change is off
+    target: from `streams` when the caller has read them, else read (its closing only)."""
+    if streams is None:
+        return (
+            ReviewerStream.objects.filter(
+                round=review_round,
+                dimension=t.Dimension.REQUIREMENTS.value,
+                state=ReviewerStream.State.DONE,
+            )
+            .only("closing")
+            .first()
+        )
+    return next(
+        (
+            s
+            for s in sorted(streams, key=lambda s: s.name)  # as `.first()` orders them
+            if s.dimension == t.Dimension.REQUIREMENTS.value
+            and s.state == ReviewerStream.State.DONE
+        ),
+        None,
+    )
+
+
+def _verdict_save(
+    review_round: ReviewRound, decided: DomainVerdict, *, first: bool
+) -> tuple[Verdict, DomainVerdict | None]:
+    """Write the decided verdict over the round's previous one, or create it (`first`: there
+    is none to read). Returns the row and the previous verdict, if any."""
+    previous = None if first else Verdict.objects.filter(round=review_round).first()
+    old = (
+        DomainVerdict(t.VerdictLevel(previous.level), previous.rule, previous.confidence)
+        if previous is not None
+        else None
+    )
+    # The previous verdict was read under the round's lock: write it in place, or create it.
+    verdict = previous if previous is not None else Verdict(round=review_round)
+    verdict.level, verdict.rule = decided.level.value, decided.rule
+    verdict.confidence, verdict.contributing = decided.confidence, list(decided.contributing)
+    if previous is None:
+        verdict.save(force_insert=True)
+    else:
+        verdict.save(update_fields=["level", "rule", "confidence", "contributing"])
+    return verdict, old
 
 
 def verdict_follow(

@@ -22,6 +22,7 @@ from reviews.selectors import (
     disagreement_round,
     space_get_for_user,
 )
+from reviews.services import disagreements as disagreement_services
 from reviews.services import nodes as node_services
 from reviews.services import threads as thread_services
 from reviews.services.viewed import file_viewed_mark
@@ -84,7 +85,7 @@ def disagreement_decide(
     require(membership, Perm.TRIAGE_NODES, attempted="decide disagreements", request=request)
     review_round = disagreement_round(space=space, key=node_id)
     with errors_as_messages(request):
-        node_services.disagreement_decide(
+        disagreement_services.disagreement_decide(
             review_round=review_round,
             key=str(node_id),
             decision=request.POST.get("decision", ""),

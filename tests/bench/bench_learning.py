@@ -87,7 +87,8 @@ def replay(corpus: dict[str, Any]) -> dict[str, Any]:
 
     from reviews.models import ReviewerStream, ReviewNode
     from reviews.services.consolidation import round_consolidate
-    from reviews.services.nodes import Finding, node_dismiss, node_record_many, node_resolve
+    from reviews.services.node_recording import Finding, node_record_many
+    from reviews.services.nodes import node_dismiss, node_resolve
     from reviews.services.rounds import round_start, round_transition
     from reviews.services.spaces import pull_request_upsert, space_get_or_create
     from reviews.services.verdicts import round_finalise

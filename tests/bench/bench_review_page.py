@@ -42,7 +42,8 @@ from django.test import Client  # noqa: E402
 from reviews.domain.types import AxisName, AxisResult  # noqa: E402
 from reviews.models import ReviewerStream, ReviewRound  # noqa: E402
 from reviews.services.axes import axis_record  # noqa: E402
-from reviews.services.nodes import node_confirm, node_record  # noqa: E402
+from reviews.services.node_recording import node_record  # noqa: E402
+from reviews.services.nodes import node_confirm  # noqa: E402
 from reviews.services.rounds import round_start  # noqa: E402
 from reviews.services.spaces import pull_request_upsert, space_get_or_create  # noqa: E402
 from reviews.services.verdicts import round_finalise  # noqa: E402

@@ -11,8 +11,9 @@ from config.application_errors import ApplicationError
 from guardrails import rules as guard_rules
 from reviews.domain import consensus
 from reviews.domain.outcomes import PROCESS_BLOCK, is_process_block
+from reviews.services.disagreements import DisagreementError
 from reviews.services.flags import FlagError
-from reviews.services.nodes import DisagreementError, node_record
+from reviews.services.node_recording import node_record
 from reviews.services.notes import TicketError
 from reviews.services.publish_plans import AlreadyPublished, PublishError
 from reviews.services.requests import ReviewRequestError

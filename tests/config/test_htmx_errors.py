@@ -13,7 +13,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
 from config.middleware import RequestIdFilter, request_id_from
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from tests.fixtures import PASSWORD, node_payload
 from workspaces.models import Membership
 

@@ -164,7 +164,7 @@ def test_a_key_a_later_version_retired_does_not_make_a_row_unreadable(review_fac
 
 
 def test_queries_into_a_typed_column_still_work(review_factory, stream_factory):
-    from reviews.services.nodes import node_record
+    from reviews.services.node_recording import node_record
 
     review_round = review_factory()
     stream = stream_factory(review_round, "security")

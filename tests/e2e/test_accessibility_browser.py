@@ -74,7 +74,8 @@ def _seed(tmp_path_factory, fake_github) -> dict:
     from guardrails.services.policies import policy_update
     from reviews.models import ReviewerStream, ReviewNode, ReviewRound
     from reviews.pipeline.runner import run_inline
-    from reviews.services.nodes import node_dismiss, node_record, node_resolve
+    from reviews.services.node_recording import node_record
+    from reviews.services.nodes import node_dismiss, node_resolve
     from reviews.services.notes import note_record
     from reviews.services.requests import review_request
     from reviews.services.rounds import round_start

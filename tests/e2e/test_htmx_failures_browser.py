@@ -9,7 +9,7 @@ import pytest
 
 from config.middleware import RequestIdFilter
 from reviews.models import ReviewNode
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from tests.e2e.support import login, screenshot
 from tests.fixtures import PASSWORD, node_payload
 from workspaces.models import Membership

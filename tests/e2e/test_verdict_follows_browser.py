@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reviews.models import ReviewNode, VerdictChange
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.verdicts import round_finalise
 from tests.e2e.support import login, screenshot
 from tests.fixtures import node_payload

@@ -17,7 +17,8 @@ from guardrails.models import ActionPolicy, AuditEvent
 from guardrails.services.policies import policy_update
 from reviews.domain.round_states import RoundState
 from reviews.models import ReviewRound
-from reviews.services.nodes import node_dismiss, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_dismiss
 from reviews.services.rounds import round_cancel, round_start, round_transition
 from reviews.services.spaces import pull_request_upsert, space_get_or_create
 from reviews.services.verdicts import round_finalise

@@ -14,7 +14,7 @@ from reviews.mcp import tools
 from reviews.models import ReviewNode
 from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.rounds import round_transition
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload

@@ -15,7 +15,8 @@ from reviews.index.cohort_types import cohorts_to_json
 from reviews.index.cohorts import compute_cohorts
 from reviews.models import FileViewed, ReviewNode, ReviewRound
 from reviews.selectors.changed_files import file_summaries
-from reviews.services.nodes import node_dismiss, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_dismiss
 from reviews.sources.diffs import parse_unified_diff
 from tests.fixtures import node_payload
 

@@ -15,7 +15,8 @@ from guardrails.models import AuditEvent
 from reviews.models import ReviewNode, ReviewRound, ThreadMessage, VerdictChange
 from reviews.selectors import node_view, review_page
 from reviews.services.consolidation import round_consolidate
-from reviews.services.nodes import disagreement_decide, node_record
+from reviews.services.disagreements import disagreement_decide
+from reviews.services.node_recording import node_record
 from reviews.services.publishing import publish_review
 from reviews.services.rounds import round_start
 from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh

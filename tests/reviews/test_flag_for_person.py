@@ -15,7 +15,8 @@ from guardrails.models import AuditEvent
 from reviews.models import ReviewNode, ReviewRound, ReviewSpace
 from reviews.pipeline.runner import run_inline
 from reviews.services.flags import space_flag_check, space_flag_clear
-from reviews.services.nodes import node_record, node_reopen, node_resolve
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_reopen, node_resolve
 from reviews.services.requests import review_request
 from reviews.services.rounds import round_start
 from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh

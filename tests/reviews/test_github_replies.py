@@ -24,7 +24,8 @@ from guardrails.services.execution import approval_execute
 from reviews.models import PublishedComment, ReviewRound, ThreadMessage
 from reviews.services import threads
 from reviews.services.github_replies import answer_publish
-from reviews.services.nodes import node_confirm, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm
 from reviews.services.publishing import publish_review
 from reviews.services.rounds import round_start
 from reviews.services.spaces import pull_request_upsert, space_get_or_create, space_status_refresh

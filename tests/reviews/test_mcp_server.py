@@ -523,7 +523,7 @@ def test_an_agent_lists_a_thread_and_replies_as_itself(
 
     from reviews.models import ThreadMessage
     from reviews.services import threads
-    from reviews.services.nodes import node_record
+    from reviews.services.node_recording import node_record
 
     stream = stream_factory(review_factory(workspace=workspace), "security")
     node = node_record(stream=stream, payload=node_payload(), file_lines={"app/views.py": 40}).node

@@ -11,14 +11,9 @@ from reviews.domain.consensus import ConsensusError, SelfConfirmationError
 from reviews.domain.panel import LensVerdict
 from reviews.domain.types import Severity
 from reviews.models import MemoryFact, NodeConfirmation, ReviewerStream, ReviewNode
-from reviews.services.nodes import (
-    node_confirm,
-    node_dismiss,
-    node_panel_apply,
-    node_record,
-    node_reopen,
-    node_resolve,
-)
+from reviews.services.node_panel import node_panel_apply
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm, node_dismiss, node_reopen, node_resolve
 from tests.fixtures import node_payload
 
 FILES = {"app/views.py": 40, "app/models.py": 80}
@@ -134,7 +129,7 @@ def test_resolving_an_already_resolved_node_is_refused(streams, alice):
 
 
 def test_a_batch_records_like_one_at_a_time_and_only_once(streams):
-    from reviews.services.nodes import Finding, node_record_many
+    from reviews.services.node_recording import Finding, node_record_many
 
     stream = streams["security"]
     first = node_payload(title="Shell call built from input")

@@ -13,7 +13,7 @@ from reviews.domain.types import AxisName
 from reviews.index.axes_compute import compute_api_contract, compute_test_gap
 from reviews.models import ReviewRound
 from reviews.services.axes import axis_record
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from tests.fixtures import node_payload
 
 KEY = "b" * 64

@@ -13,7 +13,7 @@ from guardrails.services.approvals import approval_decide
 from guardrails.services.checkpoint import checkpoint
 from guardrails.services.execution import approval_execute
 from reviews.models import PublishRecord, ReviewRound, ReviewSpace
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.publish_plans import AlreadyPublished, publish_plan_current
 from reviews.services.publishing import publish_request, publish_review
 from reviews.services.rounds import round_start

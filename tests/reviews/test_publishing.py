@@ -9,7 +9,8 @@ from django.db import connections
 
 from guardrails.models import AuditEvent
 from reviews.models import NodeConfirmation, PublishRecord, ReviewNode, ReviewRound
-from reviews.services.nodes import node_confirm, node_dismiss, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm, node_dismiss
 from reviews.services.publish_plans import PublishError
 from reviews.services.publishing import publish_review
 from reviews.services.rounds import round_start

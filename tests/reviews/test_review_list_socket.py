@@ -11,7 +11,8 @@ from django.test import Client
 
 from config.asgi import application
 from reviews.models import ReviewRound
-from reviews.services.nodes import node_record, node_resolve
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_resolve
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 

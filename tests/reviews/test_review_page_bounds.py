@@ -15,7 +15,8 @@ from reviews.domain.finding_groups import CARDS_PER_GROUP
 from reviews.domain.round_stats import RoundStats
 from reviews.models import ReviewNode
 from reviews.selectors import EAGER_COHORT_PREVIEWS
-from reviews.services.nodes import node_confirm, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 from workspaces.models import Membership

@@ -11,7 +11,8 @@ from reviews.domain.finding_groups import CARDS_PER_GROUP
 from reviews.domain.types import AxisName, AxisResult
 from reviews.models import MemoryFact, ReviewNode
 from reviews.services.axes import axis_record
-from reviews.services.nodes import node_confirm, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 

@@ -9,7 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from reviews.domain.types import AxisName, AxisResult
 from reviews.selectors import review_page
 from reviews.services.axes import axis_record
-from reviews.services.nodes import node_confirm, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm
 from reviews.services.rounds import round_start
 from tests.fixtures import node_payload
 

@@ -17,7 +17,8 @@ from config.asgi import application
 from reviews.live import version as live_version
 from reviews.live.consumers import live_sections
 from reviews.live.events import EVENT_SECTIONS, SECTIONS
-from reviews.services.nodes import node_dismiss, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_dismiss
 from reviews.services.notes import note_record
 from tests.fixtures import node_payload
 

@@ -14,12 +14,8 @@ from reviews.models import ReviewNode
 from reviews.reports.markdown import report_markdown
 from reviews.selectors import review_page, reviewer_precision
 from reviews.services.axes import axis_record
-from reviews.services.nodes import (
-    node_confirm_by_person,
-    node_dismiss,
-    node_record,
-    node_resolve,
-)
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm_by_person, node_dismiss, node_resolve
 from reviews.services.rounds import round_start
 from reviews.services.verdicts import round_finalise
 from reviews.sources.sample_repo import _git

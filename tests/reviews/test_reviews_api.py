@@ -7,7 +7,7 @@ import pytest
 from guardrails.models import AuditEvent
 from reviews.models import AxisResult, ReviewNode
 from reviews.services.axes import axis_record
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.spaces import space_status_refresh
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload

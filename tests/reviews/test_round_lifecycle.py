@@ -243,7 +243,8 @@ def test_a_page_pinned_to_an_earlier_round_stays_on_it_live_and_acts_on_it(
     from channels.testing import WebsocketCommunicator
 
     from config.asgi import application
-    from reviews.services.nodes import node_record, node_resolve
+    from reviews.services.node_recording import node_record
+    from reviews.services.nodes import node_resolve
     from reviews.services.rounds import round_start
     from tests.fixtures import node_payload
 

@@ -16,7 +16,8 @@ from django.db import connection
 
 from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline.runner import run_inline
-from reviews.services.nodes import node_dismiss, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_dismiss
 from reviews.services.publishing import publish_review
 from reviews.services.requests import review_request
 from reviews.sources.sample_repo import BASE_FILES, FEATURE_FILES

@@ -14,7 +14,7 @@ from guardrails.models import AuditEvent
 from reviews.domain import threads as rules
 from reviews.models import ThreadMessage
 from reviews.services import threads
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from tests.fixtures import node_payload
 from workspaces.services import api_token_create
 

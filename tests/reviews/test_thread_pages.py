@@ -15,7 +15,7 @@ from django.urls import reverse
 from guardrails.models import AuditEvent
 from reviews.models import ThreadMessage
 from reviews.services import threads
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.notes import note_record
 from tests.fixtures import node_payload
 

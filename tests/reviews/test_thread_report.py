@@ -8,7 +8,7 @@ import pytest
 
 from reviews.models import ReviewerStream
 from reviews.services import threads
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from tests.fixtures import node_payload
 
 FILES = {"app/views.py": 40}

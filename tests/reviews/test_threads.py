@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from reviews.domain import threads as rules
 from reviews.models import ThreadMessage, ThreadMessageRevision
 from reviews.services import threads
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.thread_mentions import mentions_tell
 from tests.fixtures import node_payload
 

@@ -19,11 +19,11 @@ from reviews.live.events import space_group
 from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, Verdict, VerdictChange
 from reviews.selectors import node_view
 from reviews.services.axes import axis_record
+from reviews.services.node_recording import node_record
 from reviews.services.nodes import (
     node_confirm,
     node_confirm_by_person,
     node_dismiss,
-    node_record,
     node_reopen,
     node_resolve,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reviews.domain.types import AxisName, AxisResult
 from reviews.services.axes import axis_record
-from reviews.services.nodes import node_record
+from reviews.services.node_recording import node_record
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 

@@ -10,7 +10,8 @@ from guardrails.audit import Actor, Target, audit_record
 from guardrails.models import ApprovalRequest, AuditEvent
 from guardrails.services.policies import policy_update
 from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, ReviewSpace
-from reviews.services.nodes import node_confirm_by_person, node_dismiss, node_record, node_resolve
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm_by_person, node_dismiss, node_resolve
 from reviews.services.verdicts import round_finalise
 from tests.fixtures import node_payload
 from workspaces import services

@@ -9,13 +9,8 @@ from django.test import Client
 
 from guardrails.models import AuditEvent
 from reviews.models import ReviewNode, ReviewRound
-from reviews.services.nodes import (
-    node_confirm_by_person,
-    node_dismiss,
-    node_record,
-    node_reopen,
-    node_resolve,
-)
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_confirm_by_person, node_dismiss, node_reopen, node_resolve
 from tests.fixtures import PASSWORD, node_payload
 from workspaces.models import FewShotProposal, ReviewerConfig
 

@@ -12,7 +12,8 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 
 from config.asgi import application
-from reviews.services.nodes import node_dismiss, node_record
+from reviews.services.node_recording import node_record
+from reviews.services.nodes import node_dismiss
 from tests.fixtures import node_payload
 from workspaces import services
 from workspaces.models import Membership

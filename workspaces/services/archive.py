@@ -9,10 +9,9 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from guardrails.audit import Actor, Target, audit_record
-from guardrails.services.approvals import approvals_cancel_for
 from reviews.models import NodeConfirmation, ReviewNode, ReviewRound, ReviewSpace
-from reviews.services.rounds import RoundError, round_cancel
 from workspaces import rules
+from workspaces.hooks import open_rounds_cancel, space_approvals_cancel
 from workspaces.models import (
     Membership,
     Repository,
@@ -49,17 +48,7 @@ def repository_archive(*, repository: Repository, actor: Any, request: Any = Non
         before = repo.snapshot()
         repo.archived_at = timezone.now()
         repo.save(update_fields=["archived_at"])
-        open_rounds = ReviewRound.objects.filter(
-            space__pull_request__repository=repo,
-            state__in=[ReviewRound.State.PENDING, ReviewRound.State.RUNNING],
-        ).select_related("space__workspace", "space__pull_request")
-        cancelled = 0
-        for review_round in open_rounds:
-            try:
-                round_cancel(review_round=review_round, actor=actor, request=request)
-            except RoundError:  # it ended on its own meanwhile
-                continue
-            cancelled += 1
+        cancelled = open_rounds_cancel(repository=repo, actor=actor, request=request)
         kept = repository_footprint(repo)
         audit_record(
             action="repositories.archived",
@@ -168,10 +157,9 @@ def repository_purge(
             Tombstone.objects.filter(kind=stone.kind, object_id=stone.object_id).delete()
         Tombstone.objects.bulk_create(stones)
 
-        cancelled = approvals_cancel_for(
+        cancelled = space_approvals_cancel(
             workspace=repo.workspace,
-            target_type="reviewspace",
-            target_ids=[str(s.pk) for s in spaces],
+            space_ids=[s.pk for s in spaces],
             why=f"The reviews of {repo} were deleted for good.",
             actor=user,
         )
