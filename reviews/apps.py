@@ -13,21 +13,16 @@ def _sweep_when_serving(sender, **kwargs) -> None:
         start_embedded_sweeper()
 
 
-def _repository_listeners_register() -> None:
-    # What disconnecting a repository or deleting its reviews cancels here (workspaces/hooks.py).
-    from reviews.services.repository_listeners import repository_listeners_register
-
-    repository_listeners_register()
-
-
 class ReviewsConfig(AppConfig):
     name = "reviews"
     verbose_name = "Reviews"
 
     def ready(self) -> None:
-        # Models are loaded only now: the review actions guardrails runs are registered here.
+        # Models are loaded only now. Registered here: the review actions guardrails runs, and
+        # what disconnecting a repository or deleting its reviews cancels (workspaces/hooks.py).
         from reviews.services.approval_actions import approval_actions_register
+        from reviews.services.repository_listeners import repository_listeners_register
 
         approval_actions_register()
-        _repository_listeners_register()
+        repository_listeners_register()
         request_started.connect(_sweep_when_serving, dispatch_uid="reviews-embedded-sweeper")
