@@ -54,7 +54,7 @@ WRITERS = (
     # reviews/domain/tickets.py TRANSITIONS
     Writer("reviews.services.notes", "ticket_transition", ("ReviewerTicket.status",)),
     # reviews/domain/step_states.py
-    Writer("reviews.pipeline.runner", "step_transition", ("PipelineStep.state",)),
+    Writer("reviews.pipeline.step_writes", "step_transition", ("PipelineStep.state",)),
     # claimed → posted | failed | uncertain where it posts to GitHub; claimed | uncertain →
     # posted | failed where an execution whose worker died is settled
     Writer("reviews.services.publishing", "publication_move", ("PublishRecord.state",)),

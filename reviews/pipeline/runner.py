@@ -13,27 +13,32 @@ round; a task the broker did not take is found again by `recover`, which the swe
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from datetime import timedelta
-from functools import partial, reduce
-from operator import or_
-from typing import Any, Literal, Protocol
+from functools import partial
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import Case, Exists, F, Field, JSONField, OuterRef, Q, TextField, Value, When
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from config.background import QueueUnavailable, enqueue
-from reviews.domain.step_states import StepState, sources_of
+from reviews.domain.step_states import StepState
 from reviews.live.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import budget_runs, round_reads, stages
-from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
+from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.pipeline.model_runs import ReviewerReads
+from reviews.pipeline.step_writes import (
+    BatchOutcomes,
+    Finish,
+    heartbeat,
+    step_finish,
+    step_lease,
+    step_transition,
+)
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
 from reviews.services.rounds import round_transition
 
@@ -61,10 +66,6 @@ def celery_dispatch(kind: str, object_id: int) -> None:
         log.warning("%s %s not queued (%s); the sweeper will queue it", kind, object_id, exc)
 
 
-def _lease() -> timedelta:
-    return timedelta(seconds=settings.QUORUM_STEP_LEASE_SECONDS)
-
-
 # -- the coordinator ------------------------------------------------------------------------
 
 
@@ -84,7 +85,7 @@ def advance(
         try:
             # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
             # sweeper would hand the round to a second coordinator meanwhile.
-            with _heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
+            with heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
                 while (moved := _move(round_id, dispatch, token, seen)) == "again":
                     pass
         finally:
@@ -116,14 +117,14 @@ def _claim_round(round_id: int) -> str | None:
     claimed = (
         ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + _lease(), lease_token=token)
+        .update(lease_until=now + step_lease(), lease_token=token)
     )
     return token if claimed == 1 else None
 
 
 def _renew_round(round_id: int, token: str) -> None:
     ReviewRound.objects.filter(pk=round_id, lease_token=token).update(
-        lease_until=timezone.now() + _lease()
+        lease_until=timezone.now() + step_lease()
     )
 
 
@@ -380,7 +381,7 @@ def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) 
             and step.lease_until is not None
             and step.lease_until < now
         )
-        or (step.state == PipelineStep.State.PENDING and step.updated_at < now - _lease())
+        or (step.state == PipelineStep.State.PENDING and step.updated_at < now - step_lease())
     ]
     for step in stale:
         # updated_at restarts the clock: a step waiting behind others in the queue is sent again
@@ -391,18 +392,6 @@ def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) 
 
 
 # -- steps ----------------------------------------------------------------------------------
-
-
-def step_transition(step_id: int | Sequence[int], to: StepState, claim: Q, **fields: Any) -> int:
-    """The only writer of PipelineStep.state: moves the step (or each of several steps, in one
-    statement) to `to` if the table in reviews/domain/step_states.py allows it from the state
-    it is in now and `claim` (the attempt or lease the caller holds) still matches, with the
-    columns that go with the move. Returns the number of steps moved."""
-    sources = [s.value for s in sources_of(to)]
-    ids = [step_id] if isinstance(step_id, int) else list(step_id)
-    return PipelineStep.objects.filter(claim, pk__in=ids, state__in=sources).update(
-        state=to.value, **fields
-    )
 
 
 def run_step(step_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
@@ -421,15 +410,15 @@ def _run_claimed(
 ) -> None:
     """Run a step this worker claimed, and record its outcome. `reads`: what was read once for
     the steps claimed with it (stages.start_claimed); `finish`: what records the outcome
-    (`_finish`, or run_inline's batch)."""
-    finish = finish or _finish
+    (`step_finish`, or run_inline's batch)."""
+    finish = finish or step_finish
     step_id = step.pk
     attempt = step.attempts  # the claim's token: ours until the lease we just took lapses
     if step.round.state not in OPEN_STATES:
         finish(step, attempt, PipelineStep.State.FAILED, error=f"round {step.round.state}")
         return
     try:
-        with _heartbeat(partial(_renew_step, step_id, attempt), f"lease-{step_id}"):
+        with heartbeat(partial(_renew_step, step_id, attempt), f"lease-{step_id}"):
             result = stages.STEP_RUNNERS[step.stage](step, reads)
     except CONNECTION_ERRORS:
         _release_step(step_id, attempt)
@@ -468,7 +457,7 @@ def _claim_steps(step_ids: Sequence[int]) -> list[PipelineStep]:
     runner reads of its round comes with the step: the workspace's settings and the repository
     its checkout is made from."""
     now = timezone.now()
-    lease_until = now + _lease()
+    lease_until = now + step_lease()
     claimed = step_transition(
         step_ids,
         StepState.RUNNING,
@@ -491,7 +480,7 @@ def _claim_steps(step_ids: Sequence[int]) -> list[PipelineStep]:
 def _renew_step(step_id: int, attempt: int) -> None:
     PipelineStep.objects.filter(
         pk=step_id, state=PipelineStep.State.RUNNING, attempts=attempt
-    ).update(lease_until=timezone.now() + _lease())
+    ).update(lease_until=timezone.now() + step_lease())
 
 
 def _release_step(step_id: int, attempt: int) -> None:
@@ -512,147 +501,12 @@ def _release_step(step_id: int, attempt: int) -> None:
         log.warning("step %s: claim not handed back; its lease lapses by itself", step_id)
 
 
-@contextmanager
-def _heartbeat(renew: Callable[[], None], name: str):
-    """Renew a lease while work runs: only work whose worker died goes stale. A beat that
-    loses the database reconnects on the next one instead of dying (which would let the lease
-    lapse under a live worker and start a duplicate)."""
-    stop = threading.Event()
-
-    def beat() -> None:
-        try:
-            while not stop.wait(settings.QUORUM_STEP_LEASE_SECONDS / 3):
-                try:
-                    renew()
-                except CONNECTION_ERRORS as exc:
-                    log.warning("%s: lease not renewed (%s); trying again", name, exc)
-                    reset_connection()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=beat, name=name, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
-def _finish(
-    step: PipelineStep, attempt: int, state: str, *, error: str = "", result: dict | None = None
-) -> bool:
-    """Record the outcome if the claim is still ours; False when another run took the step over
-    (its lease lapsed while the database was away): that run records its own outcome."""
-
-    def write() -> int:
-        # One conditional statement: atomic by itself.
-        return step_transition(
-            step.pk,
-            StepState(state),
-            Q(state=PipelineStep.State.RUNNING, attempts=attempt),
-            error=error[:2000],
-            result=result or {},
-            lease_until=None,
-        )
-
-    if retry_db(write, what=f"finishing step {step.pk}") == 1:
-        return True
-    log.warning("step %s was taken over by another run; its outcome is that run's", step.pk)
-    return False
-
-
-class Finish(Protocol):
-    def __call__(
-        self,
-        step: PipelineStep,
-        attempt: int,
-        state: str,
-        *,
-        error: str = "",
-        result: dict | None = None,
-    ) -> bool: ...
-
-
-class _BatchOutcomes:
-    """The outcomes of steps run together (run_inline), recorded once every one of them has
-    run: one statement per outcome state rather than one per step. Each is still conditional
-    on the step's claim (its attempt), as `_finish` writes it; until then the main thread keeps
-    the leases of the steps that ended (`renew`), as their own heartbeats did while they ran."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._rows: list[tuple[int, int, str, str, dict]] = []
-
-    def __call__(
-        self,
-        step: PipelineStep,
-        attempt: int,
-        state: str,
-        *,
-        error: str = "",
-        result: dict | None = None,
-    ) -> bool:
-        with self._lock:
-            self._rows.append((step.pk, attempt, state, error[:2000], result or {}))
-        return True
-
-    def renew(self) -> None:
-        with self._lock:
-            rows = list(self._rows)
-        claims = [Q(pk=pk, attempts=attempt) for pk, attempt, *_ in rows]
-        if claims:
-            PipelineStep.objects.filter(
-                reduce(or_, claims), state=PipelineStep.State.RUNNING
-            ).update(lease_until=timezone.now() + _lease())
-
-    def write(self) -> None:
-        with self._lock:
-            rows, self._rows = self._rows, []
-        for state in dict.fromkeys(row[2] for row in rows):
-            of_state = [row for row in rows if row[2] == state]
-            ids = [pk for pk, *_ in of_state]
-            claim = reduce(or_, (Q(pk=pk, attempts=attempt) for pk, attempt, *_ in of_state))
-            fields = {
-                "error": _per_step(of_state, 3, TextField()),
-                "result": _per_step(of_state, 4, JSONField()),
-            }
-
-            def write(ids=ids, claim=claim, fields=fields, state=state) -> int:
-                return step_transition(
-                    ids,
-                    StepState(state),
-                    Q(state=PipelineStep.State.RUNNING) & claim,
-                    lease_until=None,
-                    **fields,
-                )
-
-            moved = retry_db(write, what=f"finishing steps {ids}")
-            if moved != len(ids):
-                log.warning(
-                    "of steps %s, %d were taken over by other runs; their outcomes are those runs'",
-                    ids,
-                    len(ids) - moved,
-                )
-
-
-def _per_step(rows: list[tuple[int, int, str, str, dict]], column: int, field: Field) -> Any:
-    """A column's value for each step of `rows`: the value when they share it."""
-    values = [row[column] for row in rows]
-    if all(v == values[0] for v in values):
-        return values[0]
-    return Case(
-        *(When(pk=row[0], then=Value(row[column], output_field=field)) for row in rows),
-        output_field=field,
-    )
-
-
 def stalled_rounds() -> list[int]:
     """Open rounds nobody is moving: no live coordinator lease, and either a step that went
     stale (its worker died, or its task never reached a worker) or no live step at all (the
     coordinator's own task was lost, or never queued because the broker was down)."""
     now = timezone.now()
-    lease = _lease()
+    lease = step_lease()
     open_steps = PipelineStep.objects.filter(round=OuterRef("pk")).exclude(
         state__in=TERMINAL_STEP_STATES
     )
@@ -697,7 +551,7 @@ def run_inline(
         if kind != "advance":
             dispatch(kind, object_id)
 
-    outcomes = _BatchOutcomes()
+    outcomes = BatchOutcomes()
 
     def step_in_thread(step: PipelineStep, reads: ReviewerReads | None) -> None:
         try:

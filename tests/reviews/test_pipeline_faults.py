@@ -298,7 +298,7 @@ def test_a_batch_records_its_steps_outcomes_together_each_on_its_own_claim(revie
 
     from django.utils import timezone
 
-    from reviews.pipeline.runner import _BatchOutcomes
+    from reviews.pipeline.step_writes import BatchOutcomes
 
     review_round = review_factory()
     soon = timezone.now() + timedelta(seconds=5)
@@ -314,7 +314,7 @@ def test_a_batch_records_its_steps_outcomes_together_each_on_its_own_claim(revie
         for index in range(4)
     ]
     taken_over = steps[3]
-    outcomes = _BatchOutcomes()
+    outcomes = BatchOutcomes()
     assert outcomes(steps[0], 1, "done", result={"state": "done", "attempt": 1})
     assert outcomes(steps[1], 1, "done", result={"state": "done", "attempt": 2})
     assert outcomes(steps[2], 1, "failed", error="the model refused")
