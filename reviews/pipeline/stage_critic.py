@@ -7,6 +7,8 @@ which dimensions the change needs and its answer joins the rules' warranted set
 
 from __future__ import annotations
 
+from typing import Any
+
 from reviews.domain import types as t
 from reviews.domain.panel import CoverageGaps, coverage_gaps, warranted_dimensions
 from reviews.models import ReviewerStream, ReviewRound
@@ -14,6 +16,7 @@ from reviews.pipeline import budget_runs, critic_runs, round_reads
 from reviews.pipeline.stage_prepare import changed_files
 from reviews.selectors import node_view
 from reviews.services.axes import stream_dimension, stream_dimensions
+from reviews.sources.diffs import ChangedFile
 
 
 def critic(review_round: ReviewRound) -> None:
@@ -64,40 +67,61 @@ def critic(review_round: ReviewRound) -> None:
     if judgement is not None and judgement.warranted is not None:
         warranted = warranted_for(judgement.warranted)
         gaps = gaps_for(warranted)
-    follow_up = gaps.follow_up if model_configured else None
-    # A re-run after a crash keeps the follow-up it named the first time, never a second one.
-    already = next((s for s in models if s.name.startswith("followup-")), None)
-    if already is not None:
-        follow_up = stream_dimension(already)
-    elif follow_up is not None and not budget_runs.plan_follow_up(
-        review_round, follow_up.value, files
-    ):
-        follow_up = None  # the budgets cannot pay for it: the skip says so
-    elif follow_up is not None:
-        ReviewerStream.objects.get_or_create(
-            round=review_round,
-            name=f"followup-{follow_up.value}",
-            defaults={
-                "agent": f"followup-{follow_up.value}",
-                "dimension": follow_up.value,
-                "kind": ReviewerStream.Kind.MODEL,
-            },
-        )
-        round_reads.forget(review_round)  # a stream more than the shared read has
+    follow_up = _follow_up(
+        review_round, gaps.follow_up if model_configured else None, models=models, files=files
+    )
     if facts is not None and follow_up is not None:
         review_round.facts = facts.model_copy(update={"followup": True})
     review_round.stats = review_round.stats.with_(
-        critic={
-            "missing_dimensions": [d.value for d in gaps.missing_dimensions],
-            "uncited_files": list(gaps.uncited_files),
-            "uncovered_hot_spots": list(gaps.uncovered_hot_spots),
-            "follow_up": follow_up.value if follow_up else None,
-            "warranted": sorted(d.value for d in warranted),
-            "judged": sorted(d.value for d in judgement.warranted)
-            if judgement is not None and judgement.warranted is not None
-            else None,
-            "judged_gaps": list(judgement.gaps) if judgement is not None else [],
-            "abstained": (judgement.abstained or None) if judgement is not None else None,
-        },
+        critic=_critic_stats(gaps, follow_up, warranted, judgement)
     )
     round_reads.save_learned(review_round)
+
+
+def _follow_up(
+    review_round: ReviewRound,
+    wanted: t.Dimension | None,
+    *,
+    models: list[ReviewerStream],
+    files: list[ChangedFile],
+) -> t.Dimension | None:
+    """The follow-up reviewer the round gets, its stream made: the one a crashed run of this
+    stage already named (never a second), else the one the gaps call for if the budgets pay."""
+    already = next((s for s in models if s.name.startswith("followup-")), None)
+    if already is not None:
+        return stream_dimension(already)
+    if wanted is None:
+        return None
+    if not budget_runs.plan_follow_up(review_round, wanted.value, files):
+        return None  # the budgets cannot pay for it: the skip says so
+    ReviewerStream.objects.get_or_create(
+        round=review_round,
+        name=f"followup-{wanted.value}",
+        defaults={
+            "agent": f"followup-{wanted.value}",
+            "dimension": wanted.value,
+            "kind": ReviewerStream.Kind.MODEL,
+        },
+    )
+    round_reads.forget(review_round)  # a stream more than the shared read has
+    return wanted
+
+
+def _critic_stats(
+    gaps: CoverageGaps,
+    follow_up: t.Dimension | None,
+    warranted: frozenset[t.Dimension],
+    judgement: critic_runs.Judgement | None,
+) -> dict[str, Any]:
+    """What the round's stats keep of the critic: the gaps, the follow-up and the judgement."""
+    judged = judgement.warranted if judgement is not None else None
+    return {
+        "missing_dimensions": [d.value for d in gaps.missing_dimensions],
+        "uncited_files": list(gaps.uncited_files),
+        "uncovered_hot_spots": list(gaps.uncovered_hot_spots),
+        "follow_up": follow_up.value if follow_up else None,
+        "warranted": sorted(d.value for d in warranted),
+        "judged": sorted(d.value for d in judged) if judged is not None else None,
+        "judged_gaps": list(judgement.gaps) if judgement is not None else [],
+        "abstained": (judgement.abstained or None) if judgement is not None else None,
+    }
