@@ -11,7 +11,7 @@ from typing import Any
 
 from reviews.agents.codetools import CodeTools
 from reviews.agents.model_errors import ModelRunError
-from reviews.agents.model_run_types import Answer, ReviewTools, RunOutcome
+from reviews.agents.model_run_types import Answer, ModelConfig, ReviewTools, RunOutcome
 from reviews.agents.prompts import VERIFIER_PANEL, verifier_lens_brief
 from reviews.agents.runtime import ModelRuntime
 from reviews.agents.token_count import count_tokens
@@ -99,14 +99,29 @@ def verify_group(
             *(lens_run(lens, group) for lens, group in asked.items()), return_exceptions=True
         )
 
+    answers, calls = _lens_answers(nodes, asked, asyncio.run(panel()), model)
+    spent_all(review_round, calls)
+    outcomes = retry_db(
+        lambda: node_panel_apply(nodes=nodes, answers=answers),
+        what=f"panel on nodes {', '.join(str(n.pk) for n in nodes)}",
+    )
+    return {"panel": {str(pk): o.status.value for pk, o in outcomes.items()}}
+
+
+def _lens_answers(
+    nodes: Sequence[ReviewNode],
+    asked: dict[str, list[tuple[str, ReviewNode]]],
+    outcomes: Sequence[Any],
+    model: ModelConfig,
+) -> tuple[dict[int, dict[str, LensResult]], list[Spent]]:
+    """Each finding's answer from each lens it was put to, and what each lens call spent. A
+    verifier that errors abstains on every finding it was given; the panel never crashes the
+    pipeline (docs/domain-rules.md#the-panel-lenses). What it spent is recorded either way."""
     answers: dict[int, dict[str, LensResult]] = {node.pk: {} for node in nodes}
     calls: list[Spent] = []
-    for (lens, group), outcome in zip(asked.items(), asyncio.run(panel()), strict=True):
+    for (lens, group), outcome in zip(asked.items(), outcomes, strict=True):
         refs = [ref for ref, _ in group]
         name = f"lens-{lens}"
-        # A verifier that errors abstains on every finding it was given; the panel never
-        # crashes the pipeline (docs/domain-rules.md#the-panel-lenses). What it spent is
-        # recorded either way.
         if isinstance(outcome, ModelRunError):
             calls.append(
                 Spent(CallRole.LENS, name, model.model, model.provider, outcome.usage, True)
@@ -119,9 +134,4 @@ def verify_group(
             raise outcome
         for ref, node in group:
             answers[node.pk][lens] = found[ref]
-    spent_all(review_round, calls)
-    outcomes = retry_db(
-        lambda: node_panel_apply(nodes=nodes, answers=answers),
-        what=f"panel on nodes {', '.join(str(n.pk) for n in nodes)}",
-    )
-    return {"panel": {str(pk): o.status.value for pk, o in outcomes.items()}}
+    return answers, calls
