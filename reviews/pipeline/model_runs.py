@@ -4,8 +4,9 @@ narrowed retry, and what the run recorded."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from reviews.agents.model_errors import ModelRunError
@@ -42,7 +43,8 @@ from reviews.services.round_files import round_changed_files
 from reviews.services.spend import Spent, model_calls_record
 from reviews.services.streams import stream_transition
 from reviews.services.worktrees import round_worktree
-from workspaces.models import ReviewerConfig, reviewer_model
+from reviews.sources.diffs import ChangedFile
+from workspaces.models import ReviewerConfig, Workspace, reviewer_model
 from workspaces.rules import base_agent_dimension
 
 # Model calls one reviewer's run may make: reading a file or two, recording over two turns and
@@ -231,28 +233,13 @@ def run_model_reviewer(
         stream_transition(stream, StreamState.SKIPPED, error=PROCESS_BLOCK)
         return {"state": "process_block"}
     workspace = review_round.space.workspace
-    if reads is None or reads.configs is None:
-        config = ReviewerConfig.objects.filter(workspace=workspace, key=config_key(stream)).first()
-    else:
-        config = reads.configs.get(config_key(stream))
+    config = _workspace_config(workspace, config_key(stream), reads)
     if config is not None and not config.enabled:
         # The prepare stage leaves a disabled reviewer out; a follow-up of its dimension, or a
         # setting changed since, must not reach the model either.
         stream_transition(stream, StreamState.SKIPPED, error=DISABLED_BY_WORKSPACE)
         return {"state": "disabled"}
-    model_streams = max(_model_streams(review_round, stream), 1)
-
-    resolved = runtime_model(
-        reviewer_model(config),
-        workspace,
-        # Its share of the round, no more than the budgets have left (a run that reaches its
-        # cap ends with what it recorded).
-        budget=budget_runs.reviewer_cap(
-            review_round,
-            share=max(workspace.round_token_budget // model_streams, 1000),
-            followup=stream.name.startswith("followup-"),
-        ),
-    )
+    resolved = _reviewer_model(stream, config)
     if resolved is None:
         stream_transition(
             stream, StreamState.FAILED, error="no model is configured for this reviewer"
@@ -263,108 +250,179 @@ def run_model_reviewer(
     if missing:
         stream_transition(stream, StreamState.FAILED, error=missing)
         return {"state": "failed"}
-    root = round_worktree(review_round=review_round)
-    files = round_changed_files(review_round)
-    facts = review_round.facts
+    run = _ReviewerRun(
+        stream=stream,
+        model=model,
+        api_key=api_key,
+        root=round_worktree(review_round=review_round),
+        files=round_changed_files(review_round),
+        profile=_profile_of(stream, config, reads),
+        memory=memory_hints(stream)
+        if reads is None or reads.memory is None
+        else list(reads.memory),
+        batch=reads.spend if reads is not None else None,
+    )
+    return run.attempts()
+
+
+def _workspace_config(
+    workspace: Workspace, key: str, reads: ReviewerReads | None
+) -> ReviewerConfig | None:
+    """The workspace's settings for a reviewer key: from `reads` when read together."""
+    if reads is None or reads.configs is None:
+        return ReviewerConfig.objects.filter(workspace=workspace, key=key).first()
+    return reads.configs.get(key)
+
+
+def _reviewer_model(
+    stream: ReviewerStream, config: ReviewerConfig | None
+) -> tuple[ModelConfig, str] | None:
+    """The reviewer's model and key, capped at its share of the round and no more than the
+    budgets have left (a run that reaches its cap ends with what it recorded)."""
+    review_round = stream.round
+    workspace = review_round.space.workspace
+    model_streams = max(_model_streams(review_round, stream), 1)
+    return runtime_model(
+        reviewer_model(config),
+        workspace,
+        budget=budget_runs.reviewer_cap(
+            review_round,
+            share=max(workspace.round_token_budget // model_streams, 1000),
+            followup=stream.name.startswith("followup-"),
+        ),
+    )
+
+
+def _profile_of(
+    stream: ReviewerStream, config: ReviewerConfig | None, reads: ReviewerReads | None
+) -> ReviewerProfile:
+    """The reviewer's profile, with the checks the round's facts gave it."""
+    facts = stream.round.facts
     checks_requirements = facts is not None and stream.name in (facts.requirements_check or ())
     security: ReviewerConfig | bool | None = False
     if facts is not None and stream.name in (facts.security_check or ()):
-        security = (
-            ReviewerConfig.objects.filter(workspace=workspace, key="security").first()
-            if reads is None or reads.configs is None
-            else reads.configs.get("security")
-        )
-    profile = reviewer_profile(
+        security = _workspace_config(stream.round.space.workspace, "security", reads)
+    return reviewer_profile(
         stream, config, requirements_check=checks_requirements, security=security
     )
-    memory = memory_hints(stream) if reads is None or reads.memory is None else list(reads.memory)
-    runtime = ModelRuntime(model)
-    role = CallRole.FOLLOWUP if stream.name.startswith("followup-") else CallRole.REVIEWER
-    batch = reads.spend if reads is not None else None
-    last_error = ""
-    lost: list[BaseException] = []
-    # The stream's tokens and turns are every attempt's: a failed first attempt was paid for too.
-    tokens_in = tokens_out = turns = turn_budget = 0
 
-    def charge(usage: RunUsageSummary, *, failed: bool = False) -> None:
-        nonlocal tokens_in, tokens_out, turns
+
+@dataclass
+class _ReviewerRun:
+    """One model reviewer's run: at most two attempts (the second narrowed), every attempt's
+    tokens and turns counted to the stream (a failed first attempt was paid for too)."""
+
+    stream: ReviewerStream
+    model: ModelConfig
+    api_key: str
+    root: Path
+    files: list[ChangedFile]
+    profile: ReviewerProfile
+    memory: list[str]
+    batch: SpendBatch | None
+    lost: list[BaseException] = field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    turns: int = 0
+    turn_budget: int = 0
+
+    def __post_init__(self) -> None:
+        self.runtime = ModelRuntime(self.model)
+
+    def charge(self, usage: RunUsageSummary, *, failed: bool = False) -> None:
+        stream = self.stream
+        role = CallRole.FOLLOWUP if stream.name.startswith("followup-") else CallRole.REVIEWER
         spent(
-            review_round,
+            stream.round,
             role=role,
             name=stream.name,
-            model=model,
+            model=self.model,
             usage=usage,
             failed=failed,
-            batch=batch,
+            batch=self.batch,
         )
-        tokens_in += usage.input_tokens
-        tokens_out += usage.output_tokens
-        turns += usage.requests
+        self.tokens_in += usage.input_tokens
+        self.tokens_out += usage.output_tokens
+        self.turns += usage.requests
 
-    for attempt, narrowed in ((1, False), (2, True)):
-        if attempt > 1 or stream.attempts > 1:
-            # A first run of the stream (its first attempt counted) has nothing to discard.
-            reset_stream(stream)
-        shared = shared_brief(review_round, files, narrowed=narrowed)
-        turn_budget += REVIEWER_TURNS
-        try:
-            # Shared rules, tools and brief first, the reviewer's own part last: the round's
-            # reviewers send one common prefix, which providers cache and bill once.
-            outcome = runtime.run_sync(
-                api_key=api_key,
-                system_prompt=REVIEWER_SYSTEM_PROMPT,
-                shared_prompt=shared.text,
-                user_prompt=reviewer_role_brief(
-                    profile,
-                    memory_hints=memory,
-                    narrowed=narrowed,
-                    request_given=bool(review_round.original_request.strip()),
-                    original_request=review_round.original_request,
-                ),
-                tools=review_tools(stream, root, files, lost, whole_diff=shared.whole_diff),
-                name=stream.name,
-                answer=closing_answer(stream),
-                turn_budget=REVIEWER_TURNS,
-            )
-        except ModelRunError as exc:
-            charge(exc.usage, failed=True)
-            if lost:
-                raise lost[0] from exc
-            last_error = f"attempt {attempt}: {exc}"
-            if exc.kind == "budget":
-                break  # a second attempt would spend what the budget does not have
-            continue
-        charge(outcome.usage)
-        if lost:  # a finding or note could not be written: this run is not the reviewer's
-            raise lost[0]
+    def attempts(self) -> dict[str, Any]:
+        stream = self.stream
+        last_error = ""
+        for attempt, narrowed in ((1, False), (2, True)):
+            if attempt > 1 or stream.attempts > 1:
+                # A first run of the stream (its first attempt counted) has nothing to discard.
+                reset_stream(stream)
+            try:
+                outcome = self.call(narrowed=narrowed)
+            except ModelRunError as exc:
+                self.charge(exc.usage, failed=True)
+                if self.lost:
+                    raise self.lost[0] from exc
+                last_error = f"attempt {attempt}: {exc}"
+                if exc.kind == "budget":
+                    break  # a second attempt would spend what the budget does not have
+                continue
+            self.charge(outcome.usage)
+            if self.lost:  # a finding or note could not be written: this run is not the reviewer's
+                raise self.lost[0]
+            self.record_done(outcome)
+            return {"state": "done", "attempt": attempt}
+        last_error = redact_text(last_error)
+        stream_transition(
+            stream,
+            StreamState.FAILED,
+            error=last_error,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            turns=self.turns,
+            turn_budget=self.turn_budget,
+        )
+        return {"state": "failed", "error": last_error}
+
+    def call(self, *, narrowed: bool) -> RunOutcome:
+        """One attempt. Shared rules, tools and brief first, the reviewer's own part last: the
+        round's reviewers send one common prefix, which providers cache and bill once."""
+        stream = self.stream
+        review_round = stream.round
+        shared = shared_brief(review_round, self.files, narrowed=narrowed)
+        self.turn_budget += REVIEWER_TURNS
+        return self.runtime.run_sync(
+            api_key=self.api_key,
+            system_prompt=REVIEWER_SYSTEM_PROMPT,
+            shared_prompt=shared.text,
+            user_prompt=reviewer_role_brief(
+                self.profile,
+                memory_hints=self.memory,
+                narrowed=narrowed,
+                request_given=bool(review_round.original_request.strip()),
+                original_request=review_round.original_request,
+            ),
+            tools=review_tools(
+                stream, self.root, self.files, self.lost, whole_diff=shared.whole_diff
+            ),
+            name=stream.name,
+            answer=closing_answer(stream),
+            turn_budget=REVIEWER_TURNS,
+        )
+
+    def record_done(self, outcome: RunOutcome) -> None:
+        """The model's work is done: a blip now reconnects rather than paying for the run
+        again."""
         closing = stored_closing(outcome.answer, answer_error=outcome.answer_error)
-        # The model's work is done: a blip now reconnects rather than paying for the run again.
         retry_db(
             partial(
                 stream_transition,
-                stream,
+                self.stream,
                 StreamState.DONE,
                 error="",
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                turns=turns,
-                turn_budget=turn_budget,
+                tokens_in=self.tokens_in,
+                tokens_out=self.tokens_out,
+                turns=self.turns,
+                turn_budget=self.turn_budget,
                 refused_calls=outcome.refused_calls,
                 redactions=outcome.redactions,
                 coverage_note=closing.summary,
                 closing=closing,
             ),
-            what=f"{stream.name}: recording the run",
+            what=f"{self.stream.name}: recording the run",
         )
-        return {"state": "done", "attempt": attempt}
-    last_error = redact_text(last_error)
-    stream_transition(
-        stream,
-        StreamState.FAILED,
-        error=last_error,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        turns=turns,
-        turn_budget=turn_budget,
-    )
-    return {"state": "failed", "error": last_error}

@@ -13,11 +13,10 @@ round; a task the broker did not take is found again by `recover`, which the swe
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 from django.conf import settings
 from django.db import connections
@@ -31,6 +30,14 @@ from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import budget_runs, round_reads, stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.pipeline.model_runs import ReviewerReads
+from reviews.pipeline.round_writes import (
+    OPEN_STATES,
+    round_claim,
+    round_release,
+    round_renew,
+    stage_enter,
+    stages_done_record,
+)
 from reviews.pipeline.step_writes import (
     BatchOutcomes,
     Finish,
@@ -40,12 +47,10 @@ from reviews.pipeline.step_writes import (
     step_transition,
 )
 from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
-from reviews.services.rounds import round_transition
 
 log = logging.getLogger(__name__)
 
 Dispatch = Callable[[str, int], None]  # ("advance" | "step", id)
-OPEN_STATES = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
 TERMINAL_STEP_STATES = (PipelineStep.State.DONE, PipelineStep.State.FAILED)
 
 
@@ -77,7 +82,7 @@ def advance(
     call runs (run_inline's dispatch only queues them for after it), so there is nothing to
     look once more for."""
     for _ in range(3):
-        token = _claim_round(round_id)
+        token = round_claim(round_id)
         if token is None:
             return None
         moved: Moved = "wait"
@@ -85,12 +90,12 @@ def advance(
         try:
             # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
             # sweeper would hand the round to a second coordinator meanwhile.
-            with heartbeat(partial(_renew_round, round_id, token), f"round-{round_id}"):
+            with heartbeat(partial(round_renew, round_id, token), f"round-{round_id}"):
                 while (moved := _move(round_id, dispatch, token, seen)) == "again":
                     pass
         finally:
             if moved != "let_go":
-                _release_round(round_id, token)
+                round_release(round_id, token)
         # A step that ended while we held the lease found it taken and left: look once more
         # (a round this move ended has nothing left to look for, nor steps dispatched once the
         # lease was let go).
@@ -109,36 +114,6 @@ def advance_surviving(round_id: int, *, dispatch: Dispatch = celery_dispatch) ->
         log.error(
             "round %s: the database is still unreachable (%s); left to the sweeper", round_id, exc
         )
-
-
-def _claim_round(round_id: int) -> str | None:
-    now = timezone.now()
-    token = uuid.uuid4().hex
-    claimed = (
-        ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + step_lease(), lease_token=token)
-    )
-    return token if claimed == 1 else None
-
-
-def _renew_round(round_id: int, token: str) -> None:
-    ReviewRound.objects.filter(pk=round_id, lease_token=token).update(
-        lease_until=timezone.now() + step_lease()
-    )
-
-
-def _release_round(round_id: int, token: str) -> None:
-    try:
-        retry_db(
-            lambda: ReviewRound.objects.filter(pk=round_id, lease_token=token).update(
-                lease_until=None, lease_token=""
-            ),
-            what=f"releasing round {round_id}",
-            attempts=4,  # waits of 0.5, 1 and 2 s: a lease lapses by itself anyway
-        )
-    except CONNECTION_ERRORS:
-        log.warning("round %s: lease not released; it lapses by itself", round_id)
 
 
 def _stage(name: str) -> Stage:
@@ -221,18 +196,9 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch, token: str) -> Moved
     round_id = review_round.pk
     if review_round.state not in OPEN_STATES or _timed_out(review_round):
         return _stopped(review_round)
-    finished: str | None = None  # an inline stage done and not yet recorded
-    if review_round.stage:
-        current = _stage(review_round.stage)
-        if current.kind == "fanout":
-            if getattr(review_round, "steps_open", True) and _recover_steps(
-                review_round, current, dispatch
-            ):
-                return "wait"  # steps of the stage are still open
-        elif current.name not in review_round.done_stages:
-            if not _run_inline(review_round, current):
-                return _stopped(review_round)
-            finished = current.name
+    stopped, finished = _resume(review_round, dispatch)
+    if stopped is not None:
+        return stopped
     while True:
         if finished is not None and _timed_out(review_round):
             # Checked again after each inline stage, as on every move before.
@@ -243,13 +209,13 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch, token: str) -> Moved
         done = [*review_round.done_stages, finished] if finished else None
         if following is None:
             if done is not None:
-                _record_done(review_round, done)
+                stages_done_record(review_round, done)
             return _stopped(review_round)
         # done_stages written as it stands when no stage just ended: only this coordinator
         # writes it.
         done_stages = done if done is not None else review_round.done_stages
         created: list[PipelineStep] = []
-        let_go: dict[str, Any] = {}
+        let_go = False
         if following.kind == "fanout":
             # A fan-out stage's steps are created before the round enters it (planned as of
             # the round in it), so the statement that enters it can let go of the lease: the
@@ -259,42 +225,8 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch, token: str) -> Moved
             # the sweeper sends the ones waiting.
             review_round.stage, review_round.done_stages = following.name, done_stages
             created = stages.FANOUT[following.name](review_round)
-            if created:
-                let_go = {"lease_until": None, "lease_token": ""}
-        if review_round.state != ReviewRound.State.RUNNING:
-            # The round's first stage is entered by the statement that moves it to running.
-            # Conditional: a round superseded or cancelled since it was read keeps that state.
-            learned = (
-                {"stats": review_round.stats, "facts": review_round.facts}
-                if round_reads.take_unsaved(review_round)
-                else {}
-            )
-            moved = int(
-                round_transition(
-                    review_round,
-                    ReviewRound.State.RUNNING,
-                    stage=following.name,
-                    done_stages=done_stages,
-                    **learned,
-                    **let_go,
-                )
-            )
-        else:
-            # A round already running stays so: the stage's write is conditional on it being
-            # open (and, letting go of the lease, on holding it).
-            rows = ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
-            if let_go:
-                rows = rows.filter(lease_token=token)
-            # With what the stage that just ended learned: both written, or neither.
-            learned_now = round_reads.take_unsaved(review_round)
-            moved = rows.update(
-                stage=following.name,
-                done_stages=done_stages,
-                stats=review_round.stats if learned_now else F("stats"),
-                facts=review_round.facts if learned_now else F("facts"),
-                lease_until=None if let_go else F("lease_until"),
-                lease_token="" if let_go else F("lease_token"),
-            )
+            let_go = bool(created)
+        moved = stage_enter(review_round, following, done_stages, let_go=let_go, token=token)
         if not moved:
             if created and _round_closed(round_id):
                 # The round ended before it entered the stage: its steps are failed by their
@@ -318,6 +250,25 @@ def _move_on(review_round: ReviewRound, dispatch: Dispatch, token: str) -> Moved
         finished = following.name
 
 
+def _resume(review_round: ReviewRound, dispatch: Dispatch) -> tuple[Moved | None, str | None]:
+    """The stage the round is in, taken up again: a fan-out stage's open steps recovered (the
+    round waits for them), an inline stage not yet done run. Returns how the move stops, if it
+    does, and the inline stage done and not yet recorded."""
+    if not review_round.stage:
+        return None, None
+    current = _stage(review_round.stage)
+    if current.kind == "fanout":
+        if getattr(review_round, "steps_open", True) and _recover_steps(
+            review_round, current, dispatch
+        ):
+            return "wait", None  # steps of the stage are still open
+    elif current.name not in review_round.done_stages:
+        if not _run_inline(review_round, current):
+            return _stopped(review_round), None
+        return None, current.name
+    return None, None
+
+
 def _timed_out(review_round: ReviewRound) -> bool:
     if timezone.now() - review_round.created_at <= timedelta(
         seconds=settings.QUORUM_ROUND_TIMEOUT_SECONDS
@@ -325,15 +276,6 @@ def _timed_out(review_round: ReviewRound) -> bool:
         return False
     stages.round_fail(review_round, "The review timed out before it could finish.")
     return True
-
-
-def _record_done(review_round: ReviewRound, done: list[str]) -> None:
-    review_round.done_stages = done
-    rows = ReviewRound.objects.filter(pk=review_round.pk)
-    if round_reads.take_unsaved(review_round):
-        rows.update(done_stages=done, stats=review_round.stats, facts=review_round.facts)
-    else:
-        rows.update(done_stages=done)
 
 
 def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
@@ -355,7 +297,7 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
     if review_round.state in OPEN_STATES:
         return True
     if stage.name not in review_round.done_stages:
-        _record_done(review_round, [*review_round.done_stages, stage.name])
+        stages_done_record(review_round, [*review_round.done_stages, stage.name])
     return False
 
 

@@ -22,44 +22,13 @@ from reviews.services.verdicts import round_finalise
 
 def finalise(review_round: ReviewRound) -> None:
     started = time.perf_counter()
-    api_seconds = 0.0
-    facts = review_round.facts
-    fast_exit = facts is not None and facts.fast_exit
     # Loaded once for the token axes, the test gap, the stats and the panel's summary (or as
     # the critic, just before in the same move, read them).
     streams = round_reads.streams(review_round)
     rows = round_reads.nodes(review_round)
     nodes = [node_view(n, []) for n in rows]
-    # Every axis the finaliser records goes in one upsert.
-    axes: list[AxisRow] = []
     recorded_rows = list(review_round.axes.values_list("axis", "source", "result"))
-    recorded = {axis: source for axis, source, _ in recorded_rows}
-    if fast_exit:
-        review_round.stats = review_round.stats.with_(
-            fast_exit_note="Docs-only or formatting-only change: approved with no reviewer."
-        )
-    else:
-        axes += token_axes(review_round, streams, nodes, recorded)
-        # The cohorts prepare stored: the same diff and indexes, not computed a second time.
-        cohorts = review_round.stats.cohorts
-        if cohorts is None:  # a round prepared before the cohorts were stored
-            cohorts = list(
-                codeindex.round_cohorts(review_round, inputs.round_worktree_ready(review_round))
-            )
-        result, details = codeindex.test_gap(cohorts, nodes)
-        axes.append((t.AxisName.TEST_GAP, result, "cohorts", details))
-    submitted = {axis for axis, source in recorded.items() if source == "submitted"}
-    for axis, result, details in deterministic_axes(submitted=submitted, fast_exit=fast_exit):
-        if axis is t.AxisName.API_CONTRACT and not fast_exit:
-            clock = time.perf_counter()
-            result, details = codeindex.api_contract(review_round)
-            api_seconds = time.perf_counter() - clock
-            # A person's acceptance of these breaks stands while it covers every one of them.
-            previous = review_round.axes.filter(axis=axis.value).values_list("details", flat=True)
-            kept = api_breaks.carried(previous.first(), details)
-            if kept is not None:
-                result, details = kept
-        axes.append((axis, result, "deterministic", details))
+    axes, api_seconds = _round_axes(review_round, streams, nodes, recorded_rows)
     axes_record(review_round=review_round, results=axes)
     axes_seconds = time.perf_counter() - started - api_seconds
     # The round's axes as they stand now, for its verdict: those it had, with the ones written.
@@ -96,7 +65,57 @@ def finalise(review_round: ReviewRound) -> None:
         ),
     )
     budget_runs.record_spend(review_round, ledger)
+    _finish(review_round, streams, standing)
 
+
+def _round_axes(
+    review_round: ReviewRound,
+    streams: list[ReviewerStream],
+    nodes: list[t.NodeView],
+    recorded_rows: list[tuple[str, str, str]],
+) -> tuple[list[AxisRow], float]:
+    """Every axis the finaliser records (they go in one upsert), and the seconds the API
+    contract took."""
+    api_seconds = 0.0
+    facts = review_round.facts
+    fast_exit = facts is not None and facts.fast_exit
+    axes: list[AxisRow] = []
+    recorded = {axis: source for axis, source, _ in recorded_rows}
+    if fast_exit:
+        review_round.stats = review_round.stats.with_(
+            fast_exit_note="Docs-only or formatting-only change: approved with no reviewer."
+        )
+    else:
+        axes += token_axes(review_round, streams, nodes, recorded)
+        # The cohorts prepare stored: the same diff and indexes, not computed a second time.
+        cohorts = review_round.stats.cohorts
+        if cohorts is None:  # a round prepared before the cohorts were stored
+            cohorts = list(
+                codeindex.round_cohorts(review_round, inputs.round_worktree_ready(review_round))
+            )
+        result, details = codeindex.test_gap(cohorts, nodes)
+        axes.append((t.AxisName.TEST_GAP, result, "cohorts", details))
+    submitted = {axis for axis, source in recorded.items() if source == "submitted"}
+    for axis, result, details in deterministic_axes(submitted=submitted, fast_exit=fast_exit):
+        if axis is t.AxisName.API_CONTRACT and not fast_exit:
+            clock = time.perf_counter()
+            result, details = codeindex.api_contract(review_round)
+            api_seconds = time.perf_counter() - clock
+            # A person's acceptance of these breaks stands while it covers every one of them.
+            previous = review_round.axes.filter(axis=axis.value).values_list("details", flat=True)
+            kept = api_breaks.carried(previous.first(), details)
+            if kept is not None:
+                result, details = kept
+        axes.append((axis, result, "deterministic", details))
+    return axes, api_seconds
+
+
+def _finish(
+    review_round: ReviewRound,
+    streams: list[ReviewerStream],
+    standing: dict[t.AxisName, t.AxisResult],
+) -> None:
+    """The round finished with its stats and its first verdict, in one transaction."""
     with transaction.atomic():
         # Finished only from running (reviews/domain/round_states.py): a round superseded by a
         # push (or cancelled) while it ran gets no verdict and keeps its state; the round that

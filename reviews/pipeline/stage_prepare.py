@@ -11,7 +11,12 @@ from reviews.agents.js_analyzer import JS_SUFFIXES
 from reviews.agents.pattern_analyzer import PATTERN_SUFFIXES
 from reviews.domain import types as t
 from reviews.domain import vendored
-from reviews.domain.classification import ChangeStatus, FileChange, classify_change
+from reviews.domain.classification import (
+    ChangeClassification,
+    ChangeStatus,
+    FileChange,
+    classify_change,
+)
 from reviews.domain.redaction import redact_diff
 from reviews.domain.round_stats import PanelModeName, RoundFacts, stage_timings
 from reviews.domain.selection import select_reviewers
@@ -20,6 +25,7 @@ from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
 from reviews.pipeline.template import (
     ConfiguredReviewer,
+    ReviewerEntry,
     disabled_keys,
     disabled_reviewers,
     reviewers_for,
@@ -77,60 +83,13 @@ def prepare(review_round: ReviewRound) -> None:
         review_round.diff,
         set_aside={f.path for f in files if f.not_for_models_reason in vendored.KINDS},
     )
-    seconds["classification"], clock = time.perf_counter() - clock, time.perf_counter()
+    seconds["classification"] = time.perf_counter() - clock
     model_ready = workspace_model_configured(space.workspace)
-    facts = RoundFacts(
-        tier=review_round.tier,
-        fast_exit=classification.fast_exit is not None,
-        model_configured=model_ready,
-        python_changed=_any_changed(files, (".py",)),
-        js_changed=_any_changed(files, JS_SUFFIXES),
-        patterns_changed=_any_changed(files, PATTERN_SUFFIXES),
-        panel_mode=cast(PanelModeName, space.workspace.panel_mode),
-        followup=False,
-    )
-    if review_round.tier == t.Tier.ADAPTIVE:
-        selection = select_reviewers(classification)
-        facts.selected = [
-            (_reviewer_key(spec), spec.dimension.value) for spec in selection.reviewers
-        ]
-        facts.selection_rationale = list(selection.rationale)
-        # The combined trivial-change reviewer keeps its requirements check into the brief.
-        facts.requirements_check = [
-            _reviewer_key(spec) for spec in selection.reviewers if spec.with_requirements_check
-        ]
+    facts = _round_facts(review_round, files, classification, model_ready=model_ready)
     configured = configured_reviewers(space.workspace)
-    gates = facts.for_gates()
-    entries = [] if facts.fast_exit else reviewers_for(gates, configured)
-    disabled = [] if facts.fast_exit else disabled_reviewers(gates, configured)
-    facts.requirements_check = [e.key for e in entries if e.requirements_check] or None
-    review_round.facts = facts
-    review_round.stats = review_round.stats.with_(
-        classification={
-            "fast_exit": classification.fast_exit,
-            "size": classification.size,
-            "files": classification.file_count,
-            "changed_lines": classification.changed_lines,
-            "risks": [{"pattern": r.pattern, "where": r.where} for r in classification.risks],
-        },
-        reviewers=[e.key for e in entries],
-        reviewers_disabled=[e.key for e in disabled],
-        files=file_summaries(files),
-        not_covered_by_model=[]
-        if model_ready
-        else ["no model configured: only offline analyzers ran"],
-    )
-    review_round.save(update_fields=["facts", "stats", *(["diff"] if fetched else [])])
+    entries = _save_facts(review_round, facts, classification, configured, files, fetched=fetched)
     if not facts.fast_exit:
-        clock = time.perf_counter()
-        worktree = inputs.round_worktree_ready(review_round)
-        seconds["worktree"] = time.perf_counter() - clock
-        said = attribute_verdicts(worktree, files)
-        review_round.stats = review_round.stats.with_(vendored=said or None)
-        cohorts = codeindex.round_cohorts(review_round, worktree, seconds=seconds)
-        review_round.stats = review_round.stats.with_(
-            cohorts=codeindex.cohorts_json(cohorts), unread_files=unread_files(worktree) or None
-        )
+        _read_worktree(review_round, files, seconds)
     clock = time.perf_counter()
     # Within the token budgets (round and pull request), with the change map in the briefs.
     entries = budget_runs.plan_reviewers(
@@ -158,9 +117,95 @@ def prepare(review_round: ReviewRound) -> None:
         )
         facts.security_check = [host] if host else None
     round_reads.save_learned(review_round)
-    # One insert whatever the number of reviewers; a re-run prepare adds only the streams it
-    # lacks (a stream's name is unique in its round: the ones it has keep their columns, but
-    # their agent, the same). Every stream comes back with its id, for the reviewers' steps.
+    _create_streams(review_round, entries)
+
+
+def _round_facts(
+    review_round: ReviewRound,
+    files: list[ChangedFile],
+    classification: ChangeClassification,
+    *,
+    model_ready: bool,
+) -> RoundFacts:
+    """What the gates read about the round, with the adaptive tier's selection."""
+    workspace = review_round.space.workspace
+    facts = RoundFacts(
+        tier=review_round.tier,
+        fast_exit=classification.fast_exit is not None,
+        model_configured=model_ready,
+        python_changed=_any_changed(files, (".py",)),
+        js_changed=_any_changed(files, JS_SUFFIXES),
+        patterns_changed=_any_changed(files, PATTERN_SUFFIXES),
+        panel_mode=cast(PanelModeName, workspace.panel_mode),
+        followup=False,
+    )
+    if review_round.tier == t.Tier.ADAPTIVE:
+        selection = select_reviewers(classification)
+        facts.selected = [
+            (_reviewer_key(spec), spec.dimension.value) for spec in selection.reviewers
+        ]
+        facts.selection_rationale = list(selection.rationale)
+        # The combined trivial-change reviewer keeps its requirements check into the brief.
+        facts.requirements_check = [
+            _reviewer_key(spec) for spec in selection.reviewers if spec.with_requirements_check
+        ]
+    return facts
+
+
+def _save_facts(
+    review_round: ReviewRound,
+    facts: RoundFacts,
+    classification: ChangeClassification,
+    configured: list[ConfiguredReviewer],
+    files: list[ChangedFile],
+    *,
+    fetched: bool,
+) -> list[ReviewerEntry]:
+    """The reviewers the gates call for, saved with the facts, the classification and the
+    diff when it was fetched (the first of prepare's two statements)."""
+    gates = facts.for_gates()
+    entries = [] if facts.fast_exit else reviewers_for(gates, configured)
+    disabled = [] if facts.fast_exit else disabled_reviewers(gates, configured)
+    facts.requirements_check = [e.key for e in entries if e.requirements_check] or None
+    review_round.facts = facts
+    review_round.stats = review_round.stats.with_(
+        classification={
+            "fast_exit": classification.fast_exit,
+            "size": classification.size,
+            "files": classification.file_count,
+            "changed_lines": classification.changed_lines,
+            "risks": [{"pattern": r.pattern, "where": r.where} for r in classification.risks],
+        },
+        reviewers=[e.key for e in entries],
+        reviewers_disabled=[e.key for e in disabled],
+        files=file_summaries(files),
+        not_covered_by_model=[]
+        if facts.model_configured
+        else ["no model configured: only offline analyzers ran"],
+    )
+    review_round.save(update_fields=["facts", "stats", *(["diff"] if fetched else [])])
+    return entries
+
+
+def _read_worktree(
+    review_round: ReviewRound, files: list[ChangedFile], seconds: dict[str, float]
+) -> None:
+    """The checkout: the vendored files it says, the cohorts and the files it could not read."""
+    clock = time.perf_counter()
+    worktree = inputs.round_worktree_ready(review_round)
+    seconds["worktree"] = time.perf_counter() - clock
+    said = attribute_verdicts(worktree, files)
+    review_round.stats = review_round.stats.with_(vendored=said or None)
+    cohorts = codeindex.round_cohorts(review_round, worktree, seconds=seconds)
+    review_round.stats = review_round.stats.with_(
+        cohorts=codeindex.cohorts_json(cohorts), unread_files=unread_files(worktree) or None
+    )
+
+
+def _create_streams(review_round: ReviewRound, entries: list[ReviewerEntry]) -> None:
+    """One insert whatever the number of reviewers; a re-run prepare adds only the streams it
+    lacks (a stream's name is unique in its round: the ones it has keep their columns, but
+    their agent, the same). Every stream comes back with its id, for the reviewers' steps."""
     streams = ReviewerStream.objects.bulk_create(
         [
             ReviewerStream(
