@@ -251,68 +251,19 @@ def plan_reviewers(
 ) -> list[ReviewerEntry]:
     """The entries that fit the budgets, the most valuable reviewer always among them while any
     budget is left; the skips are written to the round's stats (the caller saves them)."""
-    space = review_round.space
-    workspace = space.workspace
-    if review_round.stats.budget is None:
-        # What the pull request's earlier rounds had spent, for the report (with a PR budget).
-        before = 0
-        if workspace.pr_token_budget is not None:
-            before = space_spent_tokens(space, exclude=review_round)
-        review_round.stats = review_round.stats.with_(
-            budget=BudgetReport(
-                round_budget=workspace.round_token_budget,
-                pr_budget=workspace.pr_token_budget,
-                pr_spent_before=before,
-            )
-        )
+    _start_report(review_round)
     if not model_ready or not entries:
         _record(review_round, "prepare", [])
         return entries
-    builtin = {c.key: c.builtin for c in configured}
-    no_model = set(analyzers)
-    request_known = bool(review_round.original_request.strip())
-    brief_tokens: dict[tuple[str, bool], int] = {}
-    calls = []
-    for entry in entries:
-        if entry.key in no_model or (entry.dimension == "requirements" and not request_known):
-            estimate = 0  # an analyzer, or a reviewer that waits for the request: no model call
-        else:
-            # Every reviewer of the round is sent the same shared brief; its own part is small.
-            if not brief_tokens:
-                brief_tokens[("", False)] = count_tokens(
-                    shared_brief(review_round, files, narrowed=False).text
-                )
-            estimate = b.reviewer_estimate(brief_tokens[("", False)])
-        calls.append(
-            b.PlannedCall(
-                kind=b.CallKind.REVIEWER,
-                key=entry.key,
-                label=f"{entry.key} reviewer",
-                estimate=estimate,
-                rank=b.reviewer_rank(
-                    entry.dimension, high_risk=high_risk, builtin=builtin.get(entry.key, True)
-                ),
-            )
-        )
+    calls = _reviewer_calls(
+        review_round, entries, configured, files, high_risk=high_risk, analyzers=analyzers
+    )
     # The lead's walkthrough and the critic come later: reserved now, or, when the budgets
     # cannot pay for them, not made at all.
     ledger = round_ledger(review_round)  # prepare makes no call: one read for its decisions
     start = budget_left(review_round, ledger)
     shaped = start.left >= SHAPED_CALLS * b.SHAPED_CALL
-    shaped_skips: list[BudgetSkip] = []
-    if not shaped:
-        shaped_skips = [
-            BudgetSkip(
-                stage="prepare",
-                kind=kind,
-                key=kind,
-                estimate=b.SHAPED_CALL,
-                left=max(start.left, 0),
-                budget=start.binding,
-                reason=b.skip_reason(label, start.binding, estimate=b.SHAPED_CALL, left=start.left),
-            )
-            for kind, label in SHAPED_CALL_LABELS
-        ]
+    shaped_skips = [] if shaped else _shaped_skips(start)
     _record(review_round, "prepare", [], shaped_calls=shaped)
     plan = b.plan_within(budget_left(review_round, ledger), calls)
     model_kept = [c for c in plan.kept if c.estimate > 0]
@@ -330,6 +281,78 @@ def plan_reviewers(
         )
     kept = plan.kept_keys
     return [e for e in entries if e.key in kept]
+
+
+def _start_report(review_round: ReviewRound) -> None:
+    """The round's budget report, begun once: its budgets and what the pull request's earlier
+    rounds had spent (with a PR budget)."""
+    if review_round.stats.budget is not None:
+        return
+    space = review_round.space
+    workspace = space.workspace
+    before = 0
+    if workspace.pr_token_budget is not None:
+        before = space_spent_tokens(space, exclude=review_round)
+    review_round.stats = review_round.stats.with_(
+        budget=BudgetReport(
+            round_budget=workspace.round_token_budget,
+            pr_budget=workspace.pr_token_budget,
+            pr_spent_before=before,
+        )
+    )
+
+
+def _reviewer_calls(
+    review_round: ReviewRound,
+    entries: list[ReviewerEntry],
+    configured: Iterable[ConfiguredReviewer],
+    files: list[ChangedFile],
+    *,
+    high_risk: bool,
+    analyzers: Iterable[str],
+) -> list[b.PlannedCall]:
+    """Each reviewer's planned call, with its estimate and its rank."""
+    builtin = {c.key: c.builtin for c in configured}
+    no_model = set(analyzers)
+    request_known = bool(review_round.original_request.strip())
+    brief_tokens: int | None = None
+    calls = []
+    for entry in entries:
+        if entry.key in no_model or (entry.dimension == "requirements" and not request_known):
+            estimate = 0  # an analyzer, or a reviewer that waits for the request: no model call
+        else:
+            # Every reviewer of the round is sent the same shared brief; its own part is small.
+            if brief_tokens is None:
+                brief_tokens = count_tokens(shared_brief(review_round, files, narrowed=False).text)
+            estimate = b.reviewer_estimate(brief_tokens)
+        calls.append(
+            b.PlannedCall(
+                kind=b.CallKind.REVIEWER,
+                key=entry.key,
+                label=f"{entry.key} reviewer",
+                estimate=estimate,
+                rank=b.reviewer_rank(
+                    entry.dimension, high_risk=high_risk, builtin=builtin.get(entry.key, True)
+                ),
+            )
+        )
+    return calls
+
+
+def _shaped_skips(start: b.BudgetLeft) -> list[BudgetSkip]:
+    """The lead's walkthrough and the critic, skipped: the budgets cannot pay for them."""
+    return [
+        BudgetSkip(
+            stage="prepare",
+            kind=kind,
+            key=kind,
+            estimate=b.SHAPED_CALL,
+            left=max(start.left, 0),
+            budget=start.binding,
+            reason=b.skip_reason(label, start.binding, estimate=b.SHAPED_CALL, left=start.left),
+        )
+        for kind, label in SHAPED_CALL_LABELS
+    ]
 
 
 # -- run caps ------------------------------------------------------------------------------------
