@@ -1,8 +1,8 @@
 """Writing a pipeline step's state: the one writer of `PipelineStep.state`, a run's outcome
 written only while its claim holds, the outcomes of steps run together written in one
-statement per state (a `Case`/`When` where their values differ), and the heartbeat that keeps
-a running step's lease. The coordinator (runner.py) decides what runs; this is how it is
-recorded."""
+statement per state (a value per step from services/batched.py where their values differ), and
+the heartbeat that keeps a running step's lease. The coordinator (runner.py) decides what runs;
+this is how it is recorded."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import Case, Field, JSONField, Q, TextField, Value, When
+from django.db.models import Field, JSONField, Q, TextField
 from django.utils import timezone
 
 from reviews.domain.step_states import StepState, sources_of
 from reviews.models import PipelineStep
 from reviews.pipeline.faults import CONNECTION_ERRORS, reset_connection, retry_db
+from reviews.services.batched import value_per_row
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,4 @@ def per_step(rows: list[tuple[int, int, str, str, dict]], column: int, field: Fi
     values = [row[column] for row in rows]
     if all(v == values[0] for v in values):
         return values[0]
-    return Case(
-        *(When(pk=row[0], then=Value(row[column], output_field=field)) for row in rows),
-        output_field=field,
-    )
+    return value_per_row({row[0]: row[column] for row in rows}, field)

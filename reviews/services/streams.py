@@ -7,12 +7,13 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
-from django.db.models import Case, Count, IntegerField, OuterRef, Q, Subquery, Value, When
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from reviews.domain.stream_states import StreamState, sources_of
 from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewNode, ReviewRound
+from reviews.services.batched import value_per_row
 
 MAX_ERROR_CHARS = 2000
 
@@ -53,10 +54,7 @@ def stream_transition(
     claim = Q()
     attempts = {s.pk: s.attempts + 1 for s in streams}
     if count_attempt:
-        values["attempts"] = Case(
-            *(When(pk=pk, then=Value(n)) for pk, n in attempts.items()),
-            output_field=IntegerField(),
-        )
+        values["attempts"] = value_per_row(attempts, IntegerField())
         claim = reduce(or_, (Q(pk=s.pk, attempts=s.attempts) for s in streams))
     moved = ReviewerStream.objects.filter(
         claim, pk__in=[s.pk for s in streams], state__in=[s.value for s in sources_of(to)]
