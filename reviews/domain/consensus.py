@@ -156,7 +156,7 @@ def outside_agent(person_id: int, name: str) -> Actor:
     return Actor.agent(f"{OUTSIDE_AGENT_PREFIX}{person_id}:{name}"[:60])
 
 
-#: The verification panel's lenses confirm as `lens-<name>` (reviews/services/nodes.py).
+#: The verification panel's lenses confirm as `lens-<name>` (reviews/services/node_panel.py).
 LENS_PREFIX = "lens-"
 
 

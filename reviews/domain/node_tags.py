@@ -12,8 +12,8 @@
   put the finding to (an analyzer's finding may skip lens 1: reviews/domain/panel.py).
 - `decided`: a person who decided a disagreement about the finding.
 - `folded_into`: the finding this one was folded into when a person decided a disagreement
-  for the other side (reviews/services/nodes.py `disagreement_decide`); the lead pass keeps
-  it a duplicate there.
+  for the other side (reviews/services/disagreements.py `disagreement_decide`); the lead pass
+  keeps it a duplicate there.
 - `memory`: the earlier dismissal the lead pass recorded the finding under (dismissal memory,
   reviews/services/memory.py): carried from an earlier round of the review, or a pattern the
   workspace dismissed. Kept after a person reopens the finding, so it is not folded again.
