@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -32,66 +33,90 @@ def queue():
     celery_app.conf.task_default_queue = previous
 
 
-@pytest.fixture
-def worker_factory(queue, tmp_path, fake_model):
-    """Start Celery worker processes against the test database; all are killed at the end."""
-    started: list[subprocess.Popen] = []
-    db = connection.settings_dict
-    database_url = (
-        f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    )
+class Workers:
+    """Celery worker processes against the test database; all are killed by `close`.
 
-    def start(**extra_env: str) -> subprocess.Popen:
-        log_path = tmp_path / f"worker-{len(started)}.log"
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "REDIS_URL": django_settings.REDIS_URL,
-            "SECRET_KEY": "worker-test",
-            "QUORUM_CELERY_QUEUE": queue,
-            "QUORUM_WORKTREE_ROOT": str(tmp_path / "worktrees"),
-            "QUORUM_LOCAL_REPO_ROOTS": str(tmp_path),
-            **scenario.model_env(fake_model),
-            **extra_env,
-        }
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-Q",
-                queue,
-                "--concurrency",
-                "4",
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--hostname",
-                f"w{len(started)}-{queue}@%h",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log_path.open("w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        started.append(process)
+    `supervised=True` restarts a worker that exits, as the production stack's restart policy
+    does (docker/compose.yaml `restart: unless-stopped`); `restarts` counts them.
+    """
+
+    def __init__(self, queue: str, tmp_path: Path, fake_model) -> None:
+        self.queue, self.tmp_path, self.fake_model = queue, tmp_path, fake_model
+        self.started: list[subprocess.Popen] = []
+        self.watched: list[tuple[int, dict[str, str]]] = []  # (index in started, its env)
+        self.restarts = 0
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+
+    def __call__(self, supervised: bool = False, **extra_env: str) -> subprocess.Popen:
+        index = len(self.started)
+        process = self._spawn(str(index), extra_env)
+        self.started.append(process)
+        log_path = self.tmp_path / f"worker-{index}.log"
         deadline = time.monotonic() + 60
         while "ready." not in log_path.read_text():
             assert process.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, "worker did not start"
             time.sleep(0.2)
+        if supervised:
+            self.watched.append((index, extra_env))
+            if self._supervisor is None:
+                self._supervisor = threading.Thread(target=self._supervise, daemon=True)
+                self._supervisor.start()
         return process
 
-    yield start
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    def _spawn(self, name: str, extra_env: dict[str, str]) -> subprocess.Popen:
+        db = connection.settings_dict
+        env = {
+            **os.environ,
+            "DATABASE_URL": (
+                f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+                f"/{db['NAME']}"
+            ),
+            "REDIS_URL": django_settings.REDIS_URL,
+            "SECRET_KEY": "worker-test",
+            "QUORUM_CELERY_QUEUE": self.queue,
+            "QUORUM_WORKTREE_ROOT": str(self.tmp_path / "worktrees"),
+            "QUORUM_LOCAL_REPO_ROOTS": str(self.tmp_path),
+            **scenario.model_env(self.fake_model),
+            **extra_env,
+        }
+        return subprocess.Popen(
+            [
+                *(sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", self.queue),
+                *("--concurrency", "4", "--loglevel", "INFO", "--without-gossip"),
+                *("--without-mingle", "--hostname", f"w{name}-{self.queue}@%h"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=(self.tmp_path / f"worker-{name}.log").open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def _supervise(self) -> None:
+        while not self._stopping.wait(0.5):
+            for index, extra_env in self.watched:
+                if self.started[index].poll() is not None:
+                    self.restarts += 1
+                    self.started[index] = self._spawn(f"{index}-restart{self.restarts}", extra_env)
+
+    def close(self) -> None:
+        self._stopping.set()
+        if self._supervisor is not None:
+            self._supervisor.join()
+        for process in self.started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@pytest.fixture
+def worker_factory(queue, tmp_path, fake_model):
+    """Start Celery worker processes (see Workers); all are killed at the end."""
+    workers = Workers(queue, tmp_path, fake_model)
+    yield workers
+    workers.close()
 
 
 @pytest.fixture
