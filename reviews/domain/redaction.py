@@ -13,6 +13,7 @@ hex digests, words and paths are kept).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -191,13 +192,22 @@ _KEY_END = re.compile(r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----")
 def redact_diff(text: str) -> str:
     """A unified diff with every line redacted on its own, so it keeps its exact line structure
     (hunk headers stay true and anchors still land). A private key spans lines: every line of
-    its block, up to the END marker, is replaced whole."""
+    its block, up to the END marker, is replaced whole.
+
+    Only the lines some rule could match are redacted one by one (`_suspect_lines`); every
+    other line is kept as it is, which is what redacting it would give."""
+    lines = text.splitlines(keepends=True)
+    bodies = [line.rstrip("\r\n") for line in lines]
+    contents = [body[1:] if body[:1] in ("+", "-", " ") else body for body in bodies]
+    suspects = _suspect_lines(contents)
     out = []
     in_key = False
-    for line in text.splitlines(keepends=True):
-        body = line.rstrip("\r\n")
+    for number, (line, body, content) in enumerate(zip(lines, bodies, contents, strict=True)):
+        if not in_key and number not in suspects:
+            out.append(line)
+            continue
         ending = line[len(body) :]
-        prefix, content = (body[:1], body[1:]) if body[:1] in ("+", "-", " ") else ("", body)
+        prefix = body[: len(body) - len(content)]
         if in_key or _KEY_BEGIN.search(content):
             in_key = not _KEY_END.search(content)
             content = _marker("private_key")
@@ -205,6 +215,68 @@ def redact_diff(text: str) -> str:
             content = redact_text(content)
         out.append(prefix + content + ending)
     return "".join(out)
+
+
+# Substrings without which a rule cannot match a line: every token rule has a literal part, a
+# URL credential has "://", a credential's name one of _NAME_NEEDLES (compared lower-cased).
+_TOKEN_NEEDLES = (
+    "-----BEGIN",
+    *("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA"),
+    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    *("sk-", "xox", "hooks.slack.com/services/", "earer", "AIza", "_live_", "_test_", "eyJ"),
+    "://",
+)
+_NAME_NEEDLES = ("pass", "pwd", "secret", "token", "key", "credential")
+# The rules without such a part: what each needs at least (a quote and 24 characters of a key;
+# 40 of an AWS secret), found in one pass over the whole text.
+_SCANNED = (re.compile(r"[\"'][A-Za-z0-9+/=_\-.~]{24}"), re.compile(r"[A-Za-z0-9/+]{40}"))
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _suspect_lines(contents: list[str]) -> set[int]:
+    """The numbers of the lines (without their diff prefix) a redaction rule could change.
+
+    A superset, never fewer: a line no rule matches on its own stays as it is whatever the
+    rules do. A rule's match on a line contains its needle, or what `_SCANNED` looks for, on
+    that line. A later rule can only match what an earlier one rewrote on a line the earlier one
+    matched. Non-ASCII lines are always suspects: case-insensitive matching knows
+    equivalences (a dotless i, a long s) that lower-casing does not."""
+    joined = "\n".join(contents)
+    starts = [0]
+    for content in contents[:-1]:
+        starts.append(starts[-1] + len(content) + 1)
+    suspects: set[int] = set()
+
+    def mark(start: int, end: int) -> None:
+        first = bisect.bisect_right(starts, start) - 1
+        last = bisect.bisect_right(starts, max(start, end - 1)) - 1
+        suspects.update(range(first, last + 1))
+
+    def find_all(haystack: str, needle: str) -> None:
+        at = haystack.find(needle)
+        while at != -1:
+            mark(at, at + len(needle))
+            at = haystack.find(needle, at + 1)
+
+    for needle in _TOKEN_NEEDLES:
+        find_all(joined, needle)
+    lowered = joined.lower()
+    if len(lowered) == len(joined):  # the offsets still hold (no character grew)
+        for needle in _NAME_NEEDLES:
+            find_all(lowered, needle)
+    else:
+        suspects.update(
+            number
+            for number, content in enumerate(contents)
+            if any(needle in content.lower() for needle in _NAME_NEEDLES)
+        )
+    if not joined.isascii():
+        for match in _NON_ASCII.finditer(joined):
+            mark(match.start(), match.end())
+    for pattern in _SCANNED:
+        for match in pattern.finditer(joined):
+            mark(match.start(), match.end())
+    return suspects
 
 
 def _env_style(match: re.Match[str]) -> bool:

@@ -281,3 +281,56 @@ def test_an_aws_secret_key_needs_no_context_and_a_sha_or_a_name_stays():
     # Code keeps `password=hunter2` (a keyword argument naming a variable); prose does not.
     assert redact_text("login(password=hunter2)") == "login(password=hunter2)"
     assert redact_prose("I typed password=hunter2") == "I typed password=[REDACTED:assignment]"
+
+
+def _line_by_line(text: str) -> str:
+    """What redact_diff means: every line redacted on its own, a key block replaced whole."""
+    from reviews.domain.redaction import _KEY_BEGIN, _KEY_END, MARKER, redact_text
+
+    out, in_key = [], False
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        prefix, content = (body[:1], body[1:]) if body[:1] in ("+", "-", " ") else ("", body)
+        if in_key or _KEY_BEGIN.search(content):
+            in_key = not _KEY_END.search(content)
+            content = MARKER.format(kind="private_key")
+        else:
+            content = redact_text(content)
+        out.append(prefix + content + line[len(body) :])
+    return "".join(out)
+
+
+def _secret_line() -> st.SearchStrategy[str]:
+    token = st.sampled_from(sorted(TOKENS)).flatmap(lambda kind: TOKENS[kind])
+    return st.one_of(
+        st.builds(lambda c, s: c.format(secret=s), st.sampled_from(CONTEXTS), token),
+        st.builds(lambda p: f'DB_PASSWORD = "{p}"', _password()),
+        st.builds(lambda p: f"url = 'postgres://app:{p}@db:5432/x'", _password()),
+        st.builds(lambda v: f'key = ("{v}")', _high_entropy_literal()),
+        st.just("aws = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        # Case-insensitive matching knows a long s and a dotless i that lower-casing does not.
+        st.sampled_from(['ſecret = "hunter22x"', 'credentıal: "s3cr3t-value!"', "Ünïcödé = 1"]),
+        st.just("-----BEGIN RSA PRIVATE KEY-----"),
+        st.just("-----END RSA PRIVATE KEY-----"),
+        st.just('"Bearer abcdefghijklmnop1234"'),
+        st.sampled_from(["password =", '"hunter2hunter2hunter2hunter2"', "\x0c", "\x85x"]),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["+", "-", " ", "", "@@ -1 +1 @@ "]),
+            st.one_of(st.sampled_from(ORDINARY_LINES), _secret_line()),
+            st.sampled_from(["\n", "\r\n", ""]),
+        ),
+        max_size=25,
+    )
+)
+def test_a_diff_is_redacted_as_if_every_line_were_redacted_on_its_own(lines) -> None:
+    """redact_diff looks only at the lines some rule could match: the result is the same."""
+    from reviews.domain.redaction import redact_diff
+
+    text = "".join(prefix + content + end for prefix, content, end in lines)
+    assert redact_diff(text) == _line_by_line(text)
