@@ -22,6 +22,8 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from reviews.domain.line_needles import lines_with
+
 
 class ChangeStatus(StrEnum):
     ADDED = "added"
@@ -144,8 +146,38 @@ _CONTENT_PATTERNS: dict[RiskPattern, re.Pattern[str]] = {
         _I,
     ),
 }
-# One search tells whether a line can match any content pattern: most changed lines match none,
-# and a line that does is then searched pattern by pattern.
+# What each content pattern's every match contains (compared lower-cased): only the changed
+# lines holding one of these are searched (line_needles), most changed lines hold none.
+_CONTENT_NEEDLES: dict[RiskPattern, tuple[str, ...]] = {
+    RiskPattern.AUTH: (
+        *("authenticat", "login", "logout", "session", "jwt", "oauth", "bearer"),
+        *("access_token", "refresh_token", "csrf", "set_cookie"),
+    ),
+    RiskPattern.SQL: (
+        *("select", "insert", "update", "delete", ".raw(", ".extra(", "rawsql", "cursor()"),
+        *(".execute", ".objects.", ".filter(", ".exclude(", ".annotate(", ".aggregate("),
+        ".prefetch_related(",
+    ),
+    RiskPattern.CRYPTO: (
+        *("hashlib", "hmac", "crypt", "cipher", "aes", "rsa", "ecdsa", "md5", "sha1", "sha256"),
+        *("argon2", "pbkdf2", "nonce", "signing"),
+    ),
+    RiskPattern.PERMISSIONS: (
+        *("permission", "has_perm", "is_staff", "is_superuser", "authoriz", "acl", "rbac"),
+        *("role", "access_control", "forbidden", "login_required"),
+    ),
+    RiskPattern.SECRETS: ("key", "secret", "passw", "credential", "token"),
+    RiskPattern.EXTERNAL_CALLS: (
+        *("requests.", "httpx.", "aiohttp", "urlopen", "urllib", "fetch(", "axios"),
+        *("send_mail", "smtplib", "webhook"),
+    ),
+    RiskPattern.LLM: (
+        *("openai", "anthropic", "llm", "prompt", "chat.completions", "messages.create"),
+        *("langchain", "embedding"),
+    ),
+}
+_ALL_CONTENT_NEEDLES = tuple(sorted({n for group in _CONTENT_NEEDLES.values() for n in group}))
+# On a line that holds a needle, one search tells whether any content pattern matches.
 _ANY_CONTENT = re.compile("|".join(f"(?:{p.pattern})" for p in _CONTENT_PATTERNS.values()), _I)
 _PATH_PATTERNS: dict[RiskPattern, re.Pattern[str]] = {
     RiskPattern.AUTH: re.compile(r"(auth|login|session|oauth|jwt|token)", _I),
@@ -239,10 +271,15 @@ def size_class(file_count: int, changed_lines: int) -> SizeClass:
 
 
 def detect_risks(
-    changes: Sequence[FileChange], diff_text: str, *, set_aside: Collection[str] = ()
+    changes: Sequence[FileChange],
+    diff_text: str,
+    *,
+    set_aside: Collection[str] = (),
+    changed: Sequence[DiffLine] | None = None,
 ) -> tuple[RiskMatch, ...]:
     """Every high-risk pattern match, on paths and on changed lines, in a stable order;
-    nothing in `set_aside` (vendored, generated or minified files: someone else's code)."""
+    nothing in `set_aside` (vendored, generated or minified files: someone else's code).
+    `changed`: the diff's changed lines when the caller has them already."""
     matches: set[RiskMatch] = set()
     for change in changes:
         if change.path in set_aside:
@@ -252,14 +289,22 @@ def detect_risks(
                 matches.add(RiskMatch(pattern, change.path, None, found.group(0)))
     deleted = {c.path for c in changes if c.status is ChangeStatus.DELETED}
     skipped: dict[str, bool] = {}
-    for line in iter_changed_lines(diff_text):
-        skip = skipped.get(line.path)
+
+    def read(path: str) -> bool:
+        skip = skipped.get(path)
         if skip is None:
             # A deleted file's lines are gone from the head: nothing there to anchor a risk to.
-            skip = skipped[line.path] = (
-                is_doc_path(line.path) or line.path in deleted or line.path in set_aside
-            )
-        if skip or not _ANY_CONTENT.search(line.text):
+            skip = skipped[path] = is_doc_path(path) or path in deleted or path in set_aside
+        return not skip
+
+    lines = [
+        line
+        for line in (iter_changed_lines(diff_text) if changed is None else changed)
+        if read(line.path)
+    ]
+    for number in sorted(lines_with([line.text for line in lines], folded=_ALL_CONTENT_NEEDLES)):
+        line = lines[number]
+        if not _ANY_CONTENT.search(line.text):
             continue
         for pattern, regex in _CONTENT_PATTERNS.items():
             if found := regex.search(line.text):
@@ -288,8 +333,10 @@ def classify_change(
         fast_exit = FastExit.DOCS_ONLY
     elif all(c.status is ChangeStatus.MODIFIED for c in changes) and is_formatting_only(diff_text):
         fast_exit = FastExit.FORMATTING_ONLY
-    risks = () if fast_exit else detect_risks(changes, diff_text, set_aside=set_aside)
     changed = list(iter_changed_lines(diff_text))
+    risks = (
+        () if fast_exit else detect_risks(changes, diff_text, set_aside=set_aside, changed=changed)
+    )
     return ChangeClassification(
         fast_exit=fast_exit,
         size=size_class(file_count, changed_lines),

@@ -13,11 +13,12 @@ hex digests, words and paths are kept).
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
+
+from reviews.domain.line_needles import lines_with
 
 MARKER = "[REDACTED:{kind}]"
 _MARKER_RE = re.compile(r"\[REDACTED:[a-z_]+\]")
@@ -230,7 +231,6 @@ _NAME_NEEDLES = ("pass", "pwd", "secret", "token", "key", "credential")
 # The rules without such a part: what each needs at least (a quote and 24 characters of a key;
 # 40 of an AWS secret), found in one pass over the whole text.
 _SCANNED = (re.compile(r"[\"'][A-Za-z0-9+/=_\-.~]{24}"), re.compile(r"[A-Za-z0-9/+]{40}"))
-_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def _suspect_lines(contents: list[str]) -> set[int]:
@@ -239,44 +239,8 @@ def _suspect_lines(contents: list[str]) -> set[int]:
     A superset, never fewer: a line no rule matches on its own stays as it is whatever the
     rules do. A rule's match on a line contains its needle, or what `_SCANNED` looks for, on
     that line. A later rule can only match what an earlier one rewrote on a line the earlier one
-    matched. Non-ASCII lines are always suspects: case-insensitive matching knows
-    equivalences (a dotless i, a long s) that lower-casing does not."""
-    joined = "\n".join(contents)
-    starts = [0]
-    for content in contents[:-1]:
-        starts.append(starts[-1] + len(content) + 1)
-    suspects: set[int] = set()
-
-    def mark(start: int, end: int) -> None:
-        first = bisect.bisect_right(starts, start) - 1
-        last = bisect.bisect_right(starts, max(start, end - 1)) - 1
-        suspects.update(range(first, last + 1))
-
-    def find_all(haystack: str, needle: str) -> None:
-        at = haystack.find(needle)
-        while at != -1:
-            mark(at, at + len(needle))
-            at = haystack.find(needle, at + 1)
-
-    for needle in _TOKEN_NEEDLES:
-        find_all(joined, needle)
-    lowered = joined.lower()
-    if len(lowered) == len(joined):  # the offsets still hold (no character grew)
-        for needle in _NAME_NEEDLES:
-            find_all(lowered, needle)
-    else:
-        suspects.update(
-            number
-            for number, content in enumerate(contents)
-            if any(needle in content.lower() for needle in _NAME_NEEDLES)
-        )
-    if not joined.isascii():
-        for match in _NON_ASCII.finditer(joined):
-            mark(match.start(), match.end())
-    for pattern in _SCANNED:
-        for match in pattern.finditer(joined):
-            mark(match.start(), match.end())
-    return suspects
+    matched."""
+    return lines_with(contents, _TOKEN_NEEDLES, folded=_NAME_NEEDLES, scans=_SCANNED)
 
 
 def _env_style(match: re.Match[str]) -> bool:

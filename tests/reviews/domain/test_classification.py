@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reviews.domain.classification import (
+    _CONTENT_PATTERNS,
     ChangeStatus,
     FastExit,
     FileChange,
     RiskPattern,
     SizeClass,
     classify_change,
+    detect_risks,
     is_formatting_only,
     iter_changed_lines,
     size_class,
@@ -168,3 +172,67 @@ def test_a_deleted_files_lines_keep_its_path_and_anchor_no_risk() -> None:
         [FileChange("app/run.py", 0, 2)], deleted.replace("+++ /dev/null", "+++ b/app/run.py")
     )
     assert any(m.where == "app/run.py:2" for m in kept.risks), kept.risks
+
+
+# A match of every alternative of every content pattern, written as code writes it; what the
+# needles must never miss.
+_RISKY_WORDS = [
+    *("authenticate", "login", "logout", "sessions", "session_id", "jwt", "oauth2", "bearer"),
+    *("access_token", "refresh_token", "csrf_token", "set_cookie"),
+    *("select a from b", "insert into t", "update t set", "delete from t", ".raw(", ".extra("),
+    *("RawSQL", "cursor()", ".execute(", ".executemany(", ".objects.", ".filter(", ".exclude("),
+    *(".annotate(", ".aggregate(", ".select_related(", ".prefetch_related("),
+    *("hashlib", "hmac", "cryptography", "Crypto", "cipher_text", "encrypted", "decrypt", "aes"),
+    *("rsa", "ecdsa", "md5", "sha1", "sha256", "bcrypt", "argon2", "pbkdf2_hmac", "nonce"),
+    *("signing", "permission", "has_perm", "is_staff", "is_superuser", "authorized", "acl"),
+    *("rbac", "roles", "access_control", "PermissionDenied", "Forbidden", "login_required"),
+    *("api_key", "secret", "password", "passwd", "credential", "private-key", "token ="),
+    *("requests.post", "httpx.", "aiohttp", "urlopen", "urllib", "fetch(", "axios"),
+    *("send_mail", "smtplib", "webhooks", "openai", "anthropic", "llm_client", "prompts"),
+    *("chat.completions", "messages.create", "langchain", "embeddings"),
+    # Case-insensitive matching knows equivalences lower-casing does not: a long s, a dotless i.
+    *("ſession", "ıogin"),
+]
+
+
+def _risks_searched_line_by_line(diff: str) -> set[tuple]:
+    return {
+        (pattern, line.line, found.group(0))
+        for line in iter_changed_lines(diff)
+        for pattern, regex in _CONTENT_PATTERNS.items()
+        if (found := regex.search(line.text))
+    }
+
+
+def _risks_found(texts: list[str]) -> tuple[set[tuple], set[tuple]]:
+    diff = _diff("app/code.py", [], texts)
+    change = FileChange(path="app/code.py", added=len(texts), removed=0)
+    found = {(r.pattern, r.line, r.evidence) for r in detect_risks([change], diff) if r.line}
+    return found, _risks_searched_line_by_line(diff)
+
+
+def test_every_risky_word_is_found_as_when_every_line_is_searched() -> None:
+    found, expected = _risks_found(
+        [variant for word in _RISKY_WORDS for variant in (word, word.upper(), word.title())]
+    )
+    assert len(expected) >= 3 * len(_RISKY_WORDS) - 10  # the words are risky
+    assert found == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from([*_RISKY_WORDS, " ", "_", ".", "(", "x", "=", "K", "é"]), max_size=6
+        )
+        .map("".join)
+        .flatmap(lambda line: st.sampled_from([line, line.upper(), line[1:], line[:-1]])),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_risky_lines_are_found_as_if_every_line_were_searched(texts: list[str]) -> None:
+    """detect_risks searches only the lines holding a needle: it finds what searching every
+    changed line with every pattern finds."""
+    found, expected = _risks_found(texts)
+    assert found == expected
