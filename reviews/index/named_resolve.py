@@ -34,6 +34,8 @@ from reviews.index.model import (
     IMPORT,
     INTERFACE,
     METHOD,
+    MOD,
+    MOD_DIR,
     MODULE,
     Binding,
     Definition,
@@ -90,7 +92,11 @@ class NamedResolver:
             self._by_basename[posixpath.basename(path)].append(path)
             if family == "go":
                 self._dirs[directory].append(path)
-            self._bindings[path] = {b.local: b for b in record.bindings if b.local != "*"}
+            self._bindings[path] = {
+                b.local: b
+                for b in record.bindings
+                if b.local != "*" and b.imported not in (MOD, MOD_DIR)
+            }
             if family == "js":
                 self._stars[path] = [b.target for b in record.bindings if b.local == "*"]
             if family == "java":
@@ -140,7 +146,7 @@ class NamedResolver:
     def resolve(self, record: FileRecord, kind: str, source: str, name: str) -> str | None:
         family = LANGUAGE_FAMILY[record.language]
         if kind == IMPORT:
-            return self._import(record, family, name)
+            return self._import(record, family, name, source)
         qualifier, _, last = name.rpartition(".")
         if not qualifier:
             return self._bare(record, family, source, last)
@@ -154,10 +160,12 @@ class NamedResolver:
 
     # -- imports -----------------------------------------------------------------------------
 
-    def _import(self, record: FileRecord, family: str, name: str) -> str | None:
+    def _import(
+        self, record: FileRecord, family: str, name: str, source: str | None = None
+    ) -> str | None:
         spec, _, imported = name.partition("#")
         if family in ("java", "rust"):
-            return self._path_like(record, family, spec)
+            return self._path_like(record, family, spec, source)
         files = self._module_files(record, family, spec)
         if not files:
             return None
@@ -323,11 +331,13 @@ class NamedResolver:
             return spec.split("::", 1)[0] in ("crate", "self", "super", *self._crates)
         return False
 
-    def _path_like(self, record: FileRecord, family: str, spec: str) -> str | None:
+    def _path_like(
+        self, record: FileRecord, family: str, spec: str, source: str | None = None
+    ) -> str | None:
         """Java `com.x.Util[.member]` and Rust `crate::a::b[::item]`: the longest prefix that
         names a file, then items inside it."""
         if family == "rust":
-            found = self._rust.resolve(record.path, spec, 0)
+            found = self._rust.resolve(record.path, spec, 0, source)
             if found is not None:
                 return found
         separator = "." if family == "java" else "::"
