@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-FORMAT_VERSION = 3  # 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod` (MOD)
+FORMAT_VERSION = 3  # 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`
 
 MODULE = "module"
 CLASS = "class"

@@ -80,6 +80,7 @@ class NamedResolver:
         self._go_modules: list[tuple[str, str]] = []
         self._crates: set[str] = set()
         self._cargo: dict[str, str] = {}  # Rust: a Cargo.toml's directory → its crate's name
+        self._lib_roots: dict[str, str] = {}  # … → its `[lib] path`, from the repository's root
         for path in sorted(files):
             record = files[path]
             if record.language == MANIFEST:
@@ -114,7 +115,7 @@ class NamedResolver:
                     self._inherits[ref.source].append((path, ref.name))
         self._bases: dict[str, tuple[str, ...]] = {}
         self._go_modules.sort(key=lambda item: -len(item[1]))
-        self._rust = RustPaths(files, definitions, self._bindings, self._cargo)
+        self._rust = RustPaths(files, definitions, self._bindings, self._cargo, self._lib_roots)
 
     def _read_manifest(self, record: FileRecord) -> None:
         directory = posixpath.dirname(record.path)
@@ -124,6 +125,11 @@ class NamedResolver:
             self._crates.update(crates)
             if crates:
                 self._cargo[directory] = crates[0]
+            for b in record.bindings:
+                if b.local == "lib":
+                    self._lib_roots[directory] = posixpath.normpath(
+                        posixpath.join(directory, b.target)
+                    )
         elif name == "go.mod":
             self._go_modules += [
                 (directory, b.target) for b in record.bindings if b.local == "module"

@@ -72,12 +72,14 @@ class RustPaths:
         definitions: Mapping[str, Definition],
         bindings: Mapping[str, dict[str, Binding]],
         cargo: Mapping[str, str],
+        lib_roots: Mapping[str, str],
     ) -> None:
         self._files = files
         self._defs = definitions
         self._bindings = bindings
         self._cargo = cargo  # a Cargo.toml's directory → its crate's name
         self._crates = frozenset(cargo.values())
+        self._lib_roots = lib_roots  # … → its `[lib] path` (from the repository's root)
         # Each file's place (where its own paths start), and the files of each place.
         self._place_of: dict[str, Place] = {}
         self._files_at: dict[Place, list[str]] = defaultdict(list)
@@ -98,14 +100,17 @@ class RustPaths:
 
     def _rust_place(self, path: str) -> Place | None:
         """(the crate's directory, the module path) of a Rust file by where it lies: `src/lib.rs`
-        and `src/main.rs` are the crate root, `src/a/b.rs` and `src/a/b/mod.rs` module `a::b`;
-        a file under `tests/`, `examples/`, `benches/` or `fuzz_targets/` is a crate root of its
-        own (keyed by its path), which reaches the library through the crate's name."""
+        and `src/main.rs` (or Cargo.toml's `[lib] path`) are the crate root, `src/a/b.rs` and
+        `src/a/b/mod.rs` module `a::b`; a file under `tests/`, `examples/`, `benches/` or
+        `fuzz_targets/` is a crate root of its own (keyed by its path), which reaches the library
+        through the crate's name."""
         crate = max(
             (d for d in self._cargo if not d or path.startswith(d + "/")), key=len, default=None
         )
         if crate is None:
             return None
+        if self._lib_roots.get(crate) == path:
+            return crate, ()
         rel = path[len(crate) + 1 :] if crate else path
         top, _, rest = rel.partition("/")
         if top != "src" or not rest:

@@ -128,3 +128,26 @@ def test_cfg_variants_of_one_module_are_each_looked_in():
     )
     rate = import_resolution(index)["rust"]
     assert (rate.resolved, rate.total) == (8, 10)
+
+
+def test_a_crate_whose_lib_path_cargo_toml_names_is_rooted_there():
+    """A test harness crate (`tests/crate/Cargo.toml` with `[lib] path = "test.rs"`, depending on
+    the library) is rooted at that file: its glob re-export of the library and its own
+    `crate::` paths resolve."""
+    index = build_index(
+        {
+            "Cargo.toml": CARGO,
+            "src/lib.rs": "pub mod parse;\n",
+            "src/parse.rs": "pub struct Parser;\n",
+            "tests/crate/Cargo.toml": (
+                '[package]\nname = "demo_test"\nversion = "0.0.0"\n\n[lib]\npath = "test.rs"\n\n'
+                '[dependencies]\ndemo = { path = "../.." }\n'
+            ),
+            "tests/crate/test.rs": "mod extra;\npub use demo::*;\nuse crate::extra::Extra;\n",
+            "tests/crate/extra.rs": "pub struct Extra;\n",
+        }
+    )
+    harness = _targets(index, "tests/crate/test.rs")
+    assert harness["demo"] == "src/lib.rs"
+    assert harness["crate::extra::Extra"] == "tests/crate/extra.rs:Extra"
+    assert import_resolution(index)["rust"].rate == 1.0
