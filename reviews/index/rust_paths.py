@@ -47,15 +47,11 @@ def mod_paths(node: ts.Node, *, inline: bool) -> list[str]:
     plain: list[str] = []
     conditional: list[str] = []
     sibling = node.prev_named_sibling
-    while sibling is not None and sibling.type in (
-        "attribute_item",
-        "line_comment",
-        "block_comment",
-    ):
+    while sibling is not None and sibling.type in _BEFORE_ITEM:
         for attribute in sibling.named_children:
-            text = (attribute.text or b"").decode("utf-8", "replace")
             if attribute.type != "attribute":
                 continue
+            text = (attribute.text or b"").decode("utf-8", "replace")
             if (found := _PATH.fullmatch(text)) is not None:
                 plain.insert(0, found.group(1))
             elif (found := _CFG_PATH.match(text)) is not None:
