@@ -11,7 +11,8 @@ travel with the stored index like any other file:
   `rootDir` (all relative to the manifest's directory, as written);
 - go.mod: `module` → the module path;
 - Cargo.toml: `crate` → the package's name as Rust code writes it (`my-lib` → `my_lib`), which
-  integration tests and examples use instead of `crate::`.
+  integration tests and examples use instead of `crate::`; `lib` → `[lib] path`, the library's
+  root file when it is not `src/lib.rs`.
 A manifest that does not parse yields no facts: imports it would have resolved stay unresolved
 and are counted as such, never guessed.
 """
@@ -45,6 +46,9 @@ def parse_manifest(path: str, text: str) -> FileRecord:
         section = re.search(r"^\[package\][^\[]*?^\s*name\s*=\s*\"([^\"]+)\"", text, re.M | re.S)
         if section:
             facts.append(("crate", section.group(1).replace("-", "_"), None))
+        lib = re.search(r"^\[lib\][^\[]*?^\s*path\s*=\s*\"([^\"]+)\"", text, re.M | re.S)
+        if lib:
+            facts.append(("lib", lib.group(1), None))
     elif name == "go.mod":
         match = re.search(r"^\s*module\s+(\S+)", text, re.MULTILINE)
         if match:

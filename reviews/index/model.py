@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-FORMAT_VERSION = 2  # 2: Python module attributes (ASSIGNED bindings)
+FORMAT_VERSION = 3  # 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`
 
 MODULE = "module"
 CLASS = "class"
@@ -64,6 +64,11 @@ class Reference:
 ASSIGNED = "="
 # Rust: a macro (`macro_rules!`) the file defines; `#[macro_export]` makes it the crate root's.
 MACRO = "!"
+# Rust: `mod x;` declared in `scope` (the file, or an inline `mod` in it: `path:a.b`); `target`
+# is a `#[path]` naming its file, "" for none (the file is found by the module's name). `MOD_DIR`:
+# an inline `mod x { … }` whose `#[path]` (`target`) is the directory of the modules it declares.
+MOD = "mod"
+MOD_DIR = "mod{}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,13 +33,15 @@ from reviews.index.model import (
     CLASS,
     IMPORT,
     INTERFACE,
-    MACRO,
     METHOD,
+    MOD,
+    MOD_DIR,
     MODULE,
     Binding,
     Definition,
     FileRecord,
 )
+from reviews.index.rust_paths import RustPaths
 
 _JS_SUFFIXES = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
 # An ESM specifier names the file the compiler will emit; the repository holds its source.
@@ -78,6 +80,7 @@ class NamedResolver:
         self._go_modules: list[tuple[str, str]] = []
         self._crates: set[str] = set()
         self._cargo: dict[str, str] = {}  # Rust: a Cargo.toml's directory → its crate's name
+        self._lib_roots: dict[str, str] = {}  # … → its `[lib] path`, from the repository's root
         for path in sorted(files):
             record = files[path]
             if record.language == MANIFEST:
@@ -90,7 +93,11 @@ class NamedResolver:
             self._by_basename[posixpath.basename(path)].append(path)
             if family == "go":
                 self._dirs[directory].append(path)
-            self._bindings[path] = {b.local: b for b in record.bindings if b.local != "*"}
+            self._bindings[path] = {
+                b.local: b
+                for b in record.bindings
+                if b.local != "*" and b.imported not in (MOD, MOD_DIR)
+            }
             if family == "js":
                 self._stars[path] = [b.target for b in record.bindings if b.local == "*"]
             if family == "java":
@@ -108,20 +115,7 @@ class NamedResolver:
                     self._inherits[ref.source].append((path, ref.name))
         self._bases: dict[str, tuple[str, ...]] = {}
         self._go_modules.sort(key=lambda item: -len(item[1]))
-        # Rust: each file's module path in its crate, and the file of each module.
-        self._rust_of: dict[str, tuple[str, tuple[str, ...]]] = {}
-        self._rust_files: dict[tuple[str, tuple[str, ...]], str] = {}
-        # `#[macro_export]` puts a macro at the crate's root whichever file defines it.
-        self._rust_macros: dict[tuple[str, str], str] = {}
-        for path, record in files.items():
-            if record.language == "rust":
-                place = self._rust_place(path)
-                if place is not None:
-                    self._rust_of[path] = place
-                    self._rust_files.setdefault(place, path)
-                    for b in record.bindings:
-                        if b.imported == MACRO:
-                            self._rust_macros.setdefault((place[0], b.local), record.module)
+        self._rust = RustPaths(files, definitions, self._bindings, self._cargo, self._lib_roots)
 
     def _read_manifest(self, record: FileRecord) -> None:
         directory = posixpath.dirname(record.path)
@@ -131,6 +125,11 @@ class NamedResolver:
             self._crates.update(crates)
             if crates:
                 self._cargo[directory] = crates[0]
+            for b in record.bindings:
+                if b.local == "lib":
+                    self._lib_roots[directory] = posixpath.normpath(
+                        posixpath.join(directory, b.target)
+                    )
         elif name == "go.mod":
             self._go_modules += [
                 (directory, b.target) for b in record.bindings if b.local == "module"
@@ -153,7 +152,7 @@ class NamedResolver:
     def resolve(self, record: FileRecord, kind: str, source: str, name: str) -> str | None:
         family = LANGUAGE_FAMILY[record.language]
         if kind == IMPORT:
-            return self._import(record, family, name)
+            return self._import(record, family, name, source)
         qualifier, _, last = name.rpartition(".")
         if not qualifier:
             return self._bare(record, family, source, last)
@@ -167,10 +166,12 @@ class NamedResolver:
 
     # -- imports -----------------------------------------------------------------------------
 
-    def _import(self, record: FileRecord, family: str, name: str) -> str | None:
+    def _import(
+        self, record: FileRecord, family: str, name: str, source: str | None = None
+    ) -> str | None:
         spec, _, imported = name.partition("#")
         if family in ("java", "rust"):
-            return self._path_like(record, family, spec)
+            return self._path_like(record, family, spec, source)
         files = self._module_files(record, family, spec)
         if not files:
             return None
@@ -336,11 +337,13 @@ class NamedResolver:
             return spec.split("::", 1)[0] in ("crate", "self", "super", *self._crates)
         return False
 
-    def _path_like(self, record: FileRecord, family: str, spec: str) -> str | None:
+    def _path_like(
+        self, record: FileRecord, family: str, spec: str, source: str | None = None
+    ) -> str | None:
         """Java `com.x.Util[.member]` and Rust `crate::a::b[::item]`: the longest prefix that
         names a file, then items inside it."""
         if family == "rust":
-            found = self._rust_path(record.path, spec, 0)
+            found = self._rust.resolve(record.path, spec, 0, source)
             if found is not None:
                 return found
         separator = "." if family == "java" else "::"
@@ -363,95 +366,6 @@ class NamedResolver:
                 current = nxt
             return current
         return None
-
-    # -- Rust module paths ----------------------------------------------------------------------
-
-    def _rust_place(self, path: str) -> tuple[str, tuple[str, ...]] | None:
-        """(the crate's directory, the module path) of a Rust file: `src/lib.rs` and
-        `src/main.rs` are the crate root, `src/a/b.rs` and `src/a/b/mod.rs` module `a::b`; a
-        file under `tests/`, `examples/`, `benches/` or `fuzz_targets/` is a crate root of its
-        own (keyed by its path), which reaches the library through the crate's name. Modules
-        placed by `#[path = …]` are not followed."""
-        crate = max(
-            (d for d in self._cargo if not d or path.startswith(d + "/")), key=len, default=None
-        )
-        if crate is None:
-            return None
-        rel = path[len(crate) + 1 :] if crate else path
-        top, _, rest = rel.partition("/")
-        if top != "src" or not rest:
-            return (path, ()) if top in ("tests", "examples", "benches", "fuzz_targets") else None
-        parts = rest.removesuffix(".rs").split("/")
-        if parts[-1] == "mod" or (len(parts) == 1 and parts[0] in ("lib", "main")):
-            parts = parts[:-1]
-        return crate, tuple(parts)
-
-    def _rust_path(self, importer: str, spec: str, depth: int) -> str | None:
-        """`crate::a::Item`, `self::x`, `super::y`, `my_crate::z` (from an integration test) as
-        the compiler reads them: module by module through the crate's files, then the item in
-        its module's file (its own, an inline `mod`, or one the file `pub use`s)."""
-        place = self._rust_of.get(importer)
-        if place is None or depth > 8:
-            return None
-        crate, here = place
-        segments = [s for s in spec.split("::") if s]
-        if not segments:
-            return None
-        first = segments[0]
-        current: tuple[str, ...]
-        if first == "crate":
-            current, rest = (), segments[1:]
-            if crate == importer:  # a test's own crate root is the test file itself
-                return self._rust_items(importer, rest, depth)
-        elif first == "self":
-            current, rest = here, segments[1:]
-        elif first == "super":
-            current, rest = here, segments
-            while rest and rest[0] == "super":
-                current, rest = current[:-1], rest[1:]
-        elif first in self._crates:
-            named = [d for d, name in self._cargo.items() if name == first]
-            # Two packages of one name (a test harness re-packaging the library): the one
-            # around the importer, else the only one.
-            around = [d for d in named if not d or importer.startswith(d + "/")]
-            if not around and len(named) != 1:
-                return None
-            crate, current, rest = max(around or named, key=len), (), segments[1:]
-        else:
-            return None
-        while rest and (crate, (*current, rest[0])) in self._rust_files:
-            current, rest = (*current, rest[0]), rest[1:]
-        path = self._rust_files.get((crate, current))
-        found = self._rust_items(path, rest, depth) if path is not None else None
-        if found is None and not current and len(rest) == 1:
-            return self._rust_macros.get((crate, rest[0]))
-        return found
-
-    def _rust_items(self, path: str, rest: list[str], depth: int) -> str | None:
-        current = self._files[path].module
-        for position, part in enumerate(rest):
-            if part in ("*", "self"):
-                break
-            nxt = f"{path}:{part}" if current == path else f"{current}.{part}"
-            if nxt in self._defs:
-                current = nxt
-                continue
-            if current != path:
-                return current  # a member of an item (`Error::new`): the item
-            binding = self._bindings.get(path, {}).get(part)
-            if binding is not None:
-                tail = "::".join(rest[position + 1 :])
-                target = f"{binding.target}::{tail}" if tail else binding.target
-                found = self._rust_path(path, target, depth + 1)
-                # Imported from outside the crate (`std::error::Error as StdError`) and handed
-                # on: defined here, for its users.
-                return found if found is not None else current
-            for star in (b.target for b in self._files[path].bindings if b.local == "*"):
-                found = self._rust_path(path, f"{star}::{part}", depth + 1)
-                if found is not None:
-                    return found
-            return None
-        return current
 
     def _file_ending_with(self, suffixes: tuple[str, ...], family: str) -> str | None:
         matches = {

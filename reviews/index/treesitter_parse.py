@@ -25,6 +25,8 @@ from reviews.index.model import (
     INTERFACE,
     MACRO,
     METHOD,
+    MOD,
+    MOD_DIR,
     MODULE,
     Binding,
     Definition,
@@ -32,6 +34,7 @@ from reviews.index.model import (
     Reference,
     text_digest,
 )
+from reviews.index.rust_paths import mod_paths
 
 
 @cache
@@ -495,8 +498,10 @@ class _Walker:
             return self._define(node, _text(node.child_by_field_name("name")), CLASS, scope)
         if kind == "trait_item":
             return self._define(node, _text(node.child_by_field_name("name")), INTERFACE, scope)
-        if kind == "mod_item" and node.child_by_field_name("body") is not None:
-            return self._define(node, _text(node.child_by_field_name("name")), MODULE, scope)
+        if kind == "mod_item":
+            self._rust_mod(node, scope)
+            if node.child_by_field_name("body") is not None:
+                return self._define(node, _text(node.child_by_field_name("name")), MODULE, scope)
         if kind == "impl_item":
             owner = _type_name(node.child_by_field_name("type"))
             prefix = f"{scope.local}.{owner}" if scope.local else owner
@@ -519,6 +524,14 @@ class _Walker:
         if kind == "call_expression":
             self._ref(CALL, self._rust_callee(node.child_by_field_name("function")), node, scope)
         return None
+
+    def _rust_mod(self, node: ts.Node, scope: _Scope) -> None:
+        """A module of the crate's tree (not one in a function), with its `#[path]`s."""
+        if scope.kind in (None, MODULE):
+            inline = node.child_by_field_name("body") is not None
+            name, marker = _text(node.child_by_field_name("name")), MOD_DIR if inline else MOD
+            for target in mod_paths(node, inline=inline):
+                self.bindings.append(Binding(scope.qualname, name, target, marker))
 
     def _rust_use(self, node: ts.Node | None, prefix: str, stmt: ts.Node, scope: _Scope) -> None:
         if node is None:
