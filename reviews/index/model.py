@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -177,16 +177,16 @@ class CodeIndex:
 
     def innermost(self, path: str, line: int) -> Definition | None:
         """The narrowest definition (not the module) whose span holds `line`, if any."""
-        best: Definition | None = None
-        for definition in self.definitions_in(path):
-            if definition.kind == MODULE and definition.parent is None:
-                continue
-            if definition.contains(line) and (
-                best is None
-                or definition.end_line - definition.start_line < best.end_line - best.start_line
-            ):
-                best = definition
-        return best
+        table = self._innermost.get(path)
+        if table is None:
+            table = self._innermost[path] = innermost_by_line(self.definitions_in(path))
+        return table[line] if 0 <= line < len(table) else None
+
+    @cached_property
+    def _innermost(self) -> dict[str, list[Definition | None]]:
+        # A change asks for every changed line of a file: one table per file, not one scan of
+        # the file's definitions per line.
+        return {}
 
     @property
     def failed(self) -> dict[str, str]:
@@ -270,3 +270,17 @@ def resolved_references(
         for position, ref in enumerate(record.references):
             out.append(_with_target(ref, targets.get((record.path, position))))
     return tuple(out)
+
+
+def innermost_by_line(definitions: Sequence[Definition]) -> list[Definition | None]:
+    """For each line number, the narrowest definition (not the module) holding it; of two as
+    narrow, the one listed first. Widest first, so the narrowest is written last."""
+    spans = [
+        (index, d)
+        for index, d in enumerate(definitions)
+        if not (d.kind == MODULE and d.parent is None) and 0 <= d.start_line <= d.end_line
+    ]
+    table: list[Definition | None] = [None] * (max((d.end_line for _, d in spans), default=0) + 1)
+    for _, d in sorted(spans, key=lambda item: (item[1].start_line - item[1].end_line, -item[0])):
+        table[d.start_line : d.end_line + 1] = [d] * (d.end_line - d.start_line + 1)
+    return table

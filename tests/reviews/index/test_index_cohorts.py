@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reviews.index.cohorts import NO_INDEX_LABEL, compute_cohorts
 from reviews.index.mermaid import escape_label
+from reviews.index.model import CodeIndex, Definition, FileRecord
 from reviews.sources.git_local import LocalGitSource
 from tests.reviews.index.index_helpers import index_at, pr_cohorts
 from tests.reviews.index.test_index_treesitter import GO, WEB
@@ -265,3 +266,35 @@ def test_it_escapes_every_diagram_label(text):
     escaped = escape_label(text)
     assert not set(escaped) & set('"[]{}<>|`\n\r;#') - {"#", ";"}
     assert '"' not in escaped and "\n" not in escaped and "]" not in escaped
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 15), st.sampled_from(["function", "module"])),
+        max_size=12,
+    ),
+    st.lists(st.integers(-2, 60), max_size=20),
+)
+def test_the_innermost_definition_is_the_narrowest_holding_the_line(spans, lines) -> None:
+    """The per-file table answers as scanning every definition for each line would."""
+    definitions = tuple(
+        Definition(f"m.d{i}", f"d{i}", kind, "m.py", start, start + width, None if i else "m", "py")
+        for i, (start, width, kind) in enumerate(spans)
+    )
+    index = CodeIndex(
+        files={"m.py": FileRecord("m.py", "python", "x", "m", definitions, (), ())}, references=()
+    )
+
+    def scanned(line: int) -> Definition | None:
+        best = None
+        for d in definitions:
+            if d.kind == "module" and d.parent is None:
+                continue
+            if d.contains(line) and (
+                best is None or d.end_line - d.start_line < best.end_line - best.start_line
+            ):
+                best = d
+        return best
+
+    assert [index.innermost("m.py", line) for line in lines] == [scanned(n) for n in lines]
