@@ -28,8 +28,8 @@ from reviews.index.manifest_parse import MANIFEST, is_manifest, parse_manifest
 from reviews.index.model import CodeIndex, FileRecord, text_digest
 from reviews.index.python_parse import parse_python
 from reviews.index.treesitter_parse import parse_with_treesitter
-from reviews.sources.diffs import FileStatus
-from reviews.sources.git_local import LocalDiff, LocalGitSource
+from reviews.sources.diffs import ChangedFile, FileStatus
+from reviews.sources.git_local import LocalGitSource
 from reviews.sources.gitcmd import run_git
 
 Parser = Callable[[str, str], FileRecord]
@@ -207,13 +207,16 @@ def files_at_commit(
     return out
 
 
-def changed_texts(source: LocalGitSource, diff: LocalDiff) -> dict[str, str | None]:
-    """What `update_index` needs for a diff: new text per changed path, None where it is gone.
+def changed_texts(
+    source: LocalGitSource, head_sha: str, files: Iterable[ChangedFile]
+) -> dict[str, str | None]:
+    """What `update_index` needs for a diff's `files`: new text per changed path at
+    `head_sha`, None where it is gone.
     The texts are read in one `git cat-file --batch` (one process per file cost more than
     indexing them)."""
     changed: dict[str, str | None] = {}
     wanted: list[str] = []
-    for changed_file in diff.files:
+    for changed_file in files:
         if changed_file.old_path and changed_file.old_path != changed_file.new_path:
             changed[changed_file.old_path] = None
         if changed_file.new_path is None:
@@ -221,7 +224,7 @@ def changed_texts(source: LocalGitSource, diff: LocalDiff) -> dict[str, str | No
         if changed_file.status is FileStatus.BINARY and not is_indexable(changed_file.new_path):
             continue
         wanted.append(changed_file.new_path)
-    texts = texts_at(source, diff.head_sha, wanted)
+    texts = texts_at(source, head_sha, wanted)
     # A path that is no file at the head (a submodule) has no text to index.
     changed.update({path: texts.get(path) for path in wanted})
     return changed

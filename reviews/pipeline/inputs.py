@@ -18,7 +18,7 @@ def fetch_diff(review_round: ReviewRound) -> str:
     repo = pr.repository
     if repo.kind == repo.Kind.LOCAL:
         source = LocalGitSource(repo.local_path)
-        return source.diff(review_round.base_sha or pr.base_ref, review_round.head_sha).text
+        return source.pull_diff_text(review_round.base_sha or pr.base_ref, review_round.head_sha)
 
     if pr.number is None:
         raise ValueError(f"{pr} is on GitHub but has no pull request number")

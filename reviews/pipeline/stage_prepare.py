@@ -32,7 +32,7 @@ from reviews.pipeline.template import (
 )
 from reviews.selectors.changed_files import file_summaries
 from reviews.services import codeindex
-from reviews.services.round_files import attribute_verdicts
+from reviews.services.round_files import attribute_verdicts, with_verdicts
 from reviews.sources.diffs import ChangedFile, parse_unified_diff
 from reviews.sources.worktrees import unread_files
 from workspaces.models import Workspace, workspace_model_configured
@@ -196,7 +196,9 @@ def _read_worktree(
     seconds["worktree"] = time.perf_counter() - clock
     said = attribute_verdicts(worktree, files)
     review_round.stats = review_round.stats.with_(vendored=said or None)
-    cohorts = codeindex.round_cohorts(review_round, worktree, seconds=seconds)
+    cohorts = codeindex.round_cohorts(
+        review_round, worktree, seconds=seconds, files=with_verdicts(files, said)
+    )
     review_round.stats = review_round.stats.with_(
         cohorts=codeindex.cohorts_json(cohorts), unread_files=unread_files(worktree) or None
     )

@@ -36,7 +36,7 @@ from reviews.index.cohort_types import Cohort, cohorts_to_json
 from reviews.models import CodeIndexRecord, ReviewRound
 from reviews.services.round_files import round_changed_files
 from reviews.services.worktrees import round_remote_merge_base
-from reviews.sources.diffs import parse_unified_diff
+from reviews.sources.diffs import ChangedFile, parse_unified_diff
 from reviews.sources.git_local import GitError, LocalGitSource
 from reviews.sources.gitcmd import run_git
 from reviews.sources.github_errors import GitHubError
@@ -76,25 +76,25 @@ def _store(repository: Repository, built: dict[str, CodeIndex]) -> None:
     )
 
 
-def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None, CodeIndex | None]:
-    """(base, head) indexes; base is None for GitHub rounds."""
+def round_indexes(
+    review_round: ReviewRound, worktree, files: Sequence[ChangedFile]
+) -> tuple[CodeIndex | None, CodeIndex | None]:
+    """(base, head) indexes; base is None for GitHub rounds. `files`: the round's diff."""
     repository = review_round.space.pull_request.repository
     head_sha = review_round.head_sha
     if repository.kind == Repository.Kind.LOCAL:
         source = LocalGitSource(repository.local_path)
         base_ref = review_round.base_sha or review_round.space.pull_request.base_ref
-        diff = source.diff(base_ref, head_sha)
-        stored = _stored(repository, head_sha, diff.merge_base_sha)
-        head, base = stored.get(head_sha), stored.get(diff.merge_base_sha)
+        merge_base = source.merge_base(base_ref, head_sha)
+        stored = _stored(repository, head_sha, merge_base)
+        head, base = stored.get(head_sha), stored.get(merge_base)
         built: dict[str, CodeIndex] = {}
         if base is None:
-            base = built[diff.merge_base_sha] = build_index(
-                files_at_commit(source, diff.merge_base_sha)
-            )
+            base = built[merge_base] = build_index(files_at_commit(source, merge_base))
         if head is None:
             # Only what the change touched is parsed again.
             head = built[head_sha] = (
-                update_index(base, changed_texts(source, diff))
+                update_index(base, changed_texts(source, head_sha, files))
                 if base.indexed
                 else build_index(files_at_commit(source, head_sha))
             )
@@ -109,14 +109,19 @@ def round_indexes(review_round: ReviewRound, worktree) -> tuple[CodeIndex | None
 
 
 def round_cohorts(
-    review_round: ReviewRound, worktree, *, seconds: dict[str, float] | None = None
+    review_round: ReviewRound,
+    worktree,
+    *,
+    seconds: dict[str, float] | None = None,
+    files: Sequence[ChangedFile] | None = None,
 ) -> tuple[Cohort, ...]:
     """Cohorts ranked by blast radius; grouped by path, and labelled so, without an index.
-    `seconds`, if given, receives how long the indexes and the cohorts took."""
+    `seconds`, if given, receives how long the indexes and the cohorts took; `files`: the
+    round's changed files when the caller has read them (round_changed_files)."""
     started = time.perf_counter()
-    files = round_changed_files(review_round)
+    files = round_changed_files(review_round) if files is None else files
     try:
-        base, head = round_indexes(review_round, worktree)
+        base, head = round_indexes(review_round, worktree, files)
     except (GitError, OSError) as exc:
         log.warning("round %s: no code index (%s); grouping by path", review_round.pk, exc)
         base = head = None

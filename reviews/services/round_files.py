@@ -31,8 +31,12 @@ def attribute_verdicts(root: Path, files: list[ChangedFile]) -> dict[str, str]:
 
 
 def round_changed_files(review_round: ReviewRound) -> list[ChangedFile]:
-    files = parse_unified_diff(review_round.diff)
-    said = review_round.stats.vendored or {}
+    return with_verdicts(parse_unified_diff(review_round.diff), review_round.stats.vendored)
+
+
+def with_verdicts(files: list[ChangedFile], said: dict[str, str] | None) -> list[ChangedFile]:
+    """The diff's files with what `.gitattributes` said of them (`attribute_verdicts`)."""
+    said = said or {}
     return [_as_said(f, said[f.path]) if f.path in said else f for f in files]
 
 

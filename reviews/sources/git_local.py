@@ -130,6 +130,11 @@ class LocalGitSource:
         # Non-UTF-8 content is replaced for display; line numbering is unaffected.
         return out.decode("utf-8", "replace")
 
+    def pull_diff_text(self, base: str, head: str) -> str:
+        """The text of `diff(base, head)`, unparsed."""
+        head_sha = self.resolve(head)
+        return self.diff_text(self.merge_base(base, head_sha), head_sha)
+
     def diff(self, base: str, head: str) -> LocalDiff:
         """What a pull request from `head` into `base` changes: merge-base(base, head)..head."""
         base_sha = self.resolve(base)

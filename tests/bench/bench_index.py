@@ -124,7 +124,7 @@ def run(*, verify: bool = True) -> dict[str, object]:
 
         changed_paths = change_files(root)
         diff = source.diff(base_sha, "feature")
-        changed = changed_texts(source, diff)
+        changed = changed_texts(source, diff.head_sha, diff.files)
         started = time.perf_counter()
         updated = update_index(index, changed)
         incremental_seconds = time.perf_counter() - started
@@ -282,7 +282,7 @@ def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
     took["base index"] = time.perf_counter() - clock
     clock = time.perf_counter()
     # As a round does it: the head from the base, only the changed files parsed again.
-    head_index = update_index(base_index, changed_texts(source, diff))
+    head_index = update_index(base_index, changed_texts(source, diff.head_sha, diff.files))
     took["head index (incremental)"] = time.perf_counter() - clock
     clock = time.perf_counter()
     cohorts = compute_cohorts(diff.files, head_index, base=base_index)

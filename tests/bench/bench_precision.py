@@ -398,6 +398,8 @@ def main() -> None:
         # run_inline reports a stage once the batch before it is done: "reviewers from 40s"
         # means prepare (diff, worktree, code index, cohorts) took about 40s.
         "stage_first_seen_at_seconds": stage_seen,
+        # The round's own account: each part of prepare and finalise, in seconds.
+        "round_timings": stats.get("timings"),
         "timed_seconds": timings.summary(),
         "verdict": {
             "level": verdict.level,

@@ -181,7 +181,7 @@ def test_it_updates_incrementally_parsing_only_changed_files():
 
 
 def test_it_updates_from_a_git_diff_like_a_full_build_at_head(git_repo_factory):
-    """changed_texts(diff) + update_index(base index) equals indexing the head commit."""
+    """changed_texts(files) + update_index(base index) equals indexing the head commit."""
     repo = git_repo_factory()
     repo.commit("base", PACKAGE)
     repo.checkout("feature", create_from="main")
@@ -197,7 +197,7 @@ def test_it_updates_from_a_git_diff_like_a_full_build_at_head(git_repo_factory):
     source = LocalGitSource(repo.path)
     diff = source.diff("main", "feature")
     base = build_index(files_at_commit(source, diff.merge_base_sha))
-    updated = update_index(base, changed_texts(source, diff))
+    updated = update_index(base, changed_texts(source, diff.head_sha, diff.files))
     assert updated.to_json() == build_index(files_at_commit(source, diff.head_sha)).to_json()
     assert "pkg.sub.brother.twice" in updated.definitions
     assert "pkg.impl" not in updated.definitions
