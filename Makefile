@@ -28,6 +28,7 @@ help:
 	@echo "make bench  - pipeline, code-index, analyzer-precision, review-page, live fan-out, model-cost and MCP start benchmarks"
 	@echo "make bench-api - the apiContract axis on published PyPI and npm releases (downloads them)"
 
+# uv installs what pip would (the same versions), in seconds rather than minutes.
 $(STAMP): pyproject.toml
 	@base=$$(bash -c "$$FIND_PYTHON") || { \
 	  echo "error: Quorum needs Python 3.12 or newer and none was found." >&2; \
@@ -35,8 +36,8 @@ $(STAMP): pyproject.toml
 	  echo "       Install one, or point QUORUM_PYTHON at an interpreter." >&2; exit 1; }; \
 	echo "Using $$base ($$($$base --version))"; \
 	[ -x $(PY) ] && $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || { rm -rf $(VENV); $$base -m venv $(VENV); }
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet uv
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev]"
 	@touch $(STAMP)
 
 venv: $(STAMP)
