@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-FORMAT_VERSION = 2  # 2: Python module attributes (ASSIGNED bindings)
+FORMAT_VERSION = 3  # 2: Python module attributes (ASSIGNED bindings); 3: Java packages
 
 MODULE = "module"
 CLASS = "class"
@@ -64,6 +64,10 @@ class Reference:
 ASSIGNED = "="
 # Rust: a macro (`macro_rules!`) the file defines; `#[macro_export]` makes it the crate root's.
 MACRO = "!"
+# Java: the binding of this `local` is the file's `package` declaration (`target` its name), so
+# a class reaches its package's other classes without an import whichever source root holds
+# them (src/main/java and src/test/java). A keyword: no imported name can be spelt so.
+JAVA_PACKAGE = "package"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from reviews.index.model import (
     IMPORT,
     INHERIT,
     INTERFACE,
+    JAVA_PACKAGE,
     MACRO,
     METHOD,
     MODULE,
@@ -449,6 +450,13 @@ class _Walker:
             return inner
         if kind in ("method_declaration", "constructor_declaration"):
             return self._define(node, _text(node.child_by_field_name("name")), METHOD, scope)
+        if kind == "package_declaration":
+            declared = next(
+                (c for c in node.named_children if c.type in ("scoped_identifier", "identifier")),
+                None,
+            )
+            self._bind(JAVA_PACKAGE, _text(declared), None)
+            return None
         if kind == "import_declaration":
             target = next(
                 (c for c in node.named_children if c.type in ("scoped_identifier", "identifier")),
