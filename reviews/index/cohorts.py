@@ -26,8 +26,10 @@ blast radius. The rules, chosen so unrelated changes stay apart:
   directory boundaries, one cohort per directory, each labelled as part of a larger change.
 - Tests beside their code: a component made only of test files joins the cohort of the changed
   code it references (a resolved reference to a changed symbol or file, or a call through an
-  object to a method of a changed name, as tests do through fixtures); when several, the one
-  with the highest blast radius; the tests linked to nothing form one group.
+  object to a method of a changed name, as tests do through fixtures), else of the changed code
+  it reaches through at most two unchanged files by resolved references (a test of a public
+  facade whose implementation changed; see cohort_tests); when several, the nearest, then the
+  one with the highest blast radius; the tests linked to nothing form one group, never guessed.
 - Blast radius: definitions (classes, functions, methods) and files that transitively reference
   the cohort's symbols, following resolved references backwards (a module-level change counts
   users of anything in the file; an import between the cohort's own files is not a dependent).
@@ -55,6 +57,7 @@ from dataclasses import replace
 from reviews.domain import vendored
 from reviews.domain.indexed_files import is_test_path
 from reviews.index.cohort_graph import ChangeUnit, CohortGraph
+from reviews.index.cohort_tests import TestReach
 from reviews.index.cohort_types import (
     Cohort,
     FilePreview,
@@ -119,14 +122,18 @@ def compute_cohorts(
     parts = [(part, part is not group) for group in code_groups for part in _by_directory(group)]
     code_groups = [part for part, _ in parts]
     split = [was_split for _, was_split in parts]
-    # Tests beside their code: a test file joins the cohort of the changed code it imports or
-    # references (the one with the highest blast radius when several); the rest form one group.
+    # Tests beside their code: a test file joins the cohort of the changed code it references, or
+    # reaches through unchanged code (the nearest, then the highest blast radius, when several);
+    # the rest form one group.
     radius = [graph.blast_radius_of(g) for g in code_groups]
     unlinked: list[ChangeUnit] = []
     for tests in _merge_by_path(test_groups):
-        linked = [i for i, group in enumerate(code_groups) if graph.links(tests, group)]
+        reach = TestReach(graph, tests)
+        linked = {i: d for i, g in enumerate(code_groups) if (d := reach.distance(g)) is not None}
         if linked:
-            best = min(linked, key=lambda i: (-radius[i].definitions, -radius[i].files, i))
+            best = min(
+                linked, key=lambda i: (linked[i], -radius[i].definitions, -radius[i].files, i)
+            )
             code_groups[best] = code_groups[best] + tests
         else:
             unlinked.extend(tests)

@@ -1,0 +1,113 @@
+"""Tests beside their code: which changed code a group of changed test files exercises, and how
+near it is. The rule is stated in cohorts; this module follows the index's references.
+
+- Directly (distance 0): the test files are partly in the code's group already (a file is not
+  split); a resolved reference of theirs names a changed symbol, anything inside one, or anything
+  in a changed file of the group; or, by name, a call through an object (a fixture) names a
+  changed method or function.
+- Through unchanged code (distance 1 to `MAX_HOPS`): a test often exercises changed code through
+  a public type that did not change (a facade: `new Gson().fromJson(…)` reaching a changed type
+  adapter). From what the tests' references resolve to in unchanged files, the index's resolved
+  references are followed, one unchanged file per hop. A reference to a top-level type (or a
+  module) stands for its whole file, imports included: its methods are called through instances,
+  which the index does not resolve. A reference to a method, a function or a nested type stands
+  for its body, and for the bodies of what it calls in its own file (a public method's private
+  helpers), without counting a hop. Only resolved references are followed: nothing is matched
+  by name, and a changed file is never passed through (its own cohort is linked directly).
+"""
+
+from __future__ import annotations
+
+from reviews.index.cohort_graph import ChangeUnit, CohortGraph
+from reviews.index.model import CALL, CLASS, INTERFACE, MODULE, Reference
+
+MAX_HOPS = 2  # unchanged files between a test and the changed code it exercises
+
+
+class TestReach:
+    """What one group of test files reaches: the targets of its own references (hop 0), then of
+    the unchanged code they name, file by file (hops 1 to `MAX_HOPS`)."""
+
+    def __init__(self, graph: CohortGraph, tests: list[ChangeUnit]) -> None:
+        self.graph = graph
+        self.paths = {u.path for u in tests}
+        self.calls: set[str] = set()  # unresolved `obj.name()`: the names
+        direct: set[str] = set()
+        for path in sorted(self.paths):
+            for index in (graph.head, graph.base):
+                for ref in index.references_by_path.get(path, ()) if index is not None else ():
+                    if ref.target is not None:
+                        direct.add(ref.target)
+                    elif ref.kind == CALL and "." in ref.name:
+                        self.calls.add(ref.name.rpartition(".")[2])
+        # Per hop: the paths and the symbols (with their enclosing ones) reached.
+        self.levels = [self._level(direct)]
+        frontier = {t for t in direct if self._passable(t)}
+        seen = set(frontier)
+        for _hop in range(MAX_HOPS):
+            if not frontier:
+                break
+            reached = self._through(frontier)
+            self.levels.append(self._level(reached))
+            frontier = {t for t in reached if t not in seen and self._passable(t)}
+            seen |= frontier
+
+    def distance(self, code: list[ChangeUnit]) -> int | None:
+        """How many unchanged files lie between the tests and `code` (0: they use it directly),
+        or None when they do not reach it."""
+        symbols = {s for u in code for s in u.symbols}
+        paths = {u.path for u in code}
+        if paths & self.paths:
+            return 0  # the rest of a test file already there: the file is not split
+        names = {
+            d.name
+            for q in symbols
+            if (d := self.graph.lookup(q)) is not None
+            and not (d.kind == MODULE and d.parent is None)
+        }
+        if names & self.calls:
+            return 0
+        for hop, (reached_paths, reached_symbols) in enumerate(self.levels):
+            if reached_paths & paths or reached_symbols & symbols:
+                return hop
+        return None
+
+    def _level(self, targets: set[str]) -> tuple[set[str], set[str]]:
+        paths = {d.path for t in targets if (d := self.graph.lookup(t)) is not None}
+        enclosing = {a for t in targets for a in self.graph.ancestors(t)}
+        return paths, enclosing
+
+    def _passable(self, qualname: str) -> bool:
+        found = self.graph.head.definitions.get(qualname)
+        return found is not None and found.path not in self.graph.changed_paths
+
+    def _through(self, frontier: set[str]) -> set[str]:
+        """Targets in other files of the references the unchanged definitions of `frontier`
+        make (a definition calling one of its own file counts that one's too)."""
+        reached: set[str] = set()
+        pending = sorted(frontier)
+        visited = set(pending)
+        while pending:
+            qualname = pending.pop()
+            for ref in self._made_by(qualname):
+                target = self.graph.head.definitions.get(ref.target or "")
+                if target is None:
+                    continue
+                if target.path != ref.path:
+                    reached.add(target.qualname)
+                elif target.qualname not in visited:
+                    visited.add(target.qualname)
+                    pending.append(target.qualname)
+        return reached
+
+    def _made_by(self, qualname: str) -> list[Reference]:
+        found = self.graph.head.definitions[qualname]
+        refs = self.graph.head.references_by_path.get(found.path, ())
+        parent = self.graph.head.definitions.get(found.parent or "")
+        whole_file = found.kind == MODULE or (
+            found.kind in (CLASS, INTERFACE) and parent is not None and parent.kind == MODULE
+        )
+        if whole_file:
+            return list(refs)
+        prefix = qualname + "."
+        return [r for r in refs if r.source == qualname or r.source.startswith(prefix)]

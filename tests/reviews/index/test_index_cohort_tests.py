@@ -1,0 +1,93 @@
+"""Tests beside their code in Java: a test of a public facade joins the cohort of the changed
+implementation behind it, a test reaches its package's classes without an import, and a test
+the graph does not connect stays in the group without a link (counted, never guessed)."""
+
+from __future__ import annotations
+
+from reviews.index.cohorts import UNLINKED_TESTS_LABEL
+from tests.reviews.index.index_helpers import pr_cohorts
+
+_MAIN = "lib/src/main/java/com/kit"
+_TEST = "lib/src/test/java/com/kit"
+
+
+def _java(package: str, imports: str, body: str) -> str:
+    return f"package {package};\n\n{imports}public class {body}\n"
+
+
+FACADE = {
+    # The public facade, unchanged by the pull request.
+    f"{_MAIN}/Api.java": _java(
+        "com.kit",
+        "import com.kit.internal.Engine;\n\n",
+        "Api {\n    public String run(String s) {\n        return new Engine().go(s);\n    }\n}",
+    ),
+    f"{_MAIN}/internal/Engine.java": _java(
+        "com.kit.internal",
+        "",
+        "Engine {\n    public String go(String s) {\n        return s.trim();\n    }\n}",
+    ),
+    f"{_MAIN}/internal/Cache.java": _java(
+        "com.kit.internal", "", "Cache {\n    public int size() {\n        return 0;\n    }\n}"
+    ),
+    # Three unchanged files between a test and the engine: too far to be a link.
+    f"{_MAIN}/Deep.java": _java(
+        "com.kit", "", "Deep {\n    void a() {\n        new Deeper().b();\n    }\n}"
+    ),
+    f"{_MAIN}/Deeper.java": _java(
+        "com.kit", "", "Deeper {\n    void b() {\n        new Deepest().c();\n    }\n}"
+    ),
+    f"{_MAIN}/Deepest.java": _java(
+        "com.kit",
+        "import com.kit.internal.Engine;\n\n",
+        'Deepest {\n    void c() {\n        new Engine().go("");\n    }\n}',
+    ),
+    # Only the facade: `api.run(…)` is a call through an instance, not resolved.
+    f"{_TEST}/ApiTest.java": _java(
+        "com.kit",
+        "import static org.junit.Assert.assertEquals;\n\n",
+        'ApiTest {\n    void runs() {\n        Api api = new Api();\n        assertEquals("x", '
+        'api.run(" x "));\n    }\n}',
+    ),
+    # The same package as Cache, in the test source root: no import.
+    f"{_TEST}/internal/CacheTest.java": _java(
+        "com.kit.internal",
+        "import static org.junit.Assert.assertNotNull;\n\n",
+        "CacheTest {\n    void empty() {\n        assertNotNull(new Cache());\n    }\n}",
+    ),
+    f"{_TEST}/DeepTest.java": _java(
+        "com.kit", "", "DeepTest {\n    void deep() {\n        new Deep().a();\n    }\n}"
+    ),
+}
+
+
+def test_a_facade_test_joins_the_changed_implementation_and_a_package_test_its_class(
+    git_repo_factory,
+):
+    """Engine and Cache change, Api does not: ApiTest (which only builds an Api) reads with the
+    Engine through Api; CacheTest (same package, no import) with the Cache; DeepTest, three
+    unchanged files away from the Engine, stays without a link."""
+    repo = git_repo_factory()
+    repo.commit("base", FACADE, branch="main")
+    repo.checkout("feature", create_from="main")
+    change = {
+        f"{_MAIN}/internal/Engine.java": ("s.trim()", "s.strip()"),
+        f"{_MAIN}/internal/Cache.java": ("return 0;", "return 1;"),
+        f"{_TEST}/ApiTest.java": ('" x "', '"  x "'),
+        f"{_TEST}/internal/CacheTest.java": ("new Cache()", "new Cache() "),
+        f"{_TEST}/DeepTest.java": ("a();", "a(); "),
+    }
+    repo.commit("change", {p: FACADE[p].replace(old, new) for p, (old, new) in change.items()})
+    cohorts = pr_cohorts(repo, "main", "feature")
+    groups = {frozenset(c.paths) for c in cohorts if c.label != UNLINKED_TESTS_LABEL}
+    assert groups == {
+        frozenset({f"{_MAIN}/internal/Engine.java", f"{_TEST}/ApiTest.java"}),
+        frozenset({f"{_MAIN}/internal/Cache.java", f"{_TEST}/internal/CacheTest.java"}),
+    }
+    unlinked = [c.paths for c in cohorts if c.label == UNLINKED_TESTS_LABEL]
+    assert unlinked == [(f"{_TEST}/DeepTest.java",)]
+    engine = next(c for c in cohorts if f"{_TEST}/ApiTest.java" in c.paths)
+    assert [s.path for s in engine.reading_order] == [
+        f"{_MAIN}/internal/Engine.java",
+        f"{_TEST}/ApiTest.java",
+    ]
