@@ -226,10 +226,13 @@ class CohortGraph:
             for other in group[1:]:
                 union(group[0], other)
         changed_lines = {line for u in units for line in u.lines}
+        # Tests join code afterwards, one cohort each (cohort_tests): not here, where a test
+        # using two changed parts would make them one.
+        in_tests = {s: is_test_path(u.path) for u in units for s in u.symbols}
         for symbol in sorted(touched):
             for ref in self._dependents(symbol, seed=True):
                 owner = self._owner(ref.source, touched)
-                if owner is None:
+                if owner is None or in_tests[owner] != in_tests[symbol]:
                     continue
                 found = self.lookup(owner)
                 # A module-level statement joins only if it is itself a changed line: an edited

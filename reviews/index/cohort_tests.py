@@ -1,10 +1,9 @@
 """Tests beside their code: which changed code a group of changed test files exercises, and how
 near it is. The rule is stated in cohorts; this module follows the index's references.
 
-- Directly (distance 0): the test files are partly in the code's group already (a file is not
-  split); a resolved reference of theirs names a changed symbol, anything inside one, or anything
-  in a changed file of the group; or, by name, a call through an object (a fixture) names a
-  changed method or function.
+- Directly (distance 0): a resolved reference of the tests names a changed symbol, anything
+  inside one, or anything in a changed file of the group; or, by name, a call through an object
+  (a fixture) names a changed method or function.
 - Through unchanged code (distance 1 to `MAX_HOPS`): a test often exercises changed code through
   a public type that did not change (a facade: `new Gson().fromJson(…)` reaching a changed type
   adapter). From what the tests' references resolve to in unchanged files, the index's resolved
@@ -14,14 +13,21 @@ near it is. The rule is stated in cohorts; this module follows the index's refer
   for its body, and for the bodies of what it calls in its own file (a public method's private
   helpers), without counting a hop. Only resolved references are followed: nothing is matched
   by name, and a changed file is never passed through (its own cohort is linked directly).
+
+Of several groups linked, the tests read with the nearest (a link by name alone is the farthest),
+then the one they use most (the references reaching it): a test of the JSON reader that also
+builds a Gson reads with the reader.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from reviews.index.cohort_graph import ChangeUnit, CohortGraph
 from reviews.index.model import CALL, CLASS, INTERFACE, MODULE, Reference
 
 MAX_HOPS = 2  # unchanged files between a test and the changed code it exercises
+BY_NAME = MAX_HOPS + 1  # a link by name alone comes after every link the index resolved
 
 
 class TestReach:
@@ -30,17 +36,16 @@ class TestReach:
 
     def __init__(self, graph: CohortGraph, tests: list[ChangeUnit]) -> None:
         self.graph = graph
-        self.paths = {u.path for u in tests}
-        self.calls: set[str] = set()  # unresolved `obj.name()`: the names
-        direct: set[str] = set()
-        for path in sorted(self.paths):
+        self.calls: Counter[str] = Counter()  # unresolved `obj.name()`: the names
+        direct: list[str] = []
+        for path in sorted({u.path for u in tests}):
             for index in (graph.head, graph.base):
                 for ref in index.references_by_path.get(path, ()) if index is not None else ():
                     if ref.target is not None:
-                        direct.add(ref.target)
+                        direct.append(ref.target)
                     elif ref.kind == CALL and "." in ref.name:
-                        self.calls.add(ref.name.rpartition(".")[2])
-        # Per hop: the paths and the symbols (with their enclosing ones) reached.
+                        self.calls[ref.name.rpartition(".")[2]] += 1
+        # Per hop: (path, the symbol and those enclosing it) of each target reached.
         self.levels = [self._level(direct)]
         frontier = {t for t in direct if self._passable(t)}
         seen = set(frontier)
@@ -48,34 +53,35 @@ class TestReach:
             if not frontier:
                 break
             reached = self._through(frontier)
-            self.levels.append(self._level(reached))
+            self.levels.append(self._level(sorted(reached)))
             frontier = {t for t in reached if t not in seen and self._passable(t)}
             seen |= frontier
 
-    def distance(self, code: list[ChangeUnit]) -> int | None:
-        """How many unchanged files lie between the tests and `code` (0: they use it directly),
-        or None when they do not reach it."""
+    def link(self, code: list[ChangeUnit]) -> tuple[int, int] | None:
+        """(how many unchanged files lie between the tests and `code`, 0 when they use it
+        directly, `BY_NAME` when only calls through objects match it by name; how many
+        references reach it there), or None when they do not reach it."""
         symbols = {s for u in code for s in u.symbols}
         paths = {u.path for u in code}
-        if paths & self.paths:
-            return 0  # the rest of a test file already there: the file is not split
         names = {
             d.name
             for q in symbols
             if (d := self.graph.lookup(q)) is not None
             and not (d.kind == MODULE and d.parent is None)
         }
-        if names & self.calls:
-            return 0
-        for hop, (reached_paths, reached_symbols) in enumerate(self.levels):
-            if reached_paths & paths or reached_symbols & symbols:
-                return hop
-        return None
+        for hop, targets in enumerate(self.levels):
+            uses = sum(1 for path, enclosing in targets if path in paths or enclosing & symbols)
+            if uses:
+                return hop, uses
+        named = sum(n for name, n in self.calls.items() if name in names)
+        return (BY_NAME, named) if named else None
 
-    def _level(self, targets: set[str]) -> tuple[set[str], set[str]]:
-        paths = {d.path for t in targets if (d := self.graph.lookup(t)) is not None}
-        enclosing = {a for t in targets for a in self.graph.ancestors(t)}
-        return paths, enclosing
+    def _level(self, targets: list[str]) -> list[tuple[str, frozenset[str]]]:
+        return [
+            (found.path, frozenset(self.graph.ancestors(t)))
+            for t in targets
+            if (found := self.graph.lookup(t)) is not None
+        ]
 
     def _passable(self, qualname: str) -> bool:
         found = self.graph.head.definitions.get(qualname)

@@ -11,25 +11,27 @@ blast radius. The rules, chosen so unrelated changes stay apart:
   definition touches the module symbol; a file changed without hunks (a pure rename, a binary
   file) touches its module symbol. All symbols touched by one hunk belong together.
 - Expanding: one hop, towards dependents only. Two touched symbols join when one references the
-  other directly (call, import, inheritance). A reference made inside an untouched nested
-  function counts for its nearest touched enclosing class or function. A module symbol stands
-  for its whole file, so a module-level change joins the code that uses anything in that file.
-  Untouched direct dependents that sit in changed files are shown as `context` of a cohort but
-  never join two cohorts: a file that happens to call two changed functions does not make two
-  unrelated changes one. Within one file, changed symbols its own definitions connect stay
-  together: members of one class, and callers of one untouched helper of the file. A file is
-  split across cohorts only when its changed parts share no such link and the parts' cohorts
-  hold different files; each cohort then lists it in `split_paths`, and the page says so. A
-  part whose files all belong to a larger (or an identical) cohort joins it: never two
+  other directly (call, import, inheritance), both in code or both in tests (tests join code
+  below, so a test using two changed parts does not make them one). A reference made inside an
+  untouched nested function counts for its nearest touched enclosing class or function. A module
+  symbol stands for its whole file, so a module-level change joins the code that uses anything
+  in that file. Untouched direct dependents that sit in changed files are shown as `context` of
+  a cohort but never join two cohorts: a file that happens to call two changed functions does
+  not make two unrelated changes one. Within one file, changed symbols its own definitions
+  connect stay together: members of one class, and callers of one untouched helper of the file.
+  A file is split across cohorts only when its changed parts share no such link and the parts'
+  cohorts hold different files; each cohort then lists it in `split_paths`, and the page says
+  so. A part whose files all belong to a larger (or an identical) cohort joins it: never two
   cohorts of the same files, never a fragment of one.
 - A connected component of more than `LARGE_COHORT_FILES` files (a release range) is split at
   directory boundaries, one cohort per directory, each labelled as part of a larger change.
-- Tests beside their code: a component made only of test files joins the cohort of the changed
-  code it references (a resolved reference to a changed symbol or file, or a call through an
-  object to a method of a changed name, as tests do through fixtures), else of the changed code
-  it reaches through at most two unchanged files by resolved references (a test of a public
-  facade whose implementation changed; see cohort_tests); when several, the nearest, then the
-  one with the highest blast radius; the tests linked to nothing form one group, never guessed.
+- Tests beside their code: a component of test files joins the cohort of the changed code it
+  references (a resolved reference to a changed symbol or file, or a call through an object to
+  a method of a changed name, as tests do through fixtures), or reaches through at most two
+  unchanged files by resolved references (a test of a public facade whose implementation
+  changed; see cohort_tests). When several: the nearest (a link by name alone is the farthest),
+  then the one it uses most, then the highest blast radius. The tests linked to nothing form
+  one group: counted and shown, never guessed.
 - Blast radius: definitions (classes, functions, methods) and files that transitively reference
   the cohort's symbols, following resolved references backwards (a module-level change counts
   users of anything in the file; an import between the cohort's own files is not a dependent).
@@ -123,16 +125,17 @@ def compute_cohorts(
     code_groups = [part for part, _ in parts]
     split = [was_split for _, was_split in parts]
     # Tests beside their code: a test file joins the cohort of the changed code it references, or
-    # reaches through unchanged code (the nearest, then the highest blast radius, when several);
-    # the rest form one group.
+    # reaches through unchanged code (the nearest, then the most used, when several); the rest
+    # form one group.
     radius = [graph.blast_radius_of(g) for g in code_groups]
     unlinked: list[ChangeUnit] = []
     for tests in _merge_by_path(test_groups):
         reach = TestReach(graph, tests)
-        linked = {i: d for i, g in enumerate(code_groups) if (d := reach.distance(g)) is not None}
+        linked = {i: link for i, g in enumerate(code_groups) if (link := reach.link(g))}
         if linked:
             best = min(
-                linked, key=lambda i: (linked[i], -radius[i].definitions, -radius[i].files, i)
+                linked,
+                key=lambda i: (linked[i][0], -linked[i][1], -radius[i].definitions, i),
             )
             code_groups[best] = code_groups[best] + tests
         else:

@@ -91,3 +91,40 @@ def test_a_facade_test_joins_the_changed_implementation_and_a_package_test_its_c
         f"{_MAIN}/internal/Engine.java",
         f"{_TEST}/ApiTest.java",
     ]
+
+
+def test_a_test_using_two_changed_parts_reads_with_the_one_it_uses_most(git_repo_factory):
+    """ReaderTest builds three Readers and one Engine: it reads with the Reader, and does not
+    make the two unrelated changes one cohort."""
+    reader = f"{_MAIN}/internal/Reader.java"
+    tree = {
+        f"{_MAIN}/internal/Engine.java": FACADE[f"{_MAIN}/internal/Engine.java"],
+        reader: _java(
+            "com.kit.internal", "", "Reader {\n    public int peek() {\n        return 0;\n    }\n}"
+        ),
+        f"{_TEST}/internal/ReaderTest.java": _java(
+            "com.kit.internal",
+            "",
+            "ReaderTest {\n    void reads() {\n        new Reader();\n        new Reader();\n"
+            "        new Reader();\n        new Engine();\n    }\n}",
+        ),
+    }
+    repo = git_repo_factory()
+    repo.commit("base", tree, branch="main")
+    repo.checkout("feature", create_from="main")
+    test = tree[f"{_TEST}/internal/ReaderTest.java"]
+    repo.commit(
+        "change",
+        {
+            f"{_MAIN}/internal/Engine.java": tree[f"{_MAIN}/internal/Engine.java"].replace(
+                "s.trim()", "s.strip()"
+            ),
+            reader: tree[reader].replace("return 0;", "return 1;"),
+            f"{_TEST}/internal/ReaderTest.java": test.replace("new Engine();", "new Engine(); "),
+        },
+    )
+    cohorts = pr_cohorts(repo, "main", "feature")
+    assert {frozenset(c.paths) for c in cohorts} == {
+        frozenset({reader, f"{_TEST}/internal/ReaderTest.java"}),
+        frozenset({f"{_MAIN}/internal/Engine.java"}),
+    }
