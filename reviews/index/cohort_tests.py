@@ -15,19 +15,66 @@ near it is. The rule is stated in cohorts; this module follows the index's refer
   by name, and a changed file is never passed through (its own cohort is linked directly).
 
 Of several groups linked, the tests read with the nearest (a link by name alone is the farthest),
-then the one they use most (the references reaching it): a test of the JSON reader that also
-builds a Gson reads with the reader.
+then the one their changed lines use most, then the one they use most (the references reaching
+it): a test of the JSON reader that also builds a Gson reads with the reader.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 from reviews.index.cohort_graph import ChangeUnit, CohortGraph
+from reviews.index.cohort_types import BlastRadius
 from reviews.index.model import CALL, CLASS, INTERFACE, MODULE, Reference
 
 MAX_HOPS = 2  # unchanged files between a test and the changed code it exercises
 BY_NAME = MAX_HOPS + 1  # a link by name alone comes after every link the index resolved
+
+
+def attach_tests(
+    graph: CohortGraph,
+    code_groups: list[list[ChangeUnit]],
+    test_groups: list[list[ChangeUnit]],
+    radius: list[BlastRadius],
+) -> list[ChangeUnit]:
+    """Add each test file to the code group it is linked to best (in place); returns the units
+    of the tests linked to nothing. A file of a test component linked to nothing on its own
+    (a changed fixture, a helper) goes where the component as a whole is linked best."""
+    added: dict[int, list[ChangeUnit]] = defaultdict(list)
+    unlinked: list[ChangeUnit] = []
+    for component in test_groups:
+        common = _best(TestReach(graph, component), code_groups, radius)
+        by_file: dict[str, list[ChangeUnit]] = defaultdict(list)
+        for unit in component:
+            by_file[unit.path].append(unit)
+        for _path, units in sorted(by_file.items()):
+            own = common
+            if len(by_file) > 1:
+                own = _best(TestReach(graph, units), code_groups, radius)
+            home = own if own is not None else common
+            (unlinked if home is None else added[home]).extend(units)
+    for i, units in sorted(added.items()):
+        code_groups[i] = code_groups[i] + units
+    return unlinked
+
+
+def _best(
+    reach: TestReach, code_groups: list[list[ChangeUnit]], radius: list[BlastRadius]
+) -> int | None:
+    """The nearest linked group, then the one the changed lines use most, then the one used
+    most, then the highest blast radius."""
+    linked = {i: link for i, group in enumerate(code_groups) if (link := reach.link(group))}
+    if not linked:
+        return None
+    return min(
+        linked,
+        key=lambda i: (*_rank(linked[i]), -radius[i].definitions, -radius[i].files, i),
+    )
+
+
+def _rank(link: tuple[int, int, int]) -> tuple[int, int, int]:
+    hop, changed_uses, uses = link
+    return hop, -changed_uses, -uses
 
 
 class TestReach:
@@ -37,30 +84,33 @@ class TestReach:
     def __init__(self, graph: CohortGraph, tests: list[ChangeUnit]) -> None:
         self.graph = graph
         self.calls: Counter[str] = Counter()  # unresolved `obj.name()`: the names
-        direct: list[str] = []
+        changed_lines = {line for u in tests for line in u.lines}
+        direct: list[tuple[str, bool]] = []  # (target, made on a changed line)
         for path in sorted({u.path for u in tests}):
             for index in (graph.head, graph.base):
                 for ref in index.references_by_path.get(path, ()) if index is not None else ():
                     if ref.target is not None:
-                        direct.append(ref.target)
+                        direct.append((ref.target, (ref.path, ref.line) in changed_lines))
                     elif ref.kind == CALL and "." in ref.name:
                         self.calls[ref.name.rpartition(".")[2]] += 1
-        # Per hop: (path, the symbol and those enclosing it) of each target reached.
+        # Per hop: (path, the symbol and those enclosing it, made on a changed line) of each
+        # target reached.
         self.levels = [self._level(direct)]
-        frontier = {t for t in direct if self._passable(t)}
+        frontier = {t for t, _ in direct if self._passable(t)}
         seen = set(frontier)
         for _hop in range(MAX_HOPS):
             if not frontier:
                 break
             reached = self._through(frontier)
-            self.levels.append(self._level(sorted(reached)))
+            self.levels.append(self._level([(t, False) for t in sorted(reached)]))
             frontier = {t for t in reached if t not in seen and self._passable(t)}
             seen |= frontier
 
-    def link(self, code: list[ChangeUnit]) -> tuple[int, int] | None:
+    def link(self, code: list[ChangeUnit]) -> tuple[int, int, int] | None:
         """(how many unchanged files lie between the tests and `code`, 0 when they use it
-        directly, `BY_NAME` when only calls through objects match it by name; how many
-        references reach it there), or None when they do not reach it."""
+        directly, `BY_NAME` when only calls through objects match it by name; how many of the
+        references reaching it there are on the tests' changed lines; how many in all), or None
+        when they do not reach it."""
         symbols = {s for u in code for s in u.symbols}
         paths = {u.path for u in code}
         names = {
@@ -70,16 +120,16 @@ class TestReach:
             and not (d.kind == MODULE and d.parent is None)
         }
         for hop, targets in enumerate(self.levels):
-            uses = sum(1 for path, enclosing in targets if path in paths or enclosing & symbols)
+            uses = [changed for path, above, changed in targets if path in paths or above & symbols]
             if uses:
-                return hop, uses
+                return hop, sum(uses), len(uses)
         named = sum(n for name, n in self.calls.items() if name in names)
-        return (BY_NAME, named) if named else None
+        return (BY_NAME, 0, named) if named else None
 
-    def _level(self, targets: list[str]) -> list[tuple[str, frozenset[str]]]:
+    def _level(self, targets: list[tuple[str, bool]]) -> list[tuple[str, frozenset[str], bool]]:
         return [
-            (found.path, frozenset(self.graph.ancestors(t)))
-            for t in targets
+            (found.path, frozenset(self.graph.ancestors(t)), changed)
+            for t, changed in targets
             if (found := self.graph.lookup(t)) is not None
         ]
 

@@ -93,9 +93,9 @@ def test_a_facade_test_joins_the_changed_implementation_and_a_package_test_its_c
     ]
 
 
-def test_a_test_using_two_changed_parts_reads_with_the_one_it_uses_most(git_repo_factory):
-    """ReaderTest builds three Readers and one Engine: it reads with the Reader, and does not
-    make the two unrelated changes one cohort."""
+def test_a_test_using_two_changed_parts_reads_with_the_one_its_change_uses(git_repo_factory):
+    """ReaderTest builds three Readers and one Engine, and its change is the Engine's line: it
+    reads with the Engine, and does not make the two unrelated changes one cohort."""
     reader = f"{_MAIN}/internal/Reader.java"
     tree = {
         f"{_MAIN}/internal/Engine.java": FACADE[f"{_MAIN}/internal/Engine.java"],
@@ -125,6 +125,50 @@ def test_a_test_using_two_changed_parts_reads_with_the_one_it_uses_most(git_repo
     )
     cohorts = pr_cohorts(repo, "main", "feature")
     assert {frozenset(c.paths) for c in cohorts} == {
-        frozenset({reader, f"{_TEST}/internal/ReaderTest.java"}),
-        frozenset({f"{_MAIN}/internal/Engine.java"}),
+        frozenset({reader}),
+        frozenset({f"{_MAIN}/internal/Engine.java", f"{_TEST}/internal/ReaderTest.java"}),
     }
+
+
+def test_tests_sharing_a_changed_fixture_each_read_with_their_own_code(git_repo_factory):
+    """ReaderTest and EngineTest both use a changed Fixture of the test tree (one component of
+    tests): each reads with the code it exercises, the Fixture (linked to no code itself) with
+    one of them, and nothing is left without a link."""
+    engine, reader = f"{_MAIN}/internal/Engine.java", f"{_MAIN}/internal/Reader.java"
+    fixture = f"{_TEST}/internal/Fixture.java"
+
+    def test_of(name: str) -> str:
+        return _java(
+            "com.kit.internal",
+            "",
+            f"{name}Test {{\n    void uses() {{\n        new Fixture();\n        new {name}();\n"
+            "    }\n}",
+        )
+
+    tree = {
+        engine: FACADE[engine],
+        reader: _java(
+            "com.kit.internal", "", "Reader {\n    int peek() {\n        return 0;\n    }\n}"
+        ),
+        fixture: _java(
+            "com.kit.internal", "", "Fixture {\n    int value() {\n        return 0;\n    }\n}"
+        ),
+        f"{_TEST}/internal/EngineTest.java": test_of("Engine"),
+        f"{_TEST}/internal/ReaderTest.java": test_of("Reader"),
+    }
+    repo = git_repo_factory()
+    repo.commit("base", tree, branch="main")
+    repo.checkout("feature", create_from="main")
+    changed = {p: t.replace("new Fixture();", "new Fixture(); ") for p, t in tree.items()}
+    changed[engine] = tree[engine].replace("s.trim()", "s.strip()")
+    for path in (reader, fixture):
+        changed[path] = tree[path].replace("return 0;", "return 1;")
+    repo.commit("change", changed)
+    cohorts = pr_cohorts(repo, "main", "feature")
+    assert all(c.label != UNLINKED_TESTS_LABEL for c in cohorts)
+    groups = {frozenset(c.paths) - {fixture} for c in cohorts}
+    assert groups == {
+        frozenset({engine, f"{_TEST}/internal/EngineTest.java"}),
+        frozenset({reader, f"{_TEST}/internal/ReaderTest.java"}),
+    }
+    assert sum(fixture in c.paths for c in cohorts) == 1
