@@ -480,6 +480,12 @@ class _Walker:
                 self._ref(CALL, f"{_text(obj)}.{name}", node, scope)
         elif kind == "object_creation_expression":
             self._ref(CALL, _type_name(node.child_by_field_name("type")), node, scope)
+        elif kind == "field_access":
+            # `Type.CONSTANT` uses the type (resolved like a bare name: an import, the package);
+            # `local.field` stays unresolved.
+            obj = node.child_by_field_name("object")
+            if obj is not None and obj.type == "identifier":
+                self._ref(CALL, _text(obj), node, scope)
         return None
 
     def _java_type_list(self, holder: ts.Node | None, scope: _Scope) -> None:
