@@ -14,9 +14,10 @@ near it is. The rule is stated in cohorts; this module follows the index's refer
   helpers), without counting a hop. Only resolved references are followed: nothing is matched
   by name, and a changed file is never passed through (its own cohort is linked directly).
 
-Of several groups linked, the tests read with the nearest (a link by name alone is the farthest),
-then the one their changed lines use most, then the one they use most (the references reaching
-it): a test of the JSON reader that also builds a Gson reads with the reader.
+Of several groups linked, a test file reads with the nearest (a link by name alone is the
+farthest), then the one its changed lines use most, then the one it uses most (the references
+reaching it), each use weighed by how few of the change's test files the group is linked to: a
+test of the JSON reader that also builds a Gson, as most tests do, reads with the reader.
 """
 
 from __future__ import annotations
@@ -40,41 +41,47 @@ def attach_tests(
     """Add each test file to the code group it is linked to best (in place); returns the units
     of the tests linked to nothing. A file of a test component linked to nothing on its own
     (a changed fixture, a helper) goes where the component as a whole is linked best."""
-    added: dict[int, list[ChangeUnit]] = defaultdict(list)
-    unlinked: list[ChangeUnit] = []
-    for component in test_groups:
-        common = _best(TestReach(graph, component), code_groups, radius)
+    files: list[tuple[list[ChangeUnit], int]] = []  # (a file's units, its component)
+    for number, component in enumerate(test_groups):
         by_file: dict[str, list[ChangeUnit]] = defaultdict(list)
         for unit in component:
             by_file[unit.path].append(unit)
-        for _path, units in sorted(by_file.items()):
-            own = common
-            if len(by_file) > 1:
-                own = _best(TestReach(graph, units), code_groups, radius)
-            home = own if own is not None else common
-            (unlinked if home is None else added[home]).extend(units)
-    for i, units in sorted(added.items()):
-        code_groups[i] = code_groups[i] + units
+        files += [(units, number) for _, units in sorted(by_file.items())]
+    links = [_links(graph, units, code_groups) for units, _ in files]
+    common = [_links(graph, component, code_groups) for component in test_groups]
+    # How many test files each group is linked to: a group most tests use (the facade, a
+    # utility type) says less about one test than a group few tests use.
+    users = Counter(i for linked in links for i in linked)
+    added: dict[int, list[ChangeUnit]] = defaultdict(list)
+    unlinked: list[ChangeUnit] = []
+    for (units, number), linked in zip(files, links, strict=True):
+        home = _best(linked or common[number], users, radius)
+        (unlinked if home is None else added[home]).extend(units)
+    for i, grown in sorted(added.items()):
+        code_groups[i] = code_groups[i] + grown
     return unlinked
 
 
+def _links(
+    graph: CohortGraph, tests: list[ChangeUnit], code_groups: list[list[ChangeUnit]]
+) -> dict[int, tuple[int, int, int]]:
+    reach = TestReach(graph, tests)
+    return {i: link for i, group in enumerate(code_groups) if (link := reach.link(group))}
+
+
 def _best(
-    reach: TestReach, code_groups: list[list[ChangeUnit]], radius: list[BlastRadius]
+    linked: dict[int, tuple[int, int, int]], users: Counter[int], radius: list[BlastRadius]
 ) -> int | None:
     """The nearest linked group, then the one the changed lines use most, then the one used
-    most, then the highest blast radius."""
-    linked = {i: link for i, group in enumerate(code_groups) if (link := reach.link(group))}
-    if not linked:
-        return None
-    return min(
-        linked,
-        key=lambda i: (*_rank(linked[i]), -radius[i].definitions, -radius[i].files, i),
-    )
+    most (each resolved use weighed by how few test files the group is linked to), then the
+    highest blast radius."""
 
+    def rank(i: int) -> tuple[float, ...]:
+        hop, changed_uses, uses = linked[i]
+        share = max(users[i], 1) if hop != BY_NAME else 1  # names alone: counted, not weighed
+        return (hop, -changed_uses / share, -uses / share, -radius[i].definitions, i)
 
-def _rank(link: tuple[int, int, int]) -> tuple[int, int, int]:
-    hop, changed_uses, uses = link
-    return hop, -changed_uses, -uses
+    return min(linked, key=rank) if linked else None
 
 
 class TestReach:
