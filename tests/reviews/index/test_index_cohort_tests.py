@@ -172,3 +172,39 @@ def test_tests_sharing_a_changed_fixture_each_read_with_their_own_code(git_repo_
         frozenset({reader, f"{_TEST}/internal/ReaderTest.java"}),
     }
     assert sum(fixture in c.paths for c in cohorts) == 1
+
+
+def test_a_test_reads_with_the_class_it_is_about_not_the_facade_every_test_builds(
+    git_repo_factory,
+):
+    """Three changed tests build the changed Facade; ReaderTest builds it twice and the changed
+    Reader once (its changed line uses neither): the Reader, which no other test uses, says more
+    about it than the Facade every test builds."""
+    facade, reader = f"{_MAIN}/Facade.java", f"{_MAIN}/Reader.java"
+
+    def test_of(name: str, body: str) -> str:
+        return _java(
+            "com.kit", "", f"{name} {{\n    void t() {{\n{body}        int n = 1;\n    }}\n}}"
+        )
+
+    tree = {
+        facade: _java("com.kit", "", "Facade {\n    int run() {\n        return 0;\n    }\n}"),
+        reader: _java("com.kit", "", "Reader {\n    int peek() {\n        return 0;\n    }\n}"),
+        f"{_TEST}/ATest.java": test_of("ATest", "        new Facade();\n"),
+        f"{_TEST}/BTest.java": test_of("BTest", "        new Facade();\n"),
+        f"{_TEST}/ReaderTest.java": test_of(
+            "ReaderTest", "        new Facade();\n        new Facade();\n        new Reader();\n"
+        ),
+    }
+    repo = git_repo_factory()
+    repo.commit("base", tree, branch="main")
+    repo.checkout("feature", create_from="main")
+    repo.commit(
+        "change",
+        {p: t.replace("return 0;", "return 1;").replace("n = 1", "n = 2") for p, t in tree.items()},
+    )
+    cohorts = pr_cohorts(repo, "main", "feature")
+    assert {frozenset(c.paths) for c in cohorts} == {
+        frozenset({facade, f"{_TEST}/ATest.java", f"{_TEST}/BTest.java"}),
+        frozenset({reader, f"{_TEST}/ReaderTest.java"}),
+    }
