@@ -2,8 +2,7 @@
 near it is. The rule is stated in cohorts; this module follows the index's references.
 
 - Directly (distance 0): a resolved reference of the tests names a changed symbol, anything
-  inside one, or anything in a changed file of the group; or, by name, a call through an object
-  (a fixture) names a changed method or function.
+  inside one, or anything in a changed file of the group.
 - Through unchanged code (distance 1 to `MAX_HOPS`): a test often exercises changed code through
   a public type that did not change (a facade: `new Gson().fromJson(…)` reaching a changed type
   adapter). From what the tests' references resolve to in unchanged files, the index's resolved
@@ -13,6 +12,8 @@ near it is. The rule is stated in cohorts; this module follows the index's refer
   for its body, and for the bodies of what it calls in its own file (a public method's private
   helpers), without counting a hop. Only resolved references are followed: nothing is matched
   by name, and a changed file is never passed through (its own cohort is linked directly).
+- By name alone (`BY_NAME`, farther than any resolved link): a call through an object (a
+  fixture) names a changed method or function.
 
 Of several groups linked, a test file reads with the nearest (a link by name alone is the
 farthest), then the one its changed lines use most, then the one it uses most (the references
