@@ -1,6 +1,6 @@
 """The graph side of cohorts: which symbols each changed hunk touches, how touched symbols connect
-(references one hop towards dependents, same-file links, tests to the code they exercise,
-manifests to the cohorts that import their dependencies), and a connected group turned into a
+(references one hop towards dependents, same-file links, manifests to the cohorts that import
+their dependencies), and a connected group turned into a
 cohort with its edges, blast radius and reading order. The rules are stated in cohorts, which
 groups the change and falls back to paths without an index.
 """
@@ -26,7 +26,6 @@ from reviews.index.cohort_types import (
 from reviews.index.manifest_parse import MANIFEST
 from reviews.index.mermaid import DiagramNode, flowchart
 from reviews.index.model import (
-    CALL,
     CLASS,
     IMPORT,
     INHERIT,
@@ -139,7 +138,7 @@ class CohortGraph:
             return self._module(path, at_head=True)
         return self._common_ancestor(anchors) or self._module(path, at_head=True)
 
-    def _ancestors(self, qualname: str) -> list[str]:
+    def ancestors(self, qualname: str) -> list[str]:
         chain = []
         current: str | None = qualname
         while current is not None:
@@ -149,8 +148,8 @@ class CohortGraph:
         return chain
 
     def _common_ancestor(self, qualnames: list[str]) -> str | None:
-        first = self._ancestors(qualnames[0])
-        others = [set(self._ancestors(q)) for q in qualnames[1:]]
+        first = self.ancestors(qualnames[0])
+        others = [set(self.ancestors(q)) for q in qualnames[1:]]
         return next((q for q in first if all(q in other for other in others)), None)
 
     # connecting -----------------------------------------------------------------------------
@@ -227,10 +226,13 @@ class CohortGraph:
             for other in group[1:]:
                 union(group[0], other)
         changed_lines = {line for u in units for line in u.lines}
+        # Tests join code afterwards, one cohort each (cohort_tests): not here, where a test
+        # using two changed parts would make them one.
+        in_tests = {s: is_test_path(u.path) for u in units for s in u.symbols}
         for symbol in sorted(touched):
             for ref in self._dependents(symbol, seed=True):
                 owner = self._owner(ref.source, touched)
-                if owner is None:
+                if owner is None or in_tests[owner] != in_tests[symbol]:
                     continue
                 found = self.lookup(owner)
                 # A module-level statement joins only if it is itself a changed line: an edited
@@ -272,35 +274,6 @@ class CohortGraph:
                 if owner is not None and ref.target not in touched:
                     groups[f"helper {ref.target}"].append(owner)
         return [sorted(set(g)) for g in groups.values() if len(set(g)) > 1]
-
-    def links(self, tests: list[ChangeUnit], code: list[ChangeUnit]) -> bool:
-        """Whether the test files of `tests` import or reference the changed code of `code`
-        (or are partly in it already): a resolved reference to a changed symbol, to anything
-        inside one, or to a changed file; or, by name, a call through an object (a fixture)
-        to a changed method or function."""
-        symbols = {s for u in code for s in u.symbols}
-        paths = {u.path for u in code}
-        if paths & {u.path for u in tests}:
-            return True  # the rest of a test file already there: the file is not split
-        names = {
-            d.name
-            for q in symbols
-            if (d := self.lookup(q)) is not None and not (d.kind == MODULE and d.parent is None)
-        }
-        for path in sorted({u.path for u in tests}):
-            for index in (self.head, self.base):
-                for ref in index.references_by_path.get(path, ()) if index is not None else ():
-                    if ref.target is None:
-                        qualifier, _, last = ref.name.rpartition(".")
-                        if ref.kind == CALL and qualifier and last in names:
-                            return True
-                        continue
-                    target = self.lookup(ref.target)
-                    if (target is not None and target.path in paths) or any(
-                        a in symbols for a in self._ancestors(ref.target)
-                    ):
-                        return True
-        return False
 
     def attach_manifests(
         self,

@@ -11,23 +11,29 @@ blast radius. The rules, chosen so unrelated changes stay apart:
   definition touches the module symbol; a file changed without hunks (a pure rename, a binary
   file) touches its module symbol. All symbols touched by one hunk belong together.
 - Expanding: one hop, towards dependents only. Two touched symbols join when one references the
-  other directly (call, import, inheritance). A reference made inside an untouched nested
-  function counts for its nearest touched enclosing class or function. A module symbol stands
-  for its whole file, so a module-level change joins the code that uses anything in that file.
-  Untouched direct dependents that sit in changed files are shown as `context` of a cohort but
-  never join two cohorts: a file that happens to call two changed functions does not make two
-  unrelated changes one. Within one file, changed symbols its own definitions connect stay
-  together: members of one class, and callers of one untouched helper of the file. A file is
-  split across cohorts only when its changed parts share no such link and the parts' cohorts
-  hold different files; each cohort then lists it in `split_paths`, and the page says so. A
-  part whose files all belong to a larger (or an identical) cohort joins it: never two
+  other directly (call, import, inheritance), both in code or both in tests (tests join code
+  below, so a test using two changed parts does not make them one). A reference made inside an
+  untouched nested function counts for its nearest touched enclosing class or function. A module
+  symbol stands for its whole file, so a module-level change joins the code that uses anything
+  in that file. Untouched direct dependents that sit in changed files are shown as `context` of
+  a cohort but never join two cohorts: a file that happens to call two changed functions does
+  not make two unrelated changes one. Within one file, changed symbols its own definitions
+  connect stay together: members of one class, and callers of one untouched helper of the file.
+  A file is split across cohorts only when its changed parts share no such link and the parts'
+  cohorts hold different files; each cohort then lists it in `split_paths`, and the page says
+  so. A part whose files all belong to a larger (or an identical) cohort joins it: never two
   cohorts of the same files, never a fragment of one.
 - A connected component of more than `LARGE_COHORT_FILES` files (a release range) is split at
   directory boundaries, one cohort per directory, each labelled as part of a larger change.
-- Tests beside their code: a component made only of test files joins the cohort of the changed
-  code it references (a resolved reference to a changed symbol or file, or a call through an
-  object to a method of a changed name, as tests do through fixtures); when several, the one
-  with the highest blast radius; the tests linked to nothing form one group.
+- Tests beside their code: each changed test file joins the cohort of the changed code it
+  references (a resolved reference to a changed symbol or file, or a call through an object to
+  a method of a changed name, as tests do through fixtures), or reaches through at most two
+  unchanged files by resolved references (a test of a public facade whose implementation
+  changed; see cohort_tests). When several: the nearest (a link by name alone is the farthest),
+  then the one its changed lines use most, then the one it uses most, then the highest blast
+  radius. A test file linked to no code itself (a changed fixture) goes where the tests using
+  it, or used by it, are linked best. The tests linked to nothing form one group: counted and
+  shown, never guessed.
 - Blast radius: definitions (classes, functions, methods) and files that transitively reference
   the cohort's symbols, following resolved references backwards (a module-level change counts
   users of anything in the file; an import between the cohort's own files is not a dependent).
@@ -55,6 +61,7 @@ from dataclasses import replace
 from reviews.domain import vendored
 from reviews.domain.indexed_files import is_test_path
 from reviews.index.cohort_graph import ChangeUnit, CohortGraph
+from reviews.index.cohort_tests import attach_tests
 from reviews.index.cohort_types import (
     Cohort,
     FilePreview,
@@ -119,17 +126,9 @@ def compute_cohorts(
     parts = [(part, part is not group) for group in code_groups for part in _by_directory(group)]
     code_groups = [part for part, _ in parts]
     split = [was_split for _, was_split in parts]
-    # Tests beside their code: a test file joins the cohort of the changed code it imports or
-    # references (the one with the highest blast radius when several); the rest form one group.
+    # Tests beside their code, each file where its links lead; the rest form one group.
     radius = [graph.blast_radius_of(g) for g in code_groups]
-    unlinked: list[ChangeUnit] = []
-    for tests in _merge_by_path(test_groups):
-        linked = [i for i, group in enumerate(code_groups) if graph.links(tests, group)]
-        if linked:
-            best = min(linked, key=lambda i: (-radius[i].definitions, -radius[i].files, i))
-            code_groups[best] = code_groups[best] + tests
-        else:
-            unlinked.extend(tests)
+    unlinked = attach_tests(graph, code_groups, _merge_by_path(test_groups), radius)
     config = [f for f in outside if _is_config_or_doc(f.path)]
     attached = graph.attach_manifests(config, code_groups, radius)
     cohorts = [

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-FORMAT_VERSION = 3  # 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`
+# 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`; 4: Java packages
+FORMAT_VERSION = 4
 
 MODULE = "module"
 CLASS = "class"
@@ -69,6 +70,10 @@ MACRO = "!"
 # an inline `mod x { … }` whose `#[path]` (`target`) is the directory of the modules it declares.
 MOD = "mod"
 MOD_DIR = "mod{}"
+# Java: the binding of this `local` is the file's `package` declaration (`target` its name), so
+# a class reaches its package's other classes without an import whichever source root holds
+# them (src/main/java and src/test/java). A keyword: no imported name can be spelt so.
+JAVA_PACKAGE = "package"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,9 @@ edge costs a reader some context, a false edge merges unrelated cohorts:
   names re-exported by `export * from`/`export {a} from` are followed to their definition;
 - Go import paths under the `module` of a `go.mod` → the package directory (without any go.mod,
   the longest directory the path ends with);
-- a bare `f` → an imported name, then a definition of the same file, then (Go, Java) of the same
-  directory/package, then (JS/TS, Rust) the only top-level definition of that name in the language;
+- a bare `f` → an imported name, then a definition of the same file, then of the same Go
+  directory or declared Java package (src/test/java reaches src/main/java), then (JS/TS, Rust)
+  the only top-level definition of that name in the language;
 - a call on any other receiver (`obj.m()`, `a.b.c()`) is left unresolved: without types, the
   receiver's class is a guess. Packages outside the repository are never resolved.
 """
@@ -33,6 +34,7 @@ from reviews.index.model import (
     CLASS,
     IMPORT,
     INTERFACE,
+    JAVA_PACKAGE,
     METHOD,
     MOD,
     MOD_DIR,
@@ -65,7 +67,8 @@ class NamedResolver:
         self._files = files
         self._defs = definitions
         self._top: dict[tuple[str, str], str] = {}  # (path, name) → top-level definition
-        self._by_dir: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self._by_dir: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # by package
+        self._package_of: dict[str, str] = {}  # path → its package (see `_package`)
         self._by_family: dict[tuple[str, str], list[str]] = defaultdict(list)
         self._by_local: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         self._bindings: dict[str, dict[str, Binding]] = {}
@@ -90,6 +93,7 @@ class NamedResolver:
             if family is None or family == "python":
                 continue
             directory = posixpath.dirname(path)
+            package = self._package_of[path] = _package(record, family)
             self._by_basename[posixpath.basename(path)].append(path)
             if family == "go":
                 self._dirs[directory].append(path)
@@ -105,7 +109,7 @@ class NamedResolver:
             for definition in record.definitions:
                 if definition.parent == record.module and definition.kind != METHOD:
                     self._top.setdefault((path, definition.name), definition.qualname)
-                    self._by_dir[(family, directory, definition.name)].append(definition.qualname)
+                    self._by_dir[(family, package, definition.name)].append(definition.qualname)
                     self._by_family[(family, definition.name)].append(definition.qualname)
                 if definition.kind != MODULE or definition.parent is not None:
                     local = _local(definition.qualname)
@@ -393,7 +397,7 @@ class NamedResolver:
         if found is not None:
             return found
         if family in _SAME_PACKAGE:
-            same_dir = self._by_dir.get((family, posixpath.dirname(record.path), name), [])
+            same_dir = self._by_dir.get((family, self._package_of[record.path], name), [])
             if len(same_dir) == 1:
                 return same_dir[0]
         if family in _UNIQUE_FALLBACK:
@@ -427,7 +431,7 @@ class NamedResolver:
         # A type declared in this file or package: `Util.helper()`, `Type::new()`.
         owner = self._top.get((record.path, qualifier.rpartition(".")[2]))
         if owner is None and family in _SAME_PACKAGE:
-            same_dir = self._by_dir.get((family, posixpath.dirname(record.path), qualifier), [])
+            same_dir = self._by_dir.get((family, self._package_of[record.path], qualifier), [])
             owner = same_dir[0] if len(same_dir) == 1 else None
         if owner is not None and self._defs[owner].kind in _TYPES:
             return self._member(owner, name, family, record.path)
@@ -491,6 +495,12 @@ class NamedResolver:
                 found.append(target)
         self._bases[cls] = tuple(found)
         return self._bases[cls]
+
+
+def _package(record: FileRecord, family: str) -> str:
+    """Where a name needs no import: the file's directory; for Java its declared package."""
+    java = [b.target for b in record.bindings if b.local == JAVA_PACKAGE and family == "java"]
+    return f"package {java[0]}" if java else posixpath.dirname(record.path)
 
 
 def _match(pattern: str, value: str) -> str | None:

@@ -304,6 +304,28 @@ class RustPaths:
         return current
 
 
+def rust_callee(node: ts.Node | None) -> str:
+    """A call's callee as the index writes names: `f`, `a.b.f`, `self.m`, `x.m`; "" if none."""
+    if node is None:
+        return ""
+    text = (node.text or b"").decode("utf-8", "replace")
+    if node.type == "identifier":
+        return text
+    if node.type == "scoped_identifier":
+        return text.replace("::", ".")
+    if node.type == "field_expression":
+        value = node.child_by_field_name("value")
+        field = node.child_by_field_name("field")
+        name = (field.text or b"").decode("utf-8", "replace") if field is not None else ""
+        if value is not None and value.type == "self":
+            return f"self.{name}"
+        if value is not None and value.type == "identifier":
+            return f"{(value.text or b'').decode('utf-8', 'replace')}.{name}"
+    if node.type == "generic_function":
+        return rust_callee(node.child_by_field_name("function"))
+    return ""
+
+
 def _chain(scope: str) -> tuple[str, ...]:
     """The inline modules of a declaration's scope (`path:a.b` → `a`, `b`)."""
     local = scope.partition(":")[2]

@@ -23,6 +23,7 @@ from reviews.index.model import (
     IMPORT,
     INHERIT,
     INTERFACE,
+    JAVA_PACKAGE,
     MACRO,
     METHOD,
     MOD,
@@ -34,7 +35,7 @@ from reviews.index.model import (
     Reference,
     text_digest,
 )
-from reviews.index.rust_paths import mod_paths
+from reviews.index.rust_paths import mod_paths, rust_callee
 
 
 @cache
@@ -452,6 +453,13 @@ class _Walker:
             return inner
         if kind in ("method_declaration", "constructor_declaration"):
             return self._define(node, _text(node.child_by_field_name("name")), METHOD, scope)
+        if kind == "package_declaration":
+            declared = next(
+                (c for c in node.named_children if c.type in ("scoped_identifier", "identifier")),
+                None,
+            )
+            self._bind(JAVA_PACKAGE, _text(declared), None)
+            return None
         if kind == "import_declaration":
             target = next(
                 (c for c in node.named_children if c.type in ("scoped_identifier", "identifier")),
@@ -475,6 +483,12 @@ class _Walker:
                 self._ref(CALL, f"{_text(obj)}.{name}", node, scope)
         elif kind == "object_creation_expression":
             self._ref(CALL, _type_name(node.child_by_field_name("type")), node, scope)
+        elif kind == "field_access":
+            # `Type.CONSTANT` uses the type (resolved like a bare name: an import, the package);
+            # `local.field` stays unresolved.
+            obj = node.child_by_field_name("object")
+            if obj is not None and obj.type == "identifier":
+                self._ref(CALL, _text(obj), node, scope)
         return None
 
     def _java_type_list(self, holder: ts.Node | None, scope: _Scope) -> None:
@@ -522,7 +536,7 @@ class _Walker:
                 self._bind(_text(node.child_by_field_name("name")), self.path, marker)
             return None
         if kind == "call_expression":
-            self._ref(CALL, self._rust_callee(node.child_by_field_name("function")), node, scope)
+            self._ref(CALL, rust_callee(node.child_by_field_name("function")), node, scope)
         return None
 
     def _rust_mod(self, node: ts.Node, scope: _Scope) -> None:
@@ -556,24 +570,6 @@ class _Walker:
             full = join(_text(path_node)) if path_node is not None else prefix
             self._bind("*", full, None)
             self._ref(IMPORT, full, stmt, scope)
-
-    def _rust_callee(self, node: ts.Node | None) -> str:
-        if node is None:
-            return ""
-        if node.type == "identifier":
-            return _text(node)
-        if node.type == "scoped_identifier":
-            return _text(node).replace("::", ".")
-        if node.type == "field_expression":
-            value = node.child_by_field_name("value")
-            field = _text(node.child_by_field_name("field"))
-            if value is not None and value.type == "self":
-                return f"self.{field}"
-            if value is not None and value.type == "identifier":
-                return f"{_text(value)}.{field}"
-        if node.type == "generic_function":
-            return self._rust_callee(node.child_by_field_name("function"))
-        return ""
 
 
 class _Scope:

@@ -161,6 +161,42 @@ def test_java_imports_of_own_packages_are_counted_and_wildcards_are_not_holes():
     assert unresolved_imports(index, ["src/main/java/com/app/Main.java"]) == ()
 
 
+def test_java_same_package_classes_resolve_across_source_roots_and_only_when_unique():
+    """A test in src/test/java reaches a class of its package in src/main/java without an
+    import (the declared package, not the directory, decides); a name two modules declare in
+    one package stays unresolved; a class of a same-named directory in another package is not
+    reached. A constant read (`Api.LIMIT`) uses its type; a local's field (`p.x`) is not
+    resolved."""
+    files = {
+        "core/src/main/java/com/kit/Api.java": (
+            "package com.kit;\n\npublic class Api {\n    public static int run() { return 1; }\n}\n"
+        ),
+        "core/src/main/java/com/kit/Twice.java": "package com.kit;\n\npublic class Twice {}\n",
+        "extras/src/main/java/com/kit/Twice.java": "package com.kit;\n\npublic class Twice {}\n",
+        "other/src/test/java/com/kit/Lone.java": "package com.other;\n\npublic class Lone {}\n",
+        "core/src/test/java/com/kit/ApiTest.java": (
+            "package com.kit;\n\nclass ApiTest {\n    void runs() {\n        new Api();\n"
+            "        Api.run();\n        new Twice();\n        new Lone();\n"
+            "        int n = Api.LIMIT + p.x;\n    }\n}\n"
+        ),
+    }
+    index = build_index(files)
+    calls = [
+        (r.name, r.target)
+        for r in index.references_by_path["core/src/test/java/com/kit/ApiTest.java"]
+        if r.kind == "call"
+    ]
+    api = "core/src/main/java/com/kit/Api.java:Api"
+    assert calls == [
+        ("Api", api),
+        ("Api.run", f"{api}.run"),
+        ("Twice", None),
+        ("Lone", None),
+        ("Api", api),
+        ("p", None),
+    ]
+
+
 def test_go_the_module_root_package_from_a_subpackage_and_its_external_tests():
     """`import "github.com/x/cli"` from `doc/` and from the root's `package cli_test` names the
     package at the repository's root."""
