@@ -22,7 +22,6 @@ import pytest
 from config.bodylimit import BodyCaps, BodyLimitMiddleware, body_cap, declared_length
 
 ROOT = Path(__file__).resolve().parents[2]
-PORTS = range(18150, 18200)
 MB = 1024 * 1024
 CAPS = BodyCaps(webhook=25 * MB, api=10 * MB, form=1 * MB)
 
@@ -113,14 +112,11 @@ def test_django_answers_413_by_content_length_per_path(client, settings):
 
 
 def _free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 18150-18199")
+    # The system's choice, not a fixed range: tests of this module run on several xdist
+    # workers at once, and two servers tried on one port answer for each other.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _rss_kb(pid: int, field: str = "VmRSS") -> int:
@@ -156,11 +152,12 @@ def daphne_server():
         while True:
             try:
                 status, _, _ = _exchange(port, "GET", "/healthz", b"", iter(()))
-                if status:  # any answer: the server is up
-                    break
             except OSError:
-                pass
+                status = 0
+            # Any answer while this process lives: the server is up (and it is this one).
             assert process.poll() is None, process.stderr.read().decode()[-2000:]
+            if status:
+                break
             assert time.monotonic() < deadline, "daphne did not start"
             time.sleep(0.2)
         yield port, process.pid
