@@ -52,10 +52,9 @@ demo: $(STAMP)
 # .ci/run runs it that way, then sets both and passes --require-services so that nothing can be
 # skipped. Tests run in parallel (pytest-xdist): most of their time is spent waiting on servers,
 # subprocesses and a browser, so more workers than cores pays (TEST_WORKERS=0: one process).
-# One test at a time to each worker, the slow ones first (conftest.py): the workers end together.
 TEST_WORKERS ?= 4
 test: $(STAMP)
-	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) -m pytest -n $(TEST_WORKERS) --maxschedchunk 1 $(PYTEST_ARGS)
+	SECRET_KEY=$${SECRET_KEY:-test-only-not-a-secret} $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Benchmarks print JSON figures (ratios and counts); see the docstring of each script.
 bench: $(STAMP)
