@@ -227,9 +227,6 @@ def service_free(item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    # The long tests first (browser tests and those marked slow): pytest-xdist hands tests out
-    # in this order, so a parallel run does not end with three workers idle beside a long one.
-    items.sort(key=lambda item: not (item.get_closest_marker("slow") or _needs_browser(item)))
     if not config.getoption("--skip-service-free"):
         return
     kept, left = [], []
@@ -238,7 +235,3 @@ def pytest_collection_modifyitems(config, items):
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
-
-
-def _needs_browser(item) -> bool:
-    return item.get_closest_marker("browser") is not None

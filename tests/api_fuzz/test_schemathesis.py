@@ -13,7 +13,7 @@ import pytest
 
 from tests.api_fuzz.live import ROOT, SCHEMA_PATH, st_command
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 
 @pytest.fixture

@@ -41,7 +41,6 @@ def _review(var_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow
 def test_it_reviews_twice_on_a_fresh_data_directory_and_leaves_nothing_behind(tmp_path):
     """No `migrate` first; afterwards no checkout remains and the reviewed repository's own
     worktree list is what it was."""
@@ -67,7 +66,6 @@ def test_it_reviews_twice_on_a_fresh_data_directory_and_leaves_nothing_behind(tm
     assert [p for p in leftovers if ".locks" not in p.parts] == []
 
 
-@pytest.mark.slow
 def test_a_file_missing_from_a_partial_clone_is_listed_as_not_read(tmp_path):
     """A blob the clone never fetched (a large image) does not fail the review."""
     origin = tmp_path / "origin"
@@ -116,7 +114,6 @@ def test_help_shows_examples():
     assert "--base main --head my-branch" in done.stdout
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--head", "x"]])
 def test_a_directory_that_is_no_repository_is_refused_with_a_message(tmp_path, args):
     done = _review(tmp_path / "var", str(tmp_path), *args)

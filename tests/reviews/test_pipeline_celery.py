@@ -19,12 +19,7 @@ from reviews.services.requests import review_request
 from tests.reviews import pipeline_scenarios as scenario
 from workspaces.models import Repository
 
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.redis,
-    pytest.mark.slow,
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
 def _wait_finished(round_id: int, timeout: float = 180, logs: Path | None = None) -> ReviewRound:

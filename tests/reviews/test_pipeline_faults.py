@@ -25,12 +25,7 @@ from tests.reviews import pipeline_scenarios as scenario
 from tests.reviews.test_pipeline_celery import _node_set, _wait_finished
 from workspaces.models import Repository
 
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.redis,
-    pytest.mark.slow,
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 FAST = {
     "QUORUM_SWEEP_SECONDS": "1",
