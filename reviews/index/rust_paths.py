@@ -51,7 +51,7 @@ def mod_paths(node: ts.Node, *, inline: bool) -> list[str]:
         for attribute in sibling.named_children:
             if attribute.type != "attribute":
                 continue
-            text = (attribute.text or b"").decode("utf-8", "replace")
+            text = _node_text(attribute)
             if (found := _PATH.fullmatch(text)) is not None:
                 plain.insert(0, found.group(1))
             elif (found := _CFG_PATH.match(text)) is not None:
@@ -308,22 +308,24 @@ def rust_callee(node: ts.Node | None) -> str:
     """A call's callee as the index writes names: `f`, `a.b.f`, `self.m`, `x.m`; "" if none."""
     if node is None:
         return ""
-    text = (node.text or b"").decode("utf-8", "replace")
     if node.type == "identifier":
-        return text
+        return _node_text(node)
     if node.type == "scoped_identifier":
-        return text.replace("::", ".")
+        return _node_text(node).replace("::", ".")
     if node.type == "field_expression":
         value = node.child_by_field_name("value")
-        field = node.child_by_field_name("field")
-        name = (field.text or b"").decode("utf-8", "replace") if field is not None else ""
+        name = _node_text(node.child_by_field_name("field"))
         if value is not None and value.type == "self":
             return f"self.{name}"
         if value is not None and value.type == "identifier":
-            return f"{(value.text or b'').decode('utf-8', 'replace')}.{name}"
+            return f"{_node_text(value)}.{name}"
     if node.type == "generic_function":
         return rust_callee(node.child_by_field_name("function"))
     return ""
+
+
+def _node_text(node: ts.Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
 
 
 def _chain(scope: str) -> tuple[str, ...]:
