@@ -29,6 +29,7 @@ from reviews.live.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import budget_runs, round_reads, stages
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
+from reviews.pipeline.gc_pause import collector_paused
 from reviews.pipeline.model_runs import ReviewerReads
 from reviews.pipeline.round_writes import (
     OPEN_STATES,
@@ -283,7 +284,8 @@ def _run_inline(review_round: ReviewRound, stage: Stage) -> bool:
     records it done with its next move). A stage that ended the round (the finaliser) is
     recorded done here."""
     try:
-        stages.INLINE[stage.name](review_round)
+        with collector_paused():
+            stages.INLINE[stage.name](review_round)
     except CONNECTION_ERRORS:
         raise  # the database blipped: not the round's fault; the caller runs the stage again
     except Exception as exc:
