@@ -125,16 +125,19 @@ class _Collector(ast.NodeVisitor):
     def generic_visit(self, node: ast.AST) -> None:
         # NodeVisitor's, without a method lookup by name for each of the ~1,000 nodes of a
         # 300-line module: most nodes have no handler and are only walked through.
-        handlers, visit = _HANDLERS, self.generic_visit
+        # Leaves (names, constants, operators, load/store contexts: half the nodes) hold
+        # nothing recorded and are not entered.
+        handlers, visit, leaves = _HANDLERS, self.generic_visit, _LEAVES
         for field in node._fields:
             value = getattr(node, field, None)
             for child in value if isinstance(value, list) else (value,):
-                if isinstance(child, ast.AST):
-                    handler = handlers.get(type(child))
-                    if handler is None:
-                        visit(child)
-                    else:
-                        handler(self, child)
+                if type(child) in leaves or not isinstance(child, ast.AST):
+                    continue
+                handler = handlers.get(type(child))
+                if handler is None:
+                    visit(child)
+                else:
+                    handler(self, child)
 
     def _ref(self, kind: str, name: str, line: int, source: str | None = None) -> None:
         self.references.append(Reference(source or self._scope, kind, name, self.path, line))
@@ -235,6 +238,15 @@ class _Collector(ast.NodeVisitor):
             self._ref(CALL, name, node.lineno)
         self.generic_visit(node)
 
+
+_LEAVES: frozenset[type] = frozenset(
+    {ast.Name, ast.Constant, type(None), str, int}
+    | {
+        kind
+        for family in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+        for kind in family.__subclasses__()
+    }
+)
 
 _HANDLERS: dict[type[ast.AST], Callable[[_Collector, Any], None]] = {
     ast.FunctionDef: _Collector.visit_FunctionDef,
