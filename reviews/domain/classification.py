@@ -207,27 +207,27 @@ def iter_changed_lines(diff_text: str) -> Iterator[DiffLine]:
     path, old_line, new_line = "", 0, 0
     hunk = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
     for raw in diff_text.splitlines():
-        if raw.startswith("+++ "):
-            target = raw[4:].split("\t")[0]
-            if target != "/dev/null":  # a deleted file keeps the path its "---" line named
-                path = target[2:] if target.startswith("b/") else target
-            continue
-        if raw.startswith("--- "):
-            source = raw[4:].split("\t")[0]
-            if source != "/dev/null":
-                path = source[2:] if source.startswith("a/") else source
-            continue
-        if match := hunk.match(raw):
-            old_line, new_line = int(match[1]), int(match[2])
-            continue
-        if raw.startswith("+"):
+        first = raw[:1]  # one comparison per line: most lines are "+", "-" or " "
+        if first == "+":
+            if raw.startswith("+++ "):
+                target = raw[4:].split("\t")[0]
+                if target != "/dev/null":  # a deleted file keeps the path its "---" line named
+                    path = target[2:] if target.startswith("b/") else target
+                continue
             yield DiffLine(path, new_line, "+", raw[1:])
             new_line += 1
-        elif raw.startswith("-"):
+        elif first == "-":
+            if raw.startswith("--- "):
+                source = raw[4:].split("\t")[0]
+                if source != "/dev/null":
+                    path = source[2:] if source.startswith("a/") else source
+                continue
             yield DiffLine(path, old_line, "-", raw[1:])
             old_line += 1
-        elif raw.startswith(" "):
+        elif first == " ":
             old_line, new_line = old_line + 1, new_line + 1
+        elif first == "@" and (match := hunk.match(raw)):
+            old_line, new_line = int(match[1]), int(match[2])
 
 
 def is_doc_path(path: str) -> bool:
