@@ -12,6 +12,7 @@ Documented limits:
 
 from __future__ import annotations
 
+import functools
 from pathlib import PurePosixPath
 
 from reviews.domain import vendored
@@ -99,6 +100,7 @@ def skip_reason_for_text(text: str, path: str = "") -> str | None:
     return vendored.content_reason(path, text[:65_536].splitlines(), from_start=True)
 
 
+@functools.lru_cache(maxsize=16_384)  # asked for each symbol of a changed file, many times
 def is_test_path(path: str) -> bool:
     """Test code by the conventions of the supported languages (tests are read last)."""
     pure = PurePosixPath(path)
