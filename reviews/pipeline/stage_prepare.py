@@ -3,6 +3,7 @@ adaptive selection calls for, the worktree and the change map."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import cast
@@ -21,6 +22,7 @@ from reviews.domain.redaction import redact_diff
 from reviews.domain.round_stats import PanelModeName, RoundFacts, stage_timings
 from reviews.domain.selection import select_reviewers
 from reviews.domain.tiers import security_host
+from reviews.index.cohorts import compute_cohorts
 from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import analyzer_runs, budget_runs, inputs, round_reads
 from reviews.pipeline.template import (
@@ -190,17 +192,27 @@ def _save_facts(
 def _read_worktree(
     review_round: ReviewRound, files: list[ChangedFile], seconds: dict[str, float]
 ) -> None:
-    """The checkout: the vendored files it says, the cohorts and the files it could not read."""
+    """The checkout and what is read from it: the vendored files its `.gitattributes` names,
+    the cohorts (over the indexes, built while a local repository's checkout is made) and the
+    files it could not read. `seconds["worktree"]` is the wait for the checkout beyond that."""
     clock = time.perf_counter()
-    worktree = inputs.round_worktree_ready(review_round)
-    seconds["worktree"] = time.perf_counter() - clock
+    checkout = inputs.round_worktree_begun(review_round)
+    try:
+        base, head = codeindex.indexes_or_none(review_round, checkout, files)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            checkout()  # not left writing a checkout while the round's failure is handled
+        raise
+    seconds["index"], clock = time.perf_counter() - clock, time.perf_counter()
+    worktree = checkout()
+    seconds["worktree"], clock = time.perf_counter() - clock, time.perf_counter()
     said = attribute_verdicts(worktree, files)
-    review_round.stats = review_round.stats.with_(vendored=said or None)
-    cohorts = codeindex.round_cohorts(
-        review_round, worktree, seconds=seconds, files=with_verdicts(files, said)
-    )
+    cohorts = compute_cohorts(with_verdicts(files, said), head, base=base)
+    seconds["cohorts"] = time.perf_counter() - clock
     review_round.stats = review_round.stats.with_(
-        cohorts=codeindex.cohorts_json(cohorts), unread_files=unread_files(worktree) or None
+        vendored=said or None,
+        cohorts=codeindex.cohorts_json(cohorts),
+        unread_files=unread_files(worktree) or None,
     )
 
 

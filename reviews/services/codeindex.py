@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -43,6 +44,9 @@ from reviews.sources.github_errors import GitHubError
 from workspaces.models import Repository
 
 log = logging.getLogger(__name__)
+
+#: A round's checkout, or a call that returns it once it is made (it may still be under way).
+Worktree = Path | Callable[[], Path]
 
 
 def _stored(repository: Repository, *shas: str) -> dict[str, CodeIndex]:
@@ -77,9 +81,11 @@ def _store(repository: Repository, built: dict[str, CodeIndex]) -> None:
 
 
 def round_indexes(
-    review_round: ReviewRound, worktree, files: Sequence[ChangedFile]
+    review_round: ReviewRound, worktree: Worktree, files: Sequence[ChangedFile]
 ) -> tuple[CodeIndex | None, CodeIndex | None]:
-    """(base, head) indexes; base is None for GitHub rounds. `files`: the round's diff."""
+    """(base, head) indexes; base is None for GitHub rounds. `files`: the round's diff.
+    `worktree`: the checkout, or a call that waits for it; a local repository's indexes are
+    read from git and never wait for it."""
     repository = review_round.space.pull_request.repository
     head_sha = review_round.head_sha
     if repository.kind == Repository.Kind.LOCAL:
@@ -103,14 +109,14 @@ def round_indexes(
         return base, head
     head = _stored(repository, head_sha).get(head_sha)
     if head is None:
-        head = build_index(files_in_directory(worktree))
+        head = build_index(files_in_directory(worktree() if callable(worktree) else worktree))
         _store(repository, {head_sha: head})
     return None, head
 
 
 def round_cohorts(
     review_round: ReviewRound,
-    worktree,
+    worktree: Worktree,
     *,
     seconds: dict[str, float] | None = None,
     files: Sequence[ChangedFile] | None = None,
@@ -120,17 +126,25 @@ def round_cohorts(
     round's changed files when the caller has read them (round_changed_files)."""
     started = time.perf_counter()
     files = round_changed_files(review_round) if files is None else files
-    try:
-        base, head = round_indexes(review_round, worktree, files)
-    except (GitError, OSError) as exc:
-        log.warning("round %s: no code index (%s); grouping by path", review_round.pk, exc)
-        base = head = None
+    base, head = indexes_or_none(review_round, worktree, files)
     indexed = time.perf_counter()
     cohorts = compute_cohorts(files, head, base=base)
     if seconds is not None:
         seconds["index"] = indexed - started
         seconds["cohorts"] = time.perf_counter() - indexed
     return cohorts
+
+
+def indexes_or_none(
+    review_round: ReviewRound, worktree: Worktree, files: Sequence[ChangedFile]
+) -> tuple[CodeIndex | None, CodeIndex | None]:
+    """round_indexes, or (None, None) when git or the checkout cannot be read: the cohorts
+    are then grouped by path."""
+    try:
+        return round_indexes(review_round, worktree, files)
+    except (GitError, OSError) as exc:
+        log.warning("round %s: no code index (%s); grouping by path", review_round.pk, exc)
+        return None, None
 
 
 def cohorts_json(cohorts: tuple[Cohort, ...]) -> list[dict[str, Any]]:
