@@ -94,7 +94,18 @@ def socket_figures(burst: Burst, rows: dict[int, list[RoundRow]]) -> dict:
         "messages_per_list_page": r2(statistics.mean(_messages(lists))) if lists else None,
         "verdict_after_round_finished_seconds": spread(delays),
         "sockets_without_their_verdict": missing,
+        "by_socket": [
+            _socket_line(s, final_lag.get(burst.sockets.index(s)), burst.ended) for s in pages
+        ],
     }
+
+
+def _socket_line(socket: PageSocket, lag: int | None, drained: float) -> str:
+    """One page's story, for reading a run: its pull request, messages received, when the
+    last came (seconds before (-) or after the drain), versions behind at the end, failure."""
+    messages = socket.client.messages if socket.client else []
+    last = f"{messages[-1][0] - drained:+.1f}s" if messages else "-"
+    return f"#{socket.number}: {len(messages)} messages, last {last}, behind {lag} {socket.failure}"
 
 
 def _messages(sockets: Iterable[PageSocket]) -> list[int]:

@@ -62,20 +62,32 @@ def database_drop(services: Services) -> None:
 
 
 def redis_claim(url: str) -> None:
-    """Take the Redis database for this run: it must be empty or left by an earlier run of this
-    benchmark (its marker), never database 0 nor one someone else is using."""
+    """Take the Redis database for this run: it must be empty, or left by an earlier run of
+    this benchmark that is no longer running (its marker names its process); never database
+    0, nor one someone else is using."""
     client = redis.Redis.from_url(url)
     if client.connection_pool.connection_kwargs.get("db", 0) == 0:
         raise SystemExit("the benchmark needs a Redis database of its own, not database 0")
-    if client.dbsize() and not client.exists(MARKER):
+    owner = client.get(MARKER)
+    if client.dbsize() and (owner is None or _alive(int(owner))):
         raise SystemExit(f"{url} holds keys of someone else: choose another --redis-url")
     client.flushdb()
     client.set(MARKER, str(os.getpid()))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def redis_release(url: str) -> None:
     client = redis.Redis.from_url(url)
-    if client.exists(MARKER):
+    if client.get(MARKER) == str(os.getpid()).encode():
         client.flushdb()  # that database only, and only if it is still ours
 
 
