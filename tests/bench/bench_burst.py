@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.bench.burst.procs import cpu_seconds
+from tests.bench.burst.procs import cpu_seconds, machine_busy_seconds
 from tests.bench.burst.stack import (
     Services,
     Stack,
@@ -195,6 +195,7 @@ def snapshot(services: Services, stack: Stack, pg_sessions: Any) -> dict[str, fl
         "workers_cpu": cpu_seconds(stack.worker_pids()),
         "web_cpu": cpu_seconds([stack.web_pid()]),
         "own_cpu": sum(os.times()[:2]),
+        "machine_cpu": machine_busy_seconds(),
         "pg_sessions": pg_sessions(services),
         "load": os.getloadavg()[0],
     }

@@ -7,12 +7,14 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tests.bench.burst.clients import PageSocket
 from tests.bench.burst.records import RoundRow
 from tests.bench.burst.runner import Burst, Plan
 
 TASK_DONE = re.compile(r"Task (\S+)\[[0-9a-f-]+\] succeeded in ([0-9.]+)s")
+SWEPT = re.compile(r"sweeper: (\d+) stalled round\(s\) handed back")
 MB = 1024 * 1024
 
 
@@ -123,15 +125,22 @@ def http_figures(burst: Burst) -> dict:
     }
 
 
-def task_times(logs: Iterable[str]) -> dict[str, dict[str, float]]:
-    """What the workers spent, by task, from Celery's own `succeeded in` log lines."""
+def task_times(logs: Iterable[str]) -> dict[str, Any]:
+    """What the workers' pool processes were held by, by task, from Celery's own `succeeded in`
+    log lines (the whole run: the rounds alone too), and the rounds the sweeper handed back to
+    a coordinator as stalled."""
     spent: dict[str, list[float]] = defaultdict(list)
+    swept = 0
     for log in logs:
         for name, seconds in TASK_DONE.findall(log):
             spent[name].append(float(seconds))
+        swept += sum(int(n) for n in SWEPT.findall(log))
     return {
-        name: {"count": len(v), "total_seconds": round(sum(v), 1), "max_seconds": round(max(v), 2)}
-        for name, v in sorted(spent.items())
+        **{
+            name: {"count": len(v), "seconds": round(sum(v), 1), "max_seconds": round(max(v), 2)}
+            for name, v in sorted(spent.items())
+        },
+        "sweeper_handed_back": swept,
     }
 
 

@@ -63,3 +63,10 @@ def rss_bytes(roots: list[int]) -> dict[int, int]:
             continue
         sizes[pid] = resident * PAGE
     return sizes
+
+
+def machine_busy_seconds() -> float:
+    """CPU time every process of the machine has used since boot (all cores), in seconds."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / TICKS

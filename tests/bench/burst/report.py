@@ -61,6 +61,10 @@ def assemble(
         },
         "web": {"cpu_seconds": round(after["web_cpu"] - before["web_cpu"], 1)},
         "benchmark_process_cpu_seconds": round(after["own_cpu"] - before["own_cpu"], 1),
+        # Every process of the machine (two cores, shared with other work), from before the first
+        # webhook until the pages caught up (or gave up), and that span.
+        "machine_cpu_seconds": round(after["machine_cpu"] - before["machine_cpu"], 1),
+        "span_seconds": round(after["at"] - before["at"], 1),
         "live_pages": socket_figures(burst, rows),
         "http": http_figures(burst),
         "postgres": {
