@@ -5,6 +5,8 @@ cookie, the page's `?v=` version, the htmx ws extension's messages)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import random
 import re
@@ -124,8 +126,12 @@ class PageSocket:
 
     number: int | None
     space_id: int | None
-    client: WsClient | None = None
-    failure: str = ""
+    client: WsClient | None = None  # the connected one, once a handshake succeeded
+    failures: list[str] = field(default_factory=list)  # every handshake that did not
+
+    @property
+    def connected(self) -> bool:
+        return self.client is not None
 
     def versions(self) -> list[tuple[float, int]]:
         if self.client is None:
@@ -153,27 +159,41 @@ class PageSocket:
 
 
 async def open_socket(
-    http: httpx.AsyncClient, port: int, slug: str, socket: PageSocket, cookie: tuple[str, str]
+    http: httpx.AsyncClient,
+    port: int,
+    slug: str,
+    socket: PageSocket,
+    cookie: tuple[str, str],
+    stop: asyncio.Event,
 ) -> PageSocket:
     """Load the page as a browser does, then open the socket its ws-connect names and wait for
-    the first message (the sync)."""
-    try:
-        if socket.space_id is None:
-            path = f"/ws/reviews/list/{slug}/"
-        else:
-            page = await http.get(f"/w/{slug}/reviews/{socket.space_id}/")
-            found = PAGE_VERSION.search(page.text)
-            if page.status_code != 200 or found is None:
-                raise HandshakeFailed(f"page answered {page.status_code} without ws-connect")
-            path = f"/ws/reviews/{socket.space_id}/?v={found.group(1)}"
-        socket.client = WsClient(port, path, cookie)
-        await asyncio.wait_for(socket.client.connect(), 10)
-        if socket.space_id is not None:  # the list sends nothing until a row moves
-            await asyncio.wait_for(socket.client.first.wait(), 10)
-            if socket.client.closed:
-                raise HandshakeFailed(f"closed before its sync ({socket.client.close_code})")
-    except (HandshakeFailed, OSError, TimeoutError, httpx.HTTPError) as error:
-        socket.failure = repr(error)
+    the first message (the sync). A handshake that fails is tried again as the htmx ws
+    extension does after an abnormal closure: the same URL, after a full-jitter delay (up to
+    1, 2, 4 … 64 s), until `stop`."""
+    path = f"/ws/reviews/list/{slug}/"
+    for attempt in itertools.count():
+        try:
+            if socket.space_id is not None and "?v=" not in path:
+                page = await http.get(f"/w/{slug}/reviews/{socket.space_id}/")
+                found = PAGE_VERSION.search(page.text)
+                if page.status_code != 200 or found is None:
+                    raise HandshakeFailed(f"page answered {page.status_code} without ws-connect")
+                path = f"/ws/reviews/{socket.space_id}/?v={found.group(1)}"
+            client = WsClient(port, path, cookie)
+            await asyncio.wait_for(client.connect(), 10)
+            if socket.space_id is not None:  # the list sends nothing until a row moves
+                await asyncio.wait_for(client.first.wait(), 10)
+                if client.closed:
+                    raise HandshakeFailed(f"closed before its sync ({client.close_code})")
+            socket.client = client
+            return socket
+        except (HandshakeFailed, OSError, TimeoutError, httpx.HTTPError) as error:
+            socket.failures.append(repr(error))
+        delay = random.random() * 2 ** min(attempt, 6)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            break
     return socket
 
 
@@ -190,7 +210,7 @@ async def sample_lag(
     try:
         while not stop.is_set():
             for index, socket in enumerate(sockets):
-                if socket.space_id is None or socket.client is None or socket.failure:
+                if socket.space_id is None or socket.client is None:
                     continue
                 raw = await client.hget(f"quorum:live:space:{socket.space_id}", "n")
                 now = time.time()

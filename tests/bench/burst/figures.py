@@ -71,7 +71,7 @@ def socket_figures(burst: Burst, rows: dict[int, list[RoundRow]]) -> dict:
     delays, missing = [], 0
     for socket in pages:
         last = rows[socket.number][-1] if socket.number and rows.get(socket.number) else None
-        if socket.failure or last is None or last.finished is None:
+        if not socket.connected or last is None or last.finished is None:
             continue
         arrived = socket.verdict_arrival()
         if arrived is None:
@@ -81,8 +81,10 @@ def socket_figures(burst: Burst, rows: dict[int, list[RoundRow]]) -> dict:
     return {
         "review_pages": len(pages),
         "list_pages": len(lists),
-        "handshakes_failed": sum(1 for s in burst.sockets if s.failure),
-        "first_failures": [s.failure for s in burst.sockets if s.failure][:3],
+        "handshakes_failed": sum(len(s.failures) for s in burst.sockets),
+        "pages_with_a_failed_handshake": sum(1 for s in burst.sockets if s.failures),
+        "pages_never_connected": sum(1 for s in burst.sockets if not s.connected),
+        "first_failures": sorted({f for s in burst.sockets for f in s.failures})[:3],
         "closed_by_server": burst.closed_by_server,
         "seconds_after_drain_until_pages_current": burst.caught_up,
         "versions_behind_during_burst_max": max((max(v) for v in during.values()), default=None),
@@ -104,10 +106,12 @@ def socket_figures(burst: Burst, rows: dict[int, list[RoundRow]]) -> dict:
 
 def _socket_line(socket: PageSocket, lag: int | None, drained: float) -> str:
     """One page's story, for reading a run: its pull request, messages received, when the
-    last came (seconds before (-) or after the drain), versions behind at the end, failure."""
+    last came (seconds before (-) or after the drain), versions behind at the end, handshakes
+    that failed."""
     messages = socket.client.messages if socket.client else []
     last = f"{messages[-1][0] - drained:+.1f}s" if messages else "-"
-    return f"#{socket.number}: {len(messages)} messages, last {last}, behind {lag} {socket.failure}"
+    failed = f", {len(socket.failures)} failed handshakes" if socket.failures else ""
+    return f"#{socket.number}: {len(messages)} messages, last {last}, behind {lag}{failed}"
 
 
 def _messages(sockets: Iterable[PageSocket]) -> list[int]:

@@ -115,7 +115,12 @@ async def push_mid_flight(ctx: Context, http: httpx.AsyncClient, number: int) ->
 
 
 async def _send_all(
-    ctx: Context, http: httpx.AsyncClient, plan: Plan, burst: Burst, spaces: dict[int, int]
+    ctx: Context,
+    http: httpx.AsyncClient,
+    plan: Plan,
+    burst: Burst,
+    spaces: dict[int, int],
+    stop: asyncio.Event,
 ) -> list[asyncio.Task]:
     """The webhooks, evenly over `plan.spread` seconds; each answered one opens its page."""
     started = time.perf_counter()
@@ -134,7 +139,7 @@ async def _send_all(
             socket = PageSocket(number, space_id)
             burst.sockets.append(socket)
             opening.append(
-                asyncio.create_task(open_socket(http, ctx.port, ctx.slug, socket, ctx.cookie))
+                asyncio.create_task(open_socket(http, ctx.port, ctx.slug, socket, ctx.cookie, stop))
             )
 
     await asyncio.gather(*(one(i, n) for i, n in enumerate(plan.pulls)))
@@ -143,7 +148,7 @@ async def _send_all(
 
 def _current(burst: Burst) -> bool:
     """Every open review page shows the server's version and its verdict."""
-    pages = [s for s in burst.sockets if s.space_id is not None and not s.failure]
+    pages = [s for s in burst.sockets if s.space_id is not None]
     latest: dict[int, int] = {}
     for _, index, lag in burst.lags:
         latest[index] = lag
@@ -155,19 +160,24 @@ async def run_burst(ctx: Context, plan: Plan) -> Burst:
     burst = Burst()
     spaces: dict[int, int] = {}
     reading, watching = asyncio.Event(), asyncio.Event()  # set: stop
+    opening: list[asyncio.Task] = []
     deadline = time.time() + plan.timeout
     async with ctx.http(plan.readers + plan.pages + 40) as http:
         for _ in range(plan.list_pages):
             socket = PageSocket(None, None)
-            burst.sockets.append(await open_socket(http, ctx.port, ctx.slug, socket, ctx.cookie))
+            burst.sockets.append(socket)
+            opening.append(
+                asyncio.create_task(
+                    open_socket(http, ctx.port, ctx.slug, socket, ctx.cookie, watching)
+                )
+            )
         readers = asyncio.create_task(read_pages(http, ctx.slug, spaces, plan.readers, reading))
         lagging = asyncio.create_task(
             sample_lag(burst.sockets, ctx.redis_url, watching, burst.lags)
         )
         pushing = [asyncio.create_task(push_mid_flight(ctx, http, n)) for n in plan.pushes]
         try:
-            opening = await _send_all(ctx, http, plan, burst, spaces)
-            await asyncio.gather(*opening)
+            opening += await _send_all(ctx, http, plan, burst, spaces, watching)
             burst.pushes = list(await asyncio.wait_for(asyncio.gather(*pushing), plan.timeout))
             burst.drained = await wait_ended(ctx, plan.pulls, deadline)
             burst.ended = time.time()
@@ -184,6 +194,7 @@ async def run_burst(ctx: Context, plan: Plan) -> Burst:
                 task.cancel()
             burst.reads = await readers
             await lagging
+            await asyncio.gather(*opening, return_exceptions=True)
             burst.closed_by_server = sum(1 for s in burst.sockets if s.client and s.client.closed)
             await asyncio.gather(
                 *(s.client.close() for s in burst.sockets if s.client is not None),
