@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -89,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     fakes = fakes_start(scratch, pulls + alone, args.model_latency)
     env |= fakes_env(fakes)
     stack = Stack(env, scratch / "logs", services)
+    created = False  # only the database this run created is dropped
     try:
         redis_claim(services.redis_url)
         database_create(services)
+        created = True
         from django.db import connection
 
         from tests.bench.burst import records
@@ -106,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         stack.stop()
         fakes.stop()
         redis_release(services.redis_url)
-        if not args.keep:
+        if created and not args.keep:
             database_drop(services)
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
     report["logs"] = str(scratch / "logs") if args.keep else None
     return emit(report)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,13 +69,15 @@ class Fakes:
             revision = self.revisions.get(number, -1) + 1
             self.revisions[number] = revision
             parent = "feature/search" if revision == 0 else f"pr-{number}"
-            index = {"GIT_INDEX_FILE": str(Path(tempfile.mkdtemp(prefix="burst-")) / "index")}
+            index_file = self.repo.parent / f"index-{number}-{revision}"
+            index = {"GIT_INDEX_FILE": str(index_file)}
             _git(self.repo, "read-tree", parent, env=index)
             text = f"# Notes {number}.{revision}\n\nNothing to review here.\n"
             blob = _git(self.repo, "hash-object", "-w", "--stdin", stdin=text)
             entry = f"100644,{blob},docs/pr-{number}-{revision}.md"
             _git(self.repo, "update-index", "--add", "--cacheinfo", entry, env=index)
             tree = _git(self.repo, "write-tree", env=index)
+            index_file.unlink()
             message = f"Notes for pull request {number}, revision {revision}"
             sha = _git(self.repo, "commit-tree", tree, "-p", parent, "-m", message)
             _git(self.repo, "update-ref", f"refs/heads/pr-{number}", sha)
