@@ -49,11 +49,17 @@ def latencies(plan: Plan, burst: Burst, rows: dict[int, list[RoundRow]]) -> dict
     first = min(sent.values(), default=None)
     first_ten = [v for n in plan.pulls[:10] if (v := per_pr[n]) is not None]
     untouched = [v for n, v in per_pr.items() if v is not None and n not in plan.pushes]
+    pushed = [
+        last.verdict_at - p.hook.sent
+        for p in burst.pushes
+        if rows.get(p.number) and (last := rows[p.number][-1]).verdict_at
+    ]
     return {
         "drain_seconds": r2(max(ends) - first) if ends and first else None,
         "first_10_p50_seconds": r2(statistics.median(first_ten)) if first_ten else None,
         "verdict_latency_seconds": spread(untouched),
         "first_verdict_seconds": r2(min(ends) - first) if ends and first else None,
+        "push_to_verdict_seconds": spread(pushed),
         "per_pr_seconds": {str(n): v for n, v in per_pr.items()},
     }
 
@@ -124,8 +130,11 @@ def http_figures(burst: Burst) -> dict:
         "page_reads": len(burst.reads.samples),
         "page_reads_not_200": sum(1 for _, status in burst.reads.samples if status != 200),
         "page_seconds": spread(reads),
-        "webhook_answer_seconds": spread([h.seconds for h in burst.hooks]),
-        "webhook_statuses": sorted({h.status for h in burst.hooks}),
+        "webhook_answer_seconds": spread([h.seconds for h in burst.hooks]),  # the `opened` ones
+        "push_webhook_answer_seconds": spread([p.hook.seconds for p in burst.pushes]),
+        "webhook_statuses": sorted(
+            {h.status for h in [*burst.hooks, *(p.hook for p in burst.pushes)]}
+        ),
     }
 
 
