@@ -18,7 +18,7 @@ done; exit 1
 endef
 export FIND_PYTHON
 
-.PHONY: help venv demo serve test lint check format bench bench-api clean
+.PHONY: help venv demo serve test lint check format bench bench-api bench-burst clean
 
 help:
 	@echo "make demo   - install, migrate, seed a demo workspace, serve on http://127.0.0.1:8000 (PORT=...)"
@@ -27,6 +27,7 @@ help:
 	@echo "make check  - lint, mypy, migrations in step with the models, check --deploy (CI runs it)"
 	@echo "make bench  - pipeline, code-index, analyzer-precision, review-page, live fan-out, model-cost and MCP start benchmarks"
 	@echo "make bench-api - the apiContract axis on published PyPI and npm releases (downloads them)"
+	@echo "make bench-burst - thirty pull requests at once on the full stack (needs PostgreSQL 14+ and Redis)"
 
 # uv installs what pip would (the same versions), in seconds rather than minutes.
 $(STAMP): pyproject.toml
@@ -69,6 +70,12 @@ bench: $(STAMP)
 # Downloads published releases from PyPI and npm (cached under ~/.cache/quorum-bench).
 bench-api: $(STAMP)
 	$(PY) -m tests.bench.bench_api_releases
+
+# The full stack under thirty webhooks at once: daphne, Celery workers, PostgreSQL and Redis on
+# 127.0.0.1 (services the Makefile does not install, so not part of `make bench`); a database
+# and a Redis database of its own, created and dropped. BURST_ARGS="--prs 3" for a smoke run.
+bench-burst: $(STAMP)
+	$(PY) -m tests.bench.bench_burst $(BURST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
