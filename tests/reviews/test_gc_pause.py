@@ -63,4 +63,3 @@ def test_overlapping_pauses_on_threads_end_with_the_last():
         thread.join(10)
     assert seen == {"after the first ended": False}
     assert gc.isenabled()
-
