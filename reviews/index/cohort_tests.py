@@ -15,8 +15,10 @@ near it is. The rule is stated in cohorts; this module follows the index's refer
   passed through are not uses (a re-export is not a call). Only resolved references are
   followed: nothing is matched by name.
 - A use of an untouched part of a changed file (a module imported whole, an unchanged
-  function beside a changed one) links the tests to that file one hop farther than the use,
-  and after a touched definition reached at the same distance.
+  function beside a changed one), or of a changed interface with nothing inside it (a
+  TypeScript interface or type alias: a shape the compiler checks, not code a test runs),
+  links the tests to that file one hop farther than the use, and after touched code reached
+  at the same distance.
 - By name alone (`BY_NAME`, farther than any resolved link): a call through an object (a
   fixture) names a changed method or function.
 
@@ -132,12 +134,21 @@ class Touched:
     def __init__(self, graph: CohortGraph, code_groups: list[list[ChangeUnit]]) -> None:
         self.graph = graph
         self.symbols = {s for group in code_groups for u in group for s in u.symbols}
+        owners = {d.parent for d in graph.head.definitions.values()}
+        self.declarations = {
+            q for q, d in graph.head.definitions.items() if d.kind == INTERFACE and q not in owners
+        }
         self.enclosing = {
             a
             for s in self.symbols
             for a in graph.ancestors(s)
             if (d := graph.lookup(a)) is not None and d.kind != MODULE
         }
+
+    def runs(self, qualname: str) -> bool:
+        """`qualname` is touched code a test runs: not an interface with nothing inside it (a
+        TypeScript interface or type alias), which only declares a shape the compiler checks."""
+        return self.covers(qualname) and qualname not in self.declarations
 
     def covers(self, qualname: str) -> bool:
         """`qualname` is touched, inside a touched definition, or encloses one. A module never
@@ -204,7 +215,7 @@ class TestReach:
                 if path in paths:
                     before = uses.get(path, (0, 0))
                     uses[path] = (before[0] + changed, before[1] + 1)
-                    touched = touched or self.touched.covers(target)
+                    touched = touched or self.touched.runs(target)
             if touched and (loose is None or hop <= loose.hop):
                 return Link(hop, True, uses)
             if uses and loose is None:

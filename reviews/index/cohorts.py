@@ -30,8 +30,9 @@ blast radius. The rules, chosen so unrelated changes stay apart:
   changed; or a call through an object to a method of a changed name, as tests do through
   fixtures), or reaches through at most two unchanged files, or unchanged parts of changed
   files, by resolved references (a test of a public facade whose implementation changed; see
-  cohort_tests). When several: the nearest (a touched definition before the rest of a changed
-  file, a link by name alone the farthest), then the one its changed lines use most (weighed
+  cohort_tests). When several: the nearest (touched code before the rest of a changed file
+  and before a changed interface that only declares a shape, a link by name alone the
+  farthest), then the one its changed lines use most (weighed
   by how few tests use the same file), then the one it uses most, then the highest blast
   radius. A test file linked to no code itself (a changed fixture) goes where the tests using
   it, or used by it, are linked best. The tests linked to nothing form one group: counted and

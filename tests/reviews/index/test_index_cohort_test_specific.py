@@ -131,3 +131,39 @@ def test_a_test_of_a_changed_entry_module_reads_with_the_changed_code_behind_it(
     )
     groups = {frozenset(c.paths) for c in pr_cohorts(repo, "main", "feature")}
     assert frozenset({"src/client.ts", "test/main.ts"}) in groups
+
+
+SHAPES = {
+    "package.json": '{"name": "kit", "type": "module"}\n',
+    "src/types.ts": "export interface Progress {\n  percent: number;\n}\n",
+    "src/client.ts": (
+        "import type {Progress} from './types.js';\n\n"
+        "export class Client {\n  send(progress?: Progress): number {\n    return 0;\n  }\n}\n"
+    ),
+    "src/index.ts": "import {Client} from './client.js';\n\nexport default new Client();\n",
+    "test/progress.ts": (
+        "import kit from '../src/index.js';\nimport type {Progress} from '../src/types.js';\n\n"
+        "const progress: Progress = {percent: 0};\nexport const sent = kit.send(progress);\n"
+    ),
+}
+
+
+def test_a_test_naming_a_changed_interface_reads_with_the_changed_code_it_runs(
+    git_repo_factory,
+):
+    """The Progress interface and the Client change; the test names Progress on its changed
+    line and runs the Client through the default instance: an interface only declares a shape
+    the compiler checks, so the test reads with the Client it runs."""
+    repo = git_repo_factory()
+    repo.commit("base", SHAPES, branch="main")
+    repo.checkout("feature", create_from="main")
+    repo.commit(
+        "change",
+        {
+            "src/types.ts": SHAPES["src/types.ts"].replace("number;", "number;\n  total: number;"),
+            "src/client.ts": SHAPES["src/client.ts"].replace("return 0", "return 1"),
+            "test/progress.ts": SHAPES["test/progress.ts"].replace("{percent: 0}", "{percent: 1}"),
+        },
+    )
+    groups = {frozenset(c.paths) for c in pr_cohorts(repo, "main", "feature")}
+    assert frozenset({"src/client.ts", "test/progress.ts"}) in groups
