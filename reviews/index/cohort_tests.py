@@ -14,6 +14,9 @@ near it is. The rule is stated in cohorts; this module follows the index's refer
   calls in its own file (a public method's private helpers), without counting a hop. Imports
   passed through are not uses (a re-export is not a call). Only resolved references are
   followed: nothing is matched by name.
+- Passing through an untouched function or type of a changed file (hop 1 on), the touched
+  definitions of its own file it uses are reached with it (`NewRouter` → `NewMux` → the changed
+  `Mux` it builds), as within any one file.
 - A use of an untouched part of a changed file (a module imported whole, an unchanged
   function beside a changed one), or of a changed interface with nothing inside it (a
   TypeScript interface or type alias: a shape the compiler checks, not code a test runs),
@@ -125,6 +128,15 @@ def _best(
     return min(linked, key=rank) if linked else None
 
 
+def _count(uses: list[tuple[str, bool]]) -> dict[str, tuple[int, int]]:
+    """Per file: (uses on the tests' changed lines, uses in all)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for path, changed in uses:
+        before = counts.get(path, (0, 0))
+        counts[path] = (before[0] + changed, before[1] + 1)
+    return counts
+
+
 class Touched:
     """The definitions the change touched, and the types and functions enclosing them (a class
     whose implementation changed): a use of these is a use of the change itself. A touched
@@ -171,7 +183,9 @@ class TestReach:
     """What one group of test files reaches: the targets of its own references (hop 0), then of
     the unchanged code they name, file by file (hops 1 to `MAX_HOPS`). An untouched definition
     of a changed file is passed through like unchanged code (the `ky` instance a module
-    exports, reaching the changed client behind it)."""
+    exports, reaching the changed client behind it); reached that way (hop 1 on), it also
+    stands for the touched definitions of its own file it uses (`NewMux` for the changed `Mux`
+    it builds), which make the link a touched one without counting as uses themselves."""
 
     def __init__(self, graph: CohortGraph, touched: Touched, tests: list[ChangeUnit]) -> None:
         self.graph = graph
@@ -188,6 +202,7 @@ class TestReach:
                         self.calls[ref.name.rpartition(".")[2]] += 1
         # Per hop: (path, target, made on a changed line or reached from one) of each target.
         self.levels = [self._level(direct)]
+        self.beside: set[str] = set()  # touched code reached within a file: not a use itself
         self.direct_paths = {path for path, _, _ in self.levels[0]}
         frontier = {t: c for t, c in direct if self._passable(t)}
         seen = set(frontier)
@@ -197,7 +212,9 @@ class TestReach:
             reached = self._through({t for t, c in frontier.items() if c})
             also = self._through({t for t, c in frontier.items() if not c}) - reached
             targets = [(t, True) for t in sorted(reached)] + [(t, False) for t in sorted(also)]
-            self.levels.append(self._level(targets))
+            beside = self._beside(targets)
+            self.beside.update(t for t, _ in beside)
+            self.levels.append(self._level(targets + beside))
             frontier = {t: c for t, c in targets if t not in seen and self._passable(t)}
             seen |= frontier.keys()
 
@@ -209,15 +226,11 @@ class TestReach:
         paths = {u.path for u in code}
         loose: Link | None = None
         for hop, targets in enumerate(self.levels):
-            uses: dict[str, tuple[int, int]] = {}
-            touched = False
-            for path, target, changed in targets:
-                if path in paths:
-                    before = uses.get(path, (0, 0))
-                    uses[path] = (before[0] + changed, before[1] + 1)
-                    touched = touched or self.touched.runs(target)
-            if touched and (loose is None or hop <= loose.hop):
-                return Link(hop, True, uses)
+            mine = [(p, t, c) for p, t, c in targets if p in paths]
+            uses = _count([(p, c) for p, t, c in mine if t not in self.beside])
+            ran = _count([(p, c) for p, t, c in mine if self.touched.runs(t)])
+            if ran and (loose is None or hop <= loose.hop):
+                return Link(hop, True, uses or ran)
             if uses and loose is None:
                 loose = Link(hop + 1, False, uses)
         if loose is not None:
@@ -237,6 +250,26 @@ class TestReach:
             for t, changed in targets
             if (found := self.graph.lookup(t)) is not None
         ]
+
+    def _beside(self, targets: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+        """The touched definitions of its own file each untouched function or type of a
+        changed file uses (an unchanged constructor building its changed type). Not for the
+        tests' own references: a test calling an unchanged helper of a changed file is linked
+        to that file one hop farther, not to the helper's changed callees (measured on the
+        corpus: that made tree_test.go read with mux.go and SubsetTest with Gson)."""
+        out = []
+        for qualname, changed in targets:
+            found = self.graph.head.definitions.get(qualname)
+            if found is None or found.kind == MODULE or self.touched.covers(qualname):
+                continue
+            if found.path not in self.graph.changed_paths:
+                continue
+            for ref in self._made_by(qualname):
+                target = self.graph.head.definitions.get(ref.target or "")
+                same_file = target is not None and target.path == found.path
+                if same_file and self.touched.covers(ref.target or ""):
+                    out.append((ref.target or "", changed))
+        return out
 
     def _passable(self, qualname: str) -> bool:
         found = self.graph.head.definitions.get(qualname)

@@ -167,3 +167,31 @@ def test_a_test_naming_a_changed_interface_reads_with_the_changed_code_it_runs(
     )
     groups = {frozenset(c.paths) for c in pr_cohorts(repo, "main", "feature")}
     assert frozenset({"src/client.ts", "test/progress.ts"}) in groups
+
+
+def test_an_unchanged_constructor_of_a_changed_file_stands_for_the_changed_type_it_builds(
+    git_repo_factory,
+):
+    """api.py changes in `other`; the test calls `make`, which calls `new_engine`, an unchanged
+    function beside the changed Engine it builds: reached through `make`, `new_engine` stands
+    for the Engine, and the test reads with it rather than with api.py."""
+    tree = {
+        **THROUGH,
+        "pkg/engine.py": THROUGH["pkg/engine.py"] + "\n\ndef new_engine():\n    return Engine()\n",
+        "pkg/api.py": THROUGH["pkg/api.py"]
+        .replace("import Engine", "import new_engine")
+        .replace("return Engine()", "return new_engine()"),
+    }
+    repo = git_repo_factory()
+    repo.commit("base", tree, branch="main")
+    repo.checkout("feature", create_from="main")
+    repo.commit(
+        "change",
+        {
+            "pkg/engine.py": tree["pkg/engine.py"].replace("return 0", "return 1"),
+            "pkg/api.py": tree["pkg/api.py"].replace("return 0", "return 2"),
+            "tests/test_api.py": tree["tests/test_api.py"].replace("== 0", "== 1"),
+        },
+    )
+    groups = {frozenset(c.paths) for c in pr_cohorts(repo, "main", "feature")}
+    assert frozenset({"pkg/engine.py", "tests/test_api.py"}) in groups
