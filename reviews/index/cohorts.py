@@ -26,11 +26,14 @@ blast radius. The rules, chosen so unrelated changes stay apart:
 - A connected component of more than `LARGE_COHORT_FILES` files (a release range) is split at
   directory boundaries, one cohort per directory, each labelled as part of a larger change.
 - Tests beside their code: each changed test file joins the cohort of the changed code it
-  references (a resolved reference to a changed symbol or file, or a call through an object to
-  a method of a changed name, as tests do through fixtures), or reaches through at most two
-  unchanged files by resolved references (a test of a public facade whose implementation
-  changed; see cohort_tests). When several: the nearest (a link by name alone is the farthest),
-  then the one its changed lines use most, then the one it uses most, then the highest blast
+  references (a resolved reference to a touched definition, or to a class whose implementation
+  changed; or a call through an object to a method of a changed name, as tests do through
+  fixtures), or reaches through at most two unchanged files, or unchanged parts of changed
+  files, by resolved references (a test of a public facade whose implementation changed; see
+  cohort_tests). When several: the nearest (touched code before the rest of a changed file
+  and before a changed interface that only declares a shape, a link by name alone the
+  farthest), then the one its changed lines use most (weighed
+  by how few tests use the same file), then the one it uses most, then the highest blast
   radius. A test file linked to no code itself (a changed fixture) goes where the tests using
   it, or used by it, are linked best. The tests linked to nothing form one group: counted and
   shown, never guessed.

@@ -9,7 +9,9 @@ files) into a temporary git repository, then measures:
 - own-import resolution on real Python code: the packages installed with the project
   (django, httpx, requests, urllib3, pydantic, click, rich, celery), each indexed alone; and
   with `--clones DIR`, on the repositories of tests/bench/corpus/index_resolution.toml in five
-  languages, cloned into DIR (the benchmark checks out each named commit);
+  languages, cloned into DIR (the benchmark checks out each named commit), with each release
+  range's cohorts and its tests attached where tests/bench/corpus/test_attachment.toml's labels
+  put them (tests/bench/attachment.py), per range and per language;
 - cohort quality per language (`--quality`, or always in the report): on the generated
   repositories of tests/reviews/index/cohort_repos.py, cohorts per change, whether util, module
   and test form one cohort read in that order, blast radius, and own imports resolved ÷ all.
@@ -37,9 +39,11 @@ from reviews.index import (
     files_in_directory,
     update_index,
 )
+from reviews.index.cohort_types import Cohort
 from reviews.index.cohorts import UNLINKED_TESTS_LABEL, compute_cohorts
 from reviews.index.resolution import import_resolution
 from reviews.sources.git_local import LocalGitSource
+from tests.bench.attachment import Attachment, attachment, labels_of
 from tests.bench.scratch_git import git
 from tests.reviews.index.cohort_repos import REPOS, QualityRepo
 
@@ -231,6 +235,7 @@ def clone_resolution(clones: Path) -> list[str]:
     import tomllib
 
     lines = []
+    by_language: dict[str, Attachment] = {}
     for entry in tomllib.loads(CORPUS.read_text())["repository"]:
         clone = clones / entry["repository"].split("/")[-1]
         if not clone.is_dir():
@@ -248,17 +253,30 @@ def clone_resolution(clones: Path) -> list[str]:
             f"({rate.rate:.1%}; before {entry['before']}) {mark}"
         )
         if "range" in entry:
-            figures = range_cohorts(clone, *entry["range"])
+            figures, cohorts = range_cohorts(clone, *entry["range"])
             lines.append(
                 f"  {'':24} {'..'.join(entry['range'])}: "
                 + ", ".join(f"{k} {v}" for k, v in figures.items())
             )
+            found = attachment(cohorts, labels_of(entry["repository"]))
+            by_language.setdefault(entry["language"], Attachment()).add(found)
+            lines.append(f"  {'':24} tests attached {found.summary()}")
+            lines += [f"  {'':26} wrong: {w}" for w in found.wrong]
+    total = Attachment()
+    lines.append("tests attached where the labels put them, per language")
+    for language, found in sorted(by_language.items()):
+        total.add(found)
+        lines.append(f"  {language:6} {found.summary()}")
+    lines.append(f"  {'all':6} {total.summary()}")
     return lines
 
 
-def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
+def range_cohorts(
+    clone: Path, base: str, head: str
+) -> tuple[dict[str, object], tuple[Cohort, ...]]:
     """A release range's cohorts as a round computes them: how many, files in more than one,
-    path lists repeated, test files attached to code vs in the group linked to nothing."""
+    path lists repeated, test files attached to code vs in the group linked to nothing; and
+    the cohorts."""
     from reviews.domain.classification import ChangeStatus, FileChange, classify_change
     from reviews.domain.redaction import redact_diff
 
@@ -294,7 +312,7 @@ def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
     tests = [p for c in cohorts for p in c.paths if is_test_path(p)]
     unlinked = [p for c in cohorts if c.label == UNLINKED_TESTS_LABEL for p in c.paths]
     lists = [tuple(sorted(c.paths)) for c in cohorts]
-    return {
+    figures: dict[str, object] = {
         "files": len(diff.files),
         "cohorts": len(cohorts),
         "files in 2+ cohorts": sum(1 for n in counts.values() if n > 1),
@@ -306,6 +324,7 @@ def range_cohorts(clone: Path, base: str, head: str) -> dict[str, object]:
         "prepare without a stored base s": round(sum(took.values()), 2),
         "prepare with a stored base s": round(sum(took.values()) - took["base index"], 2),
     }
+    return figures, cohorts
 
 
 def main(argv: list[str] | None = None) -> None:
