@@ -22,9 +22,9 @@ outside the repository (the standard library, installed packages).
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from collections.abc import Mapping
-from pathlib import PurePosixPath
 
 from reviews.index.model import (
     ASSIGNED,
@@ -38,6 +38,11 @@ from reviews.index.model import (
 )
 
 _MAX_DEPTH = 12
+
+
+def _parent(path: str) -> str:
+    """The directory of a repository path, "." at the root (as `PurePosixPath.parent` says)."""
+    return posixpath.dirname(path) or "."
 
 
 class PythonResolver:
@@ -59,9 +64,7 @@ class PythonResolver:
             for ref in record.references:
                 if ref.kind == INHERIT:
                     self._inherits[ref.source].append(ref.name)
-        self._package_dirs = {
-            str(PurePosixPath(p).parent) for p in python if PurePosixPath(p).name == "__init__.py"
-        }
+        self._package_dirs = {_parent(p) for p in python if posixpath.basename(p) == "__init__.py"}
         self._import_names: dict[str, list[str]] = defaultdict(list)
         for path, record in sorted(python.items()):
             name = self._import_name(path, record.module)
@@ -71,13 +74,13 @@ class PythonResolver:
         self._siblings: dict[str, str | None] = {}
 
     def _import_name(self, path: str, module: str) -> str | None:
-        directory = str(PurePosixPath(path).parent)
+        directory = _parent(path)
         if directory not in self._package_dirs:
             return None
         top = directory
-        while top != "." and str(PurePosixPath(top).parent) in self._package_dirs:
-            top = str(PurePosixPath(top).parent)
-        root = str(PurePosixPath(top).parent)
+        while top != "." and _parent(top) in self._package_dirs:
+            top = _parent(top)
+        root = _parent(top)
         if root == ".":
             return module
         prefix = root.replace("/", ".") + "."
@@ -85,7 +88,7 @@ class PythonResolver:
 
     def _sibling_prefix(self, path: str) -> str | None:
         if path not in self._siblings:
-            directory = str(PurePosixPath(path).parent)
+            directory = _parent(path)
             outside = directory == "." or directory in self._package_dirs
             self._siblings[path] = None if outside else directory.replace("/", ".")
         return self._siblings[path]
