@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -150,6 +150,11 @@ class CodeIndex:
     skipped: Mapping[str, str] = field(default_factory=dict)  # path → "vendored" | "huge" | …
     indexed: bool = True
     reason: str | None = None
+    # Python file → the table keys its references read while linking (see `linker`): what an
+    # update compares with a change. None (an index read from JSON): the update links all.
+    depends: Mapping[str, frozenset[str | tuple[str, str]]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     # Derived look-ups, computed once per index.
     @cached_property
@@ -237,7 +242,7 @@ class CodeIndex:
             if len(stored) != len(record.references):
                 raise ValueError(f"code index for {record.path}: targets do not match references")
             references.extend(
-                _with_target(r, t) for r, t in zip(record.references, stored, strict=True)
+                with_target(r, t) for r, t in zip(record.references, stored, strict=True)
             )
         return cls(
             files=files,
@@ -262,19 +267,8 @@ def definition_table(files: Mapping[str, FileRecord]) -> dict[str, Definition]:
     return table
 
 
-def _with_target(ref: Reference, target: str | None) -> Reference:
+def with_target(ref: Reference, target: str | None) -> Reference:
     return Reference(ref.source, ref.kind, ref.name, ref.path, ref.line, target)
-
-
-def resolved_references(
-    records: Iterable[FileRecord], targets: Mapping[tuple[str, int], str | None]
-) -> tuple[Reference, ...]:
-    """Each record's references with the target found for (path, position in the file)."""
-    out: list[Reference] = []
-    for record in records:
-        for position, ref in enumerate(record.references):
-            out.append(_with_target(ref, targets.get((record.path, position))))
-    return tuple(out)
 
 
 def innermost_by_line(definitions: Sequence[Definition]) -> list[Definition | None]:

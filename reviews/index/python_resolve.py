@@ -26,6 +26,7 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Mapping
 
+from reviews.index.link_reads import ReadKey, TrackedDict, TrackedSet
 from reviews.index.model import (
     ASSIGNED,
     CLASS,
@@ -46,7 +47,15 @@ def _parent(path: str) -> str:
 
 
 class PythonResolver:
-    def __init__(self, files: Mapping[str, FileRecord], definitions: Mapping[str, Definition]):
+    """`log`: when given, every table key read while resolving is appended to it (see
+    `link_reads`), so the linker knows what each file's references depended on."""
+
+    def __init__(
+        self,
+        files: Mapping[str, FileRecord],
+        definitions: Mapping[str, Definition],
+        log: list[ReadKey] | None = None,
+    ):
         self._defs = definitions
         self._bindings: dict[tuple[str, str], str] = {}
         self._stars: dict[str, list[str]] = defaultdict(list)
@@ -72,6 +81,20 @@ class PythonResolver:
                 self._import_names[name].append(record.module)
         self._bases: dict[str, tuple[str, ...]] = {}
         self._siblings: dict[str, str | None] = {}
+        self.log = log
+        self._base_reads: dict[str, list[ReadKey]] = {}
+        if log is not None:
+            self._defs = TrackedDict(definitions, log)
+            self._bindings = TrackedDict(self._bindings, log)
+            self._stars = TrackedDict(self._stars, log)
+            self._inherits = TrackedDict(self._inherits, log)
+            self._attributes = TrackedSet(self._attributes, log)
+            self._import_names = TrackedDict(self._import_names, log)
+
+    def import_name(self, path: str, module: str) -> str | None:
+        """The name `path` is imported by when it is not its dotted path (`src/pkg/m.py`)."""
+        name = self._import_name(path, module)
+        return name if name != module else None
 
     def _import_name(self, path: str, module: str) -> str | None:
         directory = _parent(path)
@@ -201,8 +224,12 @@ class PythonResolver:
         return tuple(order)
 
     def _bases_of(self, cls: str) -> tuple[str, ...]:
+        log = self.log
         if cls in self._bases:
+            if log is not None:  # what computing them read, for each reference relying on them
+                log.extend(self._base_reads.get(cls, ()))
             return self._bases[cls]
+        mark = len(log) if log is not None else 0
         self._bases[cls] = ()  # guards against class A(B) / class B(A) loops
         definition = self._defs.get(cls)
         start = definition.parent if definition is not None and definition.parent else cls
@@ -212,6 +239,8 @@ class PythonResolver:
             if target is not None and self._defs[target].kind in (CLASS, INTERFACE):
                 found.append(target)
         self._bases[cls] = tuple(found)
+        if log is not None:
+            self._base_reads[cls] = log[mark:]
         return self._bases[cls]
 
     # -- absolute dotted names ---------------------------------------------------------------
