@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ReadKey = str | tuple[str, str]
+ReadKey = str | tuple[str, ...]
 
 
 class TrackedDict(dict[Any, Any]):

@@ -3,7 +3,7 @@
 A full build links every file. An update links again only the files whose references can
 resolve differently (see `relink`): a changed file can change what an unchanged file's name
 refers to (a new definition, a removed re-export, a new `__init__.py`), so while linking a
-Python file the linker notes every table key its references read (`link_reads`), and an update
+file the linker notes every table key its references read (`link_reads`), and an update
 compares those keys with the ones the changed files altered.
 """
 
@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from reviews.index.link_reads import ReadKey
 from reviews.index.model import Definition, FileRecord, Reference, definition_table, with_target
 from reviews.index.named_resolve import NamedResolver
 from reviews.index.python_resolve import PythonResolver
 
-Depends = Mapping[str, frozenset[ReadKey]]  # Python file → the keys its references read
+# file → the hashes of the keys its references read: half the memory of the keys themselves,
+# and two keys of one hash only make an update link a file more.
+Depends = Mapping[str, frozenset[int]]
 
 
 class Linked(NamedTuple):
@@ -27,8 +28,7 @@ class Linked(NamedTuple):
 
 
 def link(files: Mapping[str, FileRecord]) -> Linked:
-    """Every reference of every file with its target, and what each Python file's resolution
-    read."""
+    """Every reference of every file with its target, and what each file's resolution read."""
     definitions = definition_table(files)
     linked, depends = link_files(files, definitions, sorted(files))
     references = tuple(ref for path in sorted(files) for ref in linked[path])
@@ -40,7 +40,7 @@ def link_files(
     definitions: Mapping[str, Definition],
     paths: Iterable[str],
     python: PythonResolver | None = None,
-) -> tuple[dict[str, tuple[Reference, ...]], dict[str, frozenset[ReadKey]]]:
+) -> tuple[dict[str, tuple[Reference, ...]], dict[str, frozenset[int]]]:
     """The references of the files at `paths`, resolved against the whole index."""
     if python is None:
         python = PythonResolver(files, definitions, [])
@@ -48,7 +48,7 @@ def link_files(
     assert log is not None, "the Python resolver must note what it reads"
     named: NamedResolver | None = None
     linked: dict[str, tuple[Reference, ...]] = {}
-    depends: dict[str, frozenset[ReadKey]] = {}
+    depends: dict[str, frozenset[int]] = {}
     for path in paths:
         record = files[path]
         if record.language == "python":
@@ -56,6 +56,7 @@ def link_files(
         else:
             if named is None:
                 named = NamedResolver(files, definitions)
+                named.track(log)
             resolver = named
         out = []
         for ref in record.references:
@@ -67,7 +68,6 @@ def link_files(
             else:
                 out.append(ref)
         linked[path] = tuple(out)
-        if record.language == "python":
-            depends[path] = frozenset(log)
+        depends[path] = frozenset(map(hash, log))
         log.clear()
     return linked, depends

@@ -150,11 +150,9 @@ class CodeIndex:
     skipped: Mapping[str, str] = field(default_factory=dict)  # path → "vendored" | "huge" | …
     indexed: bool = True
     reason: str | None = None
-    # Python file → the table keys its references read while linking (see `linker`): what an
+    # file → the table keys (hashed) its references read while linking (see `linker`): what an
     # update compares with a change. None (an index read from JSON): the update links all.
-    depends: Mapping[str, frozenset[str | tuple[str, str]]] | None = field(
-        default=None, compare=False, repr=False
-    )
+    depends: Mapping[str, frozenset[int]] | None = field(default=None, compare=False, repr=False)
 
     # Derived look-ups, computed once per index.
     @cached_property

@@ -1,16 +1,19 @@
 """Which files an incremental update links again, and the update's references.
 
-A Python file is linked again when it changed, or when one of the table keys its references
-read while linking (`CodeIndex.depends`) is one a changed file altered: a definition added,
-removed or changed in kind or parent, an import binding, a star import, a base class, a
-`src/`-layout import name. Failed look-ups are among the keys read, so a definition that appears
-where a reference looked in vain is seen too. A file is linked again as a whole.
+While linking, each file's references note every table key they read (`CodeIndex.depends`),
+found or not: a definition that appears where a reference looked in vain is seen too. A file is
+linked again when it changed, or when one of its keys is one a changed file altered: a
+definition added, removed or changed in kind or parent, an import binding, a star import or
+re-export, a base class, a `src/`-layout import name, a top-level name of a Go or Java package,
+a file at a path a JS/TS import tried. A file is linked again as a whole.
 
-Where no such set is computed, more is linked again (correctness first):
+Where the tables are not compared key by key, more is linked again (correctness first):
 - an `__init__.py` added or removed changes which directories are packages, hence the import
   names and script neighbours of many files: every Python file;
-- a changed JavaScript/TypeScript, Go, Java or Rust file: every file of its language family
-  (module trees, packages and re-exports are resolved from tables not tracked per key);
+- a Rust file added or removed, or its `mod` declarations or `#[macro_export]`s changed: the
+  module tree is rebuilt, so every Rust file;
+- a Go file added or removed: without a go.mod, import paths are matched against every package
+  directory, so every Go file;
 - a changed manifest (package.json, tsconfig, go.mod, Cargo.toml): every non-Python file;
 - an index without `depends` (read from JSON): every file.
 """
@@ -28,11 +31,16 @@ from reviews.index.manifest_parse import MANIFEST
 from reviews.index.model import (
     ASSIGNED,
     INHERIT,
+    MACRO,
+    MOD,
+    MOD_DIR,
+    Binding,
     CodeIndex,
     FileRecord,
     Reference,
     definition_table,
 )
+from reviews.index.named_resolve import named_facts
 from reviews.index.python_resolve import PythonResolver
 
 Facts = dict[ReadKey, list[object]]
@@ -59,45 +67,61 @@ def _to_relink(
 ) -> set[str]:
     if old.depends is None:
         return set(records)
-    families: set[str] = set()
-    every_python = False
-    keys: set[ReadKey] = set()
+    families: set[str] = set()  # linked again as a whole
+    keys: set[int] = set()  # hashed, as `depends` holds them
     for path in changed:
         before, after = old.files.get(path), records.get(path)
-        language = (after or before).language  # type: ignore[union-attr]
-        if language == MANIFEST:
-            families.update({"js", "go", "java", "rust"})
-        elif language != "python":
-            families.add(LANGUAGE_FAMILY.get(language, language))
-        elif posixpath.basename(path) == "__init__.py" and (before is None) != (after is None):
-            every_python = True
+        families |= _whole_families(path, before, after)
         old_facts, new_facts = _facts(before, python), _facts(after, python)
         keys.update(
-            k for k in old_facts.keys() | new_facts.keys() if old_facts.get(k) != new_facts.get(k)
+            hash(k) for k in old_facts.keys() | new_facts.keys() if old_facts[k] != new_facts[k]
         )
-    if any(isinstance(k, str) and (":" in k or k in records or k in old.files) for k in keys):
-        # A Python name spelt like another language's qualname (`main/go.py` is `main.go`).
-        families.update({"js", "go", "java", "rust"})
     out = {p for p in changed if p in records}
     for path, record in records.items():
-        if record.language == "python":
-            depends = old.depends.get(path)
-            if every_python or depends is None or not depends.isdisjoint(keys):
-                out.add(path)
-        elif record.language == MANIFEST or LANGUAGE_FAMILY.get(record.language) in families:
+        depends = old.depends.get(path)
+        family = LANGUAGE_FAMILY.get(record.language, record.language)
+        if family in families or depends is None or not depends.isdisjoint(keys):
             out.add(path)
     return out
 
 
+def _whole_families(path: str, before: FileRecord | None, after: FileRecord | None) -> set[str]:
+    """The language families whose every file a change of `path` links again."""
+    language = (after or before).language  # type: ignore[union-attr]
+    family = LANGUAGE_FAMILY.get(language, language)
+    added_or_removed = (before is None) != (after is None)
+    if language == MANIFEST:
+        return {MANIFEST, "js", "go", "java", "rust"}
+    if family == "python" and posixpath.basename(path) == "__init__.py" and added_or_removed:
+        return {"python"}
+    if family == "go" and added_or_removed:
+        return {"go"}
+    if family == "rust" and _rust_tree(before) != _rust_tree(after):
+        return {"rust"}
+    return set()
+
+
+def _rust_tree(record: FileRecord | None) -> tuple[Binding, ...] | None:
+    """What a Rust file says of the module tree (and of macros at the crate's root)."""
+    if record is None:
+        return None
+    return tuple(b for b in record.bindings if b.imported in (MOD, MOD_DIR, MACRO))
+
+
 def _facts(record: FileRecord | None, python: PythonResolver) -> Facts:
     """What `record` puts in the tables resolution reads, by key: two versions of a file whose
-    facts agree on a key leave that key's answers as they were."""
+    facts agree on a key leave the answers read through that key as they were."""
     facts: Facts = defaultdict(list)
     if record is None:
         return facts
+    facts[record.path].append(record.digest)  # anything read off the record itself
     for d in record.definitions:  # lines are left out: no resolution reads them
         facts[d.qualname].append((d.kind, d.parent, d.name, d.path))
+    if record.language == MANIFEST:
+        return facts
     if record.language != "python":
+        for key, found in named_facts(record).items():
+            facts[key].extend(found)
         return facts
     for b in record.bindings:
         if b.local == "*" and b.imported != ASSIGNED:

@@ -153,7 +153,7 @@ OTHER_CASES = {
         "src/app.ts",
         "./lib#tidy",
     ),
-    "go: a type moved to another file of the package": (
+    "go: a function moved to a new file of another package": (
         {
             "go.mod": "module example.com/m\n",
             "pkg/use.go": "package pkg\n\nfunc Use() { NewThing() }\n",
@@ -162,6 +162,20 @@ OTHER_CASES = {
         {
             "pkg/a.go": "package pkg\n\nfunc Other() {}\n",
             "sub/b.go": "package sub\n\nfunc NewThing() {}\n",
+        },
+        "pkg/use.go",
+        "NewThing",
+    ),
+    "go: a function moved between two files of the package": (
+        {
+            "go.mod": "module example.com/m\n",
+            "pkg/use.go": "package pkg\n\nfunc Use() { NewThing() }\n",
+            "pkg/a.go": "package pkg\n\nfunc NewThing() {}\n",
+            "pkg/c.go": "package pkg\n\nfunc Other() {}\n",
+        },
+        {
+            "pkg/a.go": "package pkg\n\nfunc Other2() {}\n",
+            "pkg/c.go": "package pkg\n\nfunc Other() {}\n\nfunc NewThing() {}\n",
         },
         "pkg/use.go",
         "NewThing",

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from reviews.index import build_index, update_index
 
+JAVA = "src/main/java/com/x/"
 APP = "from lib import f\nfrom pkg import Base\n\n\nclass C(Base):\n    def run(self):\n"
 # Every path's possible contents; None: the file is deleted (or not there yet).
 VARIANTS: dict[str, list[str | None]] = {
@@ -66,6 +67,43 @@ VARIANTS: dict[str, list[str | None]] = {
     ],
     "web/index.ts": ["export * from './lib';\n", "export { tidy } from './lib';\n", None],
     "web/lib.ts": ["export function tidy() {}\n", "export const other = 1;\n", None],
+    "go.mod": ["module example.com/m\n", None],
+    "pkg/a.go": [
+        "package pkg\n\nfunc NewThing() {}\n",
+        "package pkg\n\ntype Thing struct{}\n\nfunc (t Thing) Run() {}\n",
+        "package pkg\n\nfunc Other() {}\n",
+    ],
+    "pkg/b.go": [
+        "package pkg\n\nfunc Use() { NewThing(); Thing{}.Run() }\n",
+        "package pkg\n\nfunc NewThing() {}\n\nfunc Use() { Other() }\n",
+    ],
+    "cmd/main.go": [
+        'package main\n\nimport "example.com/m/pkg"\n\nfunc main() { pkg.NewThing() }\n',
+        None,
+    ],
+    JAVA + "App.java": [
+        "package com.x;\n\nclass App extends Base {\n  void run() { Util.help(); helper(); }\n}\n"
+    ],
+    JAVA + "Util.java": [
+        "package com.x;\n\nclass Util {\n  static void help() {}\n}\n",
+        "package com.x;\n\nclass Base {\n  void helper() {}\n}\n",
+        "package com.y;\n\nclass Util {\n  static void help() {}\n}\n",
+        None,
+    ],
+    JAVA + "Base.java": [
+        "package com.x;\n\nclass Base {\n  void helper() {}\n}\n",
+        "package com.x;\n\nclass Util {\n  static void help() {}\n}\n",
+        None,
+    ],
+    "Cargo.toml": ['[package]\nname = "demo"\nversion = "0.1.0"\n'],
+    "src/lib.rs": [
+        "mod a;\nmod b;\npub use self::a::Item;\nmod user;\n",
+        "mod a;\nmod b;\npub use self::b::Item;\nmod user;\n",
+        "mod a;\nmod b;\nmod user;\npub use self::a::*;\n",
+    ],
+    "src/a.rs": ["pub struct Item;\n", "pub use crate::b::Item;\n", "pub fn other() {}\n"],
+    "src/b.rs": ["pub struct Item;\n", "pub fn other() {}\n"],
+    "src/user.rs": ["use crate::Item;\n\nfn f() {\n    Item::new();\n}\n"],
 }
 PATHS = sorted(VARIANTS)
 
@@ -74,7 +112,7 @@ edits = st.dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     start=st.lists(st.integers(min_value=0, max_value=7), min_size=len(PATHS), max_size=len(PATHS)),
     steps=st.lists(edits, min_size=1, max_size=6),
