@@ -74,6 +74,7 @@ class PythonResolver:
                 if ref.kind == INHERIT:
                     self._inherits[ref.source].append(ref.name)
         self._package_dirs = {_parent(p) for p in python if posixpath.basename(p) == "__init__.py"}
+        self._roots: dict[str, str] = {}  # package directory → where its top package lies
         self._import_names: dict[str, list[str]] = defaultdict(list)
         for path, record in sorted(python.items()):
             name = self._import_name(path, record.module)
@@ -100,10 +101,12 @@ class PythonResolver:
         directory = _parent(path)
         if directory not in self._package_dirs:
             return None
-        top = directory
-        while top != "." and _parent(top) in self._package_dirs:
-            top = _parent(top)
-        root = _parent(top)
+        root = self._roots.get(directory)
+        if root is None:  # once per directory, not once per file
+            top = directory
+            while top != "." and _parent(top) in self._package_dirs:
+                top = _parent(top)
+            root = self._roots[directory] = _parent(top)
         if root == ".":
             return module
         prefix = root.replace("/", ".") + "."
