@@ -14,7 +14,8 @@ Where the tables are not compared key by key, more is linked again (correctness 
   module tree is rebuilt, so every Rust file;
 - a Go file added or removed: without a go.mod, import paths are matched against every package
   directory, so every Go file;
-- a changed manifest (package.json, tsconfig, go.mod, Cargo.toml): every non-Python file;
+- a manifest (package.json, tsconfig, go.mod, Cargo.toml) added, removed or saying something
+  else of names, exports, paths, module or crate: every non-Python file;
 - an index without `depends` (read from JSON): every file.
 """
 
@@ -91,6 +92,8 @@ def _whole_families(path: str, before: FileRecord | None, after: FileRecord | No
     family = LANGUAGE_FAMILY.get(language, language)
     added_or_removed = (before is None) != (after is None)
     if language == MANIFEST:
+        if before is not None and after is not None and before.bindings == after.bindings:
+            return set()  # a version bump: resolution reads only a manifest's bindings
         return {MANIFEST, "js", "go", "java", "rust"}
     if family == "python" and posixpath.basename(path) == "__init__.py" and added_or_removed:
         return {"python"}

@@ -144,6 +144,16 @@ OTHER_CASES = {
         "src/app.ts",
         "./lib#tidy",
     ),
+    "typescript: the package renamed in package.json": (
+        {
+            "web/package.json": '{"name": "web", "version": "1.0.0"}\n',
+            "web/app.ts": "import { tidy } from 'web/lib';\n",
+            "web/lib.ts": "export function tidy() {}\n",
+        },
+        {"web/package.json": '{"name": "site", "version": "1.0.0"}\n'},
+        "web/app.ts",
+        "web/lib#tidy",
+    ),
     "typescript: a deleted module": (
         {
             "src/app.ts": "import { tidy } from './lib';\n",
@@ -228,6 +238,19 @@ OTHER_CASES = {
 @pytest.mark.parametrize("case", sorted(OTHER_CASES))
 def test_other_languages_update_equals_full_build(case):
     assert_update_equals_build(*OTHER_CASES[case])
+
+
+def test_a_version_bump_in_a_manifest_links_nothing_again():
+    files = {
+        "web/package.json": '{"name": "web", "version": "1.0.0"}\n',
+        "web/app.ts": "import { tidy } from 'web/lib';\n",
+        "web/lib.ts": "export function tidy() {}\n",
+    }
+    before = build_index(files)
+    bump = {"web/package.json": '{"name": "web", "version": "1.0.1"}\n'}
+    updated = update_index(before, bump)
+    assert updated == build_index({**files, **bump})
+    assert updated.references[0] is before.references[0]
 
 
 def test_an_unrelated_change_links_only_the_changed_file_again():

@@ -62,12 +62,14 @@ VARIANTS: dict[str, list[str | None]] = {
     ],
     "src/tool/run2.py": ["import run\n\n\ndef x():\n    run.go()\n", None],
     "web/app.ts": [
+        "import { tidy } from 'web/lib';\ntidy();\n",
         "import { tidy } from './index';\ntidy();\n",
         "import * as lib from './lib';\nlib.tidy();\n",
     ],
     "web/index.ts": ["export * from './lib';\n", "export { tidy } from './lib';\n", None],
     "web/lib.ts": ["export function tidy() {}\n", "export const other = 1;\n", None],
-    "go.mod": ["module example.com/m\n", None],
+    "go.mod": ["module example.com/m\n", None, "module example.com/m\n\ngo 1.22\n"],
+    "web/package.json": ['{"name": "web"}\n', '{"name": "web", "version": "2.0.0"}\n', None],
     "pkg/a.go": [
         "package pkg\n\nfunc NewThing() {}\n",
         "package pkg\n\ntype Thing struct{}\n\nfunc (t Thing) Run() {}\n",
