@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from reviews.index.link_reads import key_hash
 from reviews.index.model import Definition, FileRecord, Reference, definition_table, with_target
 from reviews.index.named_resolve import NamedResolver
 from reviews.index.python_resolve import PythonResolver
 
-# file → the hashes of the keys its references read: half the memory of the keys themselves,
-# and two keys of one hash only make an update link a file more.
-Depends = Mapping[str, frozenset[int]]
+Depends = Mapping[str, frozenset[int]]  # file → the keys its references read (`key_hash`)
 
 
 class Linked(NamedTuple):
@@ -68,6 +67,6 @@ def link_files(
             else:
                 out.append(ref)
         linked[path] = tuple(out)
-        depends[path] = frozenset(map(hash, log))
+        depends[path] = frozenset(map(key_hash, set(log)))
         log.clear()
     return linked, depends

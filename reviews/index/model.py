@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-# 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`; 4: Java packages
-FORMAT_VERSION = 4
+# 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`; 4: Java packages;
+# 5: what linking each file read (`reads`), so an update of a stored index links only what a
+# change can affect
+FORMAT_VERSION = 5
 
 MODULE = "module"
 CLASS = "class"
@@ -151,7 +153,7 @@ class CodeIndex:
     indexed: bool = True
     reason: str | None = None
     # file → the table keys (hashed) its references read while linking (see `linker`): what an
-    # update compares with a change. None (an index read from JSON): the update links all.
+    # update compares with a change. None: unknown, the update links every file.
     depends: Mapping[str, frozenset[int]] | None = field(default=None, compare=False, repr=False)
 
     # Derived look-ups, computed once per index.
@@ -222,7 +224,11 @@ class CodeIndex:
             "reason": self.reason,
             "skipped": dict(sorted(self.skipped.items())),
             "files": [
-                {**self.files[path].to_json(), "targets": targets.get(path, [])}
+                {
+                    **self.files[path].to_json(),
+                    "targets": targets.get(path, []),
+                    **_reads(self.depends, path),
+                }
                 for path in sorted(self.files)
             ],
         }
@@ -233,9 +239,14 @@ class CodeIndex:
             raise ValueError(f"unsupported code index format: {data.get('format')!r}")
         files: dict[str, FileRecord] = {}
         references: list[Reference] = []
+        depends: dict[str, frozenset[int]] | None = {}
         for entry in data["files"]:
             record = FileRecord.from_json(entry)
             files[record.path] = record
+            if depends is not None and "reads" in entry:
+                depends[record.path] = frozenset(entry["reads"])
+            else:
+                depends = None
             stored = entry.get("targets", [])
             if len(stored) != len(record.references):
                 raise ValueError(f"code index for {record.path}: targets do not match references")
@@ -248,7 +259,13 @@ class CodeIndex:
             skipped=dict(data.get("skipped", {})),
             indexed=bool(data["indexed"]),
             reason=data.get("reason"),
+            depends=depends,
         )
+
+
+def _reads(depends: Mapping[str, frozenset[int]] | None, path: str) -> dict[str, list[int]]:
+    found = depends.get(path) if depends is not None else None
+    return {} if found is None else {"reads": sorted(found)}
 
 
 def text_digest(text: str) -> str:

@@ -16,7 +16,7 @@ Where the tables are not compared key by key, more is linked again (correctness 
   directory, so every Go file;
 - a manifest (package.json, tsconfig, go.mod, Cargo.toml) added, removed or saying something
   else of names, exports, paths, module or crate: every non-Python file;
-- an index without `depends` (read from JSON): every file.
+- an index without `depends` (stored before format 5): every file.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from reviews.domain.indexed_files import LANGUAGE_FAMILY
-from reviews.index.link_reads import ReadKey
+from reviews.index.link_reads import ReadKey, key_hash
 from reviews.index.linker import Linked, link_files
 from reviews.index.manifest_parse import MANIFEST
 from reviews.index.model import (
@@ -75,7 +75,7 @@ def _to_relink(
         families |= _whole_families(path, before, after)
         old_facts, new_facts = _facts(before, python), _facts(after, python)
         keys.update(
-            hash(k) for k in old_facts.keys() | new_facts.keys() if old_facts[k] != new_facts[k]
+            key_hash(k) for k in old_facts.keys() | new_facts.keys() if old_facts[k] != new_facts[k]
         )
     out = {p for p in changed if p in records}
     for path, record in records.items():
