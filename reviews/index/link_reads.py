@@ -15,8 +15,8 @@ ReadKey = str | tuple[str, ...]
 
 
 def key_hash(key: ReadKey) -> int:
-    """A key as the index keeps it: 32 bits, the same in every process (it is stored), a third of
-    the memory of the key. Two keys of one hash only make an update link a file more."""
+    """A key as the index keeps it: 32 bits, the same in every process (it is stored), smaller
+    than the key. Two keys of one hash only make an update link a file more."""
     text = key if isinstance(key, str) else "\x1f".join(key)
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
