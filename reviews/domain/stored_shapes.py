@@ -145,6 +145,7 @@ class StoredFile(_Record):
     references: list[tuple[str, str, str, int]]  # (source, kind, name, line)
     bindings: list[tuple[str, str, str, str | None]] = []  # (scope, local, target, imported)
     targets: list[str | None] = []  # each reference's resolved target, in order
+    reads: list[int] | None = None  # the keys linking the file read, hashed (see index/linker)
 
 
 class StoredCodeIndex(_Record):

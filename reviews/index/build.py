@@ -23,10 +23,11 @@ from reviews.domain.indexed_files import (
     skip_reason_for_path,
     skip_reason_for_text,
 )
-from reviews.index.linker import link
+from reviews.index.linker import Linked, link
 from reviews.index.manifest_parse import MANIFEST, is_manifest, parse_manifest
 from reviews.index.model import CodeIndex, FileRecord, text_digest
 from reviews.index.python_parse import parse_python
+from reviews.index.relink import relink
 from reviews.index.treesitter_parse import parse_with_treesitter
 from reviews.sources.diffs import ChangedFile, FileStatus
 from reviews.sources.git_local import LocalGitSource
@@ -78,8 +79,9 @@ def update_index(
 ) -> CodeIndex:
     """A new index with `changed` applied (text, or None for a deleted file).
 
-    Only changed files whose text differs from the indexed one are parsed again; then every
-    reference is resolved again (see linker), so the result equals a full build of the same tree.
+    Only changed files whose text differs from the indexed one are parsed again, and only the
+    references a change can affect are resolved again (see relink), so the result equals a full
+    build of the same tree.
     """
     if not index.indexed and index.reason and index.reason.startswith(TOO_MANY_FILES):
         return index  # nothing was kept to update; a full build is the only way back
@@ -100,7 +102,10 @@ def update_index(
             skipped[path] = reason
     if len(records) + len(skipped) > MAX_FILES:
         return _too_many(len(records) + len(skipped))
-    return _finish(records, skipped)
+    # In path order, as a full build has them (two files can claim one name: first path wins).
+    records = {path: records[path] for path in sorted(records)}
+    differs = {p for p in changed if records.get(p) is not index.files.get(p)}
+    return _finish(records, skipped, relink(index, records, differs))
 
 
 def _read_and_parse(
@@ -123,8 +128,11 @@ def _too_many(count: int) -> CodeIndex:
     return CodeIndex(files={}, references=(), indexed=False, reason=reason)
 
 
-def _finish(records: dict[str, FileRecord], skipped: dict[str, str]) -> CodeIndex:
-    references = link(records)
+def _finish(
+    records: dict[str, FileRecord], skipped: dict[str, str], linked: Linked | None = None
+) -> CodeIndex:
+    if linked is None:
+        linked = link(records)
     # Manifests help resolve imports; they are not source code the graph is made of.
     sources = [r for r in records.values() if r.language != MANIFEST]
     failed = sum(1 for r in sources if r.error is not None)
@@ -138,9 +146,16 @@ def _finish(records: dict[str, FileRecord], skipped: dict[str, str]) -> CodeInde
             f"{failed} of {len(sources)} source files failed to parse "
             f"(more than {MAX_FAILURE_RATIO:.0%})"
         )
-    return CodeIndex(
-        files=records, references=references, skipped=skipped, indexed=indexed, reason=reason
+    index = CodeIndex(
+        files=records,
+        references=linked.references,
+        skipped=skipped,
+        indexed=indexed,
+        reason=reason,
+        depends=linked.depends,
     )
+    index.__dict__["definitions"] = linked.definitions  # the cached table: linking built it
+    return index
 
 
 # -- where file contents come from -----------------------------------------------------------

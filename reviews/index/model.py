@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-# 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`; 4: Java packages
-FORMAT_VERSION = 4
+# 2: Python module attributes (ASSIGNED bindings); 3: Rust `mod`, `[lib]`; 4: Java packages;
+# 5: what linking each file read (`reads`), so an update of a stored index links only what a
+# change can affect
+FORMAT_VERSION = 5
 
 MODULE = "module"
 CLASS = "class"
@@ -150,6 +152,9 @@ class CodeIndex:
     skipped: Mapping[str, str] = field(default_factory=dict)  # path → "vendored" | "huge" | …
     indexed: bool = True
     reason: str | None = None
+    # file → the table keys (hashed) its references read while linking (see `linker`): what an
+    # update compares with a change. None: unknown, the update links every file.
+    depends: Mapping[str, frozenset[int]] | None = field(default=None, compare=False, repr=False)
 
     # Derived look-ups, computed once per index.
     @cached_property
@@ -219,7 +224,11 @@ class CodeIndex:
             "reason": self.reason,
             "skipped": dict(sorted(self.skipped.items())),
             "files": [
-                {**self.files[path].to_json(), "targets": targets.get(path, [])}
+                {
+                    **self.files[path].to_json(),
+                    "targets": targets.get(path, []),
+                    **_reads(self.depends, path),
+                }
                 for path in sorted(self.files)
             ],
         }
@@ -230,14 +239,19 @@ class CodeIndex:
             raise ValueError(f"unsupported code index format: {data.get('format')!r}")
         files: dict[str, FileRecord] = {}
         references: list[Reference] = []
+        depends: dict[str, frozenset[int]] | None = {}
         for entry in data["files"]:
             record = FileRecord.from_json(entry)
             files[record.path] = record
+            if depends is not None and "reads" in entry:
+                depends[record.path] = frozenset(entry["reads"])
+            else:
+                depends = None
             stored = entry.get("targets", [])
             if len(stored) != len(record.references):
                 raise ValueError(f"code index for {record.path}: targets do not match references")
             references.extend(
-                _with_target(r, t) for r, t in zip(record.references, stored, strict=True)
+                with_target(r, t) for r, t in zip(record.references, stored, strict=True)
             )
         return cls(
             files=files,
@@ -245,7 +259,13 @@ class CodeIndex:
             skipped=dict(data.get("skipped", {})),
             indexed=bool(data["indexed"]),
             reason=data.get("reason"),
+            depends=depends,
         )
+
+
+def _reads(depends: Mapping[str, frozenset[int]] | None, path: str) -> dict[str, list[int]]:
+    found = depends.get(path) if depends is not None else None
+    return {} if found is None else {"reads": sorted(found)}
 
 
 def text_digest(text: str) -> str:
@@ -262,19 +282,8 @@ def definition_table(files: Mapping[str, FileRecord]) -> dict[str, Definition]:
     return table
 
 
-def _with_target(ref: Reference, target: str | None) -> Reference:
+def with_target(ref: Reference, target: str | None) -> Reference:
     return Reference(ref.source, ref.kind, ref.name, ref.path, ref.line, target)
-
-
-def resolved_references(
-    records: Iterable[FileRecord], targets: Mapping[tuple[str, int], str | None]
-) -> tuple[Reference, ...]:
-    """Each record's references with the target found for (path, position in the file)."""
-    out: list[Reference] = []
-    for record in records:
-        for position, ref in enumerate(record.references):
-            out.append(_with_target(ref, targets.get((record.path, position))))
-    return tuple(out)
 
 
 def innermost_by_line(definitions: Sequence[Definition]) -> list[Definition | None]:

@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from reviews.domain.indexed_files import LANGUAGE_FAMILY
+from reviews.index.link_reads import ReadKey, TrackedDict
 from reviews.index.manifest_parse import MANIFEST
 from reviews.index.model import (
     CLASS,
@@ -120,6 +121,26 @@ class NamedResolver:
         self._bases: dict[str, tuple[str, ...]] = {}
         self._go_modules.sort(key=lambda item: -len(item[1]))
         self._rust = RustPaths(files, definitions, self._bindings, self._cargo, self._lib_roots)
+        self.log: list[ReadKey] | None = None
+        self._base_reads: dict[str, list[ReadKey]] = {}
+
+    def track(self, log: list[ReadKey]) -> None:
+        """From now on, append every table key read to `log` (see `link_reads`). Not noted: the
+        manifests' facts and the Rust module tree, which an update compares as a whole."""
+        self.log = log
+        self._files = TrackedDict(self._files, log)
+        self._defs = TrackedDict(self._defs, log)
+        self._top = TrackedDict(self._top, log)
+        self._by_dir = TrackedDict(self._by_dir, log)
+        self._package_of = TrackedDict(self._package_of, log)
+        self._by_family = TrackedDict(self._by_family, log)
+        self._by_local = TrackedDict(self._by_local, log)
+        self._bindings = TrackedDict(self._bindings, log)
+        self._inherits = TrackedDict(self._inherits, log)
+        self._dirs = TrackedDict(self._dirs, log)
+        self._by_basename = TrackedDict(self._by_basename, log)
+        self._stars = TrackedDict(self._stars, log)
+        self._rust.track(self._files, self._defs, self._bindings)
 
     def _read_manifest(self, record: FileRecord) -> None:
         directory = posixpath.dirname(record.path)
@@ -484,8 +505,12 @@ class NamedResolver:
         return order
 
     def _bases_of(self, cls: str, family: str) -> tuple[str, ...]:
+        log = self.log
         if cls in self._bases:
+            if log is not None:  # what computing them read, for each reference relying on them
+                log.extend(self._base_reads.get(cls, ()))
             return self._bases[cls]
+        mark = len(log) if log is not None else 0
         self._bases[cls] = ()
         found: list[str] = []
         for path, name in self._inherits.get(cls, ()):
@@ -494,7 +519,32 @@ class NamedResolver:
             if target is not None and self._defs[target].kind in _TYPES and target != cls:
                 found.append(target)
         self._bases[cls] = tuple(found)
+        if log is not None:
+            self._base_reads[cls] = log[mark:]
         return self._bases[cls]
+
+
+def named_facts(record: FileRecord) -> dict[ReadKey, list[object]]:
+    """What a JS/TS, Go, Java or Rust file puts in `NamedResolver`'s tables, by key (keep in
+    step with `__init__`): two versions of a file whose facts agree on a key leave the answers
+    read through that key as they were."""
+    facts: dict[ReadKey, list[object]] = defaultdict(list)
+    path, family = record.path, LANGUAGE_FAMILY.get(record.language, record.language)
+    directory, package = posixpath.dirname(path), _package(record, family)
+    facts[posixpath.basename(path)].append(("file", path))
+    if family == "go":
+        facts[directory].append(("go file", path))
+    for d in record.definitions:
+        if d.parent == record.module and d.kind != METHOD:
+            facts[(path, d.name)].append(d.qualname)
+            facts[(family, package, d.name)].append(d.qualname)
+            facts[(family, d.name)].append(d.qualname)
+        if d.kind != MODULE or d.parent is not None:
+            facts[(family, directory, _local(d.qualname))].append(d.qualname)
+    for ref in record.references:
+        if ref.kind == "inherit":
+            facts[ref.source].append(("inherit", path, ref.name))
+    return facts
 
 
 def _package(record: FileRecord, family: str) -> str:

@@ -22,10 +22,11 @@ outside the repository (the standard library, installed packages).
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from collections.abc import Mapping
-from pathlib import PurePosixPath
 
+from reviews.index.link_reads import ReadKey, TrackedDict, TrackedSet
 from reviews.index.model import (
     ASSIGNED,
     CLASS,
@@ -40,8 +41,21 @@ from reviews.index.model import (
 _MAX_DEPTH = 12
 
 
+def _parent(path: str) -> str:
+    """The directory of a repository path, "." at the root (as `PurePosixPath.parent` says)."""
+    return posixpath.dirname(path) or "."
+
+
 class PythonResolver:
-    def __init__(self, files: Mapping[str, FileRecord], definitions: Mapping[str, Definition]):
+    """`log`: when given, every table key read while resolving is appended to it (see
+    `link_reads`), so the linker knows what each file's references depended on."""
+
+    def __init__(
+        self,
+        files: Mapping[str, FileRecord],
+        definitions: Mapping[str, Definition],
+        log: list[ReadKey] | None = None,
+    ):
         self._defs = definitions
         self._bindings: dict[tuple[str, str], str] = {}
         self._stars: dict[str, list[str]] = defaultdict(list)
@@ -59,9 +73,8 @@ class PythonResolver:
             for ref in record.references:
                 if ref.kind == INHERIT:
                     self._inherits[ref.source].append(ref.name)
-        self._package_dirs = {
-            str(PurePosixPath(p).parent) for p in python if PurePosixPath(p).name == "__init__.py"
-        }
+        self._package_dirs = {_parent(p) for p in python if posixpath.basename(p) == "__init__.py"}
+        self._roots: dict[str, str] = {}  # package directory → where its top package lies
         self._import_names: dict[str, list[str]] = defaultdict(list)
         for path, record in sorted(python.items()):
             name = self._import_name(path, record.module)
@@ -69,15 +82,31 @@ class PythonResolver:
                 self._import_names[name].append(record.module)
         self._bases: dict[str, tuple[str, ...]] = {}
         self._siblings: dict[str, str | None] = {}
+        self.log = log
+        self._base_reads: dict[str, list[ReadKey]] = {}
+        if log is not None:
+            self._defs = TrackedDict(definitions, log)
+            self._bindings = TrackedDict(self._bindings, log)
+            self._stars = TrackedDict(self._stars, log)
+            self._inherits = TrackedDict(self._inherits, log)
+            self._attributes = TrackedSet(self._attributes, log)
+            self._import_names = TrackedDict(self._import_names, log)
+
+    def import_name(self, path: str, module: str) -> str | None:
+        """The name `path` is imported by when it is not its dotted path (`src/pkg/m.py`)."""
+        name = self._import_name(path, module)
+        return name if name != module else None
 
     def _import_name(self, path: str, module: str) -> str | None:
-        directory = str(PurePosixPath(path).parent)
+        directory = _parent(path)
         if directory not in self._package_dirs:
             return None
-        top = directory
-        while top != "." and str(PurePosixPath(top).parent) in self._package_dirs:
-            top = str(PurePosixPath(top).parent)
-        root = str(PurePosixPath(top).parent)
+        root = self._roots.get(directory)
+        if root is None:  # once per directory, not once per file
+            top = directory
+            while top != "." and _parent(top) in self._package_dirs:
+                top = _parent(top)
+            root = self._roots[directory] = _parent(top)
         if root == ".":
             return module
         prefix = root.replace("/", ".") + "."
@@ -85,7 +114,7 @@ class PythonResolver:
 
     def _sibling_prefix(self, path: str) -> str | None:
         if path not in self._siblings:
-            directory = str(PurePosixPath(path).parent)
+            directory = _parent(path)
             outside = directory == "." or directory in self._package_dirs
             self._siblings[path] = None if outside else directory.replace("/", ".")
         return self._siblings[path]
@@ -198,8 +227,12 @@ class PythonResolver:
         return tuple(order)
 
     def _bases_of(self, cls: str) -> tuple[str, ...]:
+        log = self.log
         if cls in self._bases:
+            if log is not None:  # what computing them read, for each reference relying on them
+                log.extend(self._base_reads.get(cls, ()))
             return self._bases[cls]
+        mark = len(log) if log is not None else 0
         self._bases[cls] = ()  # guards against class A(B) / class B(A) loops
         definition = self._defs.get(cls)
         start = definition.parent if definition is not None and definition.parent else cls
@@ -209,6 +242,8 @@ class PythonResolver:
             if target is not None and self._defs[target].kind in (CLASS, INTERFACE):
                 found.append(target)
         self._bases[cls] = tuple(found)
+        if log is not None:
+            self._base_reads[cls] = log[mark:]
         return self._bases[cls]
 
     # -- absolute dotted names ---------------------------------------------------------------

@@ -94,6 +94,15 @@ class RustPaths:
                 if b.imported == MACRO:
                     self._rust_macros.setdefault((crate, b.local), files[path].module)
 
+    def track(
+        self,
+        files: Mapping[str, FileRecord],
+        definitions: Mapping[str, Definition],
+        bindings: Mapping[str, dict[str, Binding]],
+    ) -> None:
+        """Read through these tables from now on (`NamedResolver.track`: they note their keys)."""
+        self._files, self._defs, self._bindings = files, definitions, bindings
+
     def _rust_place(self, path: str) -> Place | None:
         """(the crate's directory, the module path) of a Rust file by where it lies: `src/lib.rs`
         and `src/main.rs` (or Cargo.toml's `[lib] path`) are the crate root, `src/a/b.rs` and
