@@ -104,46 +104,6 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
             Path(f"{name}{leftover}").unlink(missing_ok=True)
 
 
-@pytest.fixture(scope="session")
-def django_db_setup(
-    request,
-    django_test_environment,
-    django_db_blocker,
-    django_db_keepdb,
-    django_db_createdb,
-    django_db_modify_db_settings,
-):
-    """pytest-django's, with the worker's test database copied from a migrated template
-    (tests/db_template.py) instead of migrated from nothing by every worker."""
-    from django.db import connection
-    from django.test.utils import setup_databases, teardown_databases
-
-    from tests.db_template import prepare_from_template
-
-    verbosity = request.config.option.verbose
-    made: list = []
-
-    def migrate(keepdb: bool) -> None:
-        # No test asks for serialized_rollback: nothing to serialize (as pytest-django decides).
-        made.append(
-            setup_databases(
-                verbosity=verbosity, interactive=False, keepdb=keepdb, serialized_aliases=()
-            )
-        )
-
-    workerinput = getattr(request.config, "workerinput", None)
-    run = workerinput["testrunuid"] if workerinput else f"solo-{os.getpid()}"
-    with django_db_blocker.unblock():
-        prepare_from_template(connection, rebuild=django_db_createdb, run=run, migrate=migrate)
-    yield
-    if not django_db_keepdb:
-        with django_db_blocker.unblock():
-            try:
-                teardown_databases(made[-1], verbosity=verbosity)
-            except Exception as exc:
-                request.node.warn(pytest.PytestWarning(f"test database teardown: {exc!r}"))
-
-
 # --- Tests that reach no service ------------------------------------------------------------
 #
 # A test is service-free when nothing it runs can read the settings that differ between CI's two

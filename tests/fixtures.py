@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -18,17 +19,45 @@ AUDIT_TRUNCATE_TRIGGER = "guardrails_auditevent_no_truncate"
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker):
-    """Let the between-tests flush TRUNCATE the append-only audit table, and flush by DELETE.
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+):
+    """pytest-django's, with two differences.
 
-    On the throw-away test database only, the suite's connection (the tables' owner) disables
+    The worker's test database is copied from a migrated template (tests/db_template.py)
+    instead of migrated from nothing by every worker.
+
+    The between-tests flush may TRUNCATE the append-only audit table, and flushes by DELETE:
+    on the throw-away test database only, the suite's connection (the tables' owner) disables
     the TRUNCATE trigger. The application role cannot do the same in production: it does not
     own the table (tests/guardrails/test_audit_grants.py). The row triggers refusing UPDATE and
     DELETE stay on; tests of the TRUNCATE refusal enable its trigger inside their transaction.
     """
     from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
 
+    from tests.db_template import prepare_from_template
+
+    verbosity = request.config.option.verbose
+    made: list = []
+
+    def migrate(keepdb: bool) -> None:
+        # No test asks for serialized_rollback: nothing to serialize (as pytest-django decides).
+        made.append(
+            setup_databases(
+                verbosity=verbosity, interactive=False, keepdb=keepdb, serialized_aliases=()
+            )
+        )
+
+    workerinput = getattr(request.config, "workerinput", None)
+    run = workerinput["testrunuid"] if workerinput else f"solo-{os.getpid()}"
     with django_db_blocker.unblock():
+        prepare_from_template(connection, rebuild=django_db_createdb, run=run, migrate=migrate)
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(
@@ -37,6 +66,12 @@ def django_db_setup(django_db_setup, django_db_blocker):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(PostgresOperations, "sql_flush", _sql_flush_by_delete)
         yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            try:
+                teardown_databases(made[-1], verbosity=verbosity)
+            except Exception as exc:
+                request.node.warn(pytest.PytestWarning(f"test database teardown: {exc!r}"))
 
 
 _truncate_flush = PostgresOperations.sql_flush
