@@ -19,22 +19,19 @@ before the commit, is reported apart as service_ms). It reports:
 - the channel layer used, and how long connecting all clients took;
 - for comparison, the bytes of one sync for a page that cannot say what it shows (no version);
 - a verdict: each figure against its goal, PASS or FAIL (GOALS).
-The clients are a minimal RFC 6455 client over asyncio streams (no websocket library is a
-dependency): handshake, unmasked server frames read, pings answered, masked close.
+The clients are tests/bench/wsclient.py's minimal RFC 6455 client (no websocket library is a
+dependency).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import hashlib
 import json
 import os
 import re
 import secrets
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -73,12 +70,13 @@ from reviews.services.nodes import node_confirm, node_dismiss  # noqa: E402
 from reviews.services.rounds import round_start  # noqa: E402
 from reviews.services.spaces import pull_request_upsert, space_get_or_create  # noqa: E402
 from reviews.services.verdicts import round_finalise  # noqa: E402
+from tests.bench.wsclient import HandshakeFailed  # noqa: E402
+from tests.bench.wsclient import WsClient as Socket  # noqa: E402
 from tests.fixtures import node_payload  # noqa: E402
 from workspaces.models import Membership, Repository  # noqa: E402
 from workspaces.services import workspace_create  # noqa: E402
 
 STREAMS = ("implementation", "quality", "security")
-WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 CONNECT_CONCURRENCY = 20  # daphne closes a socket not accepted within 5 s (its default)
 # figure → (goal, how it is compared): what "good enough" means for the live review page.
 GOALS = {
@@ -89,118 +87,33 @@ GOALS = {
 }
 
 
-# --- a minimal RFC 6455 client -------------------------------------------------------------
+# --- the page's websocket -------------------------------------------------------------------
 
 
-class Closed(Exception):
-    pass
-
-
-class WsClient:
-    """One websocket: text messages are timestamped on arrival and kept as marker checks."""
+class WsClient(Socket):
+    """One page's websocket: its first message is the sync, the others are timed updates."""
 
     def __init__(self, port: int, path: str, cookie: str) -> None:
-        self.port, self.path, self.cookie = port, path, cookie
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-        self.sync = asyncio.Event()
-        self.sync_bytes = 0
-        self.messages: list[tuple[float, str]] = []  # after the sync: (arrival, text)
-        self.closed = False
-        self.close_code: int | None = None  # from the server's close frame, if it sent one
-        self.task: asyncio.Task | None = None
+        cookie_pair = (settings.SESSION_COOKIE_NAME, cookie)
+        super().__init__(port, path, cookie_pair, clock=time.perf_counter)
 
-    async def connect(self) -> None:
-        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        key = base64.b64encode(secrets.token_bytes(16)).decode()
-        origin = f"http://127.0.0.1:{self.port}"
-        request = (
-            f"GET {self.path} HTTP/1.1\r\n"
-            f"Host: 127.0.0.1:{self.port}\r\n"
-            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-            f"Origin: {origin}\r\nCookie: {settings.SESSION_COOKIE_NAME}={self.cookie}\r\n\r\n"
-        )
-        self.writer.write(request.encode())
-        await self.writer.drain()
-        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-        status, *lines = head.split("\r\n")
-        if " 101 " not in f"{status} ":
-            raise Closed(f"handshake refused: {status}")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines)}
-        digest = hashlib.sha1((key + WS_GUID).encode()).digest()  # noqa: S324 — RFC 6455 says SHA-1
-        accept = base64.b64encode(digest).decode()
-        if headers.get("sec-websocket-accept") != accept:
-            raise Closed("bad Sec-WebSocket-Accept")
-        self.task = asyncio.create_task(self._read_loop())
+    @property
+    def sync(self) -> asyncio.Event:
+        return self.first
 
-    async def _frame(self) -> tuple[bool, int, bytes]:
-        assert self.reader is not None
-        b0, b1 = await self.reader.readexactly(2)
-        length = b1 & 0x7F
-        if length == 126:
-            (length,) = struct.unpack("!H", await self.reader.readexactly(2))
-        elif length == 127:
-            (length,) = struct.unpack("!Q", await self.reader.readexactly(8))
-        mask = await self.reader.readexactly(4) if b1 & 0x80 else None
-        data = await self.reader.readexactly(length)
-        if mask:  # servers must not mask, but be lenient
-            data = bytes(c ^ mask[i % 4] for i, c in enumerate(data))
-        return bool(b0 & 0x80), b0 & 0x0F, data
+    @property
+    def sync_bytes(self) -> int:
+        return len(self.messages[0][1].encode()) if self.messages else 0
 
-    async def _send(self, opcode: int, payload: bytes = b"") -> None:
-        assert self.writer is not None and len(payload) < 126
-        mask = secrets.token_bytes(4)
-        masked = bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
-        self.writer.write(bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + masked)
-        await self.writer.drain()
-
-    async def _read_loop(self) -> None:
-        parts: list[bytes] = []
-        try:
-            while True:
-                fin, opcode, data = await self._frame()
-                if opcode == 0x9:  # ping
-                    await self._send(0xA, data)
-                    continue
-                if opcode == 0x8:  # close
-                    self.close_code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else 1005
-                    break
-                if opcode in (0x0, 0x1, 0x2):
-                    parts.append(data)
-                    if not fin:
-                        continue
-                    text = b"".join(parts).decode("utf-8", "replace")
-                    parts = []
-                    arrived = time.perf_counter()
-                    if not self.sync.is_set():
-                        self.sync_bytes = len(text.encode())
-                        self.sync.set()
-                    else:
-                        self.messages.append((arrived, text))
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
-            pass
-        finally:
-            self.closed = True
-            self.sync.set()  # wake a waiter; `closed` tells it why
+    @property
+    def updates(self) -> list[tuple[float, str]]:
+        return self.messages[1:]
 
     def arrival_of(self, marker: str, after: float) -> float | None:
-        for arrived, text in self.messages:
+        for arrived, text in self.updates:
             if arrived >= after and marker in text:
                 return arrived
         return None
-
-    async def close(self) -> None:
-        if self.writer is None:
-            return
-        try:
-            if not self.closed:
-                await asyncio.wait_for(self._send(0x8, struct.pack("!H", 1000)), 2)
-        except (TimeoutError, ConnectionError, OSError):
-            pass
-        if self.task is not None:
-            self.task.cancel()
-        self.writer.close()
 
 
 # --- seeding and the server ----------------------------------------------------------------
@@ -313,7 +226,7 @@ async def run(
 ) -> dict:
     try:
         unversioned: int | str = await full_sync_bytes(port, space_id, cookie, args.timeout)
-    except (Closed, OSError, TimeoutError) as error:
+    except (HandshakeFailed, OSError, TimeoutError) as error:
         unversioned = repr(error)
     path = f"/ws/reviews/{space_id}/?v={version}"
     clients = [WsClient(port, path, cookie) for _ in range(args.clients)]
@@ -395,11 +308,11 @@ async def run(
         },
         # Each change is several events (the status, the axes and the verdict that follow it),
         # each a message to every socket.
-        "messages_per_client_per_change": round(len(live[0].messages) / args.changes, 1)
+        "messages_per_client_per_change": round(len(live[0].updates) / args.changes, 1)
         if live
         else None,
         "update_message_bytes_max": max(
-            (len(text.encode()) for c in live for _, text in c.messages), default=0
+            (len(text.encode()) for c in live for _, text in c.updates), default=0
         ),
         "changes": args.changes,
         "delay_ms": {

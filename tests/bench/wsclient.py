@@ -1,7 +1,8 @@
 """A minimal RFC 6455 client over asyncio streams, as the review page's htmx ws extension
 speaks it (no websocket library is a dependency): the handshake with the session cookie,
 unmasked server frames read, pings answered, a masked close. Every text message is kept with
-the wall-clock time (time.time()) it arrived, so it can be compared with database timestamps."""
+the time it arrived by `clock` (by default the wall clock, time.time(), to compare with database
+timestamps). Used by bench_burst and bench_ws_fanout."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import hashlib
 import secrets
 import struct
 import time
+from collections.abc import Callable
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -20,8 +22,15 @@ class HandshakeFailed(Exception):
 
 
 class WsClient:
-    def __init__(self, port: int, path: str, cookie: tuple[str, str]) -> None:
-        self.port, self.path, self.cookie = port, path, cookie
+    def __init__(
+        self,
+        port: int,
+        path: str,
+        cookie: tuple[str, str],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.port, self.path, self.cookie, self.clock = port, path, cookie, clock
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.first = asyncio.Event()  # the first message (the sync) arrived, or the socket closed
@@ -89,7 +98,7 @@ class WsClient:
                     if fin:
                         text = b"".join(parts).decode("utf-8", "replace")
                         parts = []
-                        self.messages.append((time.time(), text))
+                        self.messages.append((self.clock(), text))
                         self.first.set()
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass

@@ -21,7 +21,7 @@ import httpx
 import redis.asyncio as aioredis
 
 from tests.bench.burst.scenario import NAME, OWNER, WEBHOOK_SECRET, Fakes
-from tests.bench.burst.wsclient import HandshakeFailed, WsClient
+from tests.bench.wsclient import HandshakeFailed, WsClient
 from tests.fakes.github_server import pull_request_payload, sign
 
 VERSION = re.compile(r'id="live-version"[^>]*data-version="([0-9a-f]*)-(\d+)"')
