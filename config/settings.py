@@ -324,6 +324,11 @@ QUORUM_ROUND_TIMEOUT_SECONDS = envint("QUORUM_ROUND_TIMEOUT_SECONDS", 3 * 3600, 
 # How often a worker (or the embedded server) looks for stalled rounds: a lost task, a broker
 # restart, a dead worker. 0 turns the sweeper off. See docs/durability.md.
 QUORUM_SWEEP_SECONDS = envint("QUORUM_SWEEP_SECONDS", 15, minimum=0)
+# How many rounds are admitted into work at once, cluster-wide; the others wait, queued, in the
+# order they came, and a round that ends admits the oldest. About twice the workers' slots
+# (processes x concurrency) keeps every slot busy while each admitted round is near its end;
+# 0 admits every round at once (steps of all of them then interleave). See docs/durability.md.
+QUORUM_ROUNDS_AT_ONCE = envint("QUORUM_ROUNDS_AT_ONCE", 8, minimum=0)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 # Tenancy: a shared server is closed by default (the operator opens sign-up and workspace
 # creation, grants local roots per workspace); the single-user embedded default is open.

@@ -12,6 +12,7 @@ from reviews.domain.asking import ASK_LEASE
 from reviews.models import ThreadMessage
 from reviews.pipeline.asking_runs import ask_reviewer
 from reviews.pipeline.tasks import (
+    pipeline_admit_task,
     pipeline_advance_task,
     pipeline_recover_task,
     pipeline_step_task,
@@ -27,6 +28,7 @@ from reviews.sources.github_errors import GitHubError
 
 __all__ = [
     "check_run_sync_task",
+    "pipeline_admit_task",
     "pipeline_advance_task",
     "pipeline_recover_task",
     "pipeline_step_task",

@@ -119,6 +119,13 @@ class ReviewRound(models.Model):
     # Who holds the lease: a coordinator renews and releases only its own claim, never one a
     # second coordinator took after the first lost the database for longer than the lease.
     lease_token = models.CharField(max_length=32, blank=True)
+    # When a coordinator's message was last sent for it and not yet taken (a coordinator's
+    # claim clears it): the sweeper leaves a round whose message is still queued alone for a
+    # grace that grows with the queue (reviews/domain/admission.py).
+    advance_sent_at = models.DateTimeField(null=True, blank=True)
+    # Its place in the line of rounds waiting for admission, when not its own creation: a
+    # round that superseded an open one keeps that one's place (reviews/services/rounds.py).
+    queued_since = models.DateTimeField(null=True, blank=True)
     # What the stages found: classification, cohorts, consolidation, critic, panel, tokens, …
     stats = SchemaJSONField(schema=RoundStats, reads="model", default=dict, blank=True)
     # What the pipeline's stage gates are evaluated against, set by the prepare stage (null

@@ -24,14 +24,19 @@ OPEN_STATES = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
 
 
 def round_claim(round_id: int) -> str | None:
+    """Take the coordinator's lease; the message that asked was taken either way (a message
+    sent since, stamped later, stays counted as queued)."""
     now = timezone.now()
     token = uuid.uuid4().hex
     claimed = (
         ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + step_lease(), lease_token=token)
+        .update(lease_until=now + step_lease(), lease_token=token, advance_sent_at=None)
     )
-    return token if claimed == 1 else None
+    if claimed == 1:
+        return token
+    ReviewRound.objects.filter(pk=round_id, advance_sent_at__lte=now).update(advance_sent_at=None)
+    return None
 
 
 def round_renew(round_id: int, token: str) -> None:
@@ -65,7 +70,8 @@ def stage_enter(
     learned; `let_go`: it lets go of the lease too. 0 when the round was no longer open (or
     the lease no longer this coordinator's)."""
     if review_round.state != ReviewRound.State.RUNNING:
-        # The round's first stage is entered by the statement that moves it to running.
+        # A round not admitted by the bound (run_inline) enters its first stage by the
+        # statement that moves it to running; an admitted one was moved by its admission.
         # Conditional: a round superseded or cancelled since it was read keeps that state.
         learned = (
             {"stats": review_round.stats, "facts": review_round.facts}

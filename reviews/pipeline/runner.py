@@ -28,6 +28,14 @@ from reviews.domain.step_states import StepState
 from reviews.live.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import budget_runs, round_reads, stages
+from reviews.pipeline.admission import (
+    TERMINAL_STEP_STATES,
+    admit_waiting,
+    advance_not_sent,
+    advance_sent,
+    rounds_admit,
+    stalled_rounds,
+)
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.pipeline.gc_pause import collector_paused
 from reviews.pipeline.model_runs import ReviewerReads
@@ -52,13 +60,21 @@ from reviews.pipeline.template import PR_REVIEW_STAGES, Stage, gate_passes
 log = logging.getLogger(__name__)
 
 Dispatch = Callable[[str, int], None]  # ("advance" | "step", id)
-TERMINAL_STEP_STATES = (PipelineStep.State.DONE, PipelineStep.State.FAILED)
 
 
 def queue_dispatch(kind: str, object_id: int) -> None:
     """Queue work after commit: Celery in the full stack, a server thread when embedded.
-    Raises QueueUnavailable when the broker is down."""
+    Raises QueueUnavailable when the broker is down. A coordinator's message is stamped on its
+    round first (`advance_sent_at`), so the sweeper can tell it queued from lost."""
 
+    if kind == "advance":
+        advance_sent(object_id)
+        try:
+            enqueue("reviews.pipeline_advance", object_id)
+        except QueueUnavailable:
+            advance_not_sent(object_id)
+            raise
+        return
     enqueue("reviews.pipeline_advance" if kind == "advance" else "reviews.pipeline_step", object_id)
 
 
@@ -76,12 +92,17 @@ def celery_dispatch(kind: str, object_id: int) -> None:
 
 
 def advance(
-    round_id: int, *, dispatch: Dispatch = celery_dispatch, look_again: bool = True
+    round_id: int,
+    *,
+    dispatch: Dispatch = celery_dispatch,
+    look_again: bool = True,
+    admission: bool = True,
 ) -> ReviewRound | None:
     """Returns the round as the move that ended it left it (None while it is open, or when
     another coordinator holds it). `look_again=False`: no step of the round can end while this
     call runs (run_inline's dispatch only queues them for after it), so there is nothing to
-    look once more for."""
+    look once more for. `admission=False` (run_inline) starts a queued round without waiting
+    for a place among the rounds admitted at once."""
     for _ in range(3):
         token = round_claim(round_id)
         if token is None:
@@ -92,7 +113,7 @@ def advance(
             # Inline stages can outlast a lease (a large checkout, a lead pass): renew it, or the
             # sweeper would hand the round to a second coordinator meanwhile.
             with heartbeat(partial(round_renew, round_id, token), f"round-{round_id}"):
-                while (moved := _move(round_id, dispatch, token, seen)) == "again":
+                while (moved := _move(round_id, dispatch, token, seen, admission)) == "again":
                     pass
         finally:
             if moved != "let_go":
@@ -101,8 +122,13 @@ def advance(
         # (a round this move ended has nothing left to look for, nor steps dispatched once the
         # lease was let go).
         if seen and seen[-1].state not in OPEN_STATES:
+            if admission:
+                # Its place is free: the oldest waiting round takes it.
+                admit_waiting(dispatch)
             return seen[-1]
-        if moved in ("over", "let_go") or not look_again or not _stage_complete(round_id):
+        if moved in ("over", "let_go", "queued") or not look_again:
+            return None
+        if not _stage_complete(round_id):
             return None
     return None
 
@@ -154,13 +180,16 @@ def _stage_complete(round_id: int) -> bool:
 
 
 #: What a move left: "again" (move once more), "wait" (for steps, or for nothing this
-#: coordinator can tell), "over" (the round ended, as this move saw it) or "let_go" (its last
+#: coordinator can tell), "over" (the round ended, as this move saw it), "let_go" (its last
 #: statement let go of the lease: the one that entered a fan-out stage, whose steps then find
-#: the round free, or the finaliser's, which ended it).
-Moved = Literal["again", "wait", "over", "let_go"]
+#: the round free, or the finaliser's, which ended it) or "queued" (the round waits for a
+#: place among the rounds admitted at once; the round that frees one admits it).
+Moved = Literal["again", "wait", "over", "let_go", "queued"]
 
 
-def _move(round_id: int, dispatch: Dispatch, token: str, seen: list[ReviewRound]) -> Moved:
+def _move(
+    round_id: int, dispatch: Dispatch, token: str, seen: list[ReviewRound], admission: bool
+) -> Moved:
     """Move the stage machine as far as it goes without waiting: inline stages one after the
     other, up to a fan-out stage's steps or the end.
 
@@ -182,9 +211,27 @@ def _move(round_id: int, dispatch: Dispatch, token: str, seen: list[ReviewRound]
     )
     seen.append(review_round)
     # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
+    if (
+        admission
+        and review_round.state == ReviewRound.State.PENDING
+        and not _admitted(review_round, dispatch)
+    ):
+        return "queued"
     with round_reads.sharing(review_round):
         round_reads.keep_ledger(review_round, budget_runs.ledger_of(review_round))
         return _move_on(review_round, dispatch, token)
+
+
+def _admitted(review_round: ReviewRound, dispatch: Dispatch) -> bool:
+    """A queued round asks for a place among the rounds admitted at once (the oldest waiting
+    ones get the free places, which may be others: those are sent their coordinator). The
+    round found running, admitted by another coordinator, is moved on as admitted too."""
+    if _timed_out(review_round):
+        return False
+    running, others = rounds_admit(review_round)
+    for round_id in others:
+        dispatch("advance", round_id)
+    return running
 
 
 def _stopped(review_round: ReviewRound) -> Moved:
@@ -445,35 +492,15 @@ def _release_step(step_id: int, attempt: int) -> None:
         log.warning("step %s: claim not handed back; its lease lapses by itself", step_id)
 
 
-def stalled_rounds() -> list[int]:
-    """Open rounds nobody is moving: no live coordinator lease, and either a step that went
-    stale (its worker died, or its task never reached a worker) or no live step at all (the
-    coordinator's own task was lost, or never queued because the broker was down)."""
-    now = timezone.now()
-    lease = step_lease()
-    open_steps = PipelineStep.objects.filter(round=OuterRef("pk")).exclude(
-        state__in=TERMINAL_STEP_STATES
-    )
-    live = Q(state=PipelineStep.State.RUNNING, lease_until__gte=now) | Q(
-        state=PipelineStep.State.PENDING, updated_at__gte=now - lease
-    )
-    return list(
-        ReviewRound.objects.filter(state__in=OPEN_STATES)
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .filter(Exists(open_steps.exclude(live)) | ~Exists(open_steps.filter(live)))
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-
-
 def recover(*, dispatch: Dispatch = queue_dispatch) -> int:
     """Hand every stalled round back to a coordinator, whose `_recover_steps` re-sends its
-    stale steps. Idempotent: the leases make a duplicate harmless. The default dispatch raises
-    when the broker is down, so a sweep stops at the first refusal and the next one retries."""
+    stale steps, and admit waiting rounds into the places free. Idempotent: the leases make a
+    duplicate harmless. The default dispatch raises when the broker is down, so a sweep stops
+    at the first refusal and the next one retries. Returns the coordinators sent."""
     rounds = stalled_rounds()
     for round_id in rounds:
         dispatch("advance", round_id)
-    return len(rounds)
+    return len(rounds) + admit_waiting(dispatch)
 
 
 # -- running a round in this process (command line, benchmarks) ------------------------------
@@ -528,7 +555,9 @@ def run_inline(
             for run in runs:
                 run.result()
             if any(kind == "advance" for kind, _ in batch) or steps:
-                ended = advance(round_id, dispatch=dispatch, look_again=False) or ended
+                ended = (
+                    advance(round_id, dispatch=dispatch, look_again=False, admission=False) or ended
+                )
             if on_progress is None:
                 continue
             stage = ReviewRound.objects.values_list("stage", flat=True).get(pk=round_id)

@@ -6,8 +6,9 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
 from reviews.models import ReviewerStream
+from reviews.pipeline.admission import admit_waiting
 from reviews.pipeline.reviewer_runs import run_stream
-from reviews.pipeline.runner import advance_surviving, recover, run_step_surviving
+from reviews.pipeline.runner import advance_surviving, celery_dispatch, recover, run_step_surviving
 from reviews.pipeline.sweeper import start_sweeper, stop_sweeper
 from reviews.services.verdicts import round_finalise
 
@@ -22,6 +23,13 @@ def pipeline_advance_task(round_id: int) -> None:
 def pipeline_step_task(step_id: int) -> None:
 
     run_step_surviving(step_id)
+
+
+@shared_task(name="reviews.pipeline_admit", acks_late=True)
+def pipeline_admit_task() -> int:
+    """A running round was cancelled: the oldest waiting rounds take the free places."""
+
+    return admit_waiting(celery_dispatch)
 
 
 @shared_task(name="reviews.pipeline_recover")

@@ -24,7 +24,7 @@ from reviews.live.events import emit
 from reviews.models import ReviewerStream, ReviewRound, ReviewSpace
 from reviews.services.axes import axis_record
 from reviews.services.check_runs import check_run_enqueue
-from reviews.services.dispatch import round_enqueue
+from reviews.services.dispatch import round_enqueue, rounds_admit_enqueue
 from reviews.services.spaces import space_lock_for_move, space_reopen, space_status_refresh
 from reviews.services.streams import stream_transition
 from reviews.services.verdicts import verdict_follow
@@ -125,12 +125,17 @@ def round_cancel(
     with transaction.atomic():
         who = getattr(actor, "email", "") or getattr(actor, "label", "") or "a person"
         error = reason or f"Cancelled by {who}."
+        was_running = review_round.state == RoundState.RUNNING
         if not round_transition(review_round, RoundState.CANCELLED, error=error):
             current = ReviewRound.objects.get(pk=review_round.pk).state
             raise RoundConflict(
                 f"Round {review_round.number} is {state_label(current).lower()}: nothing to cancel."
             )
         _audit(review_round, actor, "review.cancelled", request)
+        if was_running:
+            # Its place among the rounds admitted at once is free: the oldest waiting round
+            # takes it (after commit; the sweeper does it if this message is lost).
+            rounds_admit_enqueue()
     review_round.refresh_from_db()
     return review_round
 
@@ -338,6 +343,11 @@ def round_start(
             base_sha=base_sha,
             tier=tier,
             original_request=given or locked.original_request,
+            # A push keeps the pull request's place in the line of rounds admitted at once
+            # (reviews/pipeline/admission.py): the round it replaced had waited, or started.
+            queued_since=(superseded.queued_since or superseded.created_at)
+            if superseded is not None
+            else None,
         )
         if superseded is not None:
             ReviewRound.objects.filter(pk=superseded.pk).update(superseded_by=review_round)

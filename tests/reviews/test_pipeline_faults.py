@@ -164,7 +164,7 @@ def test_a_redis_restart_mid_review_loses_and_duplicates_nothing(
     )
     assert finished.state == "finished", finished.error
     assert _node_set(finished) == expected
-    assert PipelineSweep.objects.get().last_swept_at is not None
+    assert PipelineSweep.objects.get(name="pipeline").last_swept_at is not None
 
 
 def test_database_connections_killed_mid_review_lose_and_duplicate_nothing(
@@ -228,8 +228,9 @@ def test_a_review_started_while_redis_is_down_answers_503_and_starts_when_it_ret
     assert page.status_code == 503
     assert b"the review is queued and will start when it returns" in page.content
     assert list(ReviewRound.objects.values_list("state", flat=True)) == ["pending"]
-    round_id = ReviewRound.objects.get().pk
-    assert stalled_rounds() == [round_id]
+    # Not stalled: queued, it waits for a place among the rounds admitted at once, which the
+    # sweeper gives it.
+    assert stalled_rounds() == []
 
     # The sweeper meets the dead broker, says so, and keeps ticking.
     sweeper = Sweeper(interval=0.3).start()
@@ -244,7 +245,8 @@ def test_a_review_started_while_redis_is_down_answers_503_and_starts_when_it_ret
             time.sleep(0.1)
     finally:
         sweeper.stop()
-    assert ReviewRound.objects.get().state == "pending"  # queued; a worker would now start it
+    # Admitted (running) and its coordinator's message queued; a worker would now move it.
+    assert ReviewRound.objects.get().state == "running"
 
 
 # -- the sweeper's choices, without workers --------------------------------------------------------
@@ -254,7 +256,9 @@ def test_one_sweep_per_interval_across_processes_unless_a_process_just_started(d
     assert take_turn(60)
     assert not take_turn(60)  # another worker, same interval: not its turn
     assert take_turn(60, force=True)  # a worker that just started recovers at once
-    PipelineSweep.objects.update(next_at=PipelineSweep.objects.get().next_at.replace(year=2000))
+    PipelineSweep.objects.filter(name="pipeline").update(
+        next_at=PipelineSweep.objects.get(name="pipeline").next_at.replace(year=2000)
+    )
     assert sweep_once(interval=60) == 0
 
 
@@ -266,9 +270,11 @@ def test_only_rounds_that_nobody_moves_are_stalled(review_factory, settings):
     settings.QUORUM_STEP_LEASE_SECONDS = 60
     now = timezone.now()
 
-    def round_with(*steps, lease=None):
+    def round_with(*steps, lease=None, sent=None):
         review_round = review_factory()  # a workspace (and so a space) of its own
-        ReviewRound.objects.filter(pk=review_round.pk).update(lease_until=lease)
+        ReviewRound.objects.filter(pk=review_round.pk).update(
+            state="running", lease_until=lease, advance_sent_at=sent
+        )
         for index, (state, lease_until, age) in enumerate(steps):
             step = PipelineStep.objects.create(
                 round=review_round, stage="reviewers", key=f"s{index}", state=state
@@ -285,12 +291,21 @@ def test_only_rounds_that_nobody_moves_are_stalled(review_factory, settings):
     worker_died = round_with(("running", earlier, 0), ("done", None, 500))
     message_lost = round_with(("running", later, 0), ("pending", None, 500))
     all_done_advance_lost = round_with(("done", None, 500))
+    advance_queued = round_with(("done", None, 500), sent=now)
+    advance_overdue = round_with(("done", None, 500), sent=now - timedelta(seconds=59))
     finished = round_with()
     ReviewRound.objects.filter(pk=finished).update(state="finished")
+    waiting = review_factory().pk  # queued: the sweeper admits it, it is not stalled
 
     stalled = set(stalled_rounds())
-    assert {never_queued, worker_died, message_lost, all_done_advance_lost} <= stalled
-    assert not stalled & {coordinator_alive, steps_alive, finished}
+    assert {
+        never_queued,
+        worker_died,
+        message_lost,
+        all_done_advance_lost,
+        advance_overdue,
+    } <= stalled
+    assert not stalled & {coordinator_alive, steps_alive, finished, advance_queued, waiting}
 
 
 def test_a_batch_records_its_steps_outcomes_together_each_on_its_own_claim(review_factory):
