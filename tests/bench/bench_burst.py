@@ -65,6 +65,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pg-port", type=int, default=5432)
     p.add_argument("--pg-user", default="postgres")
     p.add_argument("--keep", action="store_true", help="keep the database and the logs")
+    p.add_argument(
+        "--rounds-at-once",
+        type=int,
+        default=None,
+        help="QUORUM_ROUNDS_AT_ONCE of the stack (default: the setting's; 0: no bound)",
+    )
     args = p.parse_args(argv)
     if args.pushes is None:
         args.pushes = args.prs // 3
@@ -79,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     (scratch / "logs").mkdir()
     services = Services(args.database, args.pg_host, args.pg_port, args.pg_user, args.redis_url)
     env = base_env(services, scratch)
+    if args.rounds_at_once is not None:
+        env["QUORUM_ROUNDS_AT_ONCE"] = str(args.rounds_at_once)
     os.environ.update(env)
     import django
 
