@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from reviews.domain.admission import admit, message_overdue
+from reviews.domain.step_states import TERMINAL
 from reviews.models import PipelineStep, PipelineSweep, ReviewRound
 from reviews.pipeline.step_writes import step_lease
 from reviews.services.rounds import round_transition
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 TURN = "admission"
 #: Waiting rounds read per admission at most when there is no bound.
 UNBOUNDED_BATCH = 100
-TERMINAL_STEP_STATES = (PipelineStep.State.DONE, PipelineStep.State.FAILED)
+TERMINAL_STEP_STATES = tuple(s.value for s in TERMINAL)
 
 
 def rounds_admit(candidate: ReviewRound | None = None) -> tuple[bool, list[int]]:

@@ -24,7 +24,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from config.background import QueueUnavailable, enqueue
-from reviews.domain.step_states import StepState
+from reviews.domain.step_states import StepState, closed_outcome
 from reviews.live.events import emit
 from reviews.models import PipelineStep, ReviewRound
 from reviews.pipeline import budget_runs, round_reads, stages
@@ -355,6 +355,12 @@ def _round_closed(round_id: int) -> bool:
     return not ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES).exists()
 
 
+def _round_ended(round_id: int) -> str | None:
+    """The state the round ended in ("" when it is gone), or None while it is open."""
+    state = ReviewRound.objects.filter(pk=round_id).values_list("state", flat=True).first()
+    return None if state in OPEN_STATES else (state or "")
+
+
 def _recover_steps(review_round: ReviewRound, stage: Stage, dispatch: Dispatch) -> int:
     """Steps whose worker died (lease lapsed) or that were never picked up go out again.
     Returns how many steps of the stage are still open (read in the same query)."""
@@ -406,7 +412,8 @@ def _run_claimed(
     step_id = step.pk
     attempt = step.attempts  # the claim's token: ours until the lease we just took lapses
     if step.round.state not in OPEN_STATES:
-        finish(step, attempt, PipelineStep.State.FAILED, error=f"round {step.round.state}")
+        # Superseded or cancelled, not failed: nothing went wrong with the step.
+        finish(step, attempt, closed_outcome(step.round.state), error=f"round {step.round.state}")
         return
     try:
         with heartbeat(partial(_renew_step, step_id, attempt), f"lease-{step_id}"):
@@ -415,13 +422,14 @@ def _run_claimed(
         _release_step(step_id, attempt)
         raise
     except Exception as exc:
-        if _round_closed(step.round_id):
+        outcome = StepState.FAILED
+        ended_as = _round_ended(step.round_id)
+        if ended_as is not None:
             log.info("step %s stopped: its round ended meanwhile (%s)", step, exc)
+            outcome = closed_outcome(ended_as)
         else:
             log.exception("step %s failed", step)
-        finished = finish(
-            step, attempt, PipelineStep.State.FAILED, error=str(exc) or type(exc).__name__
-        )
+        finished = finish(step, attempt, outcome, error=str(exc) or type(exc).__name__)
     else:
         finished = finish(step, attempt, PipelineStep.State.DONE, result=result or {})
     if finished:

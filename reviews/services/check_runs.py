@@ -6,8 +6,9 @@ reads the round as it is now and makes GitHub show that, so late or repeated tas
 Exactly one check run per round: the round is claimed before the create (committed first), the
 run's id is recorded once GitHub answers, and a claimed round whose answer was lost looks for
 its run by name and external id before it would create another. Syncs of one round are
-serialised by a PostgreSQL advisory lock. With a token instead of an app, a `quorum` commit
-status carries the same outcome. Local repositories post nothing.
+serialised by a PostgreSQL advisory lock, and a transaction queues at most one sync of a round.
+With a token instead of an app, a `quorum` commit status carries the same outcome. Local
+repositories post nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -52,18 +54,29 @@ def check_run_enqueue(review_round: ReviewRound) -> None:
     inline, and only for rounds that have a GitHub check."""
     if not check_run_wanted(review_round):
         return
+    # One sync per round and transaction: it reads the round as committed, so a second one
+    # (a round that finishes moves its state and decides its verdict in one transaction) would
+    # only find GitHub already told. A sync queued inside a savepoint that rolled back is gone
+    # from the list, so the next change queues its own.
+    pending = transaction.get_connection().run_on_commit
+    if any(_SyncAfterCommit(review_round.pk) == queued for _, queued, *_ in pending):
+        return
+    transaction.on_commit(_SyncAfterCommit(review_round.pk))
 
-    # A second sync queued by the same transaction is harmless: each reads the round as
-    # committed, and they run one at a time.
-    def submit() -> None:
+
+@dataclass(frozen=True, slots=True)
+class _SyncAfterCommit:
+    """The round's check sync, queued once the transaction commits."""
+
+    round_id: int
+
+    def __call__(self) -> None:
         try:
-            submit_now("reviews.check_run_sync", review_round.pk)
+            submit_now("reviews.check_run_sync", self.round_id)
         except QueueUnavailable as exc:
             # The check shows the previous state until the round changes again (the sweeper
             # does not re-sync checks).
-            log.warning("check run of %s waits for the task queue: %s", review_round, exc)
-
-    transaction.on_commit(submit)
+            log.warning("check run of round %s waits for the task queue: %s", self.round_id, exc)
 
 
 def check_run_record(

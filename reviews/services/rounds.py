@@ -28,7 +28,7 @@ from reviews.services.dispatch import round_enqueue, rounds_admit_enqueue
 from reviews.services.spaces import space_lock_for_move, space_reopen, space_status_refresh
 from reviews.services.streams import stream_transition
 from reviews.services.verdicts import verdict_follow
-from reviews.services.worktrees import worktrees_release_after_commit
+from reviews.services.worktrees import worktrees_release_after_commit, worktrees_release_earlier
 
 SUBMITTABLE_AXES = (t.AxisName.VISUAL, t.AxisName.PERFORMANCE, t.AxisName.API_CONTRACT)
 
@@ -113,6 +113,9 @@ def round_transition(
         emit(review_round.space_id, "review.round_state", state=to.value)
         # ... and what its GitHub check shows (after commit, in a task).
         check_run_enqueue(review_round)
+        if to is RoundState.FINISHED:
+            # The pull request's verdict is now about this head: earlier heads' checkouts go.
+            worktrees_release_earlier(review_round=review_round)
     for name, value in {**fields, **also}.items():
         setattr(review_round, name, value)
     return True

@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from reviews.domain.round_states import RoundState
 from reviews.models import ReviewRound
 from reviews.services.github import github_client
 from reviews.sources.worktrees import WorktreeManager
@@ -73,3 +74,22 @@ def worktrees_release_after_commit(*, space_id: int, round_numbers: list[int]) -
                 log.exception("could not remove worktree %s/%s", space_id, number)
 
     transaction.on_commit(release)
+
+
+def worktrees_release_earlier(*, review_round: ReviewRound) -> list[int]:
+    """A round just finished (in the caller's transaction): the checkouts of the space's
+    earlier rounds that have ended go once it commits. Their heads are no longer what the pull
+    request's verdict is about; a round still open keeps its checkout, and so does the round
+    that finished. A reader that needs an earlier round's code later (a question on one of its
+    findings) checks it out again (`round_worktree` makes what is missing). Returns the round
+    numbers released."""
+    numbers = list(
+        ReviewRound.objects.filter(
+            space_id=review_round.space_id,
+            number__lt=review_round.number,
+            state__in=[s.value for s in RoundState if s.terminal],
+        ).values_list("number", flat=True)
+    )
+    if numbers:
+        worktrees_release_after_commit(space_id=review_round.space_id, round_numbers=numbers)
+    return numbers

@@ -12,11 +12,13 @@ import time
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from django.db import transaction
 
 from guardrails.models import ActionPolicy, AuditEvent
 from guardrails.services.policies import policy_update
 from reviews.domain.round_states import RoundState
 from reviews.models import ReviewRound
+from reviews.services.check_runs import check_run_enqueue
 from reviews.services.node_recording import node_record
 from reviews.services.nodes import node_dismiss
 from reviews.services.rounds import round_cancel, round_start, round_transition
@@ -283,6 +285,55 @@ def test_a_verdict_re_decided_to_the_same_result_writes_its_status_once(
     statuses = fake_github.statuses("acme", "app")
     assert [s["state"] for s in statuses] == ["pending", "failure"]
     assert AuditEvent.objects.filter(action="checkRun.executed").count() == 2
+
+
+def _syncs_of(review_round: ReviewRound, callbacks) -> int:
+    """The check syncs among the callbacks a transaction queued for after its commit."""
+    return sum(
+        getattr(c, "round_id", review_round.pk) == review_round.pk
+        and "check_run" in f"{getattr(c, '__qualname__', '')} {type(c).__module__}"
+        for c in callbacks
+    )
+
+
+@pytest.mark.django_db(transaction=True)  # each transaction commits, as in production
+def test_a_round_that_finishes_queues_one_sync_of_its_status(
+    pull, fake_github, settings, django_capture_on_commit_callbacks
+):
+    """The round's move to finished and its first verdict, in the finaliser's one transaction,
+    each ask for a sync: one is queued (the burst ran a second one per round that found
+    GitHub already told), and it posts the verdict once."""
+    use_fake_github(settings, fake_github)
+    repository, head, _ = pull
+    review_round = _round(repository, head)
+    assert round_transition(review_round, RoundState.RUNNING)
+    _sync(review_round)
+    with transaction.atomic():
+        with django_capture_on_commit_callbacks() as callbacks:
+            _finish(review_round, "P0")
+        assert _syncs_of(review_round, callbacks) == 1
+    _sync(review_round)  # what the one queued task does (no worker runs here)
+    assert [s["state"] for s in fake_github.statuses("acme", "app")] == ["pending", "failure"]
+    assert AuditEvent.objects.filter(action="checkRun.executed").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sync_queued_in_a_rolled_back_savepoint_is_queued_again(
+    pull, fake_github, settings, django_capture_on_commit_callbacks
+):
+    use_fake_github(settings, fake_github)
+    repository, head, _ = pull
+    review_round = _round(repository, head)
+    with transaction.atomic(), django_capture_on_commit_callbacks() as callbacks:
+        try:
+            with transaction.atomic():
+                check_run_enqueue(review_round)
+                raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+        check_run_enqueue(review_round)
+        check_run_enqueue(review_round)
+    assert _syncs_of(review_round, callbacks) == 1
 
 
 def test_a_workspace_that_denies_check_runs_posts_nothing(

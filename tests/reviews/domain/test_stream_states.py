@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reviews.domain import step_states, stream_states
+from reviews.domain.round_states import RoundState
 from reviews.domain.step_states import StepState
 from reviews.domain.stream_states import StreamState
 from reviews.models import PipelineStep, ReviewerStream
@@ -20,7 +21,13 @@ def test_the_tables_cover_the_model_states() -> None:
     assert {s.value for s in StepState} == set(PipelineStep.State.values)
     assert set(step_states.TRANSITIONS) == set(StepState)
     assert [s for s in StreamState if s.terminal] == [StreamState.DONE]
-    assert {s for s in StepState if s.terminal} == {StepState.DONE, StepState.FAILED}
+    assert {s for s in StepState if s.terminal} == {
+        StepState.DONE,
+        StepState.FAILED,
+        StepState.SUPERSEDED,
+        StepState.CANCELLED,
+    }
+    assert set(step_states.TERMINAL) == {s for s in StepState if s.terminal}
 
 
 @given(streams, streams)
@@ -56,3 +63,16 @@ def test_step_sources_are_the_inverse_of_the_table(new: StepState) -> None:
     assert step_states.sources_of(new) == {
         old for old in StepState if step_states.may_move(old, new)
     }
+
+
+@given(st.sampled_from(list(RoundState)))
+def test_a_step_of_an_ended_round_ends_as_its_round_did(ended: RoundState) -> None:
+    """Superseded and cancelled rounds leave their steps superseded and cancelled; only a
+    failed round (or one that ended otherwise) leaves them failed."""
+    outcome = step_states.closed_outcome(ended)
+    assert outcome.terminal and outcome is not StepState.DONE
+    assert step_states.may_move(StepState.RUNNING, outcome)
+    if ended in (RoundState.SUPERSEDED, RoundState.CANCELLED):
+        assert outcome.value == ended.value
+    else:
+        assert outcome is StepState.FAILED
