@@ -96,10 +96,26 @@ TEMPLATES = [
 
 # The database password apart from the URL (DATABASE_PASSWORD_FILE: a Docker/K8s secret).
 DATABASE_PASSWORD = envsecret("DATABASE_PASSWORD")
+# Each process keeps a pool of at most QUORUM_DB_POOL_MAX connections (psycopg's pool, checked
+# before each use): a request, a task or a tool call takes one and gives it back when it ends,
+# and a step gives its own back while it waits on the model. 0 turns the pool off (a connection
+# per request and per task, e.g. behind PgBouncer). Sizing: docs/operations.md.
+QUORUM_DB_POOL_MAX = envint("QUORUM_DB_POOL_MAX", 6, minimum=0)
+QUORUM_DB_POOL_MIN = envint("QUORUM_DB_POOL_MIN", 1, minimum=0)
+QUORUM_DB_POOL_TIMEOUT = envint("QUORUM_DB_POOL_TIMEOUT", 30, minimum=1)
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
     if DATABASE_PASSWORD:
         DATABASES["default"]["PASSWORD"] = DATABASE_PASSWORD
+    if QUORUM_DB_POOL_MAX:
+        # Checked as the pool hands it out: a connection PostgreSQL dropped (a restart,
+        # pg_terminate_backend) is replaced before anyone gets it.
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(QUORUM_DB_POOL_MIN, QUORUM_DB_POOL_MAX),
+            "max_size": QUORUM_DB_POOL_MAX,
+            "timeout": QUORUM_DB_POOL_TIMEOUT,
+        }
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -155,6 +171,11 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ACKS_LATE = True  # tasks are idempotent: redelivery after a crash is safe
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker runs its tasks on threads, not in forked processes: a step spends most of its time
+# waiting on the model, and a thread waiting costs little (the model calls of all its threads
+# are limited together below). One process per core serves tens of steps at once.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = envint("QUORUM_WORKER_THREADS", 16, minimum=1)
 # A message a dead worker held comes back after this long. Steps renew their own lease while
 # they run, so a redelivered duplicate of a live step finds it taken and does nothing.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -329,6 +350,13 @@ QUORUM_SWEEP_SECONDS = envint("QUORUM_SWEEP_SECONDS", 15, minimum=0)
 # (processes x concurrency) keeps every slot busy while each admitted round is near its end;
 # 0 admits every round at once (steps of all of them then interleave). See docs/durability.md.
 QUORUM_ROUNDS_AT_ONCE = envint("QUORUM_ROUNDS_AT_ONCE", 8, minimum=0)
+# How often a process with model calls in flight looks whether their rounds ended (superseded,
+# cancelled), to stop them (reviews/pipeline/model_waits.py).
+QUORUM_STOP_POLL_SECONDS = envint("QUORUM_STOP_POLL_SECONDS", 1, minimum=1)
+# Model calls one process has in flight at once, in all and per provider endpoint; a 429 is
+# waited out and sent again (reviews/agents/call_limits.py).
+QUORUM_MODEL_CALLS_PER_PROCESS = envint("QUORUM_MODEL_CALLS_PER_PROCESS", 32, minimum=1)
+QUORUM_MODEL_CALLS_PER_PROVIDER = envint("QUORUM_MODEL_CALLS_PER_PROVIDER", 16, minimum=1)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 # Tenancy: a shared server is closed by default (the operator opens sign-up and workspace
 # creation, grants local roots per workspace); the single-user embedded default is open.

@@ -1,5 +1,8 @@
 from django.apps import AppConfig
+from django.conf import settings
 from django.core.signals import request_started
+
+from reviews.agents import call_limits
 
 
 def _sweep_when_serving(sender, **kwargs) -> None:
@@ -25,4 +28,8 @@ class ReviewsConfig(AppConfig):
 
         approval_actions_register()
         repository_listeners_register()
+        call_limits.configure(
+            per_process=settings.QUORUM_MODEL_CALLS_PER_PROCESS,
+            per_provider=settings.QUORUM_MODEL_CALLS_PER_PROVIDER,
+        )
         request_started.connect(_sweep_when_serving, dispatch_uid="reviews-embedded-sweeper")

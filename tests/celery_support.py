@@ -79,12 +79,14 @@ class Workers:
             "QUORUM_WORKTREE_ROOT": str(self.tmp_path / "worktrees"),
             "QUORUM_LOCAL_REPO_ROOTS": str(self.tmp_path),
             **scenario.model_env(self.fake_model),
+            "QUORUM_WORKER_THREADS": "4",
             **extra_env,
         }
+        # The production command (docker/compose.yaml): threads from the settings.
         return subprocess.Popen(
             [
                 *(sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", self.queue),
-                *("--concurrency", "4", "--loglevel", "INFO", "--without-gossip"),
+                *("--loglevel", "INFO", "--without-gossip"),
                 *("--without-mingle", "--hostname", f"w{name}-{self.queue}@%h"),
             ],
             cwd=ROOT,

@@ -63,6 +63,8 @@ def prepare_from_template(
         if (rebuild and not made_in_run.exists()) or not store.exists():
             migrate(False)
             connection.close()
+            if getattr(connection, "pool", None) is not None:
+                connection.close_pool()  # its idle connections would keep the copy from starting
             store.keep(test_name)
             for earlier in made_in_run.parent.glob(f"quorum-test-template-{digest}.*"):
                 if earlier.suffix != ".lock":

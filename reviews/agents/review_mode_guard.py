@@ -46,6 +46,7 @@ class ReviewModeGuard(AbstractCapability[Any]):
     # The last request body sent (the HTTP client's hook keeps it): counted only when its
     # response carries no usage, so a provider that reports usage costs no counting.
     sent: bytes = b""
+    unanswered: bool = False  # a request went out and its answer has not come back
     answer: Answer | None = None  # the shape the run ends with, if any
     turn_budget: int | None = None  # model calls the run may make (None: the config's limit)
 
@@ -76,14 +77,25 @@ class ReviewModeGuard(AbstractCapability[Any]):
         ]
 
     async def keep_sent(self, request: httpx.Request) -> None:
+        self.unanswered = True
         try:
             self.sent = request.content
         except httpx.RequestNotRead:  # a streamed body: nothing to count
             self.sent = b""
 
+    def count_unanswered(self) -> None:
+        """A run stopped while a request was out: the provider has it and bills its input, so
+        it counts as a call (its input counted here, nothing of an answer)."""
+        if self.unanswered:
+            self.unanswered = False
+            self.usage["input"] += request_tokens(self.sent)
+            self.usage["local"] += 1
+            self.usage["requests"] += 1
+
     async def after_model_request(
         self, ctx: Any, *, request_context: Any, response: ModelResponse
     ) -> ModelResponse:
+        self.unanswered = False
         reported = response.usage
         if reported.input_tokens or reported.output_tokens:
             self.usage["input"] += reported.input_tokens

@@ -41,17 +41,14 @@ Rules it enforces:
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ValidationError
 from pydantic_ai import Agent, ModelRetry, RunContext, TextOutput, Tool, ToolOutput
 from pydantic_ai._function_schema import FunctionSchema
@@ -64,7 +61,9 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.messages import (
     CachePoint,
 )
+from pydantic_ai.usage import UsageLimits
 
+from reviews.agents.call_limits import LimitedTransport, StopToken, limited_transport
 from reviews.agents.codetools import CodeTools
 from reviews.agents.mode import ReviewMode
 from reviews.agents.model_errors import ModelRunError, PermanentModelError, classify_error
@@ -143,12 +142,28 @@ def _hooks(on_request: Any) -> dict[str, list[Any]]:
     return {"request": [on_request]} if on_request is not None else {}
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One TLS context for every model client of the process. Building one reads the CA bundle
-    (about 30 ms of CPU), and a round builds a client per run: a reviewer, each lens. The
-    context holds no connection, so clients on different event loops share it safely."""
-    return httpx.create_ssl_context()
+def _transport(config: ModelConfig, default_url: str) -> LimitedTransport:
+    return limited_transport(config.provider, config.base_url or default_url)
+
+
+async def _stoppable[T](run: Coroutine[Any, Any, T], stop: StopToken | None, built: Any) -> T:
+    """`run` as a task `stop` may cancel from any thread; then a `ModelRunError` "stopped"."""
+    task = asyncio.ensure_future(run)
+    if stop is None:
+        return await task
+    stop.bind(task)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if not stop.stopped or (current is not None and current.cancelling()):
+            raise  # not ours: the caller itself is being cancelled
+        built.guard.count_unanswered()  # the provider got it: it is paid for
+        stopped = PermanentModelError(f"stopped: {stop.reason}", kind="stopped")
+        stopped.usage = _spent(built.guard)
+        raise stopped from None
+    finally:
+        stop.unbind(task)
 
 
 class ModelRuntime:
@@ -210,7 +225,8 @@ class ModelRuntime:
                 max_retries=0,
                 timeout=config.timeout,
                 http_client=DefaultAsyncHttpxClient(
-                    verify=_tls_context(), event_hooks=_hooks(on_request)
+                    transport=_transport(config, "https://api.openai.com/v1"),
+                    event_hooks=_hooks(on_request),
                 ),
             )
             return OpenAIChatModel(
@@ -226,7 +242,10 @@ class ModelRuntime:
             base_url=config.base_url,
             max_retries=0,
             timeout=config.timeout,
-            http_client=AnthropicHttpxClient(verify=_tls_context(), event_hooks=_hooks(on_request)),
+            http_client=AnthropicHttpxClient(
+                transport=_transport(config, "https://api.anthropic.com"),
+                event_hooks=_hooks(on_request),
+            ),
         )
         return AnthropicModel(
             config.model, provider=AnthropicProvider(anthropic_client=anthropic_client)
@@ -247,13 +266,15 @@ class ModelRuntime:
         answer: Answer | None = None,
         shared_prompt: str = "",
         turn_budget: int | None = None,
+        stop: StopToken | None = None,
     ) -> RunOutcome:
         """One reviewer run. `shared_prompt` is user content every run of the stage shares (the
         change, the diff): it goes first, `user_prompt` (this run's own brief) after it, so
         the runs' requests share one prefix a provider caches. Raises `ModelRunError` (see
         `retryable`) when it cannot finish; with `answer`, a reply that never validated is an
         abstention, not an error, and so is a run that used its `turn_budget` (model calls;
-        its last request says it is the last) without answering: what it recorded stands."""
+        its last request says it is the last) without answering: what it recorded stands.
+        `stop`: see `_stoppable` (its request in flight is counted as spent)."""
         built = self.build_agent(
             api_key=api_key,
             tools=tools,
@@ -272,12 +293,9 @@ class ModelRuntime:
             # The cache mark ends the shared prefix (Anthropic; other providers drop it).
             prompt = [clean_shared, CachePoint(), clean_user]
         answer_error = ""
-        limits = self.config.usage_limits()
-        if turn_budget is not None and answer is not None:
-            built.guard.turn_budget = turn_budget
-            limits = replace(limits, request_limit=min(turn_budget, self.config.request_limit))
+        limits = self._limits(built, turn_budget if answer is not None else None)
         try:
-            result = await built.agent.run(prompt, usage_limits=limits)
+            result = await _stoppable(built.agent.run(prompt, usage_limits=limits), stop, built)
         except UsageLimitExceeded as exc:
             spent_turns = built.guard.usage["requests"]
             if built.guard.turn_budget is None or spent_turns < built.guard.turn_budget:
@@ -293,6 +311,8 @@ class ModelRuntime:
                 raise error from exc
             result, answer_error = None, _answer_error(exc)
         except Exception as exc:
+            if isinstance(exc, ModelRunError):
+                raise  # stopped
             error = self._failed(exc)
             error.usage = _spent(built.guard)
             raise error from exc
@@ -313,6 +333,14 @@ class ModelRuntime:
             malformed_calls=dict(built.guard.malformed),
         )
 
+    def _limits(self, built: ReviewerAgent, turn_budget: int | None) -> UsageLimits:
+        """The run's limits: the config's, and its turn budget (the guard tells the last turn)."""
+        limits = self.config.usage_limits()
+        if turn_budget is None:
+            return limits
+        built.guard.turn_budget = turn_budget
+        return replace(limits, request_limit=min(turn_budget, self.config.request_limit))
+
     @staticmethod
     def _failed(exc: BaseException) -> ModelRunError:
         error = classify_error(exc)
@@ -332,6 +360,7 @@ class ModelRuntime:
         answer: Answer | None = None,
         shared_prompt: str = "",
         turn_budget: int | None = None,
+        stop: StopToken | None = None,
     ) -> RunOutcome:
         """`run` for synchronous callers (Celery tasks); not for use inside an event loop."""
         return asyncio.run(
@@ -346,6 +375,7 @@ class ModelRuntime:
                 answer=answer,
                 shared_prompt=shared_prompt,
                 turn_budget=turn_budget,
+                stop=stop,
             )
         )
 

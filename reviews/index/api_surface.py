@@ -216,7 +216,7 @@ def _read_surface(files: Mapping[str, str]) -> tuple[dict[str, Export], list[str
         language = language_for(path)
         if language == "rust":
             continue  # read per crate, from its lib.rs, below
-        tree = _parser(language).parse(files[path].encode("utf-8", "replace"))
+        tree = _parser(language or "").parse(files[path].encode("utf-8", "replace"))
         if tree.root_node.has_error:
             errors[path] = f"{path}: syntax errors, exports may be incomplete"
         if language == "java":

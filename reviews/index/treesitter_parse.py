@@ -11,7 +11,6 @@ reflects it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 
 import tree_sitter as ts
 
@@ -36,37 +35,7 @@ from reviews.index.model import (
     text_digest,
 )
 from reviews.index.rust_paths import mod_paths, rust_callee
-
-
-@cache
-def _parser(language: str) -> ts.Parser:
-    if language == "javascript":
-        import tree_sitter_javascript as grammar
-
-        capsule = grammar.language()
-    elif language == "typescript":
-        import tree_sitter_typescript as grammar_ts
-
-        capsule = grammar_ts.language_typescript()
-    elif language == "tsx":
-        import tree_sitter_typescript as grammar_tsx
-
-        capsule = grammar_tsx.language_tsx()
-    elif language == "go":
-        import tree_sitter_go as grammar_go
-
-        capsule = grammar_go.language()
-    elif language == "java":
-        import tree_sitter_java as grammar_java
-
-        capsule = grammar_java.language()
-    elif language == "rust":
-        import tree_sitter_rust as grammar_rust
-
-        capsule = grammar_rust.language()
-    else:
-        raise ValueError(f"no tree-sitter grammar for {language!r}")
-    return ts.Parser(ts.Language(capsule))
+from reviews.index.treesitter_grammars import parser as _parser
 
 
 def parse_with_treesitter(path: str, text: str, language: str) -> FileRecord:

@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from reviews.agents.call_limits import StopToken
 from reviews.agents.model_errors import ModelRunError
 from reviews.agents.model_run_types import (
     Answer,
@@ -36,7 +37,8 @@ from reviews.models import ReviewerStream, ReviewRound
 from reviews.pipeline import budget_runs
 from reviews.pipeline.attempts import reset_stream
 from reviews.pipeline.faults import retry_db
-from reviews.pipeline.prompting import memory_hints, shared_brief
+from reviews.pipeline.model_waits import release_connection, round_stop
+from reviews.pipeline.prompting import SharedBrief, memory_hints, shared_brief
 from reviews.pipeline.tool_adapters import review_tools
 from reviews.services.model_calls import config_key, missing_key, runtime_model
 from reviews.services.round_files import round_changed_files
@@ -144,14 +146,17 @@ def round_model_answer(
         return None
     model, api_key = resolved
     try:
-        outcome = ModelRuntime(model).run_sync(
-            api_key=api_key,
-            system_prompt=system_prompt,
-            user_prompt=user_prompt,
-            tools=ReviewTools(),
-            name=name,
-            answer=answer,
-        )
+        with round_stop(review_round.pk) as stop:
+            release_connection()  # not held while the model answers
+            outcome = ModelRuntime(model).run_sync(
+                api_key=api_key,
+                system_prompt=system_prompt,
+                user_prompt=user_prompt,
+                tools=ReviewTools(),
+                name=name,
+                answer=answer,
+                stop=stop,
+            )
     except ModelRunError as exc:
         spent(review_round, role=role, name=name, model=model, usage=exc.usage, failed=True)
         raise
@@ -358,6 +363,8 @@ class _ReviewerRun:
                 self.charge(exc.usage, failed=True)
                 if self.lost:
                     raise self.lost[0] from exc
+                if exc.kind == "stopped":
+                    raise  # the round ended: no second attempt, nothing to record as failed
                 last_error = f"attempt {attempt}: {exc}"
                 if exc.kind == "budget":
                     break  # a second attempt would spend what the budget does not have
@@ -386,6 +393,13 @@ class _ReviewerRun:
         review_round = stream.round
         shared = shared_brief(review_round, self.files, narrowed=narrowed)
         self.turn_budget += REVIEWER_TURNS
+        with round_stop(review_round.pk) as stop:
+            release_connection()  # not held while the model answers; the tools take their own
+            return self._run(shared, narrowed=narrowed, stop=stop)
+
+    def _run(self, shared: SharedBrief, *, narrowed: bool, stop: StopToken) -> RunOutcome:
+        stream = self.stream
+        review_round = stream.round
         return self.runtime.run_sync(
             api_key=self.api_key,
             system_prompt=REVIEWER_SYSTEM_PROMPT,
@@ -403,6 +417,7 @@ class _ReviewerRun:
             name=stream.name,
             answer=closing_answer(stream),
             turn_budget=REVIEWER_TURNS,
+            stop=stop,
         )
 
     def record_done(self, outcome: RunOutcome) -> None:

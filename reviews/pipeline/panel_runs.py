@@ -9,8 +9,9 @@ import asyncio
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from reviews.agents.call_limits import StopToken
 from reviews.agents.codetools import CodeTools
-from reviews.agents.model_errors import ModelRunError
+from reviews.agents.model_errors import ModelRunError, PermanentModelError
 from reviews.agents.model_run_types import Answer, ModelConfig, ReviewTools, RunOutcome
 from reviews.agents.prompts import VERIFIER_PANEL, verifier_lens_brief
 from reviews.agents.runtime import ModelRuntime
@@ -25,6 +26,7 @@ from reviews.models import ReviewNode, ReviewRound
 from reviews.pipeline import budget_runs
 from reviews.pipeline.faults import retry_db
 from reviews.pipeline.model_runs import spent_all
+from reviews.pipeline.model_waits import release_connection, round_stop
 from reviews.pipeline.prompting import finding_code, findings_prompt
 from reviews.services.model_calls import runtime_model
 from reviews.services.node_panel import node_panel_apply
@@ -81,7 +83,7 @@ def verify_group(
             code=CodeTools(root, changed_files=parse_unified_diff(review_round.diff))
         )
 
-    async def lens_run(lens: str, group: list[tuple[str, ReviewNode]]):
+    async def lens_run(lens: str, group: list[tuple[str, ReviewNode]], stop: StopToken):
         # The panel's rules and the group come first, alike for the lenses given the same
         # group (a prefix the provider caches); the lens's own paragraph last.
         return await runtime.run(
@@ -92,15 +94,22 @@ def verify_group(
             tools=tools(group),
             name=f"lens-{lens}",
             answer=LENS_ANSWER,
+            stop=stop,
         )
 
-    async def panel():
+    async def panel(stop: StopToken):
         return await asyncio.gather(
-            *(lens_run(lens, group) for lens, group in asked.items()), return_exceptions=True
+            *(lens_run(lens, group, stop) for lens, group in asked.items()),
+            return_exceptions=True,
         )
 
-    answers, calls = _lens_answers(nodes, asked, asyncio.run(panel()), model)
+    with round_stop(review_round.pk) as stop:
+        release_connection()  # not held while the lenses answer
+        answered = asyncio.run(panel(stop))
+    answers, calls = _lens_answers(nodes, asked, answered, model)
     spent_all(review_round, calls)
+    if stop.stopped:
+        raise PermanentModelError(f"stopped: {stop.reason}", kind="stopped")
     outcomes = retry_db(
         lambda: node_panel_apply(nodes=nodes, answers=answers),
         what=f"panel on nodes {', '.join(str(n.pk) for n in nodes)}",

@@ -59,6 +59,8 @@ def heartbeat(renew: Callable[[], None], name: str):
                 except CONNECTION_ERRORS as exc:
                     log.warning("%s: lease not renewed (%s); trying again", name, exc)
                     reset_connection()
+                finally:
+                    connections.close_all()  # not held (a pool's) between beats
         finally:
             connections.close_all()
 

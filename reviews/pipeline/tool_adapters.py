@@ -21,6 +21,7 @@ from reviews.domain.redaction import redact_text
 from reviews.models import ReviewerStream
 from reviews.pipeline.faults import CONNECTION_ERRORS, retry_db
 from reviews.pipeline.inputs import file_text, line_counter
+from reviews.pipeline.model_waits import release_connection
 from reviews.services.node_recording import node_record
 from reviews.services.notes import note_record
 from reviews.sources.diffs import ChangedFile
@@ -45,6 +46,8 @@ def review_tools(
         except CONNECTION_ERRORS as exc:
             lost.append(exc)
             raise
+        finally:
+            release_connection()  # the tool's thread goes back to waiting on the model
 
     def add_review_node(payload: dict) -> str:
         result = durable(

@@ -3,9 +3,10 @@ Redis; issue 42).
 
 Starts the full stack as production runs it: a PostgreSQL database of its own (created, then
 dropped: `--database`), a Redis database of its own (`--redis-url`, refused if someone else's
-keys are in it, flushed at the end), daphne, and `--workers` Celery worker processes with
-`--concurrency` 2; the strict fake GitHub serves one repository and the fake model answers every
-call after `--model-latency` seconds (the balanced tier's reviewers run on it). Then:
+keys are in it, flushed at the end), daphne, and `--workers` Celery worker processes started
+with the production command (threads from the settings; `--concurrency` sets how many); the
+strict fake GitHub serves one repository and the fake model answers every call after
+`--model-latency` seconds (the balanced tier's reviewers run on it). Then:
 
 1. one pull request alone, twice (the first warms the workers): the unloaded latency, its CPU,
    and the findings every other round must match;
@@ -51,7 +52,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--prs", type=int, default=30, help="pull requests in the burst")
     p.add_argument("--workers", type=int, default=2, help="Celery worker processes")
-    p.add_argument("--concurrency", type=int, default=2, help="pool processes per worker")
+    p.add_argument(
+        "--concurrency", type=int, default=None, help="threads per worker (QUORUM_WORKER_THREADS)"
+    )
     p.add_argument("--model-latency", type=float, default=0.5, help="seconds per model call")
     p.add_argument("--pushes", type=int, default=None, help="default: a third of --prs")
     p.add_argument("--pages", type=int, default=20, help="review pages with their socket")

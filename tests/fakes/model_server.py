@@ -118,6 +118,7 @@ class Fail:
     status: int = 500
     message: str | None = None
     latency: float = 0.0
+    retry_after: float | None = None  # sent as the Retry-After header (a 429's wait)
 
 
 Turn = Reply | Fail | Callable[[Conversation], "Reply | Fail"]
@@ -810,7 +811,10 @@ class _Handler(BaseHTTPRequestHandler):
             reply = script.reply_for(conversation)
             self.fake._sleep(reply.latency)
             if isinstance(reply, Fail):
-                raise _error(protocol, reply.status, reply.message)
+                error = _error(protocol, reply.status, reply.message)
+                if reply.retry_after is not None:
+                    error.headers["retry-after"] = f"{reply.retry_after:g}"
+                raise error
             payload = (
                 self._openai_response(conversation, reply, raw)
                 if protocol == OPENAI

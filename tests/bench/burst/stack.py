@@ -124,13 +124,19 @@ class Stack:
     services: Services
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
-    def _spawn(self, name: str, command: list[str], application: str) -> subprocess.Popen:
+    def _spawn(
+        self, name: str, command: list[str], application: str, extra: dict[str, str] | None = None
+    ) -> subprocess.Popen:
         log = (self.logs / f"{name}.log").open("wb")
         try:
             process = subprocess.Popen(
                 command,
                 cwd=ROOT,
-                env={**self.env, "DATABASE_URL": self.services.database_url(application)},
+                env={
+                    **self.env,
+                    "DATABASE_URL": self.services.database_url(application),
+                    **(extra or {}),
+                },
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: killed whole by stop()
@@ -157,17 +163,21 @@ class Stack:
                 time.sleep(0.2)
         raise RuntimeError("daphne did not listen within 60 s")
 
-    def start_workers(self, count: int, concurrency: int) -> None:
+    def start_workers(self, count: int, threads: int | None = None) -> None:
+        """The production worker command (docker/compose.yaml, docs/operations.md): its pool
+        and threads come from the settings; `threads` sets QUORUM_WORKER_THREADS."""
         queue = self.env["QUORUM_CELERY_QUEUE"]
+        extra = {"QUORUM_WORKER_THREADS": str(threads)} if threads else {}
         for index in range(count):
             self._spawn(
                 f"worker-{index}",
                 [
-                    *(sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queue),
-                    *("--concurrency", str(concurrency), "--loglevel", "INFO"),
-                    *("--without-gossip", "--without-mingle", "--hostname", f"b{index}-{queue}@%h"),
+                    *(sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel"),
+                    *("INFO", "-Q", queue, "--without-gossip", "--without-mingle"),
+                    *("--hostname", f"b{index}-{queue}@%h"),
                 ],
                 WORKER_APP,
+                extra,
             )
         deadline = time.monotonic() + 120
         for index in range(count):
