@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -50,13 +51,20 @@ class QueueUnavailable(Exception):
     the pipeline's sweeper finds it in the database and queues it again."""
 
 
+_tasks_import = threading.Lock()
+
+
 def task_named(name: str) -> Any:
     """The registered Celery task called `name`. Services queue work by the task's name, so a
     service never imports the tasks module that itself calls services."""
 
     if name not in app.tasks:
         # The apps' tasks modules are imported on first use (a worker imports them at start).
-        app.loader.import_default_modules()
+        # One thread imports; the others wait for it: two webhooks arriving together at a
+        # fresh web process otherwise found the registry still empty (NotRegistered, a 500).
+        with _tasks_import:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
     return app.tasks[name]
 
 

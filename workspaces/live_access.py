@@ -6,23 +6,28 @@ at once and closes if either is gone (a role change closes too: the page reconne
 for the new role). Independently, every event is checked before it is sent, with the answer
 reused for at most a second, so a missed signal cannot leak more than that. Forms a socket
 renders get the browser's own CSRF token (`csrf_context`), shared by every app's sockets.
+
+The database work of the live pages (these checks, the review page's renders) runs in a pool of
+its own (`off_thread`), not on the one thread Channels gives every consumer of a process for the
+ORM: a burst of renders never holds up a handshake, and a handshake never waits behind them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from cachetools import TTLCache
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.db import transaction
+from django.db import close_old_connections, transaction
 
 from workspaces.models import Membership
 
@@ -34,6 +39,43 @@ CLOSE_REVOKED = 4403
 # process; reached only from the event loop's thread.
 _recent_checks: TTLCache[tuple[Any, ...], bool] = TTLCache(maxsize=4096, ttl=RECHECK_SECONDS)
 _checks_under_way: dict[tuple[Any, ...], asyncio.Future[bool]] = {}
+
+
+# Threads for the live pages' database work in one process. Renders (~50 ms of CPU each) get
+# a few: more only queue on the interpreter lock. Access checks (a handshake, a re-check before
+# a send) get their own, so a burst of renders never holds up a handshake. Each thread holds at
+# most one database connection while it works (closed or handed back after each call, as after
+# a request).
+RENDER_THREADS = 4
+CHECK_THREADS = 2
+_render_pool = ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="live-render")
+_check_pool = ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix="live-check")
+
+
+def _in_pool[**P, R](
+    pool: ThreadPoolExecutor, function: Callable[P, R]
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    @functools.wraps(function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        close_old_connections()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(call, thread_sensitive=False, executor=pool)
+
+
+def off_thread[**P, R](function: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Run an access check in the live check pool, with the database connection handling of a
+    request (`close_old_connections` before and after), instead of on the consumers' one ORM
+    thread."""
+    return _in_pool(_check_pool, function)
+
+
+def render_off_thread[**P, R](function: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """The same for a live page's render, in the render pool."""
+    return _in_pool(_render_pool, function)
 
 
 def user_group(user_id: int) -> str:
@@ -98,7 +140,7 @@ class LiveAccessMixin(_ConsumerBase):
                 user_group(self.membership.user_id), self.channel_name
             )
 
-    @database_sync_to_async
+    @off_thread
     def _still_allowed(self) -> bool:
         m = self.membership
         role = (

@@ -6,6 +6,14 @@ re-renders the sections it can change (reviews.live.events.EVENT_SECTIONS), neve
 connect the page says which version of the live state it shows (`?v=`); only the sections
 changed since then are sent (reviews/live/version.py), and a page that is current gets just
 the version marker.
+
+A page that falls behind catches up rather than queueing: events only add to what its socket
+still has to send (the sections they change, the newest version), and one task per socket
+renders and sends that, so a socket never has more than one render in flight and a slow one
+gets the newest state, not a backlog. Renders and access checks run in the live pool
+(workspaces.live_access.off_thread), never on the one ORM thread of the process, and a
+section is rendered once per version for every socket of the process that shows it alike
+(reviews.web.section_renders).
 """
 
 from __future__ import annotations
@@ -13,15 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
-from cachetools import LRUCache
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
-from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from reviews.live import version as live_version
@@ -34,21 +40,21 @@ from reviews.live.events import (
     card_of,
     space_group,
 )
-from reviews.models import CohortProgress, FileViewed, ReviewSpace
-from reviews.selectors import THREAD_SECTIONS, editable_message_ids
-from reviews.web.presenters import review_context
-from workspaces.live_access import LiveAccessMixin, csrf_context
+from reviews.models import ReviewSpace
+from reviews.web.section_renders import (
+    SharedRenders,
+    Viewer,
+    render_sections,
+    viewer_of,
+    with_csrf,
+)
+from workspaces.live_access import LiveAccessMixin, csrf_context, off_thread, render_off_thread
 from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
 
-
-_CSRF_SLOT = "__quorum_csrf_slot__"
-# One event's fragments per role (and cohort reading state), shared by the sockets of this
-# process; the least recently used go first. Reached only from the event loop's thread.
-_shared_renders: LRUCache[tuple[Any, ...], str] = LRUCache(maxsize=64)
-# The renders under way: the sockets that want the same one wait for it.
-_rendering: dict[tuple[Any, ...], asyncio.Future[str]] = {}
+# Reached only from the event loop's thread.
+_shared = SharedRenders()
 
 
 def version_marker(token: str) -> str:
@@ -69,7 +75,43 @@ def live_sections(events: list[dict[str, Any]]) -> tuple[tuple[str, ...], int | 
     return sections, None
 
 
+def newer(token: str, than: str) -> bool:
+    """Whether version `token` is after `than` (another epoch counts as newer: it came later)."""
+    epoch, _, n = token.partition("-")
+    old_epoch, _, old_n = than.partition("-")
+    if epoch != old_epoch or not (n.isdigit() and old_n.isdigit()):
+        return bool(token)
+    return int(n) > int(old_n)
+
+
+@dataclass
+class Pending:
+    """What a socket still has to send: the events since its last send (folded into sections
+    and a card when it sends), whole sections (its first sync) and the newest version."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    sections: set[str] = field(default_factory=set)
+    version: str = ""
+    share: bool = True
+
+    def add(self, events: list[dict[str, Any]], version: str) -> None:
+        self.events += events
+        if newer(version, self.version):
+            self.version = version
+
+    def plan(self) -> tuple[tuple[str, ...], int | None]:
+        """The sections to render and the one card that stands for the list and the diff."""
+        sections, card = live_sections(self.events)
+        whole = set(sections) | self.sections
+        if card is not None and set(CARD_SECTIONS) & self.sections:
+            card = None
+        return tuple(s for s in SECTIONS if s in whole), card
+
+
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
+    _pending: Pending | None = None
+    _sender: asyncio.Task[None] | None = None
+
     async def connect(self) -> None:
         self.space_id = int(self.scope["url_route"]["kwargs"]["space_id"])
         # A page pinned to a round (`?round=N` in the switcher) keeps showing that round.
@@ -90,9 +132,15 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         missed = live_version.sections_since(page_token, state, SECTIONS)
         token = state.token if state else ""
         # Renders of the same version are alike; without one (Redis lost it) nothing is shared.
-        await self._send_sections(missed, share=f"sync:{token}" if token else "", version=token)
+        first = Pending(sections=set(missed), version=token, share=bool(token))
+        if self._pending is not None:  # an event came in while the version was read
+            first.add(self._pending.events, self._pending.version)
+        self._pending = first
+        self._start_sender()
 
     async def disconnect(self, code: int) -> None:
+        if self._sender is not None:
+            self._sender.cancel()
         if getattr(self, "membership", None) is not None:
             await self.channel_layer.group_discard(space_group(self.space_id), self.channel_name)
             await self.leave_user_group()
@@ -101,21 +149,36 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         """Nothing is accepted from the page over the socket."""
 
     async def dispatch(self, message: dict) -> None:
-        """Group events ("review.x") re-render the sections EVENT_SECTIONS names for them."""
+        """Group events ("review.x") are added to what this socket still has to send; its
+        sender renders EVENT_SECTIONS' sections for them. Never waits for a render: the
+        channel is read as fast as events come."""
         kind = message.get("type", "")
         events = message.get("events", []) if kind == BATCH else [message]
         if kind != BATCH and kind not in EVENT_SECTIONS:
             await super().dispatch(message)
             return
-        sections, card = live_sections(events)
-        await self._send_sections(
-            sections,
-            share=message.get("event_id", ""),
-            version=message.get("version", ""),
-            card=card,
-        )
+        if self._pending is None:
+            self._pending = Pending()
+        self._pending.add(events, message.get("version", ""))
+        if getattr(self, "membership", None) is not None and self._sender is None:
+            self._start_sender()
 
-    @database_sync_to_async
+    def _start_sender(self) -> None:
+        self._sender = asyncio.get_running_loop().create_task(self._send_pending())
+
+    async def _send_pending(self) -> None:
+        """One render at a time per socket: whatever came in meanwhile goes in the next."""
+        try:
+            while self._pending is not None:
+                pending, self._pending = self._pending, None
+                sections, card = pending.plan()
+                await self._send_sections(
+                    sections, version=pending.version, card=card, share=pending.share
+                )
+        finally:
+            self._sender = None
+
+    @off_thread
     def _authorize(self) -> bool:
         user = self.scope.get("user")
         space = (
@@ -135,80 +198,44 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         self._checked_at = time.monotonic()
         return True
 
-    @database_sync_to_async
-    def _personal_marks(self, reading: bool, threads: bool) -> frozenset[str]:
-        """The only per-person parts of a render: the person's cohorts read and files viewed
-        (`reading`), and the thread messages they may still edit (`threads`)."""
-        user_id = self.membership.user_id
-        marks: list[str] = []
-        if reading:
-            cohorts = CohortProgress.objects.filter(user_id=user_id, space_id=self.space_id)
-            files = FileViewed.objects.filter(user_id=user_id, space_id=self.space_id)
-            marks += [f"c:{k}" for k in cohorts.values_list("cohort_key", flat=True)]
-            marks += [f"f:{k}" for k in files.values_list("file_key", flat=True)]
-        if threads:
-            marks += [f"m:{pk}" for pk in editable_message_ids(self.space_id, user_id)]
-        return frozenset(marks)
-
-    @database_sync_to_async
-    def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> str:
+    @render_off_thread
+    def _viewer(self) -> Viewer:
         self.space.refresh_from_db(fields=["status", "updated_at"])
-        context = {
-            # `focus`: the card of a finding beyond its group's first page is loaded too.
-            **review_context(self.membership, self.space, self.round_number, focus=card),
-            "csrf_token": _CSRF_SLOT,
-        }
-        parts = [render_to_string(f"reviews/sections/{n}.html", context) for n in sections]
-        views = context["page"].views
-        # A duplicate has no card of its own: its canonical's card speaks for it.
-        if card is not None and card in views and views[card].duplicate_of is None:
-            context["node"] = context["page"].node(card)
-            context["oob"] = True
-            context["inline"] = card in context["inline_node_ids"]
-            parts.append(render_to_string("reviews/partials/node.html", context))
-        return "\n".join(parts)
+        return viewer_of(self.membership, self.space, self.round_number)
 
-    async def _render(self, sections: tuple[str, ...], share: str, card: int | None = None) -> str:
-        """Render the sections for this person. They depend only on the role (which buttons
-        show), for cohorts and files on what the person has read, and for threads on which
-        messages the person may still edit, so the sockets of this
-        process alike share one render per event: the first renders, the others wait for it
-        without a trip to the database thread. Only the CSRF token differs and is put in last."""
-        reading = "cohorts" in sections or "files" in sections
-        threads = card is not None or bool(THREAD_SECTIONS & set(sections))
-        read = await self._personal_marks(reading, threads) if reading or threads else None
-        key = (share, sections, card, self.membership.role, self.round_number, read)
-        if not share:
-            html = await self._render_fresh(sections, card)
-        elif (cached := _shared_renders.get(key)) is not None:
-            html = cached
-        elif (pending := _rendering.get(key)) is not None:
-            html = await pending
+    @render_off_thread
+    def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> dict[str, str]:
+        self.space.refresh_from_db(fields=["status", "updated_at"])
+        return render_sections(self.membership, self.space, self.round_number, sections, card)
+
+    async def _render(
+        self, sections: tuple[str, ...], version: str, card: int | None, share: bool
+    ) -> str:
+        """Render the sections for this person: taken from the renders of this version for
+        a viewer alike when they are there (reviews.web.section_renders), rendered once for
+        all the sockets that need them otherwise. Only the CSRF token is put in per socket."""
+        names = (*sections, "card") if card is not None else sections
+        if not share or not version:
+            parts = await self._render_fresh(sections, card)
         else:
-            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            # Nobody may be waiting when it fails: retrieve the error so it is not reported.
-            future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
-            _rendering[key] = future
-            try:
-                html = await self._render_fresh(sections, card)
-                _shared_renders[key] = html
-                future.set_result(html)
-            except BaseException as error:
-                future.set_exception(error)
-                raise
-            finally:
-                _rendering.pop(key, None)
-        return html.replace(_CSRF_SLOT, csrf_context(self.scope).get("csrf_token", ""))
+            viewer = await self._viewer()
+            key = (version, viewer, card)
+
+            async def render(missing: tuple[str, ...]) -> dict[str, str]:
+                wanted = tuple(n for n in missing if n != "card")
+                return await self._render_fresh(wanted, card if "card" in missing else None)
+
+            parts = await _shared.get(key, names, render)
+        html = "\n".join(parts[n] for n in names if parts.get(n))
+        return with_csrf(html, csrf_context(self.scope).get("csrf_token", ""))
 
     async def _send_sections(
-        self, sections: tuple[str, ...], *, share: str, version: str, card: int | None = None
+        self, sections: tuple[str, ...], *, version: str, card: int | None, share: bool
     ) -> None:
         html = ""
         if sections or card is not None:
             try:
-                # Shared renders first: a socket's access check (a trip to the database thread)
-                # then no longer holds up the render every socket waits for.
-                html = await self._render(sections, share, card)
+                html = await self._render(sections, version, card, share)
             except Exception:  # one failed render must not kill the socket
                 log.exception("could not render live update for space %s", self.space_id)
                 return

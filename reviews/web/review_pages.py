@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -15,6 +16,7 @@ from reviews.domain.space_status import (
     LADDER,
 )
 from reviews.live import version as live_version
+from reviews.live.events import SECTIONS
 from reviews.models import (
     ReviewSpace,
 )
@@ -26,6 +28,7 @@ from reviews.services.requests import ReviewRequestError, review_request
 from reviews.services.rounds import ReviewQueuedError
 from reviews.web.forms import NewReviewForm
 from reviews.web.presenters import review_context
+from reviews.web.section_renders import page_sections
 from reviews.web.shared import round_param, space_or_404
 from workspaces.http import HtmxHttpRequest
 from workspaces.models import Membership
@@ -101,8 +104,19 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
     round_number = round_param(request)
     # Read before the page's data: a change landing meanwhile counts as unseen, never as seen.
     version = live_version.page_token(space.pk)
-    context = review_context(membership, space, round_number)
-    return render(request, "reviews/detail.html", {**context, "live_version": version})
+    # The sections, as every viewer of this kind saw them at this version (cached per version).
+    sections = page_sections(
+        membership, space, round_number, version, SECTIONS, csrf_token=get_token(request)
+    )
+    context = {
+        "workspace": membership.workspace,
+        "membership": membership,
+        "space": space,
+        "pinned_round": round_number,
+        "sections": sections,
+        "live_version": version,
+    }
+    return render(request, "reviews/detail.html", context)
 
 
 @member_view

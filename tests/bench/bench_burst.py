@@ -3,7 +3,8 @@ Redis; issue 42).
 
 Starts the full stack as production runs it: a PostgreSQL database of its own (created, then
 dropped: `--database`), a Redis database of its own (`--redis-url`, refused if someone else's
-keys are in it, flushed at the end), daphne, and `--workers` Celery worker processes started
+keys are in it, flushed at the end), the web tier (`--web-processes` daphne processes on one
+socket, as `python -m config.serve` runs them), and `--workers` Celery worker processes started
 with the production command (threads from the settings; `--concurrency` sets how many); the
 strict fake GitHub serves one repository and the fake model answers every call after
 `--model-latency` seconds (the balanced tier's reviewers run on it). Then:
@@ -55,6 +56,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--concurrency", type=int, default=None, help="threads per worker (QUORUM_WORKER_THREADS)"
     )
+    p.add_argument("--web-processes", type=int, default=2, help="daphne processes (config.serve)")
     p.add_argument("--model-latency", type=float, default=0.5, help="seconds per model call")
     p.add_argument("--pushes", type=int, default=None, help="default: a third of --prs")
     p.add_argument("--pages", type=int, default=20, help="review pages with their socket")
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         seeded = records.seed()
         connection.close()  # this thread is done with the database: the stack's own
         port = free_port()
-        stack.start_web(port)
+        stack.start_web(port, args.web_processes)
         stack.start_workers(args.workers, args.concurrency)
         report = measure(args, services, stack, fakes, seeded, port, pulls, alone)
     finally:

@@ -1,5 +1,6 @@
-"""The full stack's processes: a database and a Redis database of the benchmark's own, daphne
-(as production runs the web process) and N Celery workers. Every process is started in a
+"""The full stack's processes: a database and a Redis database of the benchmark's own, the web
+tier as production runs it (`python -m config.serve`: several daphne processes on one socket)
+and N Celery workers. Every process is started in a
 session of its own and `Stack.stop` kills each whole process group, so nothing outlives the
 benchmark, whatever went wrong."""
 
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,19 +151,22 @@ class Stack:
     def log(self, name: str) -> str:
         return (self.logs / f"{name}.log").read_text(errors="replace")
 
-    def start_web(self, port: int) -> None:
-        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-        process = self._spawn("daphne", [*command, "config.asgi:application"], WEB_APP)
-        deadline = time.monotonic() + 60
+    def start_web(self, port: int, processes: int) -> None:
+        """The production command (docker/compose.yaml): it binds the port at once, so the
+        stack is ready when a request is answered."""
+        command = [sys.executable, "-m", "config.serve", "--bind", "127.0.0.1", "--port", str(port)]
+        process = self._spawn("web", [*command, "--processes", str(processes)], WEB_APP)
+        deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise RuntimeError(f"daphne exited: {self.log('daphne')[-2000:]}")
+                raise RuntimeError(f"the web tier exited: {self.log('web')[-2000:]}")
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                return
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                    if r.status == 200:
+                        return
             except OSError:
-                time.sleep(0.2)
-        raise RuntimeError("daphne did not listen within 60 s")
+                time.sleep(0.3)
+        raise RuntimeError("the web tier did not answer within 90 s")
 
     def start_workers(self, count: int, threads: int | None = None) -> None:
         """The production worker command (docker/compose.yaml, docs/operations.md): its pool
@@ -193,7 +198,7 @@ class Stack:
         return [p.pid for name, p in self.processes.items() if name.startswith("worker-")]
 
     def web_pid(self) -> int:
-        return self.processes["daphne"].pid
+        return self.processes["web"].pid  # its daphne processes are its children
 
     def stop(self) -> None:
         for process in self.processes.values():

@@ -1,0 +1,175 @@
+"""The guided review's sections rendered once per version and shared: by every socket of a
+process that shows the same thing, and by the page itself across processes (the cache).
+
+What a section shows depends on the space's state, which its live version names
+(reviews/live/version.py: every change that reaches a page bumps it), and on the viewer only
+through `Viewer`: the round the page is pinned to, the role (which buttons show) and the
+person's marks (cohorts read, files viewed, thread messages still editable by them, whether
+an outside agent of theirs wrote findings, which changes the buttons on those). Two viewers
+with the same `Viewer` at the same version get the same bytes, but for the CSRF token, which
+is put in last (`CSRF_SLOT`). Without a version (Redis lost it) nothing is shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cachetools import LRUCache
+from django.core.cache import cache
+from django.db import connection
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+from reviews.domain.consensus import OUTSIDE_AGENT_PREFIX
+from reviews.models import CohortProgress, FileViewed, ReviewerStream, ReviewSpace
+from reviews.selectors import editable_message_ids
+from reviews.web.presenters import review_context
+from workspaces.models import Membership
+
+CSRF_SLOT = "__quorum_csrf_slot__"
+# The page cache (Django's cache: Redis in the full stack) keeps a version's sections this
+# long; a new version is a new key, so this only bounds what an unused version occupies.
+PAGE_CACHE_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Everything of the viewer a section's bytes depend on, but the CSRF token."""
+
+    space_id: int
+    round_number: int | None
+    role: str
+    marks: frozenset[str]
+    # What the key cannot see from the live version: a space row changed without an event
+    # (its title from GitHub), the repository archived (every button goes).
+    space_stamp: str
+
+    def digest(self) -> str:
+        raw = repr((sorted(self.marks), self.space_stamp)).encode()
+        return hashlib.sha256(raw).hexdigest()[:24]
+
+
+def space_stamp(space: ReviewSpace) -> str:
+    archived = space.pull_request.repository.archived_at
+    return f"{space.updated_at.isoformat()}|{archived.isoformat() if archived else ''}"
+
+
+def personal_marks(space_id: int, user_id: int) -> frozenset[str]:
+    """The person's own parts of the page, in four small queries."""
+    cohorts = CohortProgress.objects.filter(user_id=user_id, space_id=space_id)
+    files = FileViewed.objects.filter(user_id=user_id, space_id=space_id)
+    marks = [f"c:{k}" for k in cohorts.values_list("cohort_key", flat=True)]
+    marks += [f"f:{k}" for k in files.values_list("file_key", flat=True)]
+    marks += [f"m:{pk}" for pk in editable_message_ids(space_id, user_id)]
+    own_agents = ReviewerStream.objects.filter(
+        round__space_id=space_id, agent__startswith=f"{OUTSIDE_AGENT_PREFIX}{user_id}:"
+    )
+    if own_agents.exists():
+        marks.append("own-agent")
+    return frozenset(marks)
+
+
+def viewer_of(membership: Membership, space: ReviewSpace, round_number: int | None) -> Viewer:
+    return Viewer(
+        space.pk,
+        round_number,
+        membership.role,
+        personal_marks(space.pk, membership.user_id),
+        space_stamp(space),
+    )
+
+
+def render_sections(
+    membership: Membership,
+    space: ReviewSpace,
+    round_number: int | None,
+    names: Iterable[str],
+    card: int | None = None,
+) -> dict[str, str]:
+    """The named sections (templates/reviews/sections/<name>.html) and, with `card`, that
+    finding's card (key "card"), with `CSRF_SLOT` where the token goes."""
+    context = {
+        # `focus`: the card of a finding beyond its group's first page is loaded too.
+        **review_context(membership, space, round_number, focus=card),
+        "csrf_token": CSRF_SLOT,
+    }
+    parts: dict[str, str] = {
+        n: render_to_string(f"reviews/sections/{n}.html", context) for n in names
+    }
+    views = context["page"].views
+    # A duplicate has no card of its own: its canonical's card speaks for it.
+    if card is not None and card in views and views[card].duplicate_of is None:
+        context["node"] = context["page"].node(card)
+        context["oob"] = True
+        context["inline"] = card in context["inline_node_ids"]
+        parts["card"] = render_to_string("reviews/partials/node.html", context)
+    elif card is not None:
+        parts["card"] = ""
+    return parts
+
+
+def with_csrf(html: str, token: str) -> str:
+    return html.replace(CSRF_SLOT, token)
+
+
+class SharedRenders:
+    """The sections rendered in this process, per (version, viewer, card): a socket that needs
+    a section another socket of the same kind already has at that version takes it; the
+    sockets that need the same missing ones wait for one render (a lock per key)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.done: LRUCache[tuple[Any, ...], dict[str, str]] = LRUCache(maxsize=size)
+        # A lock per key while anyone holds or waits for it, with how many do.
+        self.locks: dict[tuple[Any, ...], tuple[asyncio.Lock, int]] = {}
+
+    async def get(
+        self,
+        key: tuple[Any, ...],
+        names: tuple[str, ...],
+        render: Callable[[tuple[str, ...]], Awaitable[dict[str, str]]],
+    ) -> dict[str, str]:
+        lock, users = self.locks.get(key) or (asyncio.Lock(), 0)
+        self.locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                have = self.done.get(key) or {}
+                missing = tuple(n for n in names if n not in have)
+                if missing:
+                    have = {**have, **await render(missing)}
+                    self.done[key] = have
+                return {n: have[n] for n in names}
+        finally:
+            lock, users = self.locks[key]
+            if users > 1:
+                self.locks[key] = (lock, users - 1)
+            else:
+                del self.locks[key]
+
+
+def page_sections(
+    membership: Membership,
+    space: ReviewSpace,
+    round_number: int | None,
+    version: str,
+    names: tuple[str, ...],
+    csrf_token: str,
+) -> dict[str, SafeString]:
+    """The page's sections, from the cache when this viewer's kind saw this version already
+    (`version`: read before the data, like the socket's). Inside a transaction nothing is
+    shared: a change it made is announced (and the version bumped) only when it commits."""
+    if not version or connection.in_atomic_block:
+        parts = render_sections(membership, space, round_number, names)
+    else:
+        viewer = viewer_of(membership, space, round_number)
+        key = (
+            f"quorum:page:{space.pk}:{version}:{round_number or 0}:{viewer.role}:{viewer.digest()}"
+        )
+        parts = cache.get(key)
+        if parts is None:
+            parts = render_sections(membership, space, round_number, names)
+            cache.set(key, parts, PAGE_CACHE_SECONDS)
+    return {n: mark_safe(with_csrf(parts[n], csrf_token)) for n in names}  # noqa: S308
