@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0023_stream_turns"),
+        ("reviews", "0024_round_admission"),
     ]
 
     operations = [
