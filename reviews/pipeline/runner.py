@@ -219,13 +219,13 @@ def _move(
         .get(pk=round_id)
     )
     seen.append(review_round)
-    # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
     if (
         admission
         and review_round.state == ReviewRound.State.PENDING
         and not _admitted(review_round, dispatch)
     ):
         return "queued"
+    # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
     with round_reads.sharing(review_round):
         round_reads.keep_ledger(review_round, budget_runs.ledger_of(review_round))
         return _move_on(review_round, dispatch, token)
