@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -79,14 +80,23 @@ def admit_waiting(dispatch: Callable[[str, int], None]) -> int:
     return len(admitted)
 
 
-def advance_sent(round_id: int) -> None:
-    """A coordinator's message for the round is about to be published."""
-    ReviewRound.objects.filter(pk=round_id).update(advance_sent_at=timezone.now())
+def advance_sent(round_id: int) -> datetime:
+    """A coordinator's message for the round is about to be published: its stamp, which the
+    message carries."""
+    stamp = timezone.now()
+    ReviewRound.objects.filter(pk=round_id).update(advance_sent_at=stamp)
+    return stamp
 
 
-def advance_not_sent(round_id: int) -> None:
+def advance_not_sent(round_id: int, stamp: datetime) -> None:
     """The broker refused it: nothing is queued, the sweeper may send it at its next look."""
-    ReviewRound.objects.filter(pk=round_id).update(advance_sent_at=None)
+    ReviewRound.objects.filter(pk=round_id, advance_sent_at=stamp).update(advance_sent_at=None)
+
+
+def advance_taken(round_id: int, stamp: datetime) -> None:
+    """A coordinator took the message stamped `stamp`: the round has no message queued unless
+    one was sent after it (stamped later: it stays counted)."""
+    ReviewRound.objects.filter(pk=round_id, advance_sent_at__lte=stamp).update(advance_sent_at=None)
 
 
 def messages_queued() -> int:

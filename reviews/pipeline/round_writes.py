@@ -24,19 +24,14 @@ OPEN_STATES = (ReviewRound.State.PENDING, ReviewRound.State.RUNNING)
 
 
 def round_claim(round_id: int) -> str | None:
-    """Take the coordinator's lease; the message that asked was taken either way (a message
-    sent since, stamped later, stays counted as queued)."""
     now = timezone.now()
     token = uuid.uuid4().hex
     claimed = (
         ReviewRound.objects.filter(pk=round_id, state__in=OPEN_STATES)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + step_lease(), lease_token=token, advance_sent_at=None)
+        .update(lease_until=now + step_lease(), lease_token=token)
     )
-    if claimed == 1:
-        return token
-    ReviewRound.objects.filter(pk=round_id, advance_sent_at__lte=now).update(advance_sent_at=None)
-    return None
+    return token if claimed == 1 else None
 
 
 def round_renew(round_id: int, token: str) -> None:

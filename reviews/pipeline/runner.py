@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Literal
 
@@ -33,6 +33,7 @@ from reviews.pipeline.admission import (
     admit_waiting,
     advance_not_sent,
     advance_sent,
+    advance_taken,
     rounds_admit,
     stalled_rounds,
 )
@@ -68,11 +69,11 @@ def queue_dispatch(kind: str, object_id: int) -> None:
     round first (`advance_sent_at`), so the sweeper can tell it queued from lost."""
 
     if kind == "advance":
-        advance_sent(object_id)
+        stamp = advance_sent(object_id)
         try:
-            enqueue("reviews.pipeline_advance", object_id)
+            enqueue("reviews.pipeline_advance", object_id, stamp.isoformat())
         except QueueUnavailable:
-            advance_not_sent(object_id)
+            advance_not_sent(object_id, stamp)
             raise
         return
     enqueue("reviews.pipeline_advance" if kind == "advance" else "reviews.pipeline_step", object_id)
@@ -97,12 +98,16 @@ def advance(
     dispatch: Dispatch = celery_dispatch,
     look_again: bool = True,
     admission: bool = True,
+    sent_at: datetime | None = None,
 ) -> ReviewRound | None:
     """Returns the round as the move that ended it left it (None while it is open, or when
     another coordinator holds it). `look_again=False`: no step of the round can end while this
     call runs (run_inline's dispatch only queues them for after it), so there is nothing to
     look once more for. `admission=False` (run_inline) starts a queued round without waiting
-    for a place among the rounds admitted at once."""
+    for a place among the rounds admitted at once. `sent_at`: the stamp of the message that
+    asked (taken now, whether this call gets the lease or not)."""
+    if sent_at is not None:
+        advance_taken(round_id, sent_at)
     for _ in range(3):
         token = round_claim(round_id)
         if token is None:
@@ -133,10 +138,14 @@ def advance(
     return None
 
 
-def advance_surviving(round_id: int, *, dispatch: Dispatch = celery_dispatch) -> None:
+def advance_surviving(
+    round_id: int, *, dispatch: Dispatch = celery_dispatch, sent_at: datetime | None = None
+) -> None:
     """`advance` through database blips; past the retries the sweeper resumes the round."""
     try:
-        retry_db(lambda: advance(round_id, dispatch=dispatch), what=f"round {round_id}")
+        retry_db(
+            lambda: advance(round_id, dispatch=dispatch, sent_at=sent_at), what=f"round {round_id}"
+        )
     except CONNECTION_ERRORS as exc:
         log.error(
             "round %s: the database is still unreachable (%s); left to the sweeper", round_id, exc
@@ -210,13 +219,13 @@ def _move(
         .get(pk=round_id)
     )
     seen.append(review_round)
-    # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
     if (
         admission
         and review_round.state == ReviewRound.State.PENDING
         and not _admitted(review_round, dispatch)
     ):
         return "queued"
+    # The stages this move runs share what they read of the round (reviews/pipeline/round_reads.py).
     with round_reads.sharing(review_round):
         round_reads.keep_ledger(review_round, budget_runs.ledger_of(review_round))
         return _move_on(review_round, dispatch, token)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
@@ -14,9 +16,11 @@ from reviews.services.verdicts import round_finalise
 
 
 @shared_task(name="reviews.pipeline_advance", acks_late=True)
-def pipeline_advance_task(round_id: int) -> None:
-
-    advance_surviving(round_id)
+def pipeline_advance_task(round_id: int, sent_at: str | None = None) -> None:
+    """`sent_at`: the stamp the message was sent with (reviews/pipeline/admission.py)."""
+    advance_surviving(
+        round_id, sent_at=datetime.fromisoformat(sent_at) if sent_at is not None else None
+    )
 
 
 @shared_task(name="reviews.pipeline_step", acks_late=True)

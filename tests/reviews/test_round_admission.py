@@ -176,3 +176,17 @@ def test_a_push_keeps_the_pull_requests_place_in_line(review_factory, workspace_
     assert recover(dispatch=lambda kind, pk: sent.append((kind, pk))) == 1
     assert sent == [("advance", pushed.pk)]
     assert ReviewRound.objects.get(pk=other.pk).state == "pending"
+
+
+def test_a_message_taken_clears_its_stamp_not_a_later_ones(review_factory):
+    """Two coordinators' messages in flight for one round: taking the first leaves the round
+    counted as queued until the second is taken."""
+    from reviews.pipeline.admission import advance_sent, advance_taken
+
+    review_round = review_factory()
+    first = advance_sent(review_round.pk)
+    second = advance_sent(review_round.pk)
+    advance_taken(review_round.pk, first)
+    assert ReviewRound.objects.get(pk=review_round.pk).advance_sent_at == second
+    advance_taken(review_round.pk, second)
+    assert ReviewRound.objects.get(pk=review_round.pk).advance_sent_at is None
