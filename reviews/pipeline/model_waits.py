@@ -1,9 +1,9 @@
 """While a step waits on the model: it holds no database connection, and it stops when its
 round ends.
 
-- `release_connection`: a pooled connection goes back to the pool before a model call (a worker
-  runs tens of calls at once; each would otherwise keep a connection it does not use for the
-  whole call). The next query takes one again.
+- `release_connection`: a pooled connection goes back to the pool before a model call and after
+  a tool's write (a worker runs tens of calls at once; each would otherwise keep a connection it
+  does not use for the whole call). The next query takes one again.
 - `round_stop`: a `StopToken` for the runs of one round. One thread per process looks, every
   `QUORUM_STOP_POLL_SECONDS`, whether a round with runs in this process ended (superseded by a
   push, cancelled, failed, timed out), in one query for all of them, and stops their runs: the
@@ -30,9 +30,10 @@ log = logging.getLogger(__name__)
 
 
 def release_connection() -> None:
-    """Give this thread's connection back (to the pool, or close it) unless a transaction
-    needs it."""
-    if not connection.in_atomic_block:
+    """Give this thread's pooled connection back to the pool, unless a transaction needs it.
+    Without a pool (SQLite, `QUORUM_DB_POOL_MAX=0`) the connection stays: closing it would
+    only open another one after the call."""
+    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
         connection.close()
 
 

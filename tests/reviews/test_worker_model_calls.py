@@ -8,7 +8,9 @@ from __future__ import annotations
 import threading
 import time
 
+import psycopg
 import pytest
+from django.db import connection
 
 from reviews.models import ReviewRound
 from reviews.services.requests import review_request
@@ -45,25 +47,68 @@ def _repositories(shop, count: int) -> list[Repository]:
     ]
 
 
+class _Connections:
+    """The most connections the worker (by its application name) had open at once."""
+
+    def __init__(self, application: str) -> None:
+        self.application, self.peak = application, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        db = connection.settings_dict
+        with psycopg.connect(
+            host=db["HOST"] or "127.0.0.1",
+            port=db["PORT"] or 5432,
+            user=db["USER"],
+            dbname="postgres",
+            autocommit=True,
+        ) as conn:
+            while not self._stop.wait(0.05):
+                (count,) = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                    (self.application,),
+                ).fetchone()
+                self.peak = max(self.peak, count)
+
+    def __enter__(self) -> _Connections:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def test_one_worker_process_keeps_many_calls_in_flight_within_the_provider_limit(
     shop, fake_model: FakeModelServer, worker_factory, tmp_path
 ):
     _, base, head, alice = shop
     scenario.install(fake_model, latency=0.5)
-    # One process, 12 threads: three rounds' reviewers and lenses at once, at most 6 calls out.
-    worker_factory(QUORUM_WORKER_THREADS="12", QUORUM_MODEL_CALLS_PER_PROVIDER="6")
-    rounds = [
-        review_request(repository=repo, actor=alice, base=base, head=head, tier="thorough")
-        for repo in _repositories(shop, 3)
-    ]
-    for review_round in rounds:
-        finished = _wait_finished(review_round.pk, logs=tmp_path)
-        assert finished.state == "finished", finished.error
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    # One process, 12 threads: three rounds' reviewers and lenses at once, at most 6 calls out,
+    # and a pool of 3 connections, which a thread waiting on the model does not hold.
+    worker_factory(
+        QUORUM_WORKER_THREADS="12",
+        QUORUM_MODEL_CALLS_PER_PROVIDER="6",
+        QUORUM_DB_POOL_MAX="3",
+        DATABASE_URL=f"{url}?application_name=calls-worker",
+    )
+    with _Connections("calls-worker") as connections:
+        rounds = [
+            review_request(repository=repo, actor=alice, base=base, head=head, tier="thorough")
+            for repo in _repositories(shop, 3)
+        ]
+        for review_round in rounds:
+            finished = _wait_finished(review_round.pk, logs=tmp_path)
+            assert finished.state == "finished", finished.error
     answered = [r for r in fake_model.recorded("openai") if r.status == 200]
     assert len(answered) >= 30
     peak = _peak_in_flight(answered)
     # A prefork worker of one process has one call out at a time (three for a panel step).
     assert 5 <= peak <= 6, peak
+    assert 1 <= connections.peak <= 3, connections.peak
 
 
 def test_a_429_is_waited_out_and_sent_again(shop, fake_model, worker_factory, tmp_path):
