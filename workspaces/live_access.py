@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -48,8 +49,24 @@ _checks_under_way: dict[tuple[Any, ...], asyncio.Future[bool]] = {}
 # a request).
 RENDER_THREADS = 4
 CHECK_THREADS = 2
-_render_pool = ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="live-render")
-_check_pool = ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix="live-check")
+
+
+class _Pool(ThreadPoolExecutor):
+    """A thread pool set up anew in a forked child (the browser tests fork the live server):
+    the parent's threads do not survive a fork, and a pool that believes it has them never runs
+    what it is given."""
+
+    def __init__(self, threads: int, name: str) -> None:
+        super().__init__(max_workers=threads, thread_name_prefix=name)
+        os.register_at_fork(
+            after_in_child=lambda: ThreadPoolExecutor.__init__(
+                self, max_workers=threads, thread_name_prefix=name
+            )
+        )
+
+
+_render_pool = _Pool(RENDER_THREADS, "live-render")
+_check_pool = _Pool(CHECK_THREADS, "live-check")
 
 
 def _in_pool[**P, R](

@@ -1,14 +1,14 @@
 """Pages that follow a verdict over a websocket: the reviews list (a row is re-rendered when
 its verdict moves) and the publish preview (planned again).
 
-Read-only like the review page's socket; membership is re-checked before every send.
+Read-only like the review page's socket; membership is re-checked before every send. Their
+database work runs in the live pools (workspaces.live_access), off the consumers' ORM thread.
 """
 
 from __future__ import annotations
 
 import logging
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
 from django.template.loader import render_to_string
@@ -18,7 +18,7 @@ from reviews.models import ReviewSpace
 from reviews.selectors import spaces_for_list
 from reviews.services.publish_plans import PublishError
 from reviews.web.presenters import publish_preview_context
-from workspaces.live_access import LiveAccessMixin, csrf_context
+from workspaces.live_access import LiveAccessMixin, csrf_context, off_thread, render_off_thread
 from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class ReviewListConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         if html:
             await self.send(text_data=html)
 
-    @database_sync_to_async
+    @off_thread
     def _membership(self):
         try:
             return membership_get(
@@ -59,7 +59,7 @@ class ReviewListConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         except Http404:
             return None
 
-    @database_sync_to_async
+    @render_off_thread
     def _row(self, space_id: int) -> str:
         # Scoped to the member's workspace: another workspace's space id renders nothing.
         row = spaces_for_list(workspace_id=self.membership.workspace_id).filter(pk=space_id).first()
@@ -107,7 +107,7 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         if html:
             await self.send(text_data=html)
 
-    @database_sync_to_async
+    @off_thread
     def _membership(self):
         space = ReviewSpace.objects.select_related("workspace").filter(pk=self.space_id).first()
         if space is None:
@@ -119,7 +119,7 @@ class PublishPreviewConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         self.space = space
         return membership
 
-    @database_sync_to_async
+    @render_off_thread
     def _preview(self) -> str:
         try:
             context = publish_preview_context(self.membership, self.space)
