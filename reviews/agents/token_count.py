@@ -55,8 +55,8 @@ def request_tokens(body: bytes | str) -> int:
     if not isinstance(data, dict):
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         return count_tokens(text)
-    return sum(
-        count_tokens(json.dumps(data[key], ensure_ascii=False))
-        for key in PROMPT_KEYS
-        if data.get(key) is not None
-    )
+    parts = [data[key] for key in PROMPT_KEYS if key != "messages" and data.get(key) is not None]
+    # A provider renders each message into its template on its own: count them one by one.
+    messages = data.get("messages")
+    parts += messages if isinstance(messages, list) else [messages] if messages else []
+    return sum(count_tokens(json.dumps(part, ensure_ascii=False)) for part in parts)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import redis
 
 from tests.bench.burst.procs import rss_bytes
-from tests.bench.burst.stack import Services
+from tests.bench.burst.stack import BENCH_APP, Services
 
 
 @dataclass
@@ -55,7 +55,9 @@ class Monitors:
         with self.services.admin() as conn:
             while not self._stop.wait(0.1):
                 rows = conn.execute(query, (self.services.database,)).fetchall()
-                samples.pg_connections.append((time.time(), len(rows)))
+                # The product's connections (web and workers), not the benchmark's own reads.
+                product = [r for r in rows if r[0] != BENCH_APP]
+                samples.pg_connections.append((time.time(), len(product)))
                 now: dict[str, int] = {}
                 for application, pid, started in rows:
                     now[application] = now.get(application, 0) + 1

@@ -77,7 +77,8 @@ def assemble(
             "connections_seen_by_application": {
                 app: len(seen) for app, seen in samples.pg_seen_by_app.items()
             },
-            "note": "burst-bench is the benchmark's own ORM thread (1 connection); "
+            "note": "connections_peak is web and workers; burst-bench is the benchmark's own "
+            "ORM thread, not counted in it; "
             "seen_by_application is a lower bound (sampled every 100 ms)",
         },
         "correctness": correctness(plan, burst, rows, *found),
