@@ -83,6 +83,8 @@ def worktrees_release_earlier(*, review_round: ReviewRound) -> list[int]:
     that finished. A reader that needs an earlier round's code later (a question on one of its
     findings) checks it out again (`round_worktree` makes what is missing). Returns the round
     numbers released."""
+    if review_round.number <= 1:
+        return []  # a space's first round (rounds count from 1): nothing earlier to release
     numbers = list(
         ReviewRound.objects.filter(
             space_id=review_round.space_id,

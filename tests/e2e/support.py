@@ -22,6 +22,7 @@ from tests.fixtures import PASSWORD
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+_INHERITED_POOLS: list = []
 
 
 def _forget_inherited_connections() -> None:
@@ -36,6 +37,12 @@ def _forget_inherited_connections() -> None:
 
     for connection in connections.all(initialized_only=True):
         connection.connection = None
+        # A connection pool's idle connections are the parent's sockets too (the parent
+        # closes its pool before forking; this is for one opened meanwhile by another thread).
+        pools = getattr(type(connection), "_connection_pools", None)
+        if pools:
+            _INHERITED_POOLS.extend(pools.values())  # kept, never closed: closing says goodbye
+            pools.clear()  # to the server on the parent's sockets
     channel_layers.backends = {}
     SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
 
@@ -43,6 +50,9 @@ def _forget_inherited_connections() -> None:
 def live_server_start() -> DaphneProcess:
     """Fork the live server with the settings and data committed so far; the caller stops it."""
     connections.close_all()
+    for connection in connections.all(initialized_only=True):
+        if connection.alias in getattr(type(connection), "_connection_pools", {}):
+            connection.close_pool()  # its idle sockets would be shared with the child
     process = DaphneProcess(
         "127.0.0.1",
         partial(make_application, static_wrapper=ASGIStaticFilesHandler),

@@ -502,8 +502,13 @@ def slow(seconds: float, then: Script | None = None, name: str = "slow") -> Scri
     return Script(name, tuple(delayed(t) for t in base.turns), tail=base.tail)
 
 
-def failing(status: int = 500, message: str | None = None, name: str = "failing") -> Script:
-    return Script(name, (Fail(status, message),))
+def failing(
+    status: int = 500,
+    message: str | None = None,
+    name: str = "failing",
+    retry_after: float | None = None,
+) -> Script:
+    return Script(name, (Fail(status, message, retry_after=retry_after),))
 
 
 def injection_probe(name: str = "injection-probe") -> Script:

@@ -354,8 +354,9 @@ def test_it_classifies_provider_errors(
     kind: str,
     retryable: bool,
 ) -> None:
-    """5xx and 429 can succeed later; a 400 cannot."""
-    fake_model.add_script(failing(status), model="flaky")
+    """5xx and 429 can succeed later; a 400 cannot. (A 429 is first sent again, after the
+    wait its Retry-After names: a short one here.)"""
+    fake_model.add_script(failing(status, retry_after=0.05), model="flaky")
     with pytest.raises(ModelRunError) as caught:
         _run(fake_model, _runtime(fake_model, provider, "flaky"), stream)
     assert (caught.value.kind, caught.value.retryable) == (kind, retryable)
