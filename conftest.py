@@ -226,12 +226,29 @@ def service_free(item) -> bool:
     return True
 
 
-def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--skip-service-free"):
+def _long_first(items) -> None:
+    """The longest tests start first, one per xdist worker: one started last would leave the
+    other workers idle while it runs. xdist first hands each worker a chunk of consecutive
+    tests (a quarter of its share), so each long test goes at the head of a chunk."""
+    long = [item for item in items if item.get_closest_marker("long")]
+    if not long:
         return
-    kept, left = [], []
-    for item in items:
-        (left if service_free(item) else kept).append(item)
-    if left:
-        config.hook.pytest_deselected(items=left)
-        items[:] = kept
+    rest = [item for item in items if not item.get_closest_marker("long")]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    chunk = max(len(items) // workers // 4, 2) if workers > 1 else 1
+    for index, item in enumerate(long):
+        # Past one per worker: the first tests handed out after the initial chunks.
+        at = index * chunk if index < workers else workers * chunk + index - workers
+        rest.insert(min(at, len(rest)), item)
+    items[:] = rest
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--skip-service-free"):
+        kept, left = [], []
+        for item in items:
+            (left if service_free(item) else kept).append(item)
+        if left:
+            config.hook.pytest_deselected(items=left)
+            items[:] = kept
+    _long_first(items)

@@ -196,6 +196,7 @@ def _crawl(client, seeds: list[str]) -> tuple[list[str], list[Form]]:
 
 @pytest.mark.postgres  # SQLite stores a NUL: PostgreSQL is where it turned into a 500
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.long
 def test_every_form_and_filter_refuses_malformed_input_without_a_server_error(
     publishable, alice, client_for, workspace
 ):

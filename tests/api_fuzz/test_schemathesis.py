@@ -35,6 +35,7 @@ def fuzz_queue(queue, settings):
     redis.Redis.from_url(settings.REDIS_URL).delete(queue)
 
 
+@pytest.mark.long
 def test_schemathesis_finds_no_server_error_or_schema_violation(
     fuzz_settings, fuzz_queue, asgi_server
 ):

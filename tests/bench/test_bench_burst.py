@@ -30,6 +30,7 @@ def _redis_url() -> str:
     return os.environ.get("QUORUM_BENCH_BURST_REDIS_URL") or f"{base}/{14 - index}"
 
 
+@pytest.mark.long
 def test_a_smoke_burst_reviews_every_pull_request_once_and_reaches_the_pages():
     db = settings.DATABASES["default"]
     command = [
