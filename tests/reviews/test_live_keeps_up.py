@@ -77,6 +77,14 @@ def _hold_render_pool() -> threading.Event:
     return release
 
 
+async def _synced(space, cookie) -> WebsocketCommunicator:
+    """A review page's socket, connected and past its initial sync."""
+    comm = WebsocketCommunicator(application, f"/ws/reviews/{space.pk}/", headers=[ORIGIN, cookie])
+    assert (await comm.connect())[0]
+    await comm.receive_from(timeout=5)  # the initial sync
+    return comm
+
+
 async def _messages(comm: WebsocketCommunicator, until: str) -> list[str]:
     """What the socket sends up to the message that brings version `until`, and anything
     within half a second after it (a busy machine may take seconds to render)."""
@@ -93,11 +101,7 @@ def test_a_socket_that_is_behind_gets_the_newest_version_not_a_backlog(live, ali
     cookie = _cookie(alice)
 
     async def scenario():
-        comm = WebsocketCommunicator(
-            application, f"/ws/reviews/{space.pk}/", headers=[ORIGIN, cookie]
-        )
-        assert (await comm.connect())[0]
-        await comm.receive_from(timeout=5)  # the initial sync
+        comm = await _synced(space, cookie)
         release = _hold_render_pool()
         sent = []
         for _ in range(12):  # twelve changes while the socket cannot render
@@ -124,11 +128,7 @@ def test_a_verdict_reaches_a_busy_socket_with_the_sections_it_changed(live, alic
     cookie = _cookie(alice)
 
     async def scenario():
-        comm = WebsocketCommunicator(
-            application, f"/ws/reviews/{space.pk}/", headers=[ORIGIN, cookie]
-        )
-        assert (await comm.connect())[0]
-        await comm.receive_from(timeout=5)
+        comm = await _synced(space, cookie)
         release = _hold_render_pool()
         await database_sync_to_async(space_send)(space.pk, "review.axis_changed")
         await database_sync_to_async(space_send)(space.pk, "review.stream")
