@@ -52,8 +52,15 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+# How long a websocket may take to be accepted. daphne's default of 5 s dropped handshakes of
+# live pages while a burst of reviews kept the cores busy (the page's access check had not yet
+# run); a browser waits longer than that. `extra` may still set it.
+HANDSHAKE_SECONDS = 20
+
+
 def daphne_command(fd: int, extra: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "daphne", "--fd", str(fd), *extra, APPLICATION]
+    timeout = ("--websocket_connect_timeout", str(HANDSHAKE_SECONDS))
+    return [sys.executable, "-m", "daphne", "--fd", str(fd), *timeout, *extra, APPLICATION]
 
 
 def serve(argv: Sequence[str] | None = None) -> int:
