@@ -5,10 +5,11 @@ round ends.
   a tool's write (a worker runs tens of calls at once; each would otherwise keep a connection it
   does not use for the whole call). The next query takes one again.
 - `round_stop`: a `StopToken` for the runs of one round. One thread per process looks, every
-  `QUORUM_STOP_POLL_SECONDS`, whether a round with runs in this process ended (superseded by a
-  push, cancelled, failed, timed out), in one query for all of them, and stops their runs: the
-  requests in flight are cancelled and no new one goes out. It looks at the database, not at a
-  message, so it works whichever process or machine ended the round.
+  `QUORUM_STOP_POLL_SECONDS`, whether a round with runs in this process was stopped (superseded
+  by a push, cancelled, failed, timed out), in one query for all of them, and stops their runs:
+  the requests in flight are cancelled and no new one goes out. It looks at the database, not at
+  a message, so it works whichever process or machine ended the round. A finished round is not
+  stopped: its requirements reviewer runs again once a person supplies the request.
 """
 
 from __future__ import annotations
@@ -24,9 +25,14 @@ from django.db import connection, connections
 
 from reviews.agents.call_limits import StopToken
 from reviews.models import ReviewRound
-from reviews.pipeline.round_writes import OPEN_STATES
 
 log = logging.getLogger(__name__)
+
+STOPPED_STATES = (
+    ReviewRound.State.SUPERSEDED,
+    ReviewRound.State.CANCELLED,
+    ReviewRound.State.FAILED,
+)
 
 
 def release_connection() -> None:
@@ -71,9 +77,9 @@ class _Watch:
                 continue
             try:
                 ended = dict(
-                    ReviewRound.objects.filter(pk__in=watched)
-                    .exclude(state__in=OPEN_STATES)
-                    .values_list("pk", "state")
+                    ReviewRound.objects.filter(
+                        pk__in=watched, state__in=STOPPED_STATES
+                    ).values_list("pk", "state")
                 )
             except Exception as exc:  # the database blipped: look again next time
                 log.warning("could not look for ended rounds (%s)", exc)

@@ -171,3 +171,29 @@ def test_a_superseded_round_stops_its_calls(shop, fake_model, worker_factory, tm
     later = [r for r in fake_model.recorded("openai") if r.started > stopped_at]
     assert later == [], [r.script for r in later]
     assert stopped_at - superseded_at < 3.0
+
+
+def test_a_finished_rounds_requirements_reviewer_runs_again_without_being_stopped(
+    shop, fake_model, worker_factory, tmp_path
+):
+    from reviews.services.rounds import round_supply_request
+
+    repo, base, head, alice = shop
+    scenario.install(fake_model)
+    worker_factory(QUORUM_STOP_POLL_SECONDS="1")
+    review_round = review_request(
+        repository=repo, actor=alice, base=base, head=head, tier="adaptive"
+    )
+    finished = _wait_finished(review_round.pk, logs=tmp_path)
+    assert finished.state == "finished", finished.error
+    stream = finished.streams.get(dimension="requirements")
+    assert stream.state == "skipped"  # no request to compare the change with
+    # Each answer takes longer than the watcher's poll: a watcher that stopped the runs of a
+    # finished round would cancel this one mid-call.
+    scenario.install(fake_model, latency=2.5)
+    round_supply_request(review_round=finished, text="Add search to the shop.", actor=alice)
+    deadline = time.monotonic() + 60
+    while (current := finished.streams.get(pk=stream.pk)).state != "done":
+        assert current.state in ("pending", "running"), (current.state, current.error)
+        assert time.monotonic() < deadline, (current.state, current.error)
+        time.sleep(0.2)
