@@ -8,6 +8,10 @@
   302 to the sign-in page. An htmx request would follow it and swap the whole sign-in page
   into the fragment it was updating; it gets `HX-Redirect` instead, with `next` pointing at
   the page the person was on (not at the endpoint, which may accept only POST).
+- `OwnWritesMiddleware`: a signed-in person's successful write (any method but GET, HEAD,
+  OPTIONS) leaves a cookie with its time, so a review page served from a recent render
+  (reviews/web/section_renders.py) is never one rendered before their own change. Forging it
+  only gets a fresher page.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import time
 from contextvars import ContextVar
 from urllib.parse import urlencode, urlsplit
 
@@ -120,3 +125,33 @@ class HtmxLoginRedirectMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         return login_redirect_for_htmx(request, response) or response
+
+
+OWN_WRITE_COOKIE = "quorum_wrote"
+_READS = ("GET", "HEAD", "OPTIONS")
+
+
+def own_write_ms(request: HttpRequest) -> int:
+    """When this browser's person last wrote (ms since the epoch), 0 if unknown."""
+    raw = request.COOKIES.get(OWN_WRITE_COOKIE, "")
+    return int(raw) if raw.isdigit() and len(raw) <= 16 else 0
+
+
+class OwnWritesMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        wrote = request.method not in _READS and response.status_code < 400
+        if wrote and user is not None and user.is_authenticated:
+            response.set_cookie(
+                OWN_WRITE_COOKIE,
+                str(int(time.time() * 1000)),
+                max_age=60,
+                secure=settings.SESSION_COOKIE_SECURE,
+                httponly=True,
+                samesite="Lax",
+            )
+        return response

@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",  # request.htmx
     "config.middleware.HtmxLoginRedirectMiddleware",  # expired session: HX-Redirect to sign in
+    "config.middleware.OwnWritesMiddleware",  # when a person last wrote: pages show it after
     "config.inputguard.MalformedInputMiddleware",  # NUL, lone surrogates: 400 with a message
     "workspaces.middleware.ArchivedReviewsReadOnly",
     "config.errors.ApplicationErrorMiddleware",
@@ -357,6 +358,12 @@ QUORUM_STOP_POLL_SECONDS = envint("QUORUM_STOP_POLL_SECONDS", 1, minimum=1)
 # waited out and sent again (reviews/agents/call_limits.py).
 QUORUM_MODEL_CALLS_PER_PROCESS = envint("QUORUM_MODEL_CALLS_PER_PROCESS", 32, minimum=1)
 QUORUM_MODEL_CALLS_PER_PROVIDER = envint("QUORUM_MODEL_CALLS_PER_PROVIDER", 16, minimum=1)
+# A review page rendered this recently (milliseconds) is served again to the next viewer of its
+# kind even if the review moved on meanwhile: it carries the version it was rendered at, and its
+# socket sends what changed since. A person's own writes are always on the next page they load
+# (config/middleware.py OwnWritesMiddleware). 0 renders every new version
+# (reviews/web/section_renders.py).
+QUORUM_PAGE_FRESH_MS = envint("QUORUM_PAGE_FRESH_MS", 1000, minimum=0)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 # Tenancy: a shared server is closed by default (the operator opens sign-up and workspace
 # creation, grants local roots per workspace); the single-user embedded default is open.

@@ -5,6 +5,10 @@ configures Django. Workers share PostgreSQL safely (pytest-django gives each its
 database, `_gw0`, `_gw1`, …), but a channel layer, a Celery broker or a cache on one Redis
 database would be shared: worker N uses database REDIS_URL's + 1 + N instead. Subprocesses a
 test starts (Celery workers, `manage.py mcp`, daphne) inherit the worker's environment.
+
+It also renders every version of a review page (`QUORUM_PAGE_FRESH_MS=0`): a test that changes
+a review and loads its page expects the change at once; the tests of the fresh-page window turn
+it on themselves.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ def worker_redis_url(url: str, worker: str) -> str:
     return urlunsplit(parts._replace(path=f"/{database}"))
 
 
+os.environ.setdefault("QUORUM_PAGE_FRESH_MS", "0")
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _worker and os.environ.get("REDIS_URL"):
     os.environ["REDIS_URL"] = worker_redis_url(os.environ["REDIS_URL"], _worker)

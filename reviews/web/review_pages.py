@@ -10,6 +10,7 @@ from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from config.middleware import own_write_ms
 from reviews.domain import types as t
 from reviews.domain.finding_groups import PageRequestError, parse_page_request
 from reviews.domain.space_status import (
@@ -104,9 +105,16 @@ def review_detail(request: HttpRequest, membership: Membership, space_id: int) -
     round_number = round_param(request)
     # Read before the page's data: a change landing meanwhile counts as unseen, never as seen.
     version = live_version.page_token(space.pk)
-    # The sections, as every viewer of this kind saw them at this version (cached per version).
-    sections = page_sections(
-        membership, space, round_number, version, SECTIONS, csrf_token=get_token(request)
+    # The sections, as every viewer of this kind saw them at this version (cached per version),
+    # or at a version of the last second: then the page says so, and its socket catches up.
+    sections, version = page_sections(
+        membership,
+        space,
+        round_number,
+        version,
+        SECTIONS,
+        csrf_token=get_token(request),
+        wrote_ms=own_write_ms(request),
     )
     context = {
         "workspace": membership.workspace,

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from cachetools import LRUCache
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.template.loader import render_to_string
@@ -157,19 +159,41 @@ def page_sections(
     version: str,
     names: tuple[str, ...],
     csrf_token: str,
-) -> dict[str, SafeString]:
-    """The page's sections, from the cache when this viewer's kind saw this version already
-    (`version`: read before the data, like the socket's). Inside a transaction nothing is
-    shared: a change it made is announced (and the version bumped) only when it commits."""
+    wrote_ms: int = 0,
+) -> tuple[dict[str, SafeString], str]:
+    """The page's sections and the version they show: from the cache when this viewer's kind
+    saw this version already (`version`: read before the data, like the socket's), or a render
+    of an earlier version made within `QUORUM_PAGE_FRESH_MS` and after the viewer's own last
+    write (`wrote_ms`); its socket then sends what changed since. Inside a transaction nothing
+    is shared: a change it made is announced (and the version bumped) only when it commits."""
     if not version or connection.in_atomic_block:
         parts = render_sections(membership, space, round_number, names)
     else:
         viewer = viewer_of(membership, space, round_number)
-        key = (
-            f"quorum:page:{space.pk}:{version}:{round_number or 0}:{viewer.role}:{viewer.digest()}"
-        )
-        parts = cache.get(key)
-        if parts is None:
+        kind = f"{space.pk}:{round_number or 0}:{viewer.role}:{viewer.digest()}"
+        key, recent_key = f"quorum:page:{kind}:{version}", f"quorum:page-recent:{kind}"
+        started_ms = int(time.time() * 1000)
+        found = cache.get_many([key, recent_key])
+        parts = found.get(key)
+        recent = found.get(recent_key)
+        if parts is None and _serves(recent, started_ms, wrote_ms):
+            version, parts = recent["version"], recent["parts"]
+        elif parts is None:
             parts = render_sections(membership, space, round_number, names)
-            cache.set(key, parts, PAGE_CACHE_SECONDS)
-    return {n: mark_safe(with_csrf(parts[n], csrf_token)) for n in names}  # noqa: S308
+            cache.set_many(
+                {
+                    key: parts,
+                    recent_key: {"version": version, "at": started_ms, "parts": parts},
+                },
+                PAGE_CACHE_SECONDS,
+            )
+    return {n: mark_safe(with_csrf(parts[n], csrf_token)) for n in names}, version  # noqa: S308
+
+
+def _serves(recent: dict[str, Any] | None, now_ms: int, wrote_ms: int) -> bool:
+    """A recent render stands in for the current version while it is fresh enough and began
+    after the viewer's own last write (which it then shows)."""
+    fresh_ms = settings.QUORUM_PAGE_FRESH_MS
+    if not recent or not fresh_ms:
+        return False
+    return recent["at"] > wrote_ms and now_ms - recent["at"] <= fresh_ms

@@ -229,6 +229,58 @@ def test_the_page_is_cached_per_version_and_viewer_and_a_change_invalidates_it(
     assert "node-dismissed" in viewer.get(url).content.decode()
 
 
+def test_a_render_of_the_last_second_stands_in_for_a_newer_version_and_its_socket_catches_up(
+    live, alice, workspace, section_renders, settings
+):
+    space, node = live
+    settings.QUORUM_PAGE_FRESH_MS = 60_000  # "recent" for the whole test: no clock in the way
+    url = f"/w/{workspace.slug}/reviews/{space.pk}/"
+    owner = _client(alice)
+    first = owner.get(url).content.decode()
+    rendered = sum(section_renders.values())
+    seen = VERSION.search(first).group(1)
+
+    node_dismiss(node=node, user=alice, reason="dup")  # a change from elsewhere (a reviewer)
+    again = owner.get(url).content.decode()
+    assert sum(section_renders.values()) == rendered  # the recent render, not a new one
+    assert VERSION.search(again).group(1) == seen  # and the page says which version it shows
+    assert "node-dismissed" not in _findings_section(again)
+
+    cookie = _cookie(alice)
+
+    async def catch_up() -> str:
+        comm = WebsocketCommunicator(
+            application, f"/ws/reviews/{space.pk}/?v={seen}", headers=[ORIGIN, cookie]
+        )
+        assert (await comm.connect())[0]
+        message = await comm.receive_from(timeout=10)
+        await comm.disconnect()
+        return message
+
+    assert "node-dismissed" in asyncio.run(catch_up())  # what changed since, on connect
+
+    settings.QUORUM_PAGE_FRESH_MS = 0  # the window off: every version is rendered
+    assert "node-dismissed" in _findings_section(owner.get(url).content.decode())
+
+
+def test_a_persons_own_change_is_on_the_next_page_they_load(
+    live, alice, workspace, section_renders, settings
+):
+    space, node = live
+    settings.QUORUM_PAGE_FRESH_MS = 60_000
+    url = f"/w/{workspace.slug}/reviews/{space.pk}/"
+    owner = _client(alice)
+    owner.get(url)
+    answer = owner.post(
+        f"{url}nodes/{node.pk}/", {"action": "dismiss", "reason": "duplicate"}, follow=True
+    )
+    assert answer.status_code == 200 and owner.cookies["quorum_wrote"].value.isdigit()
+    assert "node-dismissed" in _findings_section(owner.get(url).content.decode())
+    # Another browser of the same kind, which wrote nothing, gets that render of the last
+    # second: it was made after the change, so it shows it too.
+    assert "node-dismissed" in _findings_section(_client(alice).get(url).content.decode())
+
+
 def test_a_persons_own_marks_are_not_served_to_another_member_of_the_same_role(
     live, alice, member_factory, workspace
 ):
