@@ -168,32 +168,35 @@ def page_sections(
     is shared: a change it made is announced (and the version bumped) only when it commits."""
     if not version or connection.in_atomic_block:
         parts = render_sections(membership, space, round_number, names)
+        return _with_token(parts, names, csrf_token), version
+    viewer = viewer_of(membership, space, round_number)
+    kind = f"{space.pk}:{round_number or 0}:{viewer.role}:{viewer.digest()}"
+    key, recent_key = f"quorum:page:{kind}:{version}", f"quorum:page-recent:{kind}"
+    started_ms = int(time.time() * 1000)
+    found = cache.get_many([key, recent_key])
+    cached: dict[str, str] | None = found.get(key)
+    recent = found.get(recent_key)
+    if cached is not None:
+        parts = cached
+    elif recent is not None and _serves(recent, started_ms, wrote_ms):
+        version, parts = recent["version"], recent["parts"]
     else:
-        viewer = viewer_of(membership, space, round_number)
-        kind = f"{space.pk}:{round_number or 0}:{viewer.role}:{viewer.digest()}"
-        key, recent_key = f"quorum:page:{kind}:{version}", f"quorum:page-recent:{kind}"
-        started_ms = int(time.time() * 1000)
-        found = cache.get_many([key, recent_key])
-        parts = found.get(key)
-        recent = found.get(recent_key)
-        if parts is None and _serves(recent, started_ms, wrote_ms):
-            version, parts = recent["version"], recent["parts"]
-        elif parts is None:
-            parts = render_sections(membership, space, round_number, names)
-            cache.set_many(
-                {
-                    key: parts,
-                    recent_key: {"version": version, "at": started_ms, "parts": parts},
-                },
-                PAGE_CACHE_SECONDS,
-            )
-    return {n: mark_safe(with_csrf(parts[n], csrf_token)) for n in names}, version  # noqa: S308
+        parts = render_sections(membership, space, round_number, names)
+        cache.set_many(
+            {key: parts, recent_key: {"version": version, "at": started_ms, "parts": parts}},
+            PAGE_CACHE_SECONDS,
+        )
+    return _with_token(parts, names, csrf_token), version
 
 
-def _serves(recent: dict[str, Any] | None, now_ms: int, wrote_ms: int) -> bool:
+def _with_token(
+    parts: dict[str, str], names: tuple[str, ...], csrf_token: str
+) -> dict[str, SafeString]:
+    return {n: mark_safe(with_csrf(parts[n], csrf_token)) for n in names}  # noqa: S308
+
+
+def _serves(recent: dict[str, Any], now_ms: int, wrote_ms: int) -> bool:
     """A recent render stands in for the current version while it is fresh enough and began
     after the viewer's own last write (which it then shows)."""
     fresh_ms = settings.QUORUM_PAGE_FRESH_MS
-    if not recent or not fresh_ms:
-        return False
-    return recent["at"] > wrote_ms and now_ms - recent["at"] <= fresh_ms
+    return bool(fresh_ms) and recent["at"] > wrote_ms and now_ms - recent["at"] <= fresh_ms
