@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -222,7 +223,9 @@ def test_daphne_exits_on_sigterm_with_an_mcp_call_in_flight(
         "DEBUG": "true",
     }
     env.pop("REDIS_URL", None)
-    port = 20000 + os.getpid() % 20000
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     server = subprocess.Popen(
         [
             sys.executable,
@@ -240,13 +243,17 @@ def test_daphne_exits_on_sigterm_with_an_mcp_call_in_flight(
         stderr=open(tmp_path / "daphne.log", "w"),  # noqa: SIM115
     )
     try:
-        for _ in range(100):
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "daphne.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "daphne did not answer within 60 s"
             try:
                 httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
                 break
             except httpx2.TransportError:
                 time.sleep(0.1)
         stopped_after: list[float] = []
+        initialised = anyio.Event()
 
         async def agent_waits():
             headers = {"Authorization": f"Bearer {secret}"}
@@ -254,19 +261,25 @@ def test_daphne_exits_on_sigterm_with_an_mcp_call_in_flight(
             async with anyio.create_task_group() as group:
 
                 async def waiting():
-                    async with (
-                        httpx2.AsyncClient(headers=headers, timeout=30) as http,
-                        streamable_http_client(url, http_client=http) as (read, write),
-                        ClientSession(read, write) as session,
-                    ):
-                        await session.initialize()
-                        await session.call_tool(
-                            "wait_for_review",
-                            {"space": review_round.space_id, "round": review_round.number},
-                        )
+                    # The server going away ends the call with an error: that is expected, and
+                    # must not cancel the timing of the exit below.
+                    with contextlib.suppress(Exception):
+                        async with (
+                            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+                            streamable_http_client(url, http_client=http) as (read, write),
+                            ClientSession(read, write) as session,
+                        ):
+                            await session.initialize()
+                            initialised.set()
+                            await session.call_tool(
+                                "wait_for_review",
+                                {"space": review_round.space_id, "round": review_round.number},
+                            )
 
                 async def terminate():
-                    await anyio.sleep(2)  # the call is in flight by now
+                    with anyio.fail_after(30):
+                        await initialised.wait()
+                    await anyio.sleep(1.5)  # the call is in flight by now
                     server.send_signal(signal.SIGTERM)
                     began = time.monotonic()
                     # What would fail is a server that waits on the call for ever; how fast
@@ -279,9 +292,7 @@ def test_daphne_exits_on_sigterm_with_an_mcp_call_in_flight(
                 group.start_soon(waiting)
                 group.start_soon(terminate)
 
-        # The server going away ends the client's call with an error: that is expected.
-        with contextlib.suppress(BaseException):
-            anyio.run(agent_waits)
+        anyio.run(agent_waits)
         assert server.poll() is not None, (tmp_path / "daphne.log").read_text()[-2000:]
         assert stopped_after and stopped_after[0] < 20
     finally:
