@@ -10,7 +10,12 @@ from celery.signals import worker_ready, worker_shutdown
 from reviews.models import ReviewerStream
 from reviews.pipeline.admission import admit_waiting
 from reviews.pipeline.reviewer_runs import run_stream
-from reviews.pipeline.runner import advance_surviving, celery_dispatch, recover, run_step_surviving
+from reviews.pipeline.runner import (
+    advance_surviving,
+    celery_dispatch,
+    recover,
+    run_step_then_advance,
+)
 from reviews.pipeline.sweeper import start_sweeper, stop_sweeper
 from reviews.services.verdicts import round_finalise
 
@@ -26,7 +31,7 @@ def pipeline_advance_task(round_id: int, sent_at: str | None = None) -> None:
 @shared_task(name="reviews.pipeline_step", acks_late=True)
 def pipeline_step_task(step_id: int) -> None:
 
-    run_step_surviving(step_id)
+    run_step_then_advance(step_id)
 
 
 @shared_task(name="reviews.pipeline_admit", acks_late=True)

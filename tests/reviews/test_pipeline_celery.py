@@ -7,6 +7,7 @@ the fake model server over loopback, exactly as a deployment's workers would.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -51,7 +52,7 @@ def _node_set(review_round: ReviewRound) -> list[tuple]:
     )
 
 
-def test_a_thorough_review_runs_on_celery_workers(shop, fake_model, worker_factory):
+def test_a_thorough_review_runs_on_celery_workers(shop, fake_model, worker_factory, tmp_path):
     repo, base, head, alice = shop
     scenario.install(fake_model)
     worker_factory()
@@ -69,6 +70,14 @@ def test_a_thorough_review_runs_on_celery_workers(shop, fake_model, worker_facto
     assert review_round.verdict.level == "block"
     review_round.space.refresh_from_db()
     assert review_round.space.status == "reviewed"
+    # The step that ends its stage moves the round on in its own task: one coordinator message
+    # started the round (two if the sweeper looked in between), not one more per step.
+    received = (tmp_path / "worker-0.log").read_text()
+    steps = review_round.steps.count()
+    assert steps >= 5
+    tasks = re.findall(r"Task reviews\.(\w+)\[[-0-9a-f]+\] received", received)
+    assert tasks.count("pipeline_step") == steps, tasks
+    assert tasks.count("pipeline_advance") <= 2, tasks
 
 
 def test_a_worker_killed_mid_review_loses_and_duplicates_nothing(
