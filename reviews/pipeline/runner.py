@@ -4,7 +4,7 @@ Progress lives in the database: `ReviewRound.stage` and `ReviewRound.done_stages
 `PipelineStep` rows for fan-out stages. `advance` is safe to call any number of times from any
 process: it takes a short lease on the round, moves it as far as it can, and lets go. Steps run
 in their own tasks (one per reviewer, one per panel finding); the one that ends its stage calls
-`advance` in the same task (`run_step_then_advance`).
+`advance` in the same task (reviews/pipeline/step_tasks.py).
 
 Faults: a lost database connection is retried (reviews/pipeline/faults.py) and never fails a
 round; a task the broker did not take is found again by `recover`, which the sweeper
@@ -21,7 +21,7 @@ from typing import Literal
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import Exists, F, OuterRef, Q, Subquery
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from config.background import QueueUnavailable, enqueue
@@ -455,44 +455,6 @@ def run_step_surviving(step_id: int, *, dispatch: Dispatch = celery_dispatch) ->
         log.error(
             "step %s: the database is still unreachable (%s); left to the sweeper", step_id, exc
         )
-
-
-def run_step_then_advance(step_id: int) -> None:
-    """A step task: run the step, and if it was the last open one of its stage, move its round
-    on here rather than queueing a coordinator's message. A message per step, each a task with
-    its own claim of the round, mostly found the stage still open; the last step to record its
-    outcome always sees every other one's (each looks after its own write), so the stage is
-    never left without a coordinator. A task that dies in between leaves a stalled round, which
-    the sweeper hands back as it does a lost message."""
-    asked: list[int] = []
-
-    def dispatch(kind: str, object_id: int) -> None:
-        if kind == "advance":
-            asked.append(object_id)
-        else:
-            celery_dispatch(kind, object_id)
-
-    run_step_surviving(step_id, dispatch=dispatch)
-    for round_id in dict.fromkeys(asked):
-        try:
-            if _stage_open_besides(step_id):
-                continue
-        except CONNECTION_ERRORS:
-            pass  # the coordinator looks for itself
-        advance_surviving(round_id)
-
-
-def _stage_open_besides(step_id: int) -> bool:
-    """Another step of this step's round and stage is not over yet. One query."""
-    step = PipelineStep.objects.filter(pk=step_id)
-    return (
-        PipelineStep.objects.filter(
-            round=Subquery(step.values("round")[:1]), stage=Subquery(step.values("stage")[:1])
-        )
-        .exclude(pk=step_id)
-        .exclude(state__in=TERMINAL_STEP_STATES)
-        .exists()
-    )
 
 
 def _claim_steps(step_ids: Sequence[int]) -> list[PipelineStep]:

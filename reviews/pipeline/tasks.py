@@ -10,12 +10,8 @@ from celery.signals import worker_ready, worker_shutdown
 from reviews.models import ReviewerStream
 from reviews.pipeline.admission import admit_waiting
 from reviews.pipeline.reviewer_runs import run_stream
-from reviews.pipeline.runner import (
-    advance_surviving,
-    celery_dispatch,
-    recover,
-    run_step_then_advance,
-)
+from reviews.pipeline.runner import advance_surviving, celery_dispatch, recover
+from reviews.pipeline.step_tasks import run_step_then_advance
 from reviews.pipeline.sweeper import start_sweeper, stop_sweeper
 from reviews.services.verdicts import round_finalise
 
