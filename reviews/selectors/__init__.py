@@ -36,8 +36,8 @@ from reviews.selectors.spend import (
 )
 from reviews.selectors.threads import (
     THREAD_SECTIONS,
-    editable_message_ids,
     page_threads,
+    personal_marks,
     thread_rows,
 )
 
@@ -53,10 +53,10 @@ __all__ = [
     "RoundSummary",
     "TicketView",
     "disagreement_round",
-    "editable_message_ids",
     "model_prices",
     "node_view",
     "page_threads",
+    "personal_marks",
     "precision_drops",
     "preview_lines",
     "review_page",

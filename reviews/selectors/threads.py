@@ -5,11 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db.models import Count, Q
+from django.db.models import CharField, Count, Q, Value
+from django.db.models.functions import Cast
 from django.utils import timezone
 
+from reviews.domain.consensus import OUTSIDE_AGENT_PREFIX
 from reviews.domain.threads import EDIT_WINDOW, Source, Subject, SubjectKind, ThreadError
-from reviews.models import ReviewerStream, ReviewRound, ReviewSpace, ThreadMessage
+from reviews.models import (
+    CohortProgress,
+    FileViewed,
+    ReviewerStream,
+    ReviewRound,
+    ReviewSpace,
+    ThreadMessage,
+)
 from reviews.selectors.review_page import ReviewPage
 
 #: The sections that show threads: a finding's (list and diff), a disagreement's, a note's.
@@ -46,16 +55,37 @@ def page_threads(
     return threads
 
 
-def editable_message_ids(space_id: int, user_id: int) -> list[int]:
-    """The messages of the space the person wrote and may still edit (the edit window)."""
-    return list(
-        ThreadMessage.objects.filter(
-            space_id=space_id,
-            author_id=user_id,
-            source__in=(Source.PERSON.value, Source.AGENT.value),
-            created_at__gte=timezone.now() - EDIT_WINDOW,
-        ).values_list("pk", flat=True)
+def personal_marks(space_id: int, user_id: int) -> frozenset[str]:
+    """The person's own parts of the page, in one query: the cohorts they marked reviewed
+    ("c:<key>"), the files they marked viewed ("f:<key>"), the messages they may still edit
+    ("m:<pk>", the edit window) and, if one of their agents reviewed here, "own-agent"."""
+
+    def tag(prefix: str) -> Value:
+        return Value(prefix, output_field=CharField())
+
+    cohorts = CohortProgress.objects.filter(user_id=user_id, space_id=space_id)
+    files = FileViewed.objects.filter(user_id=user_id, space_id=space_id)
+    messages = ThreadMessage.objects.filter(
+        space_id=space_id,
+        author_id=user_id,
+        source__in=(Source.PERSON.value, Source.AGENT.value),
+        created_at__gte=timezone.now() - EDIT_WINDOW,
     )
+    agents = ReviewerStream.objects.filter(
+        round__space_id=space_id, agent__startswith=f"{OUTSIDE_AGENT_PREFIX}{user_id}:"
+    )
+    # Unordered: SQLite refuses an ORDER BY (a model's default) inside a UNION.
+    rows = (
+        cohorts.order_by()
+        .values_list(tag("c:"), "cohort_key")
+        .union(
+            files.order_by().values_list(tag("f:"), "file_key"),
+            messages.order_by().values_list(tag("m:"), Cast("pk", CharField())),
+            agents.order_by().values_list(tag("own-agent"), tag("")),
+            all=True,
+        )
+    )
+    return frozenset(prefix + key for prefix, key in rows)
 
 
 def thread_rows(

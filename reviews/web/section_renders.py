@@ -26,9 +26,8 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
-from reviews.domain.consensus import OUTSIDE_AGENT_PREFIX
-from reviews.models import CohortProgress, FileViewed, ReviewerStream, ReviewSpace
-from reviews.selectors import editable_message_ids
+from reviews.models import ReviewSpace
+from reviews.selectors import personal_marks
 from reviews.web.presenters import review_context
 from workspaces.models import Membership
 
@@ -58,21 +57,6 @@ class Viewer:
 def space_stamp(space: ReviewSpace) -> str:
     archived = space.pull_request.repository.archived_at
     return f"{space.updated_at.isoformat()}|{archived.isoformat() if archived else ''}"
-
-
-def personal_marks(space_id: int, user_id: int) -> frozenset[str]:
-    """The person's own parts of the page, in four small queries."""
-    cohorts = CohortProgress.objects.filter(user_id=user_id, space_id=space_id)
-    files = FileViewed.objects.filter(user_id=user_id, space_id=space_id)
-    marks = [f"c:{k}" for k in cohorts.values_list("cohort_key", flat=True)]
-    marks += [f"f:{k}" for k in files.values_list("file_key", flat=True)]
-    marks += [f"m:{pk}" for pk in editable_message_ids(space_id, user_id)]
-    own_agents = ReviewerStream.objects.filter(
-        round__space_id=space_id, agent__startswith=f"{OUTSIDE_AGENT_PREFIX}{user_id}:"
-    )
-    if own_agents.exists():
-        marks.append("own-agent")
-    return frozenset(marks)
 
 
 def viewer_of(membership: Membership, space: ReviewSpace, round_number: int | None) -> Viewer:
