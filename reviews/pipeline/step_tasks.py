@@ -19,31 +19,29 @@ from reviews.pipeline.runner import advance_surviving, celery_dispatch, run_step
 
 def run_step_then_advance(step_id: int) -> None:
     """Run the step; the last open step of its stage moves the round on here."""
-    asked: list[int] = []
+    asked: set[int] = set()  # the step's round, once its outcome is recorded
 
     def dispatch(kind: str, object_id: int) -> None:
         if kind == "advance":
-            asked.append(object_id)
+            asked.add(object_id)
         else:
             celery_dispatch(kind, object_id)
 
     run_step_surviving(step_id, dispatch=dispatch)
-    for round_id in dict.fromkeys(asked):
+    for round_id in asked:
         try:
-            if _stage_open_besides(step_id):
+            if _stage_open_besides(round_id, step_id):
                 continue
         except CONNECTION_ERRORS:
             pass  # the coordinator looks for itself
         advance_surviving(round_id)
 
 
-def _stage_open_besides(step_id: int) -> bool:
-    """Another step of this step's round and stage is not over yet. One query."""
-    step = PipelineStep.objects.filter(pk=step_id)
+def _stage_open_besides(round_id: int, step_id: int) -> bool:
+    """Another step of the round, in this step's stage, is not over yet. One query."""
+    stage = PipelineStep.objects.filter(pk=step_id).values("stage")[:1]
     return (
-        PipelineStep.objects.filter(
-            round=Subquery(step.values("round")[:1]), stage=Subquery(step.values("stage")[:1])
-        )
+        PipelineStep.objects.filter(round_id=round_id, stage=Subquery(stage))
         .exclude(pk=step_id)
         .exclude(state__in=TERMINAL_STEP_STATES)
         .exists()
