@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.conf import settings
 from django.core.cache import cache
 
@@ -79,3 +80,73 @@ def test_sign_in_keeps_its_rate_limit_while_redis_is_down(alice, client, setting
         assert response.status_code == 200 and refused not in response.content.decode()
     response = client.post("/accounts/login/", {"login": alice.email, "password": PASSWORD})
     assert response.status_code == 200 and refused in response.content.decode()
+
+
+def test_under_asgi_requests_share_the_stand_in_and_the_outage_is_logged_once(
+    alice, settings, caplog
+):
+    """Under ASGI each request runs in a context of its own, as daphne starts it, and Django
+    gives each context a cache object of its own: the stand-in and its outage state must still
+    be the process's."""
+    import contextvars
+
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "config.cache.FallbackRedisCache",
+            "LOCATION": "redis://127.0.0.1:9/5",  # discard port, a location of this test only
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+    client = AsyncClient()
+    refused = "Too many failed login attempts"
+
+    async def post(password: str) -> str:
+        response = await client.post(
+            "/accounts/login/", {"login": alice.email, "password": password}
+        )
+        return response.content.decode()
+
+    def attempt(password: str) -> str:
+        return contextvars.copy_context().run(async_to_sync(post), password)
+
+    with caplog.at_level("WARNING", logger="config.cache"):
+        for _ in range(5):
+            assert refused not in attempt("wrong")
+        assert refused in attempt(PASSWORD)
+    outages = [r for r in caplog.records if "does not answer" in r.getMessage()]
+    assert len(outages) == 1, [r.getMessage() for r in outages]
+
+
+@pytest.mark.redis
+def test_under_asgi_requests_reuse_one_redis_connection(alice, settings):
+    """Every page load under ASGI used to open (and handshake) a Redis connection of its own."""
+    import contextvars
+    import uuid
+
+    import redis
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    name = f"quorum-test-{uuid.uuid4().hex[:12]}"
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "config.cache.FallbackRedisCache",
+            "LOCATION": settings.REDIS_URL,
+            "OPTIONS": {"client_name": name},
+        }
+    }
+    client, observer = AsyncClient(), redis.Redis.from_url(settings.REDIS_URL)
+    seen: set[int] = set()
+
+    async def post() -> int:
+        response = await client.post("/accounts/login/", {"login": alice.email, "password": "x"})
+        return response.status_code
+
+    for _ in range(6):
+        assert contextvars.copy_context().run(async_to_sync(post)) == 200
+        seen |= {c["id"] for c in observer.client_list() if c.get("name") == name}
+    observer.close()
+    assert len(seen) == 1, seen
