@@ -364,6 +364,10 @@ QUORUM_MODEL_CALLS_PER_PROVIDER = envint("QUORUM_MODEL_CALLS_PER_PROVIDER", 16, 
 # (config/middleware.py OwnWritesMiddleware). 0 renders every new version
 # (reviews/web/section_renders.py).
 QUORUM_PAGE_FRESH_MS = envint("QUORUM_PAGE_FRESH_MS", 1000, minimum=0)
+# In the full stack a space's live events are gathered this long (milliseconds) and sent to its
+# open pages as one update and one version (reviews/live/window.py). 0 sends each committed
+# change at once.
+QUORUM_LIVE_WINDOW_MS = envint("QUORUM_LIVE_WINDOW_MS", 250, minimum=0)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 # Tenancy: a shared server is closed by default (the operator opens sign-up and workspace
 # creation, grants local roots per workspace); the single-user embedded default is open.

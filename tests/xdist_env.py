@@ -8,7 +8,9 @@ test starts (Celery workers, `manage.py mcp`, daphne) inherit the worker's envir
 
 It also renders every version of a review page (`QUORUM_PAGE_FRESH_MS=0`): a test that changes
 a review and loads its page expects the change at once; the tests of the fresh-page window turn
-it on themselves.
+it on themselves. Likewise each committed change reaches the open pages at once
+(`QUORUM_LIVE_WINDOW_MS=0`): a socket test expects one message per change, in order; the
+tests of the live window (tests/reviews/test_live_window.py) turn it on.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def worker_redis_url(url: str, worker: str) -> str:
 
 
 os.environ.setdefault("QUORUM_PAGE_FRESH_MS", "0")
+os.environ.setdefault("QUORUM_LIVE_WINDOW_MS", "0")
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _worker and os.environ.get("REDIS_URL"):
     os.environ["REDIS_URL"] = worker_redis_url(os.environ["REDIS_URL"], _worker)

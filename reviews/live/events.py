@@ -16,6 +16,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from reviews.live import version as live_version
+from reviews.live import window as live_window
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +135,8 @@ def emit(space_id: int, event_type: str, **data: Any) -> None:
 
 def _flush(space_id: int) -> None:
     events = _pending.__dict__.get("events", {}).pop(space_id, [])
-    if len(events) == 1:
-        space_send(space_id, events[0].pop("type"), **events[0])
-    elif events:
-        space_send(space_id, BATCH, events=events)
+    if events:
+        live_window.add(space_id, events, send_events)
 
 
 def batch_sections(events: list[dict[str, Any]]) -> tuple[str, ...]:
@@ -146,13 +145,24 @@ def batch_sections(events: list[dict[str, Any]]) -> tuple[str, ...]:
 
 
 def space_send(space_id: int, event_type: str, **data: Any) -> None:
-    """Send now (the caller has committed): bump the live version, then tell the group."""
-    # One id per event lets every socket of a process share the render of the same update.
-    message = {"type": event_type, "event_id": uuid.uuid4().hex, **data}
+    """Send once the caller has committed: with the space's other events of the moment in the
+    full stack (reviews/live/window.py), at once otherwise."""
     events = data["events"] if event_type == BATCH else [{"type": event_type, **data}]
-    sections = batch_sections(events)
+    live_window.add(space_id, events, send_events)
+
+
+def send_events(space_id: int, events: list[dict[str, Any]]) -> None:
+    """Bump the live version (stamping the sections the events change), then tell the group:
+    one message, a batch when there are several events."""
+    first = events[0]
+    data = {k: v for k, v in first.items() if k != "type"} if len(events) == 1 else {}
+    kind = first["type"] if len(events) == 1 else BATCH
+    # One id per message lets every socket of a process share the render of the same update.
+    message = {"type": kind, "event_id": uuid.uuid4().hex, **data}
+    if kind == BATCH:
+        message["events"] = events
     try:
-        message["version"] = live_version.bump(space_id, sections)
+        message["version"] = live_version.bump(space_id, batch_sections(events))
     except Exception:  # the page still updates; a socket connecting later syncs in full
         log.exception("could not bump the live version of space %s", space_id)
     _group_send(space_group(space_id), message)
