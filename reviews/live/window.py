@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 Events = list[dict[str, Any]]
 Send = Callable[[int, Events], None]
 
+# Events that end their space's window as soon as they are committed.
+AT_ONCE = frozenset({"review.verdict"})
 # How long a sender's claim on a space holds if its process never sends (killed mid-window).
 CLAIM_SECONDS = 5
 
@@ -110,14 +112,16 @@ class _Window:
         self.take_script = self.client.register_script(_TAKE)
         self.seconds = seconds
 
-    def add(self, space_id: int, events: Events, send: Send) -> None:
+    def add(self, space_id: int, events: Events, send: Send, *, at_once: bool) -> None:
         events_key, sender_key = _keys(space_id)
         with self.client.pipeline(transaction=True) as pipe:
             pipe.rpush(events_key, json.dumps(events))
             pipe.expire(events_key, 3600)
             pipe.set(sender_key, os.getpid(), nx=True, ex=CLAIM_SECONDS)
             claimed = pipe.execute()[-1]
-        if claimed:
+        if at_once:
+            self.send(space_id, send)
+        elif claimed:
             _timer.call_later(self.seconds, lambda: self.send(space_id, send))
 
     def send(self, space_id: int, send: Send) -> None:
@@ -134,13 +138,14 @@ def _window(url: str, milliseconds: int) -> _Window | None:
 
 def add(space_id: int, events: Events, send: Send) -> None:
     """Send the space's `events` (committed) with the others of its window, or now when there
-    is no window."""
+    is no window. A verdict ends the window at once: it is what the people on the page wait
+    for, and it goes out with whatever the window held."""
     window = _window(settings.REDIS_URL or "", settings.QUORUM_LIVE_WINDOW_MS)
     if window is None:
         send(space_id, events)
         return
     try:
-        window.add(space_id, events, send)
+        window.add(space_id, events, send, at_once=any(e["type"] in AT_ONCE for e in events))
     except Exception:  # Redis does not answer: the page still updates, one message per change
         log.warning("live window unavailable for space %s, sending at once", space_id)
         send(space_id, events)

@@ -22,6 +22,7 @@ from django.test import Client
 from config.asgi import application
 from reviews.live import version as live_version
 from reviews.live import window as live_window
+from reviews.live.events import space_send
 from reviews.services.node_recording import node_record
 from reviews.services.nodes import node_dismiss
 from tests.fixtures import node_payload
@@ -171,3 +172,26 @@ def test_without_an_answering_redis_each_change_goes_out_at_once(window, live, a
 
     received = asyncio.run(scenario())
     assert len(received) == 1 and f'id="node-{nodes[0].pk}"' in received[0]
+
+
+def test_a_verdict_ends_the_window_at_once_with_what_it_held(live, alice, settings):
+    space, nodes, cookie = live
+    settings.QUORUM_LIVE_WINDOW_MS = 3000
+
+    async def scenario():
+        comm = await _synced(space, cookie)
+        await database_sync_to_async(node_dismiss)(node=nodes[0], user=alice, reason="no")
+        await asyncio.sleep(0.2)
+        sent = time.monotonic()
+        await database_sync_to_async(space_send)(space.pk, "review.verdict")
+        first = await comm.receive_from(timeout=10)
+        arrived = time.monotonic() - sent
+        # The window it ended sends nothing more when its timer fires.
+        quiet = await comm.receive_nothing(timeout=3.5)
+        await comm.disconnect()
+        return first, arrived, quiet
+
+    first, arrived, quiet = asyncio.run(scenario())
+    assert arrived < 2.0, arrived  # not the 3 s the window would hold it
+    assert f'id="node-{nodes[0].pk}"' in first and 'id="review-header"' in first
+    assert quiet

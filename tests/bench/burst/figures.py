@@ -94,6 +94,15 @@ def socket_figures(burst: Burst, rows: dict[int, list[RoundRow]]) -> dict:
         "closed_by_server": burst.closed_by_server,
         "seconds_after_drain_until_pages_current": burst.caught_up,
         "versions_behind_during_burst_max": max((max(v) for v in during.values()), default=None),
+        # Every 0.2 s sample of every page until the drain: how often a page was that far behind.
+        "versions_behind_during_burst": {
+            **spread([lag for lags in during.values() for lag in lags]),
+            "samples": sum(len(lags) for lags in during.values()),
+            "share_over_2": r2(
+                sum(lag > 2 for lags in during.values() for lag in lags)
+                / max(1, sum(len(lags) for lags in during.values()))
+            ),
+        },
         "versions_behind_at_drain": {
             "max": max(at_drain.values(), default=None),
             "sum": sum(at_drain.values()),
