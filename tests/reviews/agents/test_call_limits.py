@@ -128,11 +128,20 @@ def test_a_429_is_sent_again_after_its_retry_after(fake_model: FakeModelServer):
 def test_stopping_cancels_the_request_in_flight(fake_model: FakeModelServer):
     fake_model.add_script(Script("slow", (text("late", latency=5.0),)), model="slow-model")
     stop = StopToken()
-    threading.Timer(0.5, stop.stop, args=("the round was superseded",)).start()
+
+    def supersede_once_sent() -> None:
+        # Once the server has the request (a cold worker can take longer than a fixed delay to
+        # send it, and a run stopped before sending owes nothing).
+        deadline = time.monotonic() + 30
+        while not fake_model.recorded("openai") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stop.stop("the round was superseded")
+
+    threading.Thread(target=supersede_once_sent, daemon=True).start()
     started = time.monotonic()
     with pytest.raises(ModelRunError) as caught:
         _ask(_runtime(fake_model, "slow-model"), fake_model, stop)
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0  # the answer would take 5 s
     assert caught.value.kind == "stopped" and not caught.value.retryable
     assert caught.value.usage.requests == 1  # sent, so paid for
     assert call_limits.gate().in_flight() == 0  # its slots were given back
