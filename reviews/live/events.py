@@ -154,13 +154,13 @@ def space_send(space_id: int, event_type: str, **data: Any) -> None:
 def send_events(space_id: int, events: list[dict[str, Any]]) -> None:
     """Bump the live version (stamping the sections the events change), then tell the group:
     one message, a batch when there are several events."""
-    first = events[0]
-    data = {k: v for k, v in first.items() if k != "type"} if len(events) == 1 else {}
-    kind = first["type"] if len(events) == 1 else BATCH
     # One id per message lets every socket of a process share the render of the same update.
-    message = {"type": kind, "event_id": uuid.uuid4().hex, **data}
-    if kind == BATCH:
-        message["events"] = events
+    event_id = uuid.uuid4().hex
+    message: dict[str, Any] = (
+        {**events[0], "event_id": event_id}
+        if len(events) == 1
+        else {"type": BATCH, "event_id": event_id, "events": events}
+    )
     try:
         message["version"] = live_version.bump(space_id, batch_sections(events))
     except Exception:  # the page still updates; a socket connecting later syncs in full
