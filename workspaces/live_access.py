@@ -43,12 +43,15 @@ _checks_under_way: dict[tuple[Any, ...], asyncio.Future[bool]] = {}
 
 
 # Threads for the live pages' database work in one process. Renders (~50 ms of CPU each) get
-# a few: more only queue on the interpreter lock. Access checks (a handshake, a re-check before
-# a send) get their own, so a burst of renders never holds up a handshake. Each thread holds at
-# most one database connection while it works (closed or handed back after each call, as after
-# a request).
-RENDER_THREADS = 4
+# two: more only queue on the interpreter lock and take connections the process's requests
+# need from its pool. Access checks (a handshake, a re-check before a send) get their own, so a
+# burst of renders never holds up a handshake, and what a page must show at once (a round's
+# verdict) its own, never queued behind the other pages' updates. Each thread holds at most one
+# database connection while it works (closed or handed back after each call, as after a
+# request).
+RENDER_THREADS = 2
 CHECK_THREADS = 2
+URGENT_THREADS = 1
 
 
 class _Pool(ThreadPoolExecutor):
@@ -67,6 +70,7 @@ class _Pool(ThreadPoolExecutor):
 
 _render_pool = _Pool(RENDER_THREADS, "live-render")
 _check_pool = _Pool(CHECK_THREADS, "live-check")
+_urgent_pool = _Pool(URGENT_THREADS, "live-urgent")
 
 
 def _in_pool[**P, R](
@@ -93,6 +97,11 @@ def off_thread[**P, R](function: Callable[P, R]) -> Callable[P, Coroutine[Any, A
 def render_off_thread[**P, R](function: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     """The same for a live page's render, in the render pool."""
     return _in_pool(_render_pool, function)
+
+
+def urgent_off_thread[**P, R](function: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """The same for a render a page must get at once, in the urgent pool."""
+    return _in_pool(_urgent_pool, function)
 
 
 def user_group(user_id: int) -> str:

@@ -13,7 +13,9 @@ renders and sends that, so a socket never has more than one render in flight and
 gets the newest state, not a backlog. Renders and access checks run in the live pool
 (workspaces.live_access.off_thread), never on the one ORM thread of the process, and a
 section is rendered once per version for every socket of the process that shows it alike
-(reviews.web.section_renders).
+(reviews.web.section_renders). A round's verdict does not wait its turn: the header that shows
+it is rendered in a pool of its own and sent at once; the rest of its update follows with the
+version.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from reviews.live.events import (
     card_of,
     space_group,
 )
+from reviews.live.window import AT_ONCE
 from reviews.models import ReviewSpace
 from reviews.web.section_renders import (
     SharedRenders,
@@ -48,13 +51,21 @@ from reviews.web.section_renders import (
     viewer_of,
     with_csrf,
 )
-from workspaces.live_access import LiveAccessMixin, csrf_context, off_thread, render_off_thread
+from workspaces.live_access import (
+    LiveAccessMixin,
+    csrf_context,
+    off_thread,
+    render_off_thread,
+    urgent_off_thread,
+)
 from workspaces.permissions import membership_get
 
 log = logging.getLogger(__name__)
 
 # Reached only from the event loop's thread.
 _shared = SharedRenders()
+# The section that shows a round's verdict, sent ahead of the rest of the verdict's update.
+VERDICT_SECTION = "header"
 
 
 def version_marker(token: str) -> str:
@@ -111,6 +122,9 @@ class Pending:
 class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
     _pending: Pending | None = None
     _sender: asyncio.Task[None] | None = None
+    _urgent: asyncio.Task[None] | None = None
+    # The newest version whose header this page got: an older update sent later leaves it out.
+    _header_version = ""
 
     async def connect(self) -> None:
         self.space_id = int(self.scope["url_route"]["kwargs"]["space_id"])
@@ -139,8 +153,9 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         self._start_sender()
 
     async def disconnect(self, code: int) -> None:
-        if self._sender is not None:
-            self._sender.cancel()
+        for task in (self._sender, self._urgent):
+            if task is not None:
+                task.cancel()
         if getattr(self, "membership", None) is not None:
             await self.channel_layer.group_discard(space_group(self.space_id), self.channel_name)
             await self.leave_user_group()
@@ -159,8 +174,13 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
             return
         if self._pending is None:
             self._pending = Pending()
-        self._pending.add(events, message.get("version", ""))
-        if getattr(self, "membership", None) is not None and self._sender is None:
+        version = message.get("version", "")
+        self._pending.add(events, version)
+        if getattr(self, "membership", None) is None:
+            return  # connecting: its first send has it all
+        if version and any(e.get("type") in AT_ONCE for e in events):
+            self._urgent = asyncio.get_running_loop().create_task(self._send_verdict(version))
+        if self._sender is None:
             self._start_sender()
 
     def _start_sender(self) -> None:
@@ -198,48 +218,74 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         self._checked_at = time.monotonic()
         return True
 
-    @render_off_thread
-    def _viewer(self) -> Viewer:
+    def _viewer_now(self) -> Viewer:
         self.space.refresh_from_db(fields=["status", "updated_at"])
         return viewer_of(self.membership, self.space, self.round_number)
 
-    @render_off_thread
-    def _render_fresh(self, sections: tuple[str, ...], card: int | None) -> dict[str, str]:
+    def _render_now(self, sections: tuple[str, ...], card: int | None = None) -> dict[str, str]:
         self.space.refresh_from_db(fields=["status", "updated_at"])
         return render_sections(self.membership, self.space, self.round_number, sections, card)
 
+    _viewer = render_off_thread(_viewer_now)
+    _render_fresh = render_off_thread(_render_now)
+    _viewer_urgent = urgent_off_thread(_viewer_now)
+    _render_urgent = urgent_off_thread(_render_now)
+
+    async def _send_verdict(self, version: str) -> None:
+        """A round's verdict is what the people on its page wait for: the header that shows it
+        goes out at once, rendered in the urgent pool (and shared like any section of this
+        version), while the rest of the update waits its turn and comes with the version."""
+        try:
+            viewer = await self._viewer_urgent()
+            parts = await _shared.get(
+                (version, viewer, None), (VERDICT_SECTION,), self._render_urgent
+            )
+        except Exception:  # the update with everything still follows
+            log.exception("could not render the verdict of space %s", self.space_id)
+            return
+        if not newer(version, self._header_version) or not await self.may_send():
+            return
+        self._header_version = version
+        token = csrf_context(self.scope).get("csrf_token", "")
+        await self.send(text_data=with_csrf(parts[VERDICT_SECTION], token))
+
     async def _render(
         self, sections: tuple[str, ...], version: str, card: int | None, share: bool
-    ) -> str:
+    ) -> dict[str, str]:
         """Render the sections for this person: taken from the renders of this version for
         a viewer alike when they are there (reviews.web.section_renders), rendered once for
-        all the sockets that need them otherwise. Only the CSRF token is put in per socket."""
+        all the sockets that need them otherwise."""
         names = (*sections, "card") if card is not None else sections
         if not share or not version:
-            parts = await self._render_fresh(sections, card)
-        else:
-            viewer = await self._viewer()
-            key = (version, viewer, card)
+            return await self._render_fresh(sections, card)
+        viewer = await self._viewer()
 
-            async def render(missing: tuple[str, ...]) -> dict[str, str]:
-                wanted = tuple(n for n in missing if n != "card")
-                return await self._render_fresh(wanted, card if "card" in missing else None)
+        async def render(missing: tuple[str, ...]) -> dict[str, str]:
+            wanted = tuple(n for n in missing if n != "card")
+            return await self._render_fresh(wanted, card if "card" in missing else None)
 
-            parts = await _shared.get(key, names, render)
-        html = "\n".join(parts[n] for n in names if parts.get(n))
-        return with_csrf(html, csrf_context(self.scope).get("csrf_token", ""))
+        return await _shared.get((version, viewer, card), names, render)
 
     async def _send_sections(
         self, sections: tuple[str, ...], *, version: str, card: int | None, share: bool
     ) -> None:
-        html = ""
+        parts: dict[str, str] = {}
         if sections or card is not None:
             try:
-                html = await self._render(sections, version, card, share)
+                parts = await self._render(sections, version, card, share)
             except Exception:  # one failed render must not kill the socket
                 log.exception("could not render live update for space %s", self.space_id)
                 return
         if not await self.may_send():
             return
+        if newer(self._header_version, version):  # the verdict went ahead of this update
+            parts.pop(VERDICT_SECTION, None)
+        elif VERDICT_SECTION in parts:
+            self._header_version = version
+        # Only the CSRF token is put in per socket.
+        html = with_csrf(
+            "\n".join(part for part in parts.values() if part),
+            csrf_context(self.scope).get("csrf_token", ""),
+        )
         marker = version_marker(version)
         await self.send(text_data=f"{html}\n{marker}" if html else marker)

@@ -121,31 +121,35 @@ def test_a_socket_that_is_behind_gets_the_newest_version_not_a_backlog(live, ali
     assert all('id="review-streams"' in m for m in received)
 
 
-def test_a_verdict_reaches_a_busy_socket_with_the_sections_it_changed(live, alice):
-    """Coalescing never loses a section: a stream update queued behind a render, then the
-    verdict, arrive as one message holding both."""
+def test_a_verdict_reaches_a_busy_socket_at_once_and_the_rest_follows_with_its_version(live, alice):
+    """While every render thread is busy, the verdict's header still goes out (from the urgent
+    pool); coalescing loses no section afterwards: the update under way, then the stream and
+    the verdict as one message with the newest version. The update of before, sent after the
+    verdict, leaves the header out: the page never goes back to a header without it."""
     space, _node = live
     cookie = _cookie(alice)
 
     async def scenario():
         comm = await _synced(space, cookie)
         release = _hold_render_pool()
-        await database_sync_to_async(space_send)(space.pk, "review.axis_changed")
         await database_sync_to_async(space_send)(space.pk, "review.stream")
+        await asyncio.sleep(0.2)  # the socket's sender now waits for a render thread
+        await database_sync_to_async(space_send)(space.pk, "review.axis_changed")
         await database_sync_to_async(space_send)(space.pk, "review.verdict")
         newest = (await database_sync_to_async(live_version.current)(space.pk)).token
-        await asyncio.sleep(0.3)
+        ahead = await comm.receive_from(timeout=10)  # with the render pool still held
         release.set()
         received = await _messages(comm, newest)
         await comm.disconnect()
-        return newest, received
+        return newest, ahead, received
 
-    newest, received = asyncio.run(scenario())
+    newest, ahead, received = asyncio.run(scenario())
+    assert 'id="review-header"' in ahead and VERSION.search(ahead) is None
+    assert 'id="review-streams"' not in ahead
     assert len(received) == 2
-    assert 'id="review-axes"' in received[0]
-    last = received[-1]
-    assert 'id="review-streams"' in last and 'id="review-header"' in last
-    assert 'id="review-process"' in last and 'id="review-axes"' not in last
+    before, last = received
+    assert 'id="review-streams"' in before and 'id="review-header"' not in before
+    assert 'id="review-axes"' in last and 'id="review-header"' in last
     assert VERSION.search(last).group(1) == newest
 
 
