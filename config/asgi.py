@@ -12,14 +12,17 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from config.bodylimit import BodyLimitMiddleware, install_daphne_guard  # noqa: E402
+from config.requests_at_once import RequestsAtOnce  # noqa: E402
 from config.websockets import websocket_urlpatterns  # noqa: E402
 from reviews.mcp.http import McpHttpApp  # noqa: E402
 
 # Bodies over a path's cap are refused before they are buffered (config/bodylimit.py).
 install_daphne_guard()
-django_http = BodyLimitMiddleware(django_asgi_app)
+# A process runs a few requests at once and queues the rest (config/requests_at_once.py).
+django_http = BodyLimitMiddleware(RequestsAtOnce(django_asgi_app, settings.QUORUM_REQUESTS_AT_ONCE))
 mcp_http = BodyLimitMiddleware(McpHttpApp())
 
 

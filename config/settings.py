@@ -368,6 +368,10 @@ QUORUM_PAGE_FRESH_MS = envint("QUORUM_PAGE_FRESH_MS", 1000, minimum=0)
 # open pages as one update and one version (reviews/live/window.py). 0 sends each committed
 # change at once.
 QUORUM_LIVE_WINDOW_MS = envint("QUORUM_LIVE_WINDOW_MS", 250, minimum=0)
+# How many HTTP requests a web process runs at once; the others wait their turn without a
+# thread or a database connection (config/requests_at_once.py). By default as many as its
+# database pool holds, so requests never wait on each other for a connection. 0: no bound.
+QUORUM_REQUESTS_AT_ONCE = envint("QUORUM_REQUESTS_AT_ONCE", QUORUM_DB_POOL_MAX or 6, minimum=0)
 QUORUM_API_TOKEN_PREFIX = "qrm_"  # noqa: S105 (a public marker, not a secret)
 # Tenancy: a shared server is closed by default (the operator opens sign-up and workspace
 # creation, grants local roots per workspace); the single-user embedded default is open.
