@@ -44,11 +44,11 @@ _checks_under_way: dict[tuple[Any, ...], asyncio.Future[bool]] = {}
 
 # Threads for the live pages' database work in one process. Renders (~50 ms of CPU each) get
 # two: more only queue on the interpreter lock and take connections the process's requests
-# need from its pool. Access checks (a handshake, a re-check before a send) get their own, so a
-# burst of renders never holds up a handshake, and what a page must show at once (a round's
-# verdict) its own, never queued behind the other pages' updates. Each thread holds at most one
-# database connection while it works (closed or handed back after each call, as after a
-# request).
+# need from its pool. Access checks (a handshake, a re-check before a send, who a render is
+# for) get their own, so a burst of renders never holds up a handshake; and what a page must
+# show at once (a round's verdict) its own, never queued behind the other pages' updates.
+# Each thread holds at most one database connection while it works (closed or handed back
+# after each call, as after a request).
 RENDER_THREADS = 2
 CHECK_THREADS = 2
 URGENT_THREADS = 1

@@ -226,7 +226,9 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         self.space.refresh_from_db(fields=["status", "updated_at"])
         return render_sections(self.membership, self.space, self.round_number, sections, card)
 
-    _viewer = render_off_thread(_viewer_now)
+    # Who is looking (two short queries) is read with the access checks: queued behind the
+    # other pages' renders it doubled the wait of every update.
+    _viewer = off_thread(_viewer_now)
     _render_fresh = render_off_thread(_render_now)
     _viewer_urgent = urgent_off_thread(_viewer_now)
     _render_urgent = urgent_off_thread(_render_now)
