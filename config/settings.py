@@ -367,7 +367,7 @@ QUORUM_PAGE_FRESH_MS = envint("QUORUM_PAGE_FRESH_MS", 1000, minimum=0)
 # In the full stack a space's live events are gathered this long (milliseconds) and sent to its
 # open pages as one update and one version (reviews/live/window.py). 0 sends each committed
 # change at once.
-QUORUM_LIVE_WINDOW_MS = envint("QUORUM_LIVE_WINDOW_MS", 250, minimum=0)
+QUORUM_LIVE_WINDOW_MS = envint("QUORUM_LIVE_WINDOW_MS", 500, minimum=0)
 # How many HTTP requests a web process runs at once; the others wait their turn without a
 # thread or a database connection (config/requests_at_once.py). By default as many as its
 # database pool holds, so requests never wait on each other for a connection. 0: no bound.
