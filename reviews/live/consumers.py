@@ -179,6 +179,8 @@ class ReviewSpaceConsumer(LiveAccessMixin, AsyncWebsocketConsumer):
         if getattr(self, "membership", None) is None:
             return  # connecting: its first send has it all
         if version and any(e.get("type") in AT_ONCE for e in events):
+            if self._urgent is not None:  # a newer verdict's header supersedes it
+                self._urgent.cancel()
             self._urgent = asyncio.get_running_loop().create_task(self._send_verdict(version))
         if self._sender is None:
             self._start_sender()
