@@ -72,18 +72,21 @@ async def _request(app: Any, path: str) -> list[dict]:
     return sent
 
 
-def test_at_most_the_limit_run_at_once_and_the_others_wait_in_order():
-    async def scenario():
-        gate = Gate()
-        app = RequestsAtOnce(gate, 2)
-        tasks = [asyncio.create_task(_request(app, f"/{n}")) for n in range(6)]
-        await asyncio.sleep(0.05)
-        assert gate.began == ["/0", "/1"]  # the rest wait their turn, without starting
-        gate.go.set()
-        answers = await asyncio.gather(*tasks)
-        return gate, answers
+async def _at_once(limit: int, count: int) -> tuple[list[str], Gate, list[list[dict]]]:
+    """`count` requests sent together through a bound of `limit`: those that began before any
+    was answered, the app, and every answer."""
+    gate = Gate()
+    app = RequestsAtOnce(gate, limit)
+    tasks = [asyncio.create_task(_request(app, f"/{n}")) for n in range(count)]
+    await asyncio.sleep(0.05)
+    began = list(gate.began)
+    gate.go.set()
+    return began, gate, await asyncio.wait_for(asyncio.gather(*tasks), 5)
 
-    gate, answers = asyncio.run(scenario())
+
+def test_at_most_the_limit_run_at_once_and_the_others_wait_in_order():
+    began, gate, answers = asyncio.run(_at_once(2, 6))
+    assert began == ["/0", "/1"]  # the rest wait their turn, without starting
     assert gate.most == 2
     assert gate.began == [f"/{n}" for n in range(6)]
     assert all(a[-1]["body"] == b"ok" for a in answers)
@@ -121,17 +124,8 @@ def test_a_request_that_fails_gives_its_turn_back():
 
 
 def test_no_bound_at_zero():
-    async def scenario():
-        gate = Gate()
-        app = RequestsAtOnce(gate, 0)
-        tasks = [asyncio.create_task(_request(app, f"/{n}")) for n in range(4)]
-        await asyncio.sleep(0.05)
-        running = gate.running
-        gate.go.set()
-        await asyncio.gather(*tasks)
-        return running
-
-    assert asyncio.run(scenario()) == 4
+    began, gate, _answers = asyncio.run(_at_once(0, 4))
+    assert len(began) == 4 and gate.most == 4
 
 
 def test_django_answers_every_request_of_a_queue():
