@@ -1,13 +1,13 @@
-"""The production web command: several daphne processes sharing one listening socket.
+"""The production web command: several daphne processes on one port.
 
-`python -m config.serve --bind 0.0.0.0 --port 8000 --processes 3` binds the port once, then
-starts that many `daphne --fd` processes on it; the kernel hands each new connection to one of
-them, so HTTP requests, websockets and the ORM work behind them spread over the machine's
-cores (one daphne process runs its consumers' database calls on one thread). Channels groups go
-through Redis (channels_redis), so an event reaches the sockets of every process. A process
-that dies is started again (after a second, at most once a second); SIGTERM or SIGINT stops them
-all and waits for them. The default number of processes is QUORUM_WEB_PROCESSES, or the
-number of cores.
+`python -m config.serve --bind 0.0.0.0 --port 8000 --processes 3` binds the port (a listening
+socket per process on Linux, `listen_each`), then starts that many `daphne --fd` processes on
+it; the kernel hands each new connection to one of them, so HTTP requests, websockets and the
+ORM work behind them spread over the machine's cores (one daphne process runs its consumers'
+database calls on one thread). Channels groups go through Redis (channels_redis), so an event
+reaches the sockets of every process. A process that dies is started again on its socket (after
+a second, at most once a second); SIGTERM or SIGINT stops them all and waits for them. The
+default number of processes is QUORUM_WEB_PROCESSES, or the number of cores.
 
 No Django here: each daphne process loads the application itself.
 """
@@ -42,14 +42,29 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     sock.listen(1024)
     sock.set_inheritable(True)
     return sock
+
+
+def listen_each(host: str, port: int, count: int) -> list[socket.socket]:
+    """A listening socket per process where the kernel spreads connections over them (Linux's
+    SO_REUSEPORT), else one socket they all accept from. On one shared socket, a process that
+    wakes first accepts every connection waiting (daphne takes up to a hundred at once), so a
+    client opening its connections together could land all of them on one process: one
+    interpreter lock serving them while the other cores idle."""
+    if count < 2 or not sys.platform.startswith("linux"):
+        return [listen(host, port)] * max(1, count)
+    # A plain bind first: the port must be free, never shared with a server left running.
+    listen(host, port).close()
+    return [listen(host, port, reuse_port=True) for _ in range(count)]
 
 
 # How long a websocket may take to be accepted. daphne's default of 5 s dropped handshakes of
@@ -65,8 +80,7 @@ def daphne_command(fd: int, extra: Sequence[str]) -> list[str]:
 
 def serve(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    sock = listen(args.bind, args.port)
-    command = daphne_command(sock.fileno(), args.daphne_args)
+    sockets = listen_each(args.bind, args.port, max(1, args.processes))
     stopping = False
 
     def stop(signum: int, _frame: object) -> None:
@@ -76,10 +90,12 @@ def serve(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
 
-    def start() -> subprocess.Popen:
-        return subprocess.Popen(command, pass_fds=(sock.fileno(),))
+    def start(index: int) -> subprocess.Popen:
+        # A process started again takes its predecessor's socket and what waits in it.
+        fd = sockets[index].fileno()
+        return subprocess.Popen(daphne_command(fd, args.daphne_args), pass_fds=(fd,))
 
-    children = [start() for _ in range(max(1, args.processes))]
+    children = [start(index) for index in range(len(sockets))]
     print(f"serving on {args.bind}:{args.port} with {len(children)} daphne processes", flush=True)
     last_start = time.monotonic()
     while not stopping:
@@ -90,7 +106,7 @@ def serve(argv: Sequence[str] | None = None) -> int:
                     f"daphne {child.pid} exited ({child.returncode}): starting another", flush=True
                 )
                 time.sleep(max(0.0, 1.0 - (time.monotonic() - last_start)))
-                children[index], last_start = start(), time.monotonic()
+                children[index], last_start = start(index), time.monotonic()
     for child in children:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
@@ -101,7 +117,8 @@ def serve(argv: Sequence[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-    sock.close()
+    for sock in set(sockets):
+        sock.close()
     return 0
 
 

@@ -1,5 +1,5 @@
 """The full stack's processes: a database and a Redis database of the benchmark's own, the web
-tier as production runs it (`python -m config.serve`: several daphne processes on one socket)
+tier as production runs it (`python -m config.serve`: several daphne processes on one port)
 and N Celery workers. Every process is started in a
 session of its own and `Stack.stop` kills each whole process group, so nothing outlives the
 benchmark, whatever went wrong."""
