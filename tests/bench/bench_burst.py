@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.bench.burst.procs import cpu_seconds, machine_busy_seconds
+from tests.bench.burst.procs import cpu_seconds, machine_busy_seconds, tree_pids
 from tests.bench.burst.stack import (
     Services,
     Stack,
@@ -212,6 +212,8 @@ def snapshot(services: Services, stack: Stack, pg_sessions: Any) -> dict[str, fl
         "at": time.time(),
         "workers_cpu": cpu_seconds(stack.worker_pids()),
         "web_cpu": cpu_seconds([stack.web_pid()]),
+        # Each web process's own: how evenly the kernel spread the connections over them.
+        "web_processes_cpu": {p: cpu_seconds([p]) for p in tree_pids([stack.web_pid()])[1:]},
         "own_cpu": sum(os.times()[:2]),
         "machine_cpu": machine_busy_seconds(),
         "pg_sessions": pg_sessions(services),

@@ -59,7 +59,13 @@ def assemble(
             "queue_depth_peak": max((n for _, n in samples.queue_depth), default=None),
             "tasks": task_times(logs),
         },
-        "web": {"cpu_seconds": round(after["web_cpu"] - before["web_cpu"], 1)},
+        "web": {
+            "cpu_seconds": round(after["web_cpu"] - before["web_cpu"], 1),
+            "cpu_seconds_by_process": sorted(
+                round(cpu - before["web_processes_cpu"].get(pid, 0.0), 1)
+                for pid, cpu in after["web_processes_cpu"].items()
+            ),
+        },
         "benchmark_process_cpu_seconds": round(after["own_cpu"] - before["own_cpu"], 1),
         # Every process of the machine (two cores, shared with other work), from before the first
         # webhook until the pages caught up (or gave up), and that span.
