@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -45,13 +47,36 @@ def _until(condition, seconds: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def test_serve_runs_several_daphne_processes_restarts_a_dead_one_and_stops_them_all():
+@dataclass
+class Serving:
+    command: list[str]
+    env: dict[str, str]
+    port: int
+    server: subprocess.Popen
+
+
+@contextlib.contextmanager
+def _serving(processes: int = 2) -> Iterator[Serving]:
+    """`config.serve` on a free port, answering; whatever is left of it is killed after."""
     port = _free_port()
     env = {**os.environ, "SECRET_KEY": os.environ.get("SECRET_KEY") or "x" * 50}
-    command = [sys.executable, "-m", "config.serve", "--port", str(port), "--processes", "2"]
+    command = [sys.executable, "-m", "config.serve", "--port", str(port)]
+    command += ["--processes", str(processes)]
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     try:
         _until(lambda: _healthz(port) == 200, 60, "the web tier did not answer")
+        yield Serving(command, env, port, server)
+    finally:
+        if server.poll() is None:
+            for pid in _daphnes(server.pid):
+                os.kill(pid, signal.SIGKILL)
+            server.kill()
+            server.wait()
+
+
+def test_serve_runs_several_daphne_processes_restarts_a_dead_one_and_stops_them_all():
+    with _serving(processes=2) as serving:
+        server, port = serving.server, serving.port
         first = _daphnes(server.pid)
         assert len(first) == 2
         # Every connection is answered, whichever process takes it.
@@ -70,12 +95,6 @@ def test_serve_runs_several_daphne_processes_restarts_a_dead_one_and_stops_them_
         assert server.wait(timeout=30) == 0
         for pid in children:
             _until(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 10, f"{pid} outlived serve")
-    finally:
-        if server.poll() is None:
-            for pid in _daphnes(server.pid):
-                os.kill(pid, signal.SIGKILL)
-            server.kill()
-            server.wait()
 
 
 def _sockets_of(pid: int) -> set[str]:
@@ -91,17 +110,12 @@ def _sockets_of(pid: int) -> set[str]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_REUSEPORT spreads on Linux")
 def test_connections_opened_together_are_spread_over_the_processes_and_the_port_is_never_shared():
-    port = _free_port()
-    env = {**os.environ, "SECRET_KEY": os.environ.get("SECRET_KEY") or "x" * 50}
-    command = [sys.executable, "-m", "config.serve", "--port", str(port), "--processes", "2"]
-    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-    clients: list[socket.socket] = []
-    try:
-        _until(lambda: _healthz(port) == 200, 60, "the web tier did not answer")
-        children = _daphnes(server.pid)
+    with _serving(processes=2) as serving, contextlib.ExitStack() as held:
+        children = _daphnes(serving.server.pid)
         before = {pid: _sockets_of(pid) for pid in children}
         # A client opening its connections all at once, as a page's browser or a pool does.
-        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(40)]
+        for _ in range(40):
+            held.enter_context(socket.create_connection(("127.0.0.1", serving.port)))
 
         def accepted() -> dict[int, int]:
             return {pid: len(_sockets_of(pid) - before[pid]) for pid in children}
@@ -113,18 +127,7 @@ def test_connections_opened_together_are_spread_over_the_processes_and_the_port_
 
         # A second server on the same port is refused, never let in to share its connections.
         second = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+            serving.command, cwd=ROOT, env=serving.env, capture_output=True, text=True, timeout=60
         )
         assert second.returncode != 0
         assert "Address already in use" in second.stderr
-    finally:
-        for client in clients:
-            client.close()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            for pid in _daphnes(server.pid):
-                os.kill(pid, signal.SIGKILL)
-            server.kill()
-            server.wait()
